@@ -1,0 +1,29 @@
+// Element types fusor computes with. Float64 exists for the float64 "truth" executor.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace fusor {
+
+enum class DType : uint8_t { Undefined, Float32, Float64, Int64, Int32, Int8, UInt8, Bool };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // "float32", "int64", ...
+
+// Maps ONNX TensorProto.DataType codes; returns Undefined for types fusor does not support.
+DType dtype_from_onnx(int onnx_type);
+int dtype_to_onnx(DType t);
+// Name of an ONNX type code, including the unsupported ones ("float16", "string").
+std::string onnx_type_name(int onnx_type);
+
+template <class T> constexpr DType dtype_of();
+template <> constexpr DType dtype_of<float>() { return DType::Float32; }
+template <> constexpr DType dtype_of<double>() { return DType::Float64; }
+template <> constexpr DType dtype_of<int64_t>() { return DType::Int64; }
+template <> constexpr DType dtype_of<int32_t>() { return DType::Int32; }
+template <> constexpr DType dtype_of<int8_t>() { return DType::Int8; }
+template <> constexpr DType dtype_of<uint8_t>() { return DType::UInt8; }
+template <> constexpr DType dtype_of<bool>() { return DType::Bool; }
+
+}  // namespace fusor

@@ -1,0 +1,81 @@
+// Ops as data: one row per op with its name, category, shape function and reference kernel.
+// The Op enum, the name strings and the op count all come from FUSOR_OPS. Fusion rules are
+// written over categories (TVM's pattern kinds), not over op names.
+#pragma once
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "fusor/tensor.h"
+
+namespace fusor {
+
+struct Node;
+
+enum class OpCategory { Elementwise, Broadcast, Injective, Reduction, Contraction, Opaque };
+const char* category_name(OpCategory c);
+
+// X(name, category)
+#define FUSOR_OPS(X)                                                                         \
+  X(Add, Broadcast) X(Sub, Broadcast) X(Mul, Broadcast) X(Div, Broadcast) X(Pow, Broadcast)  \
+  X(Sqrt, Elementwise) X(Reciprocal, Elementwise) X(Erf, Elementwise) X(Tanh, Elementwise)   \
+  X(Exp, Elementwise) X(Log, Elementwise) X(Neg, Elementwise) X(Abs, Elementwise)            \
+  X(Relu, Elementwise) X(Sigmoid, Elementwise) X(Gelu, Elementwise) X(Clip, Elementwise)     \
+  X(HardSigmoid, Elementwise) X(HardSwish, Elementwise) X(LeakyRelu, Elementwise)            \
+  X(Not, Elementwise) X(Cast, Elementwise) X(Identity, Elementwise) X(Dropout, Elementwise)  \
+  X(Equal, Broadcast) X(Greater, Broadcast) X(Less, Broadcast) X(Where, Broadcast)           \
+  X(Softmax, Reduction) X(LogSoftmax, Reduction) X(LayerNormalization, Reduction)            \
+  X(ReduceMean, Reduction) X(ReduceSum, Reduction) X(ReduceMax, Reduction)                   \
+  X(MatMul, Contraction) X(Gemm, Contraction) X(Conv, Contraction)                           \
+  X(BatchNormalization, Broadcast) X(MaxPool, Opaque) X(AveragePool, Opaque)                 \
+  X(GlobalAveragePool, Reduction)                                                            \
+  X(Transpose, Injective) X(Reshape, Injective) X(Flatten, Injective)                        \
+  X(Squeeze, Injective) X(Unsqueeze, Injective) X(Concat, Injective) X(Split, Injective)     \
+  X(Slice, Injective) X(Gather, Injective) X(Expand, Broadcast) X(Trilu, Injective)          \
+  X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)
+
+enum class Op {
+#define FUSOR_OP_ENUM(name, cat) name,
+  FUSOR_OPS(FUSOR_OP_ENUM)
+#undef FUSOR_OP_ENUM
+  Count
+};
+
+// Concrete type of one tensor at plan time.
+struct TensorType {
+  DType dtype = DType::Undefined;
+  Dims dims;
+};
+
+// What a shape function sees: the node, its input types, and the values of inputs that are
+// constant at plan time (nullptr otherwise). Missing optional inputs have dtype Undefined.
+struct InferContext {
+  const Node& node;
+  std::span<const TensorType> inputs;
+  std::span<const Tensor* const> constants;
+  const Tensor* constant(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
+  bool has_input(size_t i) const { return i < inputs.size() && inputs[i].dtype != DType::Undefined; }
+};
+
+// Returns one TensorType per node output, or throws fusor::Error naming the node.
+using ShapeFn = std::vector<TensorType> (*)(const InferContext&);
+
+// Plain reference kernel: `outputs` arrive allocated with the shapes the shape function gave.
+// Missing optional inputs are undefined Tensors.
+using RefKernelFn = void (*)(const Node& node, std::span<const Tensor> inputs,
+                             std::span<Tensor> outputs);
+
+struct OpInfo {
+  Op op;
+  const char* name;
+  OpCategory category;
+  ShapeFn infer;
+  RefKernelFn reference;
+};
+
+const OpInfo& op_info(Op op);
+std::optional<Op> op_from_name(std::string_view name);
+std::span<const OpInfo> all_ops();
+
+}  // namespace fusor

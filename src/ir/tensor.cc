@@ -1,0 +1,89 @@
+#include "fusor/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace fusor {
+
+int64_t numel_of(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::string dims_to_string(const Dims& dims) {
+  std::ostringstream s;
+  s << '[';
+  for (size_t i = 0; i < dims.size(); ++i) s << (i ? ", " : "") << dims[i];
+  s << ']';
+  return s.str();
+}
+
+Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
+  for (int64_t d : dims_)
+    if (d < 0) throw Error("negative dimension in tensor shape " + dims_to_string(dims_));
+  size_t bytes = nbytes();
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, rounded);
+  storage_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  data_ = p;
+}
+
+Tensor Tensor::view(DType dtype, Dims dims, void* data) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.data_ = data;
+  return t;
+}
+
+Tensor Tensor::reshaped(Dims dims) const {
+  if (numel_of(dims) != numel())
+    throw Error("cannot reshape " + dims_to_string(dims_) + " to " + dims_to_string(dims));
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t(dtype_, dims_);
+  if (nbytes()) std::memcpy(t.data_, data_, nbytes());
+  return t;
+}
+
+double Tensor::scalar_as_double(int64_t i) const {
+  switch (dtype_) {
+    case DType::Float32: return static_cast<const float*>(data_)[i];
+    case DType::Float64: return static_cast<const double*>(data_)[i];
+    case DType::Int64: return static_cast<double>(static_cast<const int64_t*>(data_)[i]);
+    case DType::Int32: return static_cast<const int32_t*>(data_)[i];
+    case DType::Int8: return static_cast<const int8_t*>(data_)[i];
+    case DType::UInt8: return static_cast<const uint8_t*>(data_)[i];
+    case DType::Bool: return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+    case DType::Undefined: break;
+  }
+  throw Error("scalar read of an undefined tensor");
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(numel()));
+  if (dtype_ == DType::Int64) {
+    std::memcpy(v.data(), data_, v.size() * 8);
+  } else if (dtype_ == DType::Int32) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<const int32_t*>(data_)[i];
+  } else {
+    throw Error(std::string("expected an int64 or int32 tensor, got ") + dtype_name(dtype_));
+  }
+  return v;
+}
+
+void Tensor::check_type(DType expected) const {
+  if (expected != dtype_)
+    throw Error(std::string("tensor is ") + dtype_name(dtype_) + ", accessed as " + dtype_name(expected));
+}
+
+}  // namespace fusor

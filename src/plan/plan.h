@@ -1,0 +1,45 @@
+// A Plan is a graph bound to concrete input shapes: every value has a concrete type, every
+// value computable at plan time (weights, shape subgraphs) is folded to a constant, and the
+// remaining nodes are steps with kernels chosen and prepared (weights packed).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runtime/kernel.h"
+
+namespace fusor {
+
+enum class KernelChoice {
+  Reference,  // plain reference kernels only: the ground truth
+  Fast,       // optimized CPU kernels where they apply, reference elsewhere
+};
+
+struct PlanOptions {
+  KernelChoice kernels = KernelChoice::Fast;
+};
+
+struct Step {
+  int node = -1;                  // index into graph->nodes
+  std::unique_ptr<Kernel> kernel;
+  std::vector<int> inputs;        // value ids, -1 for omitted optional inputs
+  std::vector<int> outputs;       // value ids, -1 for omitted optional outputs
+};
+
+struct Plan {
+  std::shared_ptr<const Graph> graph;
+  std::vector<TensorType> types;  // per value id
+  std::vector<Tensor> constants;  // per value id; defined for constants and folded values
+  std::vector<Step> steps;
+
+  bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
+};
+
+// Binds `input_dims` (one entry per graph input), folds constants and selects kernels.
+// Throws fusor::Error for missing inputs, shapes that contradict the model, or ops that fail.
+Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
+                const PlanOptions& options);
+
+}  // namespace fusor

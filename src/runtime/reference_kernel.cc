@@ -1,0 +1,21 @@
+#include "runtime/kernel.h"
+
+namespace fusor {
+namespace {
+class ReferenceKernel final : public Kernel {
+ public:
+  explicit ReferenceKernel(const Node& node) : node_(node), fn_(op_info(node.op).reference) {}
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override { fn_(node_, in, out); }
+  std::string name() const override { return std::string("ref.") + op_info(node_.op).name; }
+
+ private:
+  const Node& node_;
+  RefKernelFn fn_;
+};
+}  // namespace
+
+std::unique_ptr<Kernel> make_reference_kernel(const Node& node) {
+  return std::make_unique<ReferenceKernel>(node);
+}
+
+}  // namespace fusor
