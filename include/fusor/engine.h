@@ -66,6 +66,9 @@ class Engine {
   std::map<std::string, Dims> bind_dims(const std::map<std::string, Dims>& shapes, int64_t batch,
                                         int64_t seq) const;
   Session session(const std::map<std::string, Dims>& input_dims, const SessionOptions& options = {}) const;
+  // Deterministic valid inputs: token ids inside the embedding table, masks of ones, normal floats.
+  std::map<std::string, Tensor> sample_inputs(const std::map<std::string, Dims>& input_dims,
+                                              uint64_t seed = 0) const;
 
  private:
   explicit Engine(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {}

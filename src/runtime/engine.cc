@@ -3,6 +3,7 @@
 #include "onnx/importer.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
+#include "runtime/sample_inputs.h"
 
 namespace fusor {
 
@@ -95,6 +96,11 @@ Session Engine::session(const std::map<std::string, Dims>& input_dims, const Ses
   PlanOptions po;
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
   return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)));
+}
+
+std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, Dims>& input_dims,
+                                                    uint64_t seed) const {
+  return fusor::sample_inputs(*graph_, input_dims, seed);
 }
 
 }  // namespace fusor

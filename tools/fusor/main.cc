@@ -1,1 +1,24 @@
-int main() { return 0; }
+// fusor: load, optimize, check, profile, serve and tune ONNX models.
+#include <iostream>
+
+#include "commands.h"
+#include "fusor/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"fusor: an inference optimizer and server for ONNX models"};
+  app.require_subcommand(1);
+  fusor::cli::add_run_command(app);
+  fusor::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const fusor::Error& e) {
+    std::cerr << "fusor: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "fusor: error: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+# fusor: `make demo` runs the main job end to end; `make test` runs the whole suite.
+# Both do their own set-up on a fresh Debian 12 machine (scripts/setup is idempotent).
+
+BUILD     ?= build
+ASAN      ?= build-asan
+PY        := .venv/bin/python
+NODE_DATA  = $(shell $(PY) -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
+JOBS      ?= $(shell nproc)
+
+.PHONY: all setup build models test test-unit test-e2e test-asan fuzz demo bench clean
+
+all: build
+
+setup:
+	@./scripts/setup
+
+$(BUILD)/build.ninja: | setup
+	cmake -S . -B $(BUILD) -G Ninja -DFUSOR_ONNX_NODE_DATA=$(NODE_DATA) >/dev/null
+
+build: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+models: setup
+	@./scripts/get-models
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-e2e: build models
+	FUSOR=$(BUILD)/fusor $(PY) -m pytest -q tests/e2e
+
+# The unit and conformance suites once more under AddressSanitizer and UBSan.
+test-asan: setup
+	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSOR_SANITIZE=ON \
+	  -DFUSOR_ONNX_NODE_DATA=$(NODE_DATA) >/dev/null
+	cmake --build $(ASAN) -j $(JOBS)
+	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS)
+
+fuzz: setup
+	@./scripts/fuzz-importer
+
+test: test-unit test-e2e test-asan fuzz
+
+demo: build models
+	@./scripts/demo
+
+bench: build models
+	@./bench/compare-ort
+
+clean:
+	rm -rf $(BUILD) $(ASAN) build-fuzz

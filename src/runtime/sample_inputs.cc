@@ -1,0 +1,82 @@
+#include "runtime/sample_inputs.h"
+
+#include <algorithm>
+#include <random>
+
+namespace fusor {
+
+int64_t index_bound(const Graph& g, int value) {
+  int64_t bound = -1;
+  auto consumers = g.consumers();
+  // Follow value-preserving ops so ids that pass through Cast/Unsqueeze still find their table.
+  std::vector<int> frontier{value};
+  for (size_t i = 0; i < frontier.size() && i < 64; ++i) {
+    int v = frontier[i];
+    for (int n : consumers[static_cast<size_t>(v)]) {
+      const Node& node = g.nodes[static_cast<size_t>(n)];
+      if (node.op == Op::Gather && node.inputs.size() > 1 && node.inputs[1] == v) {
+        const Value& data = g.values[static_cast<size_t>(node.inputs[0])];
+        if (data.constant) {
+          int64_t axis = node.attr_int("axis", 0);
+          if (axis < 0) axis += static_cast<int64_t>(data.constant->rank());
+          int64_t rows = data.constant->dims().at(static_cast<size_t>(axis));
+          bound = bound < 0 ? rows : std::min(bound, rows);
+        }
+      } else if (node.op == Op::Cast || node.op == Op::Unsqueeze || node.op == Op::Reshape ||
+                 node.op == Op::Identity || node.op == Op::Squeeze) {
+        if (node.inputs[0] == v && node.outputs[0] >= 0) frontier.push_back(node.outputs[0]);
+      }
+    }
+  }
+  return bound;
+}
+
+std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::string, Dims>& dims,
+                                            uint64_t seed) {
+  std::map<std::string, Tensor> out;
+  std::mt19937_64 rng(seed);
+  for (int id : g.inputs) {
+    const Value& v = g.values[static_cast<size_t>(id)];
+    auto it = dims.find(v.name);
+    if (it == dims.end()) throw Error("no shape for input '" + v.name + "'");
+    Tensor t(v.dtype, it->second);
+    std::string lower = v.name;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const bool is_mask = lower.find("mask") != std::string::npos;
+    const bool is_type_ids = lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos;
+    const int64_t n = t.numel();
+    switch (v.dtype) {
+      case DType::Float32: case DType::Float64: {
+        std::normal_distribution<double> normal(0.0, 1.0);
+        for (int64_t i = 0; i < n; ++i) {
+          double x = is_mask ? 1.0 : normal(rng);
+          if (v.dtype == DType::Float32) t.data<float>()[i] = static_cast<float>(x);
+          else t.data<double>()[i] = x;
+        }
+        break;
+      }
+      case DType::Int64: case DType::Int32: case DType::Int8: case DType::UInt8: {
+        int64_t bound = index_bound(g, id);
+        std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(bound, 1) - 1);
+        for (int64_t i = 0; i < n; ++i) {
+          int64_t x = is_mask ? 1 : (is_type_ids || bound <= 0) ? 0 : pick(rng);
+          switch (v.dtype) {
+            case DType::Int64: t.data<int64_t>()[i] = x; break;
+            case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(x); break;
+            case DType::Int8: t.data<int8_t>()[i] = static_cast<int8_t>(x); break;
+            default: t.data<uint8_t>()[i] = static_cast<uint8_t>(x); break;
+          }
+        }
+        break;
+      }
+      case DType::Bool:
+        for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = true;
+        break;
+      case DType::Undefined: break;
+    }
+    out[v.name] = t;
+  }
+  return out;
+}
+
+}  // namespace fusor

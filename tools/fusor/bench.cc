@@ -1,0 +1,109 @@
+// fusor bench: throughput, latency percentiles, kernels per inference and peak RSS per batch.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct BenchArgs {
+  ModelArgs model;
+  std::string batches = "1";
+  int64_t seq = 128;
+  double seconds = 3.0;
+  int warmup = 3;
+  std::string json_path;
+  bool reference = false;
+};
+
+int64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<int64_t>(u.ru_maxrss) * 1024;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) ;
+  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
+  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, a.seq);
+  auto feeds = engine.sample_inputs(dims);
+  SessionOptions options;
+  options.reference = a.reference;
+  Session session = engine.session(dims, options);
+  for (int i = 0; i < a.warmup; ++i) session.run(feeds);
+
+  using clock = std::chrono::steady_clock;
+  std::vector<double> latencies_ms;
+  auto start = clock::now();
+  double elapsed = 0;
+  while (elapsed < a.seconds || latencies_ms.size() < 5) {
+    auto t0 = clock::now();
+    session.run(feeds);
+    auto t1 = clock::now();
+    latencies_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    elapsed = std::chrono::duration<double>(t1 - start).count();
+    std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s", static_cast<long long>(batch), latencies_ms.size(), elapsed);
+  }
+  std::fprintf(stderr, "\n");
+  double throughput = static_cast<double>(batch) * static_cast<double>(latencies_ms.size()) / elapsed;
+  return {{"batch", batch},
+          {"seq", a.seq},
+          {"runs", latencies_ms.size()},
+          {"throughput_per_s", throughput},
+          {"latency_ms",
+           {{"p50", percentile(latencies_ms, 50)}, {"p90", percentile(latencies_ms, 90)}, {"p99", percentile(latencies_ms, 99)}}},
+          {"kernels_per_inference", session.kernels_per_inference()},
+          {"peak_rss_bytes", peak_rss_bytes()}};
+}
+
+void bench(const BenchArgs& a) {
+  a.model.apply_threads();
+  Engine engine = Engine::load(a.model.model);
+  nlohmann::json report = {{"model", a.model.model}, {"executor", a.reference ? "reference" : "fast"},
+                           {"nodes_in_model", engine.node_count()}, {"results", nlohmann::json::array()}};
+  for (int64_t batch : parse_int_list(a.batches, "--batch")) report["results"].push_back(bench_one(engine, a, batch));
+
+  std::printf("%s (%zu nodes, %s executor)\n", a.model.model.c_str(), engine.node_count(),
+              a.reference ? "reference" : "fast");
+  std::printf("%6s %6s %14s %9s %9s %9s %8s %10s\n", "batch", "seq", "inferences/s", "p50 ms", "p90 ms", "p99 ms",
+              "kernels", "peak RSS");
+  for (const auto& r : report["results"])
+    std::printf("%6lld %6lld %14.1f %9.2f %9.2f %9.2f %8zu %7.0f MiB\n", r["batch"].get<long long>(),
+                r["seq"].get<long long>(), r["throughput_per_s"].get<double>(), r["latency_ms"]["p50"].get<double>(),
+                r["latency_ms"]["p90"].get<double>(), r["latency_ms"]["p99"].get<double>(),
+                r["kernels_per_inference"].get<size_t>(), r["peak_rss_bytes"].get<double>() / (1 << 20));
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    if (!f) throw Error("cannot write " + a.json_path);
+    f << report.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure throughput and latency per batch size");
+  args->model.add_to(*cmd);
+  cmd->add_option("--batch", args->batches, "Batch sizes, e.g. 1,8,32");
+  cmd->add_option("--seq", args->seq, "Binds the non-batch symbolic dimensions")->check(CLI::PositiveNumber);
+  cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--json", args->json_path, "Write the results as JSON");
+  cmd->add_flag("--reference", args->reference, "Benchmark the reference executor");
+  cmd->callback([args] { bench(*args); });
+}
+
+}  // namespace fusor::cli

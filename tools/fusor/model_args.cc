@@ -1,0 +1,47 @@
+#include "model_args.h"
+
+#include <omp.h>
+
+#include <sstream>
+
+namespace fusor::cli {
+
+void ModelArgs::add_to(CLI::App& cmd) {
+  cmd.add_option("model", model, "ONNX model file")->required();
+  cmd.add_option("--shape", shapes, "Input shape, NAME=d0,d1,... (repeatable)");
+  cmd.add_option("--threads", threads, "Threads (OpenMP, shared with oneDNN)")->check(CLI::Range(1, 1024));
+}
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<int64_t> out;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(item, &used);
+      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::logic_error&) {
+      throw Error(what + ": '" + text + "' must be a comma-separated list of positive integers");
+    }
+  }
+  if (out.empty()) throw Error(what + ": empty list");
+  return out;
+}
+
+std::map<std::string, Dims> ModelArgs::parsed_shapes() const {
+  std::map<std::string, Dims> out;
+  for (const auto& s : shapes) {
+    auto eq = s.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--shape '" + s + "' must look like NAME=d0,d1,...");
+    out[s.substr(0, eq)] = parse_int_list(s.substr(eq + 1), "--shape " + s.substr(0, eq));
+  }
+  return out;
+}
+
+void ModelArgs::apply_threads() const {
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+}  // namespace fusor::cli

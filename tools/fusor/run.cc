@@ -1,0 +1,96 @@
+// fusor run: one inference; writes each output as DIR/<name>.npy and prints a summary.
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "fusor/npy.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct RunArgs {
+  ModelArgs model;
+  std::vector<std::string> inputs;  // NAME=FILE.npy
+  int64_t batch = 1;
+  int64_t seq = 128;
+  std::string output_dir = "out";
+  bool reference = false;
+};
+
+std::map<std::string, Tensor> read_inputs(const Engine& engine, const std::vector<std::string>& specs) {
+  std::map<std::string, Tensor> out;
+  auto infos = engine.inputs();
+  for (const auto& spec : specs) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("--input '" + spec + "' must look like NAME=FILE.npy");
+    std::string name = spec.substr(0, eq), path = spec.substr(eq + 1);
+    auto info = std::find_if(infos.begin(), infos.end(), [&](const TensorInfo& i) { return i.name == name; });
+    if (info == infos.end()) throw Error("--input names '" + name + "', which is not a model input");
+    Tensor t = read_npy(path);
+    if (t.dtype() != info->dtype)
+      throw Error("input '" + name + "' must be " + dtype_name(info->dtype) + ", but " + path + " holds " +
+                  dtype_name(t.dtype()));
+    out[name] = t;
+  }
+  return out;
+}
+
+void summarize(const std::string& name, const Tensor& t, const std::string& path) {
+  double sum = 0, max_abs = 0;
+  bool finite = true;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double x = t.scalar_as_double(i);
+    finite = finite && std::isfinite(x);
+    sum += x;
+    max_abs = std::max(max_abs, std::fabs(x));
+  }
+  std::cout << "  " << name << "  " << dtype_name(t.dtype()) << " " << dims_to_string(t.dims())
+            << "  mean " << (t.numel() ? sum / static_cast<double>(t.numel()) : 0.0) << "  max|x| " << max_abs
+            << (finite ? "" : "  (contains NaN/Inf)") << "  -> " << path << "\n";
+}
+
+void run(const RunArgs& a) {
+  a.model.apply_threads();
+  Engine engine = Engine::load(a.model.model);
+  auto given = read_inputs(engine, a.inputs);
+  auto shapes = a.model.parsed_shapes();
+  for (const auto& [name, t] : given) shapes[name] = t.dims();
+  auto dims = engine.bind_dims(shapes, a.batch, a.seq);
+  auto feeds = engine.sample_inputs(dims);
+  for (const auto& [name, t] : given) feeds[name] = t;
+
+  SessionOptions options;
+  options.reference = a.reference;
+  Session session = engine.session(dims, options);
+  auto outputs = session.run(feeds);
+
+  std::filesystem::create_directories(a.output_dir);
+  std::cout << a.model.model << ": " << engine.node_count() << " nodes, " << session.kernels_per_inference()
+            << " kernels (" << (a.reference ? "reference" : "fast") << " executor)\n";
+  for (const auto& [name, t] : outputs) {
+    std::string file = name;
+    for (char& c : file)
+      if (c == '/' || c == '\\' || c == ':') c = '_';
+    std::string path = (std::filesystem::path(a.output_dir) / (file + ".npy")).string();
+    write_npy(path, t);
+    summarize(name, t, path);
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run one inference and write the outputs as .npy files");
+  args->model.add_to(*cmd);
+  cmd->add_option("--input", args->inputs, "Input from a file, NAME=FILE.npy (repeatable); others are generated");
+  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions")->check(CLI::PositiveNumber);
+  cmd->add_option("--output-dir", args->output_dir, "Where outputs are written");
+  cmd->add_flag("--reference", args->reference, "Use the plain reference kernels (the ground truth)");
+  cmd->callback([args] { run(*args); });
+}
+
+}  // namespace fusor::cli
