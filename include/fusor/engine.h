@@ -30,6 +30,8 @@ struct TensorInfo {
 
 struct SessionOptions {
   bool reference = false;  // run the plain reference kernels only
+  // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
+  std::map<std::string, Tensor> frozen_inputs;
 };
 
 class Session {

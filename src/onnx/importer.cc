@@ -14,7 +14,7 @@
 namespace fusor {
 namespace {
 
-constexpr int64_t kMinOpset = 7;
+constexpr int64_t kMinOpset = 1;
 constexpr int64_t kMaxOpset = 22;
 
 std::optional<Shape> shape_from_type(const onnx::TypeProto& type) {

@@ -53,6 +53,15 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
       plan.types[i] = {plan.constants[i].dtype(), plan.constants[i].dims()};
     }
   bind_inputs(g, input_dims, plan);
+  for (const auto& [name, value] : options.frozen_inputs) {
+    int id = g.find_value(name);
+    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+      throw Error("frozen input '" + name + "' is not a model input");
+    const TensorType& t = plan.types[static_cast<size_t>(id)];
+    if (value.dtype() != t.dtype || value.dims() != t.dims)
+      throw Error("frozen input '" + name + "' does not match its bound type");
+    plan.constants[static_cast<size_t>(id)] = value;
+  }
 
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node& n = g.nodes[ni];
@@ -71,7 +80,11 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
 
     if (foldable(n, plan)) {
       std::vector<Tensor> ins, outs;
-      for (int v : n.inputs) ins.push_back(v >= 0 ? plan.constants[static_cast<size_t>(v)] : Tensor());
+      for (int v : n.inputs) {
+        if (v < 0) ins.emplace_back();
+        else if (plan.is_constant(v)) ins.push_back(plan.constants[static_cast<size_t>(v)]);
+        else ins.push_back(Tensor::view(plan.types[v].dtype, plan.types[v].dims, nullptr));  // Shape: type only
+      }
       for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
       op_info(n.op).reference(n, ins, outs);
       for (size_t o = 0; o < n.outputs.size(); ++o)

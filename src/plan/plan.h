@@ -19,6 +19,10 @@ enum class KernelChoice {
 
 struct PlanOptions {
   KernelChoice kernels = KernelChoice::Fast;
+  // Inputs whose values are fixed for the plan's lifetime, like TensorRT's shape tensors: they
+  // fold as constants, so values that determine shapes (Slice starts, Reshape targets) may come
+  // from graph inputs. Each must match its bound dtype and dims.
+  std::map<std::string, Tensor> frozen_inputs;
 };
 
 struct Step {

@@ -95,6 +95,7 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
 Session Engine::session(const std::map<std::string, Dims>& input_dims, const SessionOptions& options) const {
   PlanOptions po;
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
+  po.frozen_inputs = options.frozen_inputs;
   return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)));
 }
 

@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <cstring>
 
 namespace fusor {
 
@@ -24,7 +25,9 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
       throw Error("input '" + g.values[id].name + "' must be " + dtype_name(want.dtype) + " " +
                   dims_to_string(want.dims) + ", got " + dtype_name(inputs[i].dtype()) + " " +
                   dims_to_string(inputs[i].dims()));
-    slots_[id] = inputs[i];
+    if (!plan_.is_constant(static_cast<int>(id))) slots_[id] = inputs[i];
+    else if (std::memcmp(inputs[i].raw(), slots_[id].raw(), inputs[i].nbytes()) != 0)
+      throw Error("input '" + g.values[id].name + "' was frozen when the session was built and cannot change");
   }
   std::vector<Tensor> ins, outs;
   for (size_t si = 0; si < plan_.steps.size(); ++si) {
@@ -43,7 +46,8 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
   }
   std::vector<Tensor> result;
   for (int v : g.outputs) result.push_back(slots_[static_cast<size_t>(v)].clone());
-  for (int id : g.inputs) slots_[static_cast<size_t>(id)] = Tensor();  // drop caller's buffers
+  for (int id : g.inputs)  // drop the caller's buffers
+    if (!plan_.is_constant(id)) slots_[static_cast<size_t>(id)] = Tensor();
   return result;
 }
 

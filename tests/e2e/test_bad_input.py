@@ -1,0 +1,115 @@
+"""Bad input gets a one-line error and exit 1: never a crash, a hang or a traceback."""
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from conftest import run_fusor
+
+
+def add_model(tmp_path, op="Add", domain="", opset=17):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    node = helper.make_node(op, ["x", "x"], ["y"], name="the_node", domain=domain)
+    imports = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    model = helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=imports)
+    path = tmp_path / "model.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode == 1, (result.returncode, result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("fusor: error: "), lines[0]
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+
+
+def test_missing_path(tmp_path):
+    assert_one_line_error(run_fusor("run", tmp_path / "nope.onnx"), "not found")
+
+
+def test_empty_file(tmp_path):
+    p = tmp_path / "empty.onnx"
+    p.write_bytes(b"")
+    assert_one_line_error(run_fusor("run", p), "empty")
+
+
+def test_garbage_file(tmp_path):
+    p = tmp_path / "garbage.onnx"
+    p.write_bytes(np.random.default_rng(0).bytes(4096))
+    assert_one_line_error(run_fusor("run", p))
+
+
+def test_truncated_file(tmp_path):
+    good = add_model(tmp_path).read_bytes()
+    p = tmp_path / "truncated.onnx"
+    p.write_bytes(good[: len(good) // 2])
+    assert_one_line_error(run_fusor("run", p))
+
+
+def test_unknown_op_names_node_op_domain_and_opset(tmp_path):
+    p = add_model(tmp_path, op="FrobnicateMore")
+    assert_one_line_error(run_fusor("run", p), "the_node", "FrobnicateMore", "ai.onnx", "opset 17")
+
+
+def test_unknown_domain(tmp_path):
+    p = add_model(tmp_path, op="Add", domain="com.example")
+    assert_one_line_error(run_fusor("run", p), "the_node", "com.example")
+
+
+def test_wrong_input_name(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((2, 4), np.float32))
+    assert_one_line_error(run_fusor("run", p, "--input", f"nosuch={npy}"), "nosuch")
+
+
+def test_wrong_dtype_npy(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((2, 4), np.int64))
+    assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"), "float32", "int64")
+
+
+def test_wrong_rank(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((2, 4, 1), np.float32))
+    assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"), "rank")
+
+
+def test_wrong_static_dim(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((2, 5), np.float32))
+    assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"), "[2, 5]")
+
+
+def test_unsupported_npy_dtype(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((2, 4), np.float16))
+    assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"), "not supported")
+
+
+def test_corrupt_npy(tmp_path):
+    p = add_model(tmp_path)
+    npy = tmp_path / "x.npy"
+    npy.write_bytes(b"\x93NUMPY\x01\x00garbage")
+    assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"))
+
+
+def test_bad_shape_option(tmp_path):
+    p = add_model(tmp_path)
+    assert_one_line_error(run_fusor("run", p, "--shape", "x=2,banana"), "--shape")
+
+
+def test_good_model_runs(tmp_path):
+    p = add_model(tmp_path)
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.save(tmp_path / "x.npy", x)
+    r = run_fusor("run", p, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), x + x)
