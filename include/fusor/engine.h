@@ -60,7 +60,7 @@ class Engine {
 
   std::vector<TensorInfo> inputs() const;
   std::vector<TensorInfo> outputs() const;
-  size_t node_count() const;
+  size_t node_count() const;  // nodes in the ONNX file, Constant nodes included
   const Graph& graph() const { return *graph_; }
 
   // Resolves each input's dims: explicit `shapes` first, then symbolic dims bound as

@@ -63,6 +63,7 @@ struct Graph {
   std::vector<int> inputs;   // non-constant graph inputs, in declaration order
   std::vector<int> outputs;
   int64_t opset = 0;         // default-domain opset
+  size_t source_node_count = 0;  // nodes in the ONNX file, Constant nodes included
 
   int add_value(Value v);
   int find_value(const std::string& name) const;  // -1 when absent

@@ -82,6 +82,7 @@ class Importer {
     const auto& g = model_.graph();
     graph_.name = g.name();
     graph_.opset = opset_;
+    graph_.source_node_count = static_cast<size_t>(g.node_size());
     for (const auto& init : g.initializer()) {
       Value v;
       v.name = init.name();

@@ -68,7 +68,7 @@ std::vector<TensorInfo> Engine::outputs() const {
   return r;
 }
 
-size_t Engine::node_count() const { return graph_->nodes.size(); }
+size_t Engine::node_count() const { return graph_->source_node_count; }
 
 std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>& shapes, int64_t batch,
                                               int64_t seq) const {

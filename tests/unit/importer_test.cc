@@ -1,0 +1,215 @@
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fusor/engine.h"
+#include "onnx/importer.h"
+#include "plan/plan.h"
+
+namespace fusor {
+namespace {
+
+namespace fs = std::filesystem;
+
+// y = MatMul(x, W) + b with symbolic batch; W optionally stored as external data.
+onnx::ModelProto matmul_model(const fs::path& dir, bool external) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  g->set_name("g");
+  auto* x = g->add_input();
+  x->set_name("x");
+  auto* xt = x->mutable_type()->mutable_tensor_type();
+  xt->set_elem_type(onnx::TensorProto::FLOAT);
+  xt->mutable_shape()->add_dim()->set_dim_param("batch");
+  xt->mutable_shape()->add_dim()->set_dim_value(2);
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->add_dims(3);
+  std::vector<float> wv{1, 2, 3, 4, 5, 6};
+  if (external) {
+    std::ofstream f(dir / "weights.bin", std::ios::binary);
+    std::vector<float> padded{9, 9};  // data starts at offset 8
+    padded.insert(padded.end(), wv.begin(), wv.end());
+    f.write(reinterpret_cast<const char*>(padded.data()), static_cast<std::streamsize>(padded.size() * 4));
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto add_kv = [&](const char* k, const std::string& v) {
+      auto* e = w->add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    add_kv("location", "weights.bin");
+    add_kv("offset", "8");
+    add_kv("length", "24");
+  } else {
+    for (float v : wv) w->add_float_data(v);
+  }
+  auto* c = g->add_node();
+  c->set_op_type("Constant");
+  c->add_output("b");
+  auto* attr = c->add_attribute();
+  attr->set_name("value_floats");
+  attr->set_type(onnx::AttributeProto::FLOATS);
+  for (float v : {0.5f, 0.25f, 0.125f}) attr->add_floats(v);
+  auto* mm = g->add_node();
+  mm->set_op_type("MatMul");
+  mm->add_input("x");
+  mm->add_input("W");
+  mm->add_output("xw");
+  auto* add = g->add_node();
+  add->set_op_type("Add");
+  add->add_input("xw");
+  add->add_input("b");
+  add->add_output("y");
+  g->add_output()->set_name("y");
+  return m;
+}
+
+std::string write_model(const onnx::ModelProto& m, const fs::path& dir) {
+  fs::path p = dir / "model.onnx";
+  std::ofstream f(p, std::ios::binary);
+  m.SerializeToOstream(&f);
+  return p.string();
+}
+
+class ImporterTest : public ::testing::TestWithParam<bool> {
+ protected:
+  fs::path dir = fs::temp_directory_path() / ("fusor_importer_" + std::to_string(::getpid()) +
+                                              (GetParam() ? "_ext" : "_int"));
+  void SetUp() override { fs::create_directories(dir); }
+  void TearDown() override { fs::remove_all(dir); }
+};
+
+TEST_P(ImporterTest, LoadsInitializersConstantsAndSymbolicDims) {
+  std::string path = write_model(matmul_model(dir, GetParam()), dir);
+  Engine engine = Engine::load(path);
+  ASSERT_EQ(engine.inputs().size(), 1u);
+  EXPECT_EQ(engine.inputs()[0].symbols[0], "batch");
+  EXPECT_EQ(engine.node_count(), 3u);  // Constant, MatMul, Add
+  auto dims = engine.bind_dims({}, 2, 0);
+  EXPECT_EQ(dims.at("x"), (Dims{2, 2}));
+  for (bool reference : {true, false}) {
+    Session s = engine.session(dims, {reference});
+    Tensor x(DType::Float32, {2, 2});
+    float xv[] = {1, 0, 0, 1};
+    std::copy(xv, xv + 4, x.data<float>());
+    Tensor y = s.run({{"x", x}}).at("y");
+    ASSERT_EQ(y.dims(), (Dims{2, 3}));
+    float want[] = {1.5f, 2.25f, 3.125f, 4.5f, 5.25f, 6.125f};
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], want[i]) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, ImporterTest, ::testing::Values(false, true));
+
+TEST(Importer, ExternalDataOutsideTheModelFolderIsRejected) {
+  fs::path dir = fs::temp_directory_path() / ("fusor_escape_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto m = matmul_model(dir, true);
+  m.mutable_graph()->mutable_initializer(0)->mutable_external_data(0)->set_value("../../etc/passwd");
+  std::string path = write_model(m, dir);
+  EXPECT_THROW(
+      {
+        try {
+          Engine::load(path);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("outside the model folder"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  fs::remove_all(dir);
+}
+
+TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(17);
+  auto* n = m.mutable_graph()->add_node();
+  n->set_op_type("Relu");
+  n->set_name("r");
+  n->add_input("ghost");
+  n->add_output("y");
+  m.mutable_graph()->add_output()->set_name("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  try {
+    import_onnx_bytes(bytes, ".");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'ghost' is not defined"), std::string::npos) << e.what();
+  }
+  n->set_op_type("Bogus");
+  m.SerializeToString(&bytes);
+  try {
+    import_onnx_bytes(bytes, ".");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Bogus"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Importer, ShapeSubgraphFoldsToConstantsOnceShapesAreBound) {
+  // y = Reshape(x, Concat(Shape(x)[0], [-1])): the shape chain must not become kernels.
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* x = g->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("batch");
+  shape->add_dim()->set_dim_param("seq");
+  shape->add_dim()->set_dim_value(4);
+  auto node = [&](const char* op, std::vector<std::string> in, const char* out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    for (auto& i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("Shape", {"x"}, "s");
+  auto* idx = g->add_initializer();
+  idx->set_name("zero");
+  idx->set_data_type(onnx::TensorProto::INT64);
+  idx->add_int64_data(0);
+  auto* minus1 = g->add_initializer();
+  minus1->set_name("minus1");
+  minus1->set_data_type(onnx::TensorProto::INT64);
+  minus1->add_dims(1);
+  minus1->add_int64_data(-1);
+  auto* axes = g->add_initializer();
+  axes->set_name("axes");
+  axes->set_data_type(onnx::TensorProto::INT64);
+  axes->add_dims(1);
+  axes->add_int64_data(0);
+  auto* gather = node("Gather", {"s", "zero"}, "b");
+  gather->add_attribute()->set_name("axis");
+  gather->mutable_attribute(0)->set_type(onnx::AttributeProto::INT);
+  gather->mutable_attribute(0)->set_i(0);
+  node("Unsqueeze", {"b", "axes"}, "b1");
+  auto* concat = node("Concat", {"b1", "minus1"}, "target");
+  auto* a = concat->add_attribute();
+  a->set_name("axis");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(0);
+  node("Reshape", {"x", "target"}, "r");
+  node("Relu", {"r"}, "y");
+  g->add_output()->set_name("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  auto graph = std::make_shared<const Graph>(import_onnx_bytes(bytes, "."));
+  Plan plan = build_plan(graph, {{"x", {3, 5, 4}}}, {});
+  ASSERT_EQ(plan.steps.size(), 2u);  // Reshape and Relu; Shape/Gather/Unsqueeze/Concat folded
+  EXPECT_EQ(graph->nodes[static_cast<size_t>(plan.steps[0].node)].op, Op::Reshape);
+  EXPECT_EQ(plan.types[static_cast<size_t>(graph->find_value("y"))].dims, (Dims{3, 20}));
+}
+
+}  // namespace
+}  // namespace fusor

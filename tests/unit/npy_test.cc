@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "fusor/npy.h"
+
+namespace fusor {
+
+TEST(Npy, RoundTripsEveryDtypeAndRank) {
+  auto dir = std::filesystem::temp_directory_path();
+  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool})
+    for (Dims dims : {Dims{}, Dims{5}, Dims{2, 3}, Dims{0, 4}}) {
+      Tensor a(t, dims);
+      auto* bytes = static_cast<uint8_t*>(a.raw());
+      for (size_t i = 0; i < a.nbytes(); ++i) bytes[i] = t == DType::Bool ? (i % 2) : static_cast<uint8_t>(i * 7);
+      std::string path = (dir / "fusor_npy_test.npy").string();
+      write_npy(path, a);
+      Tensor b = read_npy(path);
+      ASSERT_EQ(b.dtype(), t);
+      ASSERT_EQ(b.dims(), dims);
+      EXPECT_EQ(std::memcmp(a.raw(), b.raw(), a.nbytes()), 0);
+    }
+}
+
+TEST(Npy, RejectsCorruptFilesWithAClearError) {
+  auto expect_error = [](const std::string& bytes, const std::string& fragment) {
+    try {
+      parse_npy(bytes, "x.npy");
+      FAIL() << "accepted: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error("", "magic");
+  expect_error(std::string("\x93NUMPY\x01\x00\xff\xff{}", 12), "truncated");
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000, 1000000), }";
+  std::string h(1, static_cast<char>(header.size()));
+  expect_error(std::string("\x93NUMPY\x01\x00", 8) + h + std::string(1, '\0') + header, "needs");
+  std::string f16 = "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
+  expect_error(std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(f16.size()) + std::string(1, '\0') + f16 + "abcd",
+               "'<f2' is not supported");
+}
+
+}  // namespace fusor
