@@ -1,0 +1,127 @@
+// Reference MaxPool, AveragePool (1 to 3 spatial dims) and GlobalAveragePool. Averages are
+// taken in double. With ceil_mode, windows may run past the padded input; with
+// count_include_pad the divisor is still the full kernel volume, as in ONNX's reference and
+// node tests (PyTorch and ORT clip the divisor to the padded input instead).
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "ir/op_functions.h"
+#include "ir/shape_util.h"
+#include "kernels/ref/dispatch.h"
+#include "kernels/ref/window.h"
+
+namespace fusor::ref {
+namespace {
+
+template <class T, class F>
+void for_each_window(const Window& w, int64_t planes, F&& f) {
+  int64_t p_len = w.out[0] * w.out[1] * w.out[2];
+#pragma omp parallel for
+  for (int64_t plane = 0; plane < planes; ++plane)
+    for (int64_t p = 0; p < p_len; ++p) {
+      int64_t ox = p % w.out[2], oy = (p / w.out[2]) % w.out[1], oz = p / (w.out[2] * w.out[1]);
+      f(plane, p, std::array<int64_t, 3>{oz * w.s[0] - w.pb[0], oy * w.s[1] - w.pb[1], ox * w.s[2] - w.pb[2]});
+    }
+}
+
+}  // namespace
+
+void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = inputs[0];
+  Window w = window_of(node, x.dims(), outputs[0].dims(), node.attr_ints("kernel_shape"));
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
+  int64_t* indices = outputs.size() > 1 && outputs[1].defined() ? outputs[1].data<int64_t>() : nullptr;
+  bool col_major = node.attr_int("storage_order", 0) != 0;
+  visit_dtype(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      fail(node, std::string("unsupported dtype ") + dtype_name(x.dtype()));
+    } else {
+      const T* px = x.data<T>();
+      T* py = outputs[0].data<T>();
+      for_each_window<T>(w, planes, [&](int64_t plane, int64_t p, std::array<int64_t, 3> st) {
+        const T* xc = px + plane * in_vol;
+        T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                      : std::numeric_limits<T>::lowest();
+        int64_t best_at = -1;
+        for (int64_t kz = 0; kz < w.k[0]; ++kz) {
+          int64_t iz = st[0] + kz * w.d[0];
+          if (iz < 0 || iz >= w.in[0]) continue;
+          for (int64_t ky = 0; ky < w.k[1]; ++ky) {
+            int64_t iy = st[1] + ky * w.d[1];
+            if (iy < 0 || iy >= w.in[1]) continue;
+            for (int64_t kx = 0; kx < w.k[2]; ++kx) {
+              int64_t ix = st[2] + kx * w.d[2];
+              if (ix < 0 || ix >= w.in[2]) continue;
+              T v = xc[(iz * w.in[1] + iy) * w.in[2] + ix];
+              if (best_at < 0 || v > best) {
+                best = v;
+                best_at = col_major ? (ix * w.in[1] + iy) * w.in[0] + iz : (iz * w.in[1] + iy) * w.in[2] + ix;
+              }
+            }
+          }
+        }
+        py[plane * p_len + p] = best;
+        if (indices) indices[plane * p_len + p] = plane * in_vol + std::max<int64_t>(best_at, 0);
+      });
+    }
+  });
+}
+
+void AveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = inputs[0];
+  Window w = window_of(node, x.dims(), outputs[0].dims(), node.attr_ints("kernel_shape"));
+  bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  int64_t kernel_vol = w.k[0] * w.k[1] * w.k[2];
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+    for_each_window<T>(w, planes, [&](int64_t plane, int64_t p, std::array<int64_t, 3> st) {
+      const T* xc = px + plane * in_vol;
+      double sum = 0;
+      int64_t valid = 0;
+      for (int64_t kz = 0; kz < w.k[0]; ++kz) {
+        int64_t iz = st[0] + kz * w.d[0];
+        if (iz < 0 || iz >= w.in[0]) continue;
+        for (int64_t ky = 0; ky < w.k[1]; ++ky) {
+          int64_t iy = st[1] + ky * w.d[1];
+          if (iy < 0 || iy >= w.in[1]) continue;
+          for (int64_t kx = 0; kx < w.k[2]; ++kx) {
+            int64_t ix = st[2] + kx * w.d[2];
+            if (ix < 0 || ix >= w.in[2]) continue;
+            ++valid;
+            sum += static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]);
+          }
+        }
+      }
+      int64_t count = include_pad ? kernel_vol : valid;
+      py[plane * p_len + p] = static_cast<T>(count ? sum / static_cast<double>(count) : 0.0);
+    });
+  });
+}
+
+void GlobalAveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = inputs[0];
+  int64_t planes = x.dim(0) * x.dim(1);
+  int64_t vol = planes ? x.numel() / planes : 0;
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+#pragma omp parallel for
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      double sum = 0;
+      for (int64_t i = 0; i < vol; ++i) sum += static_cast<double>(px[pl * vol + i]);
+      py[pl] = static_cast<T>(sum / static_cast<double>(vol));
+    }
+  });
+}
+
+}  // namespace fusor::ref
