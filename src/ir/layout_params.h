@@ -1,0 +1,32 @@
+// Slice and Split parameters resolved against a concrete input shape. Shared by the shape
+// functions (which see plan-time constants) and the reference kernels (which see the same
+// values as tensors or attributes), so both agree on clamping and chunk sizes.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fusor {
+
+// Per input axis: first element, step and output extent. Axes the node does not name keep
+// start 0, step 1 and their full extent.
+struct SliceSpec {
+  std::vector<int64_t> start;
+  std::vector<int64_t> step;
+  Dims out_dims;
+};
+
+// Implements ONNX Slice semantics: negative starts/ends count from the end, out-of-range values
+// (including INT64_MIN/INT64_MAX) are clamped, negative steps walk backwards. `axes` empty means
+// 0..len(starts)-1; `steps` empty means all ones. Throws naming `node` on bad arguments.
+SliceSpec resolve_slice(const Node& node, const Dims& in, const std::vector<int64_t>& starts,
+                        const std::vector<int64_t>& ends, std::vector<int64_t> axes,
+                        std::vector<int64_t> steps);
+
+// Sizes of each Split output along `dim`: explicit `split` sizes when given (must sum to dim),
+// else opset-18 `num_outputs` chunks of ceil(dim/n) with a smaller last chunk, else equal parts.
+std::vector<int64_t> resolve_split(const Node& node, int64_t dim, const std::vector<int64_t>* split,
+                                   size_t num_outputs);
+
+}  // namespace fusor

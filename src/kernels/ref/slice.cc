@@ -1,0 +1,40 @@
+// Slice: a strided copy whose start offset and per-axis steps come from resolve_slice, the
+// same resolution the shape function uses.
+#include "ir/graph.h"
+#include "ir/layout_params.h"
+#include "ir/op_functions.h"
+#include "ir/shape_util.h"
+#include "kernels/ref/strided_copy.h"
+
+namespace fusor::ref {
+
+void Slice(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& in = inputs[0];
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset < 10) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes");
+  } else {
+    auto arg = [&](size_t i) {
+      return i < inputs.size() && inputs[i].defined() ? inputs[i].to_int64_vector() : std::vector<int64_t>{};
+    };
+    starts = arg(1);
+    ends = arg(2);
+    axes = arg(3);
+    steps = arg(4);
+  }
+  const SliceSpec spec = resolve_slice(node, in.dims(), starts, ends, axes, steps);
+  const auto in_strides = strides_of(in.dims());
+  int64_t offset = 0;
+  std::vector<int64_t> strides(in_strides.size());
+  for (size_t d = 0; d < in_strides.size(); ++d) {
+    offset += spec.start[d] * in_strides[d];
+    strides[d] = spec.step[d] * in_strides[d];
+  }
+  const size_t esize = dtype_size(in.dtype());
+  strided_copy(static_cast<const std::byte*>(in.raw()) + offset * static_cast<int64_t>(esize), strides,
+               static_cast<std::byte*>(outputs[0].raw()), outputs[0].dims(), esize);
+}
+
+}  // namespace fusor::ref
