@@ -1,0 +1,30 @@
+// Reference kernel of Cast between every pair of supported dtypes. Float to integer truncates
+// toward zero like numpy; anything to bool is "x != 0".
+#include <type_traits>
+
+#include "ir/op_functions.h"
+#include "kernels/ref/elementwise.h"
+
+namespace fusor {
+namespace {
+
+template <class To, class From>
+To convert(From x) {
+  if constexpr (std::is_same_v<To, bool>) return x != From(0);
+  else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) return ref::float_to_int<To>(x);
+  else return static_cast<To>(x);
+}
+
+}  // namespace
+
+void ref::Cast(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  visit_dtype(in[0].dtype(), n, [&](auto* from_tag) {
+    using From = elem_t<decltype(from_tag)>;
+    visit_dtype(out[0].dtype(), n, [&](auto* to_tag) {
+      using To = elem_t<decltype(to_tag)>;
+      map_unary<From, To>(in[0], out[0], [](From x) { return convert<To>(x); });
+    });
+  });
+}
+
+}  // namespace fusor

@@ -1,0 +1,159 @@
+// Elementwise and broadcast ops (group A): shape function + reference kernel on small
+// hand-checkable cases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/graph.h"
+#include "ir/op_functions.h"
+
+namespace fusor {
+namespace {
+
+Node make_node(const char* op_type, int opset, std::map<std::string, Attribute> attrs = {}, int n_outputs = 1) {
+  Node n;
+  n.name = std::string("test_") + op_type;
+  n.op_type = op_type;
+  n.op = *op_from_name(op_type);
+  n.opset = opset;
+  n.attrs = std::move(attrs);
+  for (int i = 0; i < n_outputs; ++i) n.outputs.push_back(i);
+  return n;
+}
+
+template <class T>
+Tensor make(Dims dims, std::vector<T> values) {
+  Tensor t(dtype_of<T>(), std::move(dims));
+  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
+  return t;
+}
+
+template <class T>
+std::vector<T> values(const Tensor& t) {
+  const T* p = t.data<T>();
+  return std::vector<T>(p, p + t.numel());
+}
+
+// Runs shape fn + ref kernel with every defined input treated as a plan-time constant.
+std::vector<Tensor> run(const Node& n, std::vector<Tensor> inputs) {
+  std::vector<TensorType> types;
+  std::vector<const Tensor*> consts;
+  for (const Tensor& t : inputs) {
+    types.push_back(t.defined() ? TensorType{t.dtype(), t.dims()} : TensorType{});
+    consts.push_back(t.defined() ? &t : nullptr);
+  }
+  InferContext ctx{n, types, consts};
+  std::vector<TensorType> out_types = op_info(n.op).infer(ctx);
+  std::vector<Tensor> outs;
+  for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
+  op_info(n.op).reference(n, inputs, outs);
+  return outs;
+}
+
+TEST(RefElementwise, AddBroadcastsRowOverMatrix) {
+  auto out = run(make_node("Add", 14), {make<float>({2, 3}, {0, 1, 2, 3, 4, 5}), make<float>({3}, {10, 20, 30})});
+  EXPECT_EQ(out[0].dims(), (Dims{2, 3}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{10, 21, 32, 13, 24, 35}));
+}
+
+TEST(RefElementwise, BroadcastColumnTimesRowAndScalar) {
+  auto out = run(make_node("Mul", 14), {make<int64_t>({2, 1}, {2, 3}), make<int64_t>({1, 3}, {1, 10, 100})});
+  EXPECT_EQ(out[0].dims(), (Dims{2, 3}));
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{2, 20, 200, 3, 30, 300}));
+  out = run(make_node("Sub", 14), {make<float>({}, {1}), make<float>({2, 2}, {1, 2, 3, 4})});
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{0, -1, -2, -3}));
+  // Middle-axis broadcast: [2,2,2] + [2,1,2].
+  out = run(make_node("Add", 14), {make<int32_t>({2, 2, 2}, {0, 0, 0, 0, 0, 0, 0, 0}),
+                                   make<int32_t>({2, 1, 2}, {1, 2, 3, 4})});
+  EXPECT_EQ(values<int32_t>(out[0]), (std::vector<int32_t>{1, 2, 1, 2, 3, 4, 3, 4}));
+}
+
+TEST(RefElementwise, IntDivTruncatesAndPowMixesTypes) {
+  auto out = run(make_node("Div", 14), {make<int32_t>({4}, {7, -7, 7, -7}), make<int32_t>({4}, {2, 2, -2, -2})});
+  EXPECT_EQ(values<int32_t>(out[0]), (std::vector<int32_t>{3, -3, -3, 3}));
+  out = run(make_node("Pow", 15), {make<float>({3}, {1, 2, 3}), make<int64_t>({3}, {4, 5, 6})});
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 32, 729}));
+  out = run(make_node("Pow", 15), {make<int32_t>({3}, {1, 2, 3}), make<float>({3}, {4, 5, 6})});
+  EXPECT_EQ(values<int32_t>(out[0]), (std::vector<int32_t>{1, 32, 729}));
+}
+
+TEST(RefElementwise, CastFloatToIntTruncatesTowardZero) {
+  auto out = run(make_node("Cast", 13, {{"to", int64_t{7}}}), {make<float>({4}, {1.9f, -1.9f, 0.5f, -0.5f})});
+  ASSERT_EQ(out[0].dtype(), DType::Int64);
+  EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{1, -1, 0, 0}));
+  out = run(make_node("Cast", 13, {{"to", int64_t{9}}}), {make<float>({3}, {0.f, 0.1f, -2.f})});
+  EXPECT_EQ(values<bool>(out[0]), (std::vector<bool>{false, true, true}));
+}
+
+TEST(RefElementwise, WhereBroadcastsConditionAndOperands) {
+  auto out = run(make_node("Where", 16), {make<bool>({2, 1}, {true, false}), make<float>({3}, {1, 2, 3}),
+                                          make<float>({}, {-1})});
+  EXPECT_EQ(out[0].dims(), (Dims{2, 3}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 2, 3, -1, -1, -1}));
+}
+
+TEST(RefElementwise, ComparisonsGiveBool) {
+  auto out = run(make_node("Less", 13), {make<int64_t>({3}, {1, 5, 3}), make<int64_t>({}, {3})});
+  ASSERT_EQ(out[0].dtype(), DType::Bool);
+  EXPECT_EQ(values<bool>(out[0]), (std::vector<bool>{true, false, false}));
+}
+
+TEST(RefElementwise, ClipAttributesBeforeOpset11InputsAfter) {
+  Tensor x = make<float>({4}, {-5, -0.5f, 0.5f, 5});
+  auto out = run(make_node("Clip", 6, {{"min", -1.0f}, {"max", 1.0f}}), {x});
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{-1, -0.5f, 0.5f, 1}));
+  out = run(make_node("Clip", 13), {x, make<float>({}, {0}), Tensor()});  // min only
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{0, 0, 0.5f, 5}));
+  out = run(make_node("Clip", 13), {x, Tensor(), make<float>({}, {0})});  // max only
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{-5, -0.5f, 0, 0}));
+}
+
+TEST(RefElementwise, ActivationsMatchFormulas) {
+  Tensor x = make<float>({3}, {-1, 0, 2});
+  auto sig = run(make_node("Sigmoid", 13), {x});
+  EXPECT_FLOAT_EQ(values<float>(sig[0])[2], 1.0f / (1.0f + std::exp(-2.0f)));
+  auto gelu = run(make_node("Gelu", 20), {x});
+  EXPECT_NEAR(values<float>(gelu[0])[2], 1.9544997f, 1e-6);
+  auto gelu_tanh = run(make_node("Gelu", 20, {{"approximate", std::string("tanh")}}), {x});
+  EXPECT_NEAR(values<float>(gelu_tanh[0])[2], 1.9545977f, 1e-6);
+  auto relu = run(make_node("Relu", 14), {x});
+  EXPECT_EQ(values<float>(relu[0]), (std::vector<float>{0, 0, 2}));
+}
+
+TEST(RefElementwise, DropoutIsIdentityWithAllTrueMask) {
+  auto out = run(make_node("Dropout", 13, {}, 2), {make<float>({2}, {1, 2})});
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 2}));
+  ASSERT_EQ(out[1].dtype(), DType::Bool);
+  EXPECT_EQ(values<bool>(out[1]), (std::vector<bool>{true, true}));
+}
+
+TEST(RefElementwise, ExpandAndBatchNorm) {
+  auto out = run(make_node("Expand", 13), {make<float>({3, 1}, {1, 2, 3}), make<int64_t>({3}, {2, 1, 2})});
+  EXPECT_EQ(out[0].dims(), (Dims{2, 3, 2}));
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
+  // y = (x - mean) / sqrt(var + eps) * scale + bias, channel 1 of [1,2,2].
+  out = run(make_node("BatchNormalization", 15, {{"epsilon", 0.0f}}),
+            {make<float>({1, 2, 2}, {1, 2, 3, 5}), make<float>({2}, {1, 2}), make<float>({2}, {0, 1}),
+             make<float>({2}, {0, 1}), make<float>({2}, {1, 4})});
+  EXPECT_EQ(values<float>(out[0]), (std::vector<float>{1, 2, 3, 5}));
+}
+
+TEST(RefElementwise, UnsupportedDtypesAndBadShapesNameTheNode) {
+  try {
+    run(make_node("Sqrt", 13), {make<int64_t>({1}, {4})});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("test_Sqrt"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("unsupported dtype int64"), std::string::npos) << msg;
+  }
+  EXPECT_THROW(run(make_node("Add", 14), {make<float>({2}, {1, 2}), make<float>({3}, {1, 2, 3})}), Error);
+  EXPECT_THROW(run(make_node("Add", 14), {make<float>({1}, {1}), make<int64_t>({1}, {1})}), Error);
+  EXPECT_THROW(run(make_node("Cast", 13, {{"to", int64_t{10}}}), {make<float>({1}, {1})}), Error);  // float16
+  EXPECT_THROW(run(make_node("Div", 14), {make<int32_t>({1}, {1}), make<int32_t>({1}, {0})}), Error);
+}
+
+}  // namespace
+}  // namespace fusor
