@@ -3,54 +3,18 @@
 
 #include <cstring>
 
-#include "ir/graph.h"
-#include "ir/op_functions.h"
+#include "ref_test_util.h"
 
 namespace fusor {
 namespace {
 
-Node make_node(const char* op_type, int opset, std::map<std::string, Attribute> attrs = {}, int n_outputs = 1) {
-  Node n;
-  n.name = std::string("test_") + op_type;
-  n.op_type = op_type;
-  n.op = *op_from_name(op_type);
-  n.opset = opset;
-  n.attrs = std::move(attrs);
-  for (int i = 0; i < n_outputs; ++i) n.outputs.push_back(i);
-  return n;
-}
-
-template <class T>
-Tensor make(Dims dims, std::vector<T> values) {
-  Tensor t(dtype_of<T>(), std::move(dims));
-  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
-  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(T));
-  return t;
-}
+using test::make_node;
+using test::values;
+template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
+const auto run = test::run_reference;
 
 Tensor ints(std::vector<int64_t> v) { return make<int64_t>({static_cast<int64_t>(v.size())}, v); }
 
-template <class T>
-std::vector<T> values(const Tensor& t) {
-  const T* p = t.data<T>();
-  return std::vector<T>(p, p + t.numel());
-}
-
-// Runs shape fn + ref kernel with every defined input treated as a plan-time constant.
-std::vector<Tensor> run(const Node& n, std::vector<Tensor> inputs) {
-  std::vector<TensorType> types;
-  std::vector<const Tensor*> consts;
-  for (const Tensor& t : inputs) {
-    types.push_back(t.defined() ? TensorType{t.dtype(), t.dims()} : TensorType{});
-    consts.push_back(t.defined() ? &t : nullptr);
-  }
-  InferContext ctx{n, types, consts};
-  std::vector<TensorType> out_types = op_info(n.op).infer(ctx);
-  std::vector<Tensor> outs;
-  for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
-  op_info(n.op).reference(n, inputs, outs);
-  return outs;
-}
 
 std::vector<float> iota_f(int n) {
   std::vector<float> v(static_cast<size_t>(n));

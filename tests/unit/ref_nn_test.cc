@@ -4,51 +4,17 @@
 
 #include <cmath>
 
-#include "ir/graph.h"
-#include "ir/op_functions.h"
+#include "ref_test_util.h"
 
 namespace fusor {
 namespace {
 
-Tensor make(Dims dims, std::vector<float> values) {
-  Tensor t(DType::Float32, dims);
-  EXPECT_EQ(static_cast<size_t>(t.numel()), values.size());
-  std::copy(values.begin(), values.end(), t.data<float>());
-  return t;
-}
-
-Tensor make_i64(Dims dims, std::vector<int64_t> values) {
-  Tensor t(DType::Int64, dims);
-  std::copy(values.begin(), values.end(), t.data<int64_t>());
-  return t;
-}
-
+Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
+Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
 Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, size_t n_outputs = 1) {
-  Node n;
-  n.op = op;
-  n.op_type = op_info(op).name;
-  n.name = "n0";
-  n.opset = opset;
-  n.attrs = std::move(attrs);
-  n.outputs.assign(n_outputs, 0);
-  return n;
+  return test::make_node(op_info(op).name, opset, std::move(attrs), static_cast<int>(n_outputs));
 }
-
-// Runs shape function + reference kernel; every defined input counts as a plan-time constant.
-std::vector<Tensor> run(const Node& n, std::vector<Tensor> inputs) {
-  std::vector<TensorType> types;
-  std::vector<const Tensor*> consts;
-  for (const Tensor& t : inputs) {
-    types.push_back(t.defined() ? TensorType{t.dtype(), t.dims()} : TensorType{});
-    consts.push_back(t.defined() ? &t : nullptr);
-  }
-  InferContext ctx{n, types, consts};
-  std::vector<TensorType> out_types = op_info(n.op).infer(ctx);
-  std::vector<Tensor> outs;
-  for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
-  op_info(n.op).reference(n, inputs, outs);
-  return outs;
-}
+const auto run = test::run_reference;
 
 void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
   ASSERT_EQ(t.dims(), dims);
@@ -161,7 +127,7 @@ TEST(RefNn, ErrorsNameTheNode) {
     run(node_of(Op::MatMul, 13), {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({2, 3}, {1, 2, 3, 4, 5, 6})});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("node 'n0' (op MatMul): inner dimensions differ"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("node 'test_MatMul' (op MatMul): inner dimensions differ"), std::string::npos)
         << e.what();
   }
   // Axes given as an input must be known at plan time.
