@@ -30,6 +30,8 @@ struct TensorInfo {
 
 struct SessionOptions {
   bool reference = false;  // run the plain reference kernels only
+  bool mem_reuse = true;   // intermediates share arena bytes where lifetimes do not overlap
+  bool mem_guard = false;  // canaries checked after each kernel, dead values poisoned
   // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
   std::map<std::string, Tensor> frozen_inputs;
 };
@@ -44,12 +46,19 @@ class Session {
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   // Kernels one inference launches (steps in the plan).
   size_t kernels_per_inference() const;
+  struct MemoryStats {
+    size_t arena_bytes;        // this session's arena
+    size_t lower_bound_bytes;  // most bytes live at any one step
+    size_t naive_bytes;        // every intermediate in its own buffer
+    size_t weights_bytes;      // constants the plan holds (weights, folded values)
+  };
+  MemoryStats memory() const;
   const Plan& plan() const;
   Executor& executor();
 
  private:
   friend class Engine;
-  Session(std::unique_ptr<Plan> plan);
+  Session(std::unique_ptr<Plan> plan, const SessionOptions& options);
   std::unique_ptr<Plan> plan_;
   std::unique_ptr<Executor> executor_;
 };

@@ -31,6 +31,18 @@ void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims, 
   }
 }
 
+// Ops whose first output is the first input's bytes under another shape.
+bool is_view_op(const Node& n) {
+  switch (n.op) {
+    case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze: case Op::Identity:
+      return true;
+    case Op::Dropout:  // inference: identity, unless the mask output is wanted
+      return n.outputs.size() < 2 || n.outputs[1] < 0;
+    default:
+      return false;
+  }
+}
+
 bool foldable(const Node& n, const Plan& plan) {
   if (n.op == Op::Shape) return true;  // needs only the (bound) input type
   for (int v : n.inputs)
@@ -47,6 +59,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   plan.graph = graph;
   plan.types.resize(g.values.size());
   plan.constants.resize(g.values.size());
+  plan.alias_of.assign(g.values.size(), -1);
   for (size_t i = 0; i < g.values.size(); ++i)
     if (g.values[i].constant) {
       plan.constants[i] = *g.values[i].constant;
@@ -89,6 +102,12 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
       op_info(n.op).reference(n, ins, outs);
       for (size_t o = 0; o < n.outputs.size(); ++o)
         if (n.outputs[o] >= 0) plan.constants[static_cast<size_t>(n.outputs[o])] = outs[o];
+      continue;
+    }
+
+    if (options.kernels == KernelChoice::Fast && options.views && is_view_op(n) && n.outputs[0] >= 0 &&
+        plan.types[static_cast<size_t>(n.outputs[0])].dtype == in_types[0].dtype) {
+      plan.alias_of[static_cast<size_t>(n.outputs[0])] = n.inputs[0];
       continue;
     }
 

@@ -19,6 +19,8 @@ enum class KernelChoice {
 
 struct PlanOptions {
   KernelChoice kernels = KernelChoice::Fast;
+  // Ops whose output has the input's bytes become views instead of copies (fast plans only).
+  bool views = true;
   // Inputs whose values are fixed for the plan's lifetime, like TensorRT's shape tensors: they
   // fold as constants, so values that determine shapes (Slice starts, Reshape targets) may come
   // from graph inputs. Each must match its bound dtype and dims.
@@ -37,6 +39,9 @@ struct Plan {
   std::vector<TensorType> types;  // per value id
   std::vector<Tensor> constants;  // per value id; defined for constants and folded values
   std::vector<Step> steps;
+  // Per value id: the value whose bytes it reuses as a view (Reshape, Squeeze, Unsqueeze,
+  // Flatten, Identity and inference Dropout in the fast plan), or -1. Views have no step.
+  std::vector<int> alias_of;
 
   bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
 };

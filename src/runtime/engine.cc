@@ -7,8 +7,9 @@
 
 namespace fusor {
 
-Session::Session(std::unique_ptr<Plan> plan)
-    : plan_(std::move(plan)), executor_(std::make_unique<Executor>(*plan_)) {}
+Session::Session(std::unique_ptr<Plan> plan, const SessionOptions& options)
+    : plan_(std::move(plan)),
+      executor_(std::make_unique<Executor>(*plan_, ExecutorOptions{options.mem_reuse, options.mem_guard})) {}
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
@@ -34,6 +35,13 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
 }
 
 size_t Session::kernels_per_inference() const { return plan_->steps.size(); }
+
+Session::MemoryStats Session::memory() const {
+  const MemoryPlan& m = executor_->memory();
+  size_t weights = 0;
+  for (const Tensor& c : plan_->constants) weights += c.defined() ? c.nbytes() : 0;
+  return {m.arena_bytes, m.lower_bound_bytes, m.naive_bytes, weights};
+}
 const Plan& Session::plan() const { return *plan_; }
 Executor& Session::executor() { return *executor_; }
 
@@ -96,7 +104,7 @@ Session Engine::session(const std::map<std::string, Dims>& input_dims, const Ses
   PlanOptions po;
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
   po.frozen_inputs = options.frozen_inputs;
-  return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)));
+  return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)), options);
 }
 
 std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, Dims>& input_dims,

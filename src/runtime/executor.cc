@@ -1,20 +1,50 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace fusor {
+namespace {
 
-Executor::Executor(const Plan& plan) : plan_(plan), slots_(plan.types.size()) {
-  for (size_t v = 0; v < slots_.size(); ++v)
-    if (plan.is_constant(static_cast<int>(v))) slots_[v] = plan.constants[v];
-  for (const Step& s : plan.steps)
-    for (int v : s.outputs)
-      if (v >= 0) slots_[static_cast<size_t>(v)] = Tensor(plan.types[static_cast<size_t>(v)].dtype,
-                                                           plan.types[static_cast<size_t>(v)].dims);
+constexpr std::byte kCanary{0xA5};
+constexpr std::byte kPoison{0xFF};
+constexpr size_t kGuardBytes = 64;
+
+std::byte* allocate_arena(size_t bytes) {
+  void* p = std::aligned_alloc(MemoryPlan::kAlignment, std::max<size_t>(bytes, MemoryPlan::kAlignment));
+  if (!p) throw Error("out of memory allocating a " + std::to_string(bytes) + "-byte arena");
+  return static_cast<std::byte*>(p);
 }
 
-std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
+}  // namespace
+
+Executor::Executor(const Plan& plan, const ExecutorOptions& options)
+    : plan_(plan),
+      options_(options),
+      memory_(plan_memory(plan, {options.mem_reuse, options.mem_guard ? kGuardBytes : 0})),
+      arena_(allocate_arena(memory_.arena_bytes), std::free),
+      slots_(plan.types.size()) {
+  std::memset(arena_.get(), options.mem_guard ? static_cast<int>(kCanary) : 0, memory_.arena_bytes);
+  for (size_t v = 0; v < slots_.size(); ++v) {
+    const TensorType& t = plan.types[v];
+    if (plan.is_constant(static_cast<int>(v))) {
+      slots_[v] = plan.constants[v];
+    } else if (int root = alias_root(plan, static_cast<int>(v)); memory_.offset[static_cast<size_t>(root)] >= 0) {
+      slots_[v] = Tensor::view(t.dtype, t.dims, arena_.get() + memory_.offset[static_cast<size_t>(root)]);
+    }
+  }
+  step_inputs_.resize(plan.steps.size());
+  step_outputs_.resize(plan.steps.size());
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int v : plan.steps[s].inputs) step_inputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
+    for (int v : plan.steps[s].outputs) step_outputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
+  }
+}
+
+Executor::~Executor() = default;
+
+void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
   const Graph& g = *plan_.graph;
   if (inputs.size() != g.inputs.size())
     throw Error("expected " + std::to_string(g.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
@@ -25,30 +55,79 @@ std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
       throw Error("input '" + g.values[id].name + "' must be " + dtype_name(want.dtype) + " " +
                   dims_to_string(want.dims) + ", got " + dtype_name(inputs[i].dtype()) + " " +
                   dims_to_string(inputs[i].dims()));
-    if (!plan_.is_constant(static_cast<int>(id))) slots_[id] = inputs[i];
-    else if (std::memcmp(inputs[i].raw(), slots_[id].raw(), inputs[i].nbytes()) != 0)
-      throw Error("input '" + g.values[id].name + "' was frozen when the session was built and cannot change");
+    if (plan_.is_constant(static_cast<int>(id))) {
+      if (std::memcmp(inputs[i].raw(), slots_[id].raw(), inputs[i].nbytes()) != 0)
+        throw Error("input '" + g.values[id].name + "' was frozen when the session was built and cannot change");
+      continue;
+    }
+    if (inputs[i].nbytes()) std::memcpy(slots_[id].raw(), inputs[i].raw(), inputs[i].nbytes());
   }
-  std::vector<Tensor> ins, outs;
-  for (size_t si = 0; si < plan_.steps.size(); ++si) {
-    const Step& s = plan_.steps[si];
-    ins.clear();
-    outs.clear();
-    for (int v : s.inputs) ins.push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
-    for (int v : s.outputs) outs.push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
+}
+
+std::byte* Executor::guard_of(int v) const {
+  int root = alias_root(plan_, v);
+  int64_t off = memory_.offset[static_cast<size_t>(root)];
+  return off < 0 ? nullptr : arena_.get() + off + memory_.bytes[static_cast<size_t>(root)] - kGuardBytes;
+}
+
+// Guard bytes may hold a dead value's data (the arena reuses bytes), so each step's output
+// guards are re-armed right before it runs and checked right after.
+void Executor::arm_guards(size_t s) {
+  for (int v : plan_.steps[s].outputs)
+    if (std::byte* guard = v >= 0 ? guard_of(v) : nullptr) std::memset(guard, static_cast<int>(kCanary), kGuardBytes);
+}
+
+void Executor::check_guards(size_t s) const {
+  const Step& step = plan_.steps[s];
+  for (int v : step.outputs) {
+    const std::byte* guard = v >= 0 ? guard_of(v) : nullptr;
+    if (!guard) continue;
+    int root = alias_root(plan_, v);
+    for (size_t i = 0; i < kGuardBytes; ++i)
+      if (guard[i] != kCanary)
+        throw Error("memory guard: kernel " + step.kernel->name() + " of " +
+                    plan_.graph->nodes[static_cast<size_t>(step.node)].describe() + " wrote past the end of tensor '" +
+                    plan_.graph->values[static_cast<size_t>(root)].name + "'");
+  }
+}
+
+void Executor::poison_dead(size_t s) {
+  for (int v : memory_.dying_after[s]) {
+    const Tensor& t = slots_[static_cast<size_t>(v)];
+    std::memset(t.raw(), static_cast<int>(kPoison), t.nbytes());
+  }
+}
+
+void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  bind_inputs(inputs);
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    const Step& step = plan_.steps[s];
+    if (options_.mem_guard) arm_guards(s);
     if (hook_) {
       auto t0 = std::chrono::steady_clock::now();
-      s.kernel->run(ins, outs);
-      hook_(si, s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      step.kernel->run(step_inputs_[s], step_outputs_[s]);
+      hook_(s, step, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } else {
-      s.kernel->run(ins, outs);
+      step.kernel->run(step_inputs_[s], step_outputs_[s]);
+    }
+    if (options_.mem_guard) {
+      check_guards(s);
+      poison_dead(s);
     }
   }
-  std::vector<Tensor> result;
-  for (int v : g.outputs) result.push_back(slots_[static_cast<size_t>(v)].clone());
-  for (int id : g.inputs)  // drop the caller's buffers
-    if (!plan_.is_constant(id)) slots_[static_cast<size_t>(id)] = Tensor();
-  return result;
+  const Graph& g = *plan_.graph;
+  outputs.resize(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const Tensor& src = slots_[static_cast<size_t>(g.outputs[i])];
+    if (outputs[i].dtype() != src.dtype() || outputs[i].dims() != src.dims()) outputs[i] = Tensor(src.dtype(), src.dims());
+    if (src.nbytes()) std::memcpy(outputs[i].raw(), src.raw(), src.nbytes());
+  }
+}
+
+std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> outputs;
+  run_into(inputs, outputs);
+  return outputs;
 }
 
 }  // namespace fusor

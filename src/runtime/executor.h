@@ -1,31 +1,59 @@
-// Runs a Plan. One Executor is one execution context: it owns the buffers for every
-// intermediate value, allocated once, so steady-state runs allocate only their outputs.
-// Executors are not shared between threads; make one per concurrent stream.
+// Runs a Plan. One Executor is one execution context with its own arena: intermediate values
+// live at offsets chosen by the memory planner, inputs are copied in, outputs are copied out,
+// so no two executors (or requests) ever share bytes. Every step's input and output tensors are
+// built once, so a steady-state run makes no heap allocation beyond the outputs it returns
+// (none at all with run_into). Executors are not thread-safe: make one per concurrent stream.
 #pragma once
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <vector>
 
+#include "plan/memory_plan.h"
 #include "plan/plan.h"
 
 namespace fusor {
 
-// Called after each step (profiler, guards). `index` is the step's position in the plan.
+struct ExecutorOptions {
+  bool mem_reuse = true;  // share arena bytes between values whose lifetimes do not overlap
+  // Guards: canary bytes after every buffer, checked after each kernel, and values poisoned
+  // (0xFF bytes: NaN for floats) once their last reader has run. A violation throws an Error
+  // that names the kernel and the tensor.
+  bool mem_guard = false;
+};
+
+// Called after each step (profiler). `index` is the step's position in the plan.
 using StepHook = std::function<void(size_t index, const Step& step, double seconds)>;
 
 class Executor {
  public:
-  explicit Executor(const Plan& plan);
+  explicit Executor(const Plan& plan, const ExecutorOptions& options = {});
+  ~Executor();
 
-  // `inputs` follow graph->inputs order and must match the plan's bound types.
-  // Returns graph outputs in graph->outputs order, as tensors the caller owns.
+  // `inputs` follow graph->inputs order and must match the plan's bound types. Returns graph
+  // outputs in graph->outputs order, as tensors the caller owns.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
+  // Same, writing into caller-owned `outputs` (allocated with the planned types when empty).
+  void run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
   const Plan& plan() const { return plan_; }
+  const MemoryPlan& memory() const { return memory_; }
 
  private:
+  void bind_inputs(const std::vector<Tensor>& inputs);
+  std::byte* guard_of(int value) const;
+  void arm_guards(size_t step);
+  void check_guards(size_t step) const;
+  void poison_dead(size_t step);
+
   const Plan& plan_;
-  std::vector<Tensor> slots_;  // per value id
+  ExecutorOptions options_;
+  MemoryPlan memory_;
+  std::unique_ptr<std::byte, void (*)(void*)> arena_;
+  std::vector<Tensor> slots_;                       // per value id
+  std::vector<std::vector<Tensor>> step_inputs_;    // per step, built once
+  std::vector<std::vector<Tensor>> step_outputs_;   // per step, built once
   StepHook hook_;
 };
 

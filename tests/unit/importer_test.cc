@@ -205,10 +205,16 @@ TEST(Importer, ShapeSubgraphFoldsToConstantsOnceShapesAreBound) {
   std::string bytes;
   m.SerializeToString(&bytes);
   auto graph = std::make_shared<const Graph>(import_onnx_bytes(bytes, "."));
-  Plan plan = build_plan(graph, {{"x", {3, 5, 4}}}, {});
+  PlanOptions no_views;
+  no_views.views = false;
+  Plan plan = build_plan(graph, {{"x", {3, 5, 4}}}, no_views);
   ASSERT_EQ(plan.steps.size(), 2u);  // Reshape and Relu; Shape/Gather/Unsqueeze/Concat folded
   EXPECT_EQ(graph->nodes[static_cast<size_t>(plan.steps[0].node)].op, Op::Reshape);
   EXPECT_EQ(plan.types[static_cast<size_t>(graph->find_value("y"))].dims, (Dims{3, 20}));
+  // With views, the Reshape is no kernel at all: its output aliases x.
+  Plan viewed = build_plan(graph, {{"x", {3, 5, 4}}}, {});
+  ASSERT_EQ(viewed.steps.size(), 1u);
+  EXPECT_EQ(viewed.alias_of[static_cast<size_t>(graph->find_value("r"))], graph->find_value("x"));
 }
 
 }  // namespace

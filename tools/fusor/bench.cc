@@ -21,7 +21,6 @@ struct BenchArgs {
   double seconds = 3.0;
   int warmup = 3;
   std::string json_path;
-  bool reference = false;
 };
 
 int64_t peak_rss_bytes() {
@@ -36,12 +35,17 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
+nlohmann::json memory_json(const Session::MemoryStats& m) {
+  return {{"arena_bytes", m.arena_bytes},
+          {"lower_bound_bytes", m.lower_bound_bytes},
+          {"naive_bytes", m.naive_bytes},
+          {"weights_bytes", m.weights_bytes}};
+}
+
 nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
   auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, a.seq);
   auto feeds = engine.sample_inputs(dims);
-  SessionOptions options;
-  options.reference = a.reference;
-  Session session = engine.session(dims, options);
+  Session session = engine.session(dims, a.model.session_options());
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
 
   using clock = std::chrono::steady_clock;
@@ -65,18 +69,19 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
           {"latency_ms",
            {{"p50", percentile(latencies_ms, 50)}, {"p90", percentile(latencies_ms, 90)}, {"p99", percentile(latencies_ms, 99)}}},
           {"kernels_per_inference", session.kernels_per_inference()},
+          {"memory", memory_json(session.memory())},
           {"peak_rss_bytes", peak_rss_bytes()}};
 }
 
 void bench(const BenchArgs& a) {
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
-  nlohmann::json report = {{"model", a.model.model}, {"executor", a.reference ? "reference" : "fast"},
+  nlohmann::json report = {{"model", a.model.model}, {"executor", a.model.reference ? "reference" : "fast"},
                            {"nodes_in_model", engine.node_count()}, {"results", nlohmann::json::array()}};
   for (int64_t batch : parse_int_list(a.batches, "--batch")) report["results"].push_back(bench_one(engine, a, batch));
 
   std::printf("%s (%zu nodes, %s executor)\n", a.model.model.c_str(), engine.node_count(),
-              a.reference ? "reference" : "fast");
+              a.model.reference ? "reference" : "fast");
   std::printf("%6s %6s %14s %9s %9s %9s %8s %10s\n", "batch", "seq", "inferences/s", "p50 ms", "p90 ms", "p99 ms",
               "kernels", "peak RSS");
   for (const auto& r : report["results"])
@@ -102,7 +107,6 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", args->json_path, "Write the results as JSON");
-  cmd->add_flag("--reference", args->reference, "Benchmark the reference executor");
   cmd->callback([args] { bench(*args); });
 }
 

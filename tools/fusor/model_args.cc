@@ -10,6 +10,17 @@ void ModelArgs::add_to(CLI::App& cmd) {
   cmd.add_option("model", model, "ONNX model file")->required();
   cmd.add_option("--shape", shapes, "Input shape, NAME=d0,d1,... (repeatable)");
   cmd.add_option("--threads", threads, "Threads (OpenMP, shared with oneDNN)")->check(CLI::Range(1, 1024));
+  cmd.add_flag("--reference", reference, "Use the plain reference kernels (the ground truth)");
+  cmd.add_flag("--mem-guard", mem_guard, "Check canaries after each kernel and poison dead buffers");
+  cmd.add_flag("--no-mem-reuse", no_mem_reuse, "Give every intermediate its own buffer");
+}
+
+SessionOptions ModelArgs::session_options() const {
+  SessionOptions o;
+  o.reference = reference;
+  o.mem_guard = mem_guard;
+  o.mem_reuse = !no_mem_reuse;
+  return o;
 }
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {

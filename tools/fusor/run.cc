@@ -16,7 +16,6 @@ struct RunArgs {
   int64_t batch = 1;
   int64_t seq = 128;
   std::string output_dir = "out";
-  bool reference = false;
 };
 
 std::map<std::string, Tensor> read_inputs(const Engine& engine, const std::vector<std::string>& specs) {
@@ -61,14 +60,12 @@ void run(const RunArgs& a) {
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
 
-  SessionOptions options;
-  options.reference = a.reference;
-  Session session = engine.session(dims, options);
+  Session session = engine.session(dims, a.model.session_options());
   auto outputs = session.run(feeds);
 
   std::filesystem::create_directories(a.output_dir);
   std::cout << a.model.model << ": " << engine.node_count() << " nodes, " << session.kernels_per_inference()
-            << " kernels (" << (a.reference ? "reference" : "fast") << " executor)\n";
+            << " kernels (" << (a.model.reference ? "reference" : "fast") << " executor)\n";
   for (const auto& [name, t] : outputs) {
     std::string file = name;
     for (char& c : file)
@@ -89,7 +86,6 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension")->check(CLI::PositiveNumber);
   cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions")->check(CLI::PositiveNumber);
   cmd->add_option("--output-dir", args->output_dir, "Where outputs are written");
-  cmd->add_flag("--reference", args->reference, "Use the plain reference kernels (the ground truth)");
   cmd->callback([args] { run(*args); });
 }
 

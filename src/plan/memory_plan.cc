@@ -1,0 +1,128 @@
+#include "plan/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "plan/plan.h"
+
+namespace fusor {
+namespace {
+
+size_t aligned(size_t n) {
+  return (std::max<size_t>(n, 1) + MemoryPlan::kAlignment - 1) / MemoryPlan::kAlignment * MemoryPlan::kAlignment;
+}
+
+bool overlaps(const Lifetime& a, const Lifetime& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+}  // namespace
+
+int alias_root(const Plan& plan, int v) {
+  while (plan.alias_of[static_cast<size_t>(v)] >= 0) v = plan.alias_of[static_cast<size_t>(v)];
+  return v;
+}
+
+MemoryPlan plan_memory(const Plan& plan, const MemoryOptions& options) {
+  const Graph& g = *plan.graph;
+  const size_t n_values = plan.types.size();
+  const int end = static_cast<int>(plan.steps.size());
+  MemoryPlan mp;
+  mp.offset.assign(n_values, -1);
+  mp.bytes.assign(n_values, 0);
+  mp.lifetime.assign(n_values, {});
+  mp.dying_after.resize(plan.steps.size());
+
+  // Arena values: graph inputs (copied in, so the executor never holds the caller's memory)
+  // and every step output that is not a view. Graph inputs are written "before" step 0.
+  std::vector<bool> in_arena(n_values, false);
+  for (int v : g.inputs)
+    if (!plan.is_constant(v)) {
+      in_arena[static_cast<size_t>(v)] = true;
+      mp.lifetime[static_cast<size_t>(v)] = {0, 0};
+    }
+  for (int s = 0; s < end; ++s)
+    for (int v : plan.steps[static_cast<size_t>(s)].outputs)
+      if (v >= 0 && plan.alias_of[static_cast<size_t>(v)] < 0) {
+        in_arena[static_cast<size_t>(v)] = true;
+        mp.lifetime[static_cast<size_t>(v)] = {s, s};
+      }
+
+  auto extend = [&](int v, int step) {
+    if (v < 0 || plan.is_constant(v)) return;
+    int root = alias_root(plan, v);
+    if (!in_arena[static_cast<size_t>(root)]) return;
+    auto& life = mp.lifetime[static_cast<size_t>(root)];
+    life.last_step = std::max(life.last_step, step);
+  };
+  std::vector<bool> read(n_values, false);
+  for (int s = 0; s < end; ++s)
+    for (int v : plan.steps[static_cast<size_t>(s)].inputs) {
+      extend(v, s);
+      if (v >= 0) read[static_cast<size_t>(alias_root(plan, v))] = true;
+    }
+  for (int v : g.outputs) extend(v, end);
+  for (size_t v = 0; v < n_values; ++v)
+    if (in_arena[v] && !read[v]) mp.lifetime[v].last_step = end;  // never read: keep to the end
+
+  std::vector<int> values;
+  for (size_t v = 0; v < n_values; ++v)
+    if (in_arena[v]) {
+      values.push_back(static_cast<int>(v));
+      mp.bytes[v] = aligned(numel_of(plan.types[v].dims) * dtype_size(plan.types[v].dtype)) + options.guard_bytes;
+      mp.naive_bytes += mp.bytes[v];
+      const auto& life = mp.lifetime[v];
+      if (life.last_step < end) mp.dying_after[static_cast<size_t>(life.last_step)].push_back(static_cast<int>(v));
+    }
+
+  // Lower bound: the most bytes live at any one step.
+  std::vector<size_t> live(plan.steps.size() + 1, 0);
+  for (int v : values) {
+    const auto& life = mp.lifetime[static_cast<size_t>(v)];
+    for (int s = life.first_step; s <= life.last_step; ++s) live[static_cast<size_t>(s)] += mp.bytes[static_cast<size_t>(v)];
+  }
+  mp.lower_bound_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
+
+  if (!options.reuse) {
+    size_t at = 0;
+    for (int v : values) {
+      mp.offset[static_cast<size_t>(v)] = static_cast<int64_t>(at);
+      at += mp.bytes[static_cast<size_t>(v)];
+    }
+    mp.arena_bytes = at;
+    return mp;
+  }
+
+  // Greedy by size, best fit: place the largest first, into the smallest gap between buffers
+  // already placed whose lifetimes overlap this one's.
+  std::stable_sort(values.begin(), values.end(), [&](int a, int b) {
+    return mp.bytes[static_cast<size_t>(a)] > mp.bytes[static_cast<size_t>(b)];
+  });
+  std::vector<int> placed;
+  for (int v : values) {
+    const size_t need = mp.bytes[static_cast<size_t>(v)];
+    const Lifetime& life = mp.lifetime[static_cast<size_t>(v)];
+    std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of overlapping buffers
+    for (int p : placed)
+      if (overlaps(life, mp.lifetime[static_cast<size_t>(p)]))
+        busy.emplace_back(static_cast<size_t>(mp.offset[static_cast<size_t>(p)]),
+                          static_cast<size_t>(mp.offset[static_cast<size_t>(p)]) + mp.bytes[static_cast<size_t>(p)]);
+    std::sort(busy.begin(), busy.end());
+    size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
+    for (const auto& [b, e] : busy) {
+      if (b > cursor && b - cursor >= need && b - cursor < best_gap) {
+        best = cursor;
+        best_gap = b - cursor;
+      }
+      cursor = std::max(cursor, e);
+    }
+    if (best == SIZE_MAX) best = cursor;
+    mp.offset[static_cast<size_t>(v)] = static_cast<int64_t>(best);
+    mp.arena_bytes = std::max(mp.arena_bytes, best + need);
+    placed.push_back(v);
+  }
+  return mp;
+}
+
+}  // namespace fusor

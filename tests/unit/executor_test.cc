@@ -1,0 +1,169 @@
+// The executor's arena: guards catch overflows and name the kernel and tensor, a steady-state
+// run allocates nothing, and concurrent sessions never share bytes.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "fusor/engine.h"
+#include "plan/memory_plan.h"
+#include "runtime/executor.h"
+
+// Counts heap allocations while `counting` is set (a test hook for the zero-allocation rule).
+namespace {
+std::atomic<bool> counting{false};
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (counting) ++allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace fusor {
+namespace {
+
+// x -> Relu -> a -> Sigmoid -> b -> Add(b, x) -> y, and MatMul(y, W) -> z.
+std::shared_ptr<const Graph> small_graph() {
+  auto g = std::make_shared<Graph>();
+  g->opset = 17;
+  auto value = [&](const char* name, DType t = DType::Float32) {
+    Value v;
+    v.name = name;
+    v.dtype = t;
+    return g->add_value(v);
+  };
+  int x = value("x");
+  g->inputs.push_back(x);
+  Value w;
+  w.name = "W";
+  w.dtype = DType::Float32;
+  w.constant = Tensor(DType::Float32, {16, 8});
+  for (int i = 0; i < 128; ++i) w.constant->data<float>()[i] = static_cast<float>(i % 7) * 0.125f;
+  int W = g->add_value(w);
+  auto node = [&](Op op, std::vector<int> in, const char* out) {
+    Node n;
+    n.op = op;
+    n.op_type = op_info(op).name;
+    n.name = std::string(op_info(op).name) + "_" + out;
+    n.opset = 17;
+    n.inputs = in;
+    int o = value(out);
+    g->values[static_cast<size_t>(o)].producer = static_cast<int>(g->nodes.size());
+    n.outputs = {o};
+    g->nodes.push_back(n);
+    return o;
+  };
+  int a = node(Op::Relu, {x}, "a");
+  int b = node(Op::Sigmoid, {a}, "b");
+  int y = node(Op::Add, {b, x}, "y");
+  int z = node(Op::MatMul, {y, W}, "z");
+  g->outputs = {y, z};
+  return g;
+}
+
+Tensor input_x(float scale) {
+  Tensor x(DType::Float32, {4, 16});
+  for (int i = 0; i < 64; ++i) x.data<float>()[i] = scale * static_cast<float>(i - 32) / 8.0f;
+  return x;
+}
+
+class Overflowing final : public Kernel {
+ public:
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    std::memset(out[0].raw(), 0, out[0].nbytes() + 4);  // four bytes too many
+  }
+  std::string name() const override { return "overflowing_test_kernel"; }
+};
+
+TEST(Executor, GuardNamesTheKernelAndTensorThatOverflowed) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  plan.steps[1].kernel = std::make_unique<Overflowing>();  // the Sigmoid writing b
+  Executor guarded(plan, {.mem_reuse = true, .mem_guard = true});
+  try {
+    guarded.run({input_x(1)});
+    FAIL() << "overflow not detected";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("overflowing_test_kernel"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'b'"), std::string::npos) << msg;
+  }
+}
+
+// The serving path (fast kernels) must not allocate per inference; reference kernels are
+// written for clarity and may.
+TEST(Executor, SteadyStateRunAllocatesNothing) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Executor ex(plan);
+  std::vector<Tensor> inputs{input_x(1)}, outputs;
+  ex.run_into(inputs, outputs);  // the first run allocates the outputs
+  allocations = 0;
+  counting = true;
+  for (int i = 0; i < 5; ++i) ex.run_into(inputs, outputs);
+  counting = false;
+  EXPECT_EQ(allocations.load(), 0);
+}
+
+TEST(Executor, ReuseOnOffAndGuardedGiveBitIdenticalOutputs) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  std::vector<std::vector<Tensor>> results;
+  for (ExecutorOptions o : {ExecutorOptions{true, false}, ExecutorOptions{false, false}, ExecutorOptions{true, true}}) {
+    Executor ex(plan, o);
+    ex.run({input_x(3)});  // a different request first: nothing of it may leak into the next
+    results.push_back(ex.run({input_x(1)}));
+  }
+  for (size_t r = 1; r < results.size(); ++r)
+    for (size_t i = 0; i < results[0].size(); ++i)
+      EXPECT_EQ(std::memcmp(results[0][i].raw(), results[r][i].raw(), results[0][i].nbytes()), 0) << r << " " << i;
+}
+
+TEST(Executor, ConcurrentExecutorsNeverShareBytes) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  auto expected_for = [&](float scale) { return Executor(plan).run({input_x(scale)}); };
+  auto e1 = expected_for(1), e2 = expected_for(-2);
+  std::atomic<int> mismatches{0};
+  auto worker = [&](float scale, const std::vector<Tensor>& expected) {
+    Executor ex(plan);
+    for (int i = 0; i < 200; ++i) {
+      auto got = ex.run({input_x(scale)});
+      for (size_t o = 0; o < got.size(); ++o)
+        if (std::memcmp(got[o].raw(), expected[o].raw(), got[o].nbytes()) != 0) ++mismatches;
+    }
+  };
+  std::thread t1(worker, 1.0f, std::cref(e1)), t2(worker, -2.0f, std::cref(e2));
+  t1.join();
+  t2.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(MemoryPlan, OverlappingLifetimesNeverShareBytes) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  MemoryPlan mp = plan_memory(plan, {});
+  for (size_t a = 0; a < mp.offset.size(); ++a)
+    for (size_t b = a + 1; b < mp.offset.size(); ++b) {
+      if (mp.offset[a] < 0 || mp.offset[b] < 0) continue;
+      bool live_together = mp.lifetime[a].first_step <= mp.lifetime[b].last_step &&
+                           mp.lifetime[b].first_step <= mp.lifetime[a].last_step;
+      bool share = mp.offset[a] < mp.offset[b] + static_cast<int64_t>(mp.bytes[b]) &&
+                   mp.offset[b] < mp.offset[a] + static_cast<int64_t>(mp.bytes[a]);
+      EXPECT_FALSE(live_together && share) << a << " and " << b;
+    }
+  // x is read by the Add (step 2), so a (dead after step 1) may reuse nothing of x; y and z
+  // are graph outputs and live to the end.
+  const Graph& g = *plan.graph;
+  EXPECT_EQ(mp.lifetime[static_cast<size_t>(g.find_value("x"))].last_step, 2);
+  EXPECT_EQ(mp.lifetime[static_cast<size_t>(g.find_value("y"))].last_step, static_cast<int>(plan.steps.size()));
+  EXPECT_LE(mp.arena_bytes, mp.naive_bytes);
+  EXPECT_GE(mp.arena_bytes, mp.lower_bound_bytes);
+  MemoryPlan naive = plan_memory(plan, {.reuse = false});
+  EXPECT_EQ(naive.arena_bytes, naive.naive_bytes);
+}
+
+}  // namespace
+}  // namespace fusor
