@@ -1,7 +1,67 @@
 #include "kernels/cpu/backend.h"
 
-namespace fusor::cpu {
+#include <array>
 
-std::unique_ptr<Kernel> select_kernel(const KernelRequest&) { return nullptr; }
+#include "kernels/cpu/factories.h"
+
+namespace fusor::cpu {
+namespace {
+
+using Factory = std::unique_ptr<Kernel> (*)(const KernelRequest&);
+
+// One row per op that has an optimized kernel; every other op runs its reference kernel.
+constexpr std::pair<Op, Factory> kFactories[] = {
+    {Op::MatMul, make_matmul_kernel},
+    {Op::Gemm, make_gemm_kernel},
+    {Op::Conv, make_conv_kernel},
+    {Op::MaxPool, make_pool_kernel},
+    {Op::AveragePool, make_pool_kernel},
+    {Op::GlobalAveragePool, make_reduce_kernel},
+    {Op::Add, make_binary_kernel},
+    {Op::Sub, make_binary_kernel},
+    {Op::Mul, make_binary_kernel},
+    {Op::Div, make_binary_kernel},
+    {Op::Pow, make_binary_kernel},
+    {Op::Relu, make_unary_kernel},
+    {Op::Sigmoid, make_unary_kernel},
+    {Op::Tanh, make_unary_kernel},
+    {Op::Exp, make_unary_kernel},
+    {Op::Log, make_unary_kernel},
+    {Op::Sqrt, make_unary_kernel},
+    {Op::Reciprocal, make_unary_kernel},
+    {Op::Neg, make_unary_kernel},
+    {Op::Abs, make_unary_kernel},
+    {Op::Erf, make_unary_kernel},
+    {Op::Gelu, make_unary_kernel},
+    {Op::Clip, make_unary_kernel},
+    {Op::LeakyRelu, make_unary_kernel},
+    {Op::HardSigmoid, make_unary_kernel},
+    {Op::HardSwish, make_unary_kernel},
+    {Op::Identity, make_unary_kernel},
+    {Op::Dropout, make_unary_kernel},
+    {Op::Softmax, make_softmax_kernel},
+    {Op::ReduceMean, make_reduce_kernel},
+    {Op::ReduceSum, make_reduce_kernel},
+    {Op::LayerNormalization, make_layer_norm_kernel},
+    {Op::Transpose, make_transpose_kernel},
+    {Op::Gather, make_gather_kernel},
+};
+
+const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
+  static const auto t = [] {
+    std::array<Factory, static_cast<size_t>(Op::Count)> a{};
+    for (const auto& [op, f] : kFactories) a[static_cast<size_t>(op)] = f;
+    return a;
+  }();
+  return t;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> select_kernel(const KernelRequest& request) {
+  if (!request.node.domain.empty() || request.node.op == Op::Count) return nullptr;
+  Factory f = table()[static_cast<size_t>(request.node.op)];
+  return f ? f(request) : nullptr;
+}
 
 }  // namespace fusor::cpu

@@ -1,0 +1,159 @@
+// Conv (float32, 1-D or 2-D, groups, pads, strides, dilations, bias) on oneDNN's convolution.
+// Weights are a plan-time constant, reordered once into the layout the primitive prefers; src
+// and dst stay plain NCHW for the caller and are reordered per run when oneDNN picks a blocked
+// layout (the reorder primitives are built once).
+#include <cstring>
+#include <optional>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/onednn_context.h"
+
+namespace fusor::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+struct ConvEntry {
+  dnnl::convolution_forward::primitive_desc pd;
+  dnnl::convolution_forward prim;
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
+};
+
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(std::shared_ptr<ConvEntry> e, memory::desc src_user, memory::desc dst_user, memory weights,
+             std::optional<memory> bias, std::string name)
+      : e_(std::move(e)), src_user_(src_user), dst_user_(dst_user), weights_(std::move(weights)),
+        bias_(std::move(bias)), name_(std::move(name)) {}
+
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    auto& eng = onednn::engine();
+    auto& s = onednn::stream();
+    memory src(src_user_, eng, const_cast<float*>(in[0].data<float>()));
+    memory dst(dst_user_, eng, out[0].data<float>());
+    memory src_c = src, dst_c = dst;
+    if (e_->src_reorder) {
+      src_c = memory(e_->pd.src_desc(), eng);
+      e_->src_reorder->execute(s, src, src_c);
+    }
+    if (e_->dst_reorder) dst_c = memory(e_->pd.dst_desc(), eng);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_c}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_c}};
+    if (bias_) args.emplace(DNNL_ARG_BIAS, *bias_);
+    e_->prim.execute(s, args);
+    if (e_->dst_reorder) e_->dst_reorder->execute(s, dst_c, dst);
+    s.wait();
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  std::shared_ptr<ConvEntry> e_;
+  memory::desc src_user_, dst_user_;
+  memory weights_;
+  std::optional<memory> bias_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  if (n.op != Op::Conv || r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||
+      !input_is(r, 1, DType::Float32) || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32)
+    return nullptr;
+  const Tensor* w = constant_input(r, 1);
+  const bool has_bias = has_input(r, 2);
+  const Tensor* b = has_bias ? constant_input(r, 2) : nullptr;
+  if (!w || (has_bias && (!b || b->dtype() != DType::Float32))) return nullptr;
+  Dims x = r.inputs[0].dims, wd = r.inputs[1].dims, y = r.outputs[0].dims;
+  const size_t rank = x.size();
+  if ((rank != 3 && rank != 4) || wd.size() != rank || y.size() != rank) return nullptr;
+  const size_t sp = rank - 2;
+  std::vector<int64_t> k(wd.begin() + 2, wd.end());
+  auto ks = n.attr_ints("kernel_shape", k);
+  if (ks != k) return nullptr;
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  const int64_t group = n.attr_int("group", 1);
+  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp || group < 1) return nullptr;
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t in = x[2 + i], eff = (k[i] - 1) * dil[i] + 1;
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + sp] = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = (in + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + eff - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + sp] = total - pads[i];
+    } else if (auto_pad != "NOTSET") {
+      return nullptr;
+    }
+    if ((in + pads[i] + pads[i + sp] - eff) / strides[i] + 1 != y[2 + i]) return nullptr;
+  }
+  const int64_t C = x[1], OC = wd[0];
+  if (C % group || OC % group || wd[1] != C / group || y[1] != OC) return nullptr;
+  // 1-D convolutions run as 2-D with H = 1.
+  if (sp == 1) {
+    x.insert(x.begin() + 2, 1);
+    wd.insert(wd.begin() + 2, 1);
+    y.insert(y.begin() + 2, 1);
+    k.insert(k.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  memory::dims src_d(x.begin(), x.end()), dst_d(y.begin(), y.end());
+  memory::dims w_d = group > 1 ? memory::dims{group, OC / group, C / group, wd[2], wd[3]}
+                               : memory::dims(wd.begin(), wd.end());
+  memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1};
+  memory::dims pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
+  memory::desc src_user(src_d, dt::f32, tag::nchw), dst_user(dst_d, dt::f32, tag::nchw);
+  memory::desc w_user(w_d, dt::f32, group > 1 ? tag::goihw : tag::oihw);
+  memory::desc bias_md = has_bias ? memory::desc({OC}, dt::f32, tag::x) : memory::desc();
+  std::string key = "conv|" + onednn::dims_key(src_d) + "|" + onednn::dims_key(w_d) + "|" + onednn::dims_key(dst_d) +
+                    "|" + onednn::dims_key(st) + "|" + onednn::dims_key(dl) + "|" + onednn::dims_key(pl) + "|" +
+                    onednn::dims_key(pr) + (has_bias ? "|b" : "");
+  try {
+    auto e = onednn::cached_as<ConvEntry>(key, [&] {
+      memory::desc src_any(src_d, dt::f32, tag::any), dst_any(dst_d, dt::f32, tag::any),
+          w_any(w_d, dt::f32, tag::any);
+      auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             dnnl::algorithm::convolution_direct, src_any, w_any,
+                                                             bias_md, dst_any, st, dl, pl, pr)
+                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                             dnnl::algorithm::convolution_direct, src_any, w_any,
+                                                             dst_any, st, dl, pl, pr);
+      auto ent = std::make_shared<ConvEntry>();
+      ent->pd = dnnl::convolution_forward::primitive_desc(desc, onednn::engine());
+      ent->prim = dnnl::convolution_forward(ent->pd);
+      if (ent->pd.src_desc() != src_user)
+        ent->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::engine(), src_user, onednn::engine(),
+                                                                       ent->pd.src_desc()));
+      if (ent->pd.dst_desc() != dst_user)
+        ent->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::engine(), ent->pd.dst_desc(),
+                                                                       onednn::engine(), dst_user));
+      return ent;
+    });
+    auto& eng = onednn::engine();
+    memory wu(w_user, eng, const_cast<float*>(w->data<float>()));
+    memory packed(e->pd.weights_desc(), eng);
+    dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
+    std::optional<memory> bias;
+    if (has_bias) {
+      bias.emplace(bias_md, eng);
+      std::memcpy(bias->get_data_handle(), b->data<float>(), static_cast<size_t>(OC) * sizeof(float));
+    }
+    onednn::stream().wait();
+    std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
+                       "_onednn_packed";
+    return std::make_unique<ConvKernel>(e, src_user, dst_user, packed, bias, name);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+}  // namespace fusor::cpu

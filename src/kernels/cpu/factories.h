@@ -1,0 +1,23 @@
+// Per-file kernel factories of the CPU backend. Each returns an optimized kernel for the request,
+// or nullptr when the node's dtype, shapes or attributes are outside what the kernel handles
+// (the reference kernel then runs). backend.cc maps ops to these.
+#pragma once
+#include <memory>
+
+#include "runtime/kernel.h"
+
+namespace fusor::cpu {
+
+std::unique_ptr<Kernel> make_matmul_kernel(const KernelRequest& r);      // matmul_onednn.cc
+std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r);        // matmul_onednn.cc
+std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r);        // conv_onednn.cc
+std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r);        // pool_onednn.cc
+std::unique_ptr<Kernel> make_unary_kernel(const KernelRequest& r);       // unary.cc
+std::unique_ptr<Kernel> make_binary_kernel(const KernelRequest& r);      // binary.cc
+std::unique_ptr<Kernel> make_softmax_kernel(const KernelRequest& r);     // softmax.cc
+std::unique_ptr<Kernel> make_reduce_kernel(const KernelRequest& r);      // reduce.cc
+std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r);  // layer_norm.cc
+std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
+std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
+
+}  // namespace fusor::cpu

@@ -1,0 +1,92 @@
+// LayerNormalization (float32) over the trailing axes [axis, rank): two passes per row (mean,
+// then variance of x - mean) in vector accumulators, then y = (x - mean) * rstd * scale + bias.
+// Optional Mean and InvStdDev outputs are written too.
+#include <cmath>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/simd.h"
+
+namespace fusor::cpu {
+namespace {
+
+using simd::D;
+using simd::V;
+namespace hn = simd::hn;
+
+class LayerNormKernel final : public Kernel {
+ public:
+  LayerNormKernel(int64_t n, float eps, bool has_bias) : n_(n), eps_(eps), has_bias_(has_bias) {}
+
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    const float* x = in[0].data<float>();
+    const float* g = in[1].data<float>();
+    const float* bias = has_bias_ ? in[2].data<float>() : nullptr;
+    float* y = out[0].data<float>();
+    float* mean_out = out.size() > 1 && out[1].defined() ? out[1].data<float>() : nullptr;
+    float* rstd_out = out.size() > 2 && out[2].defined() ? out[2].data<float>() : nullptr;
+    const int64_t n = n_, rows = in[0].numel() / n;
+    const float eps = eps_;
+    parallel_range(rows, rows * n * 3, 1, [&](int64_t s, int64_t e) {
+      const D d;
+      const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+      for (int64_t r = s; r < e; ++r) {
+        const float* xr = x + r * n;
+        float* yr = y + r * n;
+        V acc = hn::Zero(d);
+        int64_t i = 0;
+        for (; i + L <= n; i += L) acc = hn::Add(acc, hn::LoadU(d, xr + i));
+        float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+        for (; i < n; ++i) sum += xr[i];
+        const float mean = sum / static_cast<float>(n);
+        const V vm = hn::Set(d, mean);
+        acc = hn::Zero(d);
+        for (i = 0; i + L <= n; i += L) {
+          V c = hn::Sub(hn::LoadU(d, xr + i), vm);
+          acc = hn::MulAdd(c, c, acc);
+        }
+        float sq = hn::GetLane(hn::SumOfLanes(d, acc));
+        for (; i < n; ++i) sq += (xr[i] - mean) * (xr[i] - mean);
+        const float rstd = 1.f / std::sqrt(sq / static_cast<float>(n) + eps);
+        const V vr = hn::Set(d, rstd);
+        for (i = 0; i + L <= n; i += L) {
+          V c = hn::Mul(hn::Mul(hn::Sub(hn::LoadU(d, xr + i), vm), vr), hn::LoadU(d, g + i));
+          if (bias) c = hn::Add(c, hn::LoadU(d, bias + i));
+          hn::StoreU(c, d, yr + i);
+        }
+        for (; i < n; ++i) yr[i] = (xr[i] - mean) * rstd * g[i] + (bias ? bias[i] : 0.f);
+        if (mean_out) mean_out[r] = mean;
+        if (rstd_out) rstd_out[r] = rstd;
+      }
+    });
+  }
+  std::string name() const override { return std::string("layernorm_f32_") + kIsa; }
+
+ private:
+  int64_t n_;
+  float eps_;
+  bool has_bias_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r) {
+  const Node& node = r.node;
+  if (node.op != Op::LayerNormalization || !input_is(r, 0, DType::Float32) || !input_is(r, 1, DType::Float32))
+    return nullptr;
+  const Dims& dims = r.inputs[0].dims;
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  int64_t axis = node.attr_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return nullptr;
+  int64_t n = 1;
+  for (int64_t i = axis; i < rank; ++i) n *= dims[static_cast<size_t>(i)];
+  if (n == 0 || numel_of(r.inputs[1].dims) != n) return nullptr;
+  bool has_bias = has_input(r, 2);
+  if (has_bias && (!input_is(r, 2, DType::Float32) || numel_of(r.inputs[2].dims) != n)) return nullptr;
+  for (size_t o = 1; o < r.outputs.size(); ++o)
+    if (o < r.node.outputs.size() && r.node.outputs[o] >= 0 && r.outputs[o].dtype != DType::Float32) return nullptr;
+  return std::make_unique<LayerNormKernel>(n, node.attr_float("epsilon", 1e-5f), has_bias);
+}
+
+}  // namespace fusor::cpu

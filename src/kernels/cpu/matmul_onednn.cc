@@ -1,0 +1,265 @@
+// MatMul and Gemm (float32) on oneDNN's matmul primitive.
+//
+// MatMul: when B has no batch dims (or only 1s) A's leading dims collapse into M, giving one
+// large 2-D GEMM against packed weights ("matmul_f32_onednn_packed"). Otherwise both operands
+// keep their numpy batch dims and oneDNN broadcasts them ("matmul_f32_onednn_batched", e.g.
+// attention's [B,H,S,D] x [B,H,D,S]).
+// Gemm: transA/transB become strides; alpha is folded into packed weights (or a linear post-op);
+// beta*C becomes a bias when C is a constant row vector, else a binary-add post-op (a runtime C
+// only with beta == 1).
+#include "kernels/cpu/matmul_onednn.h"
+
+#include <cstring>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/onednn_context.h"
+
+namespace fusor::cpu {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
+  memory::desc wei_md = spec_.const_weights
+                            ? memory::desc(spec_.weights.dims(), dt::f32, tag::any)
+                            : spec_.weights;
+  std::string key = "matmul";
+  for (const auto* md : {&spec_.src, &wei_md, &spec_.bias, &spec_.dst}) key.append("|").append(onednn::md_key(*md));
+  key.append("|").append(spec_.post_ops_key);
+  for (const auto& md : spec_.binary_mds) key.append("|").append(onednn::md_key(md));
+  entry_ = onednn::cached_as<Entry>(key, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(spec_.post_ops);
+    auto desc = spec_.bias.is_zero() ? dnnl::matmul::desc(spec_.src, wei_md, spec_.dst)
+                                     : dnnl::matmul::desc(spec_.src, wei_md, spec_.bias, spec_.dst);
+    dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
+    auto e = std::make_shared<Entry>();
+    e->pd = pd;
+    e->prim = dnnl::matmul(pd);
+    return e;
+  });
+  if (spec_.const_weights) {
+    memory user(spec_.weights, onednn::engine(), const_cast<float*>(spec_.const_weights));
+    packed_weights_.emplace(entry_->pd.weights_desc(), onednn::engine());
+    dnnl::reorder(user, *packed_weights_).execute(onednn::stream(), user, *packed_weights_);
+    onednn::stream().wait();
+  }
+  if (spec_.const_bias) {
+    size_t n = spec_.bias.get_size() / sizeof(float);
+    bias_copy_.assign(spec_.const_bias, spec_.const_bias + n);
+  }
+}
+
+void OnednnMatmul::execute(const float* src, const float* weights, const float* bias, float* dst,
+                           const std::vector<const float*>& binary) const {
+  auto& eng = onednn::engine();
+  std::unordered_map<int, memory> args;
+  args.emplace(DNNL_ARG_SRC, memory(spec_.src, eng, const_cast<float*>(src)));
+  args.emplace(DNNL_ARG_WEIGHTS, packed_weights_ ? *packed_weights_
+                                                 : memory(spec_.weights, eng, const_cast<float*>(weights)));
+  args.emplace(DNNL_ARG_DST, memory(spec_.dst, eng, dst));
+  if (!spec_.bias.is_zero())
+    args.emplace(DNNL_ARG_BIAS, memory(spec_.bias, eng,
+                                       const_cast<float*>(bias_copy_.empty() ? bias : bias_copy_.data())));
+  for (size_t i = 0; i < spec_.binary_mds.size(); ++i)
+    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(spec_.binary_indices[i]) | DNNL_ARG_SRC_1,
+                 memory(spec_.binary_mds[i], eng, const_cast<float*>(binary[i])));
+  auto& s = onednn::stream();
+  entry_->prim.execute(s, args);
+  s.wait();
+}
+
+std::string OnednnMatmul::impl() const { return entry_->pd.impl_info_str(); }
+
+namespace {
+
+memory::dims row_major_strides(const memory::dims& d) {
+  memory::dims s(d.size());
+  memory::dim acc = 1;
+  for (size_t i = d.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= d[i];
+  }
+  return s;
+}
+
+memory::desc dense(const memory::dims& d) { return memory::desc(d, dt::f32, row_major_strides(d)); }
+
+class MatmulKernel final : public Kernel {
+ public:
+  MatmulKernel(OnednnMatmul m, std::string name) : m_(std::move(m)), name_(std::move(name)) {}
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    m_.execute(in[0].data<float>(), m_.packed() ? nullptr : in[1].data<float>(), nullptr, out[0].data<float>());
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  OnednnMatmul m_;
+  std::string name_;
+};
+
+class GemmKernel final : public Kernel {
+ public:
+  GemmKernel(OnednnMatmul m, bool c_runtime, std::vector<float> c_const, std::string name)
+      : m_(std::move(m)), c_runtime_(c_runtime), c_const_(std::move(c_const)), name_(std::move(name)) {}
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    std::vector<const float*> binary;
+    if (c_runtime_) binary.push_back(in[2].data<float>());
+    else if (!c_const_.empty()) binary.push_back(c_const_.data());
+    m_.execute(in[0].data<float>(), m_.packed() ? nullptr : in[1].data<float>(), nullptr, out[0].data<float>(),
+               binary);
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  OnednnMatmul m_;
+  bool c_runtime_;
+  std::vector<float> c_const_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_matmul_kernel(const KernelRequest& r) {
+  if (r.node.op != Op::MatMul || r.inputs.size() != 2 || !input_is(r, 0, DType::Float32) ||
+      !input_is(r, 1, DType::Float32) || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32)
+    return nullptr;
+  Dims a = r.inputs[0].dims, b = r.inputs[1].dims;
+  if (a.empty() || b.empty()) return nullptr;
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
+  if (b[b.size() - 2] != K || M == 0 || K == 0 || N == 0) return nullptr;
+  const Tensor* bc = constant_input(r, 1);
+  bool b_batch_ones = true;
+  for (size_t i = 0; i + 2 < b.size(); ++i) b_batch_ones &= b[i] == 1;
+
+  OnednnMatmul::Spec spec;
+  spec.const_weights = bc ? bc->data<float>() : nullptr;
+  std::string name;
+  if (b_batch_ones) {
+    const int64_t rows = numel_of(a) / K;
+    spec.src = dense({rows, K});
+    spec.weights = dense({K, N});
+    spec.dst = dense({rows, N});
+    name = bc ? "matmul_f32_onednn_packed" : "matmul_f32_onednn";
+  } else {
+    const size_t rank = std::max(a.size(), b.size());
+    a.insert(a.begin(), rank - a.size(), 1);
+    b.insert(b.begin(), rank - b.size(), 1);
+    if (rank > 12) return nullptr;
+    memory::dims d(rank);
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      if (a[i] != b[i] && a[i] != 1 && b[i] != 1) return nullptr;
+      d[i] = std::max(a[i], b[i]);
+    }
+    d[rank - 2] = M;
+    d[rank - 1] = N;
+    // Equal batch dims collapse into one, which every oneDNN implementation handles.
+    if (std::equal(a.begin(), a.end() - 2, b.begin())) {
+      int64_t batch = numel_of(Dims(a.begin(), a.end() - 2));
+      a = {batch, M, K};
+      b = {batch, K, N};
+      d = {batch, M, N};
+    }
+    spec.src = dense(memory::dims(a.begin(), a.end()));
+    spec.weights = dense(memory::dims(b.begin(), b.end()));
+    spec.dst = dense(d);
+    name = bc ? "matmul_f32_onednn_batched_packed" : "matmul_f32_onednn_batched";
+  }
+  if (static_cast<int64_t>(spec.dst.get_size() / sizeof(float)) != numel_of(r.outputs[0].dims)) return nullptr;
+  try {
+    return std::make_unique<MatmulKernel>(OnednnMatmul(std::move(spec)), name);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  if (n.op != Op::Gemm || r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||
+      !input_is(r, 1, DType::Float32) || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32)
+    return nullptr;
+  const Dims& a = r.inputs[0].dims;
+  const Dims& b = r.inputs[1].dims;
+  if (a.size() != 2 || b.size() != 2) return nullptr;
+  const bool ta = n.attr_int("transA", 0) != 0, tb = n.attr_int("transB", 0) != 0;
+  const float alpha = n.attr_float("alpha", 1.f), beta = n.attr_float("beta", 1.f);
+  const int64_t M = ta ? a[1] : a[0], K = ta ? a[0] : a[1];
+  const int64_t N = tb ? b[0] : b[1];
+  if ((tb ? b[1] : b[0]) != K || M == 0 || N == 0 || K == 0) return nullptr;
+  if (r.outputs[0].dims != Dims{M, N}) return nullptr;
+
+  OnednnMatmul::Spec spec;
+  spec.src = memory::desc({M, K}, dt::f32, ta ? memory::dims{1, M} : memory::dims{K, 1});
+  spec.weights = memory::desc({K, N}, dt::f32, tb ? memory::dims{1, K} : memory::dims{N, 1});
+  spec.dst = dense({M, N});
+  const Tensor* bc = constant_input(r, 1);
+  std::vector<float> scaled_b;
+  float alpha_left = alpha;
+  if (bc) {
+    if (alpha != 1.f) {
+      const float* p = bc->data<float>();
+      scaled_b.assign(p, p + bc->numel());
+      for (auto& v : scaled_b) v *= alpha;
+      spec.const_weights = scaled_b.data();
+    } else {
+      spec.const_weights = bc->data<float>();
+    }
+    alpha_left = 1.f;
+  }
+
+  bool c_runtime = false;
+  std::vector<float> c_const, bias;
+  std::string epilogue;
+  const bool has_c = has_input(r, 2) && beta != 0.f;
+  if (has_c) {
+    if (!input_is(r, 2, DType::Float32) || r.inputs[2].dims.size() > 2) return nullptr;
+    Dims c = r.inputs[2].dims;
+    c.insert(c.begin(), 2 - c.size(), 1);
+    if ((c[0] != 1 && c[0] != M) || (c[1] != 1 && c[1] != N)) return nullptr;
+    const Tensor* cc = constant_input(r, 2);
+    if (cc && c[0] == 1 && alpha_left == 1.f) {  // constant row vector: a bias
+      const float* p = cc->data<float>();
+      bias.resize(static_cast<size_t>(N));
+      for (int64_t j = 0; j < N; ++j) bias[static_cast<size_t>(j)] = beta * p[c[1] == 1 ? 0 : j];
+      spec.bias = dense({1, N});
+      spec.const_bias = bias.data();
+      epilogue = "_bias";
+    } else {
+      // dst = alpha * AB + (beta * C). A runtime C needs beta == 1: longer post-op chains
+      // (linear, add, linear) give wrong results in oneDNN 2.6's gemm:jit matmul.
+      if (!cc && beta != 1.f) return nullptr;
+      int idx = 0;
+      if (alpha_left != 1.f) {
+        spec.post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, alpha_left, 0.f);
+        ++idx;
+      }
+      spec.binary_mds.push_back(dense({c[0], c[1]}));
+      spec.binary_indices.push_back(idx);
+      spec.post_ops.append_binary(dnnl::algorithm::binary_add, spec.binary_mds.back());
+      spec.post_ops_key = "lin" + std::to_string(alpha_left) + "+add";
+      if (cc) {
+        const float* p = cc->data<float>();
+        c_const.assign(p, p + cc->numel());
+        for (auto& v : c_const) v *= beta;
+      } else {
+        c_runtime = true;
+      }
+      epilogue = "_addc";
+    }
+  } else if (alpha_left != 1.f) {
+    spec.post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, alpha_left, 0.f);
+    spec.post_ops_key = "lin" + std::to_string(alpha_left);
+  }
+  std::string name = std::string("gemm_f32") + epilogue + (bc ? "_onednn_packed" : "_onednn");
+  try {
+    return std::make_unique<GemmKernel>(OnednnMatmul(std::move(spec)), c_runtime, std::move(c_const), name);
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+}  // namespace fusor::cpu

@@ -1,0 +1,50 @@
+// A oneDNN 2.6 f32 matmul with its primitive shared through the shape-keyed cache and, when the
+// weights are a plan-time constant, the weights reordered once into the primitive's preferred
+// (packed) layout. Gemm, MatMul and later fused GEMM-epilogue kernels are built on it.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fusor::cpu {
+
+class OnednnMatmul {
+ public:
+  struct Spec {
+    dnnl::memory::desc src, weights, dst;   // plain user layouts (strides allowed)
+    dnnl::memory::desc bias;                // zero desc when there is no bias
+    const float* const_weights = nullptr;   // packed once when set
+    const float* const_bias = nullptr;      // copied once when set
+    dnnl::post_ops post_ops;
+    std::string post_ops_key;               // describes post_ops for the cache key
+    std::vector<dnnl::memory::desc> binary_mds;  // src1 desc of each binary post-op, in order
+    std::vector<int> binary_indices;             // post-op index of each binary post-op
+  };
+
+  // Throws dnnl::error when oneDNN does not support the combination.
+  explicit OnednnMatmul(Spec spec);
+
+  // `weights` and `bias` are ignored when they were constant at build time. `binary` holds one
+  // pointer per binary post-op, in Spec order.
+  void execute(const float* src, const float* weights, const float* bias, float* dst,
+               const std::vector<const float*>& binary = {}) const;
+
+  bool packed() const { return packed_weights_.has_value(); }
+  std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
+
+ private:
+  struct Entry {
+    dnnl::matmul::primitive_desc pd;
+    dnnl::matmul prim;
+  };
+  Spec spec_;
+  std::shared_ptr<Entry> entry_;
+  std::optional<dnnl::memory> packed_weights_;
+  std::vector<float> bias_copy_;
+};
+
+}  // namespace fusor::cpu

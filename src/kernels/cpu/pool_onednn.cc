@@ -1,0 +1,122 @@
+// MaxPool and AveragePool (float32, 2-D, no dilation, no Indices output) on oneDNN pooling.
+// oneDNN's plain-NCHW pooling is a slow generic loop, so src is reordered per run into the
+// channel-blocked layout (nChw8c / nChw16c) its JIT pooling uses, and dst back to NCHW; the
+// reorder primitives are built once. ceil_mode becomes extra right padding; AveragePool refuses
+// the ceil_mode case with count_include_pad, whose divisor conventions differ.
+#include <optional>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/onednn_context.h"
+
+namespace fusor::cpu {
+namespace {
+
+using dnnl::memory;
+using tag = memory::format_tag;
+using dt = memory::data_type;
+
+struct PoolEntry {
+  dnnl::pooling_forward::primitive_desc pd;
+  dnnl::pooling_forward prim;
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
+};
+
+class PoolKernel final : public Kernel {
+ public:
+  PoolKernel(std::shared_ptr<PoolEntry> e, memory::desc src, memory::desc dst, std::string name)
+      : e_(std::move(e)), src_(src), dst_(dst), name_(std::move(name)) {}
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    auto& eng = onednn::engine();
+    auto& s = onednn::stream();
+    memory src(src_, eng, const_cast<float*>(in[0].data<float>()));
+    memory dst(dst_, eng, out[0].data<float>());
+    memory src_c = src, dst_c = dst;
+    if (e_->src_reorder) {
+      src_c = memory(e_->pd.src_desc(), eng);
+      e_->src_reorder->execute(s, src, src_c);
+    }
+    if (e_->dst_reorder) dst_c = memory(e_->pd.dst_desc(), eng);
+    e_->prim.execute(s, {{DNNL_ARG_SRC, src_c}, {DNNL_ARG_DST, dst_c}});
+    if (e_->dst_reorder) e_->dst_reorder->execute(s, dst_c, dst);
+    s.wait();
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  std::shared_ptr<PoolEntry> e_;
+  memory::desc src_, dst_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  const bool is_max = n.op == Op::MaxPool;
+  if ((n.op != Op::MaxPool && n.op != Op::AveragePool) || !input_is(r, 0, DType::Float32) || used_outputs(r) != 1 ||
+      r.outputs[0].dtype != DType::Float32)
+    return nullptr;
+  const Dims& x = r.inputs[0].dims;
+  const Dims& y = r.outputs[0].dims;
+  if (x.size() != 4 || y.size() != 4 || y[0] != x[0] || y[1] != x[1]) return nullptr;
+  auto k = n.attr_ints("kernel_shape");
+  auto strides = n.attr_ints("strides", {1, 1});
+  auto pads = n.attr_ints("pads", {0, 0, 0, 0});
+  auto dil = n.attr_ints("dilations", {1, 1});
+  const bool ceil = n.attr_int("ceil_mode", 0) != 0;
+  const bool include_pad = n.attr_int("count_include_pad", 0) != 0;
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  if (k.size() != 2 || strides.size() != 2 || pads.size() != 4 || dil != std::vector<int64_t>{1, 1}) return nullptr;
+  if (n.attr_int("storage_order", 0) != 0) return nullptr;
+  if (auto_pad == "VALID") pads = {0, 0, 0, 0};
+  else if (auto_pad != "NOTSET") return nullptr;
+  memory::dims pr{pads[2], pads[3]};
+  for (int i = 0; i < 2; ++i) {
+    const int64_t in = x[2 + i], out = y[2 + i];
+    const int64_t floor_out = (in + pads[i] + pads[i + 2] - k[i]) / strides[i] + 1;
+    if (out != floor_out) {
+      if (!ceil || out != floor_out + 1) return nullptr;
+      if (!is_max && include_pad) return nullptr;
+      // The last window must start inside the input or the left padding.
+      if ((out - 1) * strides[i] >= in + pads[i]) return nullptr;
+      pr[i] = (out - 1) * strides[i] + k[i] - in - pads[i];
+    }
+  }
+  auto alg = is_max ? dnnl::algorithm::pooling_max
+                    : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                                  : dnnl::algorithm::pooling_avg_exclude_padding;
+  memory::desc src(memory::dims(x.begin(), x.end()), dt::f32, tag::nchw);
+  memory::desc dst(memory::dims(y.begin(), y.end()), dt::f32, tag::nchw);
+  memory::dims kd{k[0], k[1]}, st{strides[0], strides[1]}, pl{pads[0], pads[1]};
+  std::string key = std::string("pool|") + (is_max ? "max" : include_pad ? "avgi" : "avge") + "|" +
+                    onednn::md_key(src) + "|" + onednn::md_key(dst) + "|" + onednn::dims_key(kd) + "|" +
+                    onednn::dims_key(st) + "|" + onednn::dims_key(pl) + "|" + onednn::dims_key(pr);
+  try {
+    auto e = onednn::cached_as<PoolEntry>(key, [&] {
+      auto& eng = onednn::engine();
+      auto ent = std::make_shared<PoolEntry>();
+      const tag blocked = std::string(kIsa) == "avx512" ? tag::nChw16c : tag::nChw8c;
+      try {
+        memory::desc src_b(src.dims(), dt::f32, blocked), dst_any(dst.dims(), dt::f32, tag::any);
+        ent->pd = dnnl::pooling_forward::primitive_desc(
+            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, src_b, dst_any, st, kd, pl, pr), eng);
+        ent->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src, eng, ent->pd.src_desc()));
+        if (ent->pd.dst_desc() != dst)
+          ent->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, ent->pd.dst_desc(), eng, dst));
+      } catch (const dnnl::error&) {  // plain layout
+        ent->src_reorder.reset();
+        ent->dst_reorder.reset();
+        ent->pd = dnnl::pooling_forward::primitive_desc(
+            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, src, dst, st, kd, pl, pr), eng);
+      }
+      ent->prim = dnnl::pooling_forward(ent->pd);
+      return ent;
+    });
+    return std::make_unique<PoolKernel>(e, src, dst, std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");
+  } catch (const dnnl::error&) {
+    return nullptr;
+  }
+}
+
+}  // namespace fusor::cpu

@@ -1,0 +1,179 @@
+// Elementwise unary float32 kernels (Highway, static dispatch), split over OpenMP threads for
+// large tensors. Identity and inference-mode Dropout are a copy of any dtype.
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+#include "kernels/cpu/simd.h"
+
+namespace fusor::cpu {
+namespace {
+
+using simd::D;
+using simd::V;
+namespace hn = simd::hn;
+
+struct Params {
+  float alpha = 0, beta = 0, lo = 0, hi = 0;
+};
+using UnaryFn = void (*)(const float*, float*, int64_t, const Params&);
+
+template <class F>
+UnaryFn wrap() {
+  return [](const float* x, float* y, int64_t n, const Params& p) {
+    simd::map1(x, y, n, [&](V v) { return F::apply(v, p); });
+  };
+}
+
+#define FUSOR_UNARY(Name, expr)                                            \
+  struct Name##Op {                                                        \
+    static HWY_INLINE V apply(V x, const Params& p) {                      \
+      const D d;                                                           \
+      (void)d;                                                             \
+      (void)p;                                                             \
+      return expr;                                                         \
+    }                                                                      \
+  };
+
+FUSOR_UNARY(Relu, hn::Max(x, hn::Zero(d)))
+FUSOR_UNARY(Neg, hn::Neg(x))
+FUSOR_UNARY(Abs, hn::Abs(x))
+FUSOR_UNARY(Sqrt, hn::Sqrt(x))
+FUSOR_UNARY(Reciprocal, hn::Div(hn::Set(d, 1.f), x))
+FUSOR_UNARY(Exp, simd::exp(x))
+FUSOR_UNARY(Sigmoid, hn::Div(hn::Set(d, 1.f), hn::Add(hn::Set(d, 1.f), simd::exp(hn::Neg(x)))))
+FUSOR_UNARY(Tanh, hn::Tanh(d, x))
+FUSOR_UNARY(Erf, simd::erf(x))
+FUSOR_UNARY(Clip, hn::Min(hn::Max(x, hn::Set(d, p.lo)), hn::Set(d, p.hi)))
+FUSOR_UNARY(LeakyRelu, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(x, hn::Set(d, p.alpha)), x))
+FUSOR_UNARY(HardSigmoid,
+            hn::Min(hn::Max(hn::MulAdd(x, hn::Set(d, p.alpha), hn::Set(d, p.beta)), hn::Zero(d)),
+                    hn::Set(d, 1.f)))
+FUSOR_UNARY(HardSwish,
+            hn::Mul(x, hn::Min(hn::Max(hn::MulAdd(x, hn::Set(d, 1.f / 6.f), hn::Set(d, 0.5f)),
+                                       hn::Zero(d)),
+                               hn::Set(d, 1.f))))
+FUSOR_UNARY(GeluErf,
+            hn::Mul(hn::Mul(x, hn::Set(d, 0.5f)),
+                    hn::Add(hn::Set(d, 1.f), simd::erf(hn::Mul(x, hn::Set(d, 0.70710678118654752f))))))
+FUSOR_UNARY(GeluTanh,
+            hn::Mul(hn::Mul(x, hn::Set(d, 0.5f)),
+                    hn::Add(hn::Set(d, 1.f),
+                            hn::Tanh(d, hn::Mul(hn::Set(d, 0.7978845608028654f),
+                                                hn::MulAdd(hn::Mul(hn::Mul(x, x), x),
+                                                           hn::Set(d, 0.044715f), x))))))
+
+// Log with IEEE edge cases: log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf.
+struct LogOp {
+  static HWY_INLINE V apply(V x, const Params&) {
+    const D d;
+    const float inf = std::numeric_limits<float>::infinity();
+    V y = hn::Log(d, x);
+    y = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Set(d, -inf), y);
+    y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), y);
+    y = hn::IfThenElse(hn::Eq(x, hn::Set(d, inf)), x, y);
+    return hn::IfThenElse(hn::Ne(x, x), x, y);
+  }
+};
+
+class UnaryKernel final : public Kernel {
+ public:
+  UnaryKernel(UnaryFn fn, Params p, std::string name) : fn_(fn), p_(p), name_(std::move(name)) {}
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    const float* x = in[0].data<float>();
+    float* y = out[0].data<float>();
+    const int64_t n = in[0].numel();
+    parallel_range(n, n, 64, [&](int64_t b, int64_t e) { fn_(x + b, y + b, e - b, p_); });
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  UnaryFn fn_;
+  Params p_;
+  std::string name_;
+};
+
+class CopyKernel final : public Kernel {
+ public:
+  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+    if (in[0].raw() == out[0].raw()) return;
+    const auto* x = static_cast<const char*>(in[0].raw());
+    auto* y = static_cast<char*>(out[0].raw());
+    const int64_t n = static_cast<int64_t>(in[0].nbytes());
+    parallel_range(n, n / 4, 256, [&](int64_t b, int64_t e) { std::memcpy(y + b, x + b, static_cast<size_t>(e - b)); });
+  }
+  std::string name() const override { return "copy_memcpy"; }
+};
+
+bool scalar_constant(const KernelRequest& r, size_t i, float& v) {
+  if (!has_input(r, i)) return true;  // omitted: keep the default
+  const Tensor* t = constant_input(r, i);
+  if (!t || t->numel() != 1) return false;
+  v = static_cast<float>(t->scalar_as_double());
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_unary_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  if (n.op == Op::Identity || n.op == Op::Dropout) {
+    if (r.inputs.empty() || r.outputs.empty() || used_outputs(r) > 1) return nullptr;
+    if (n.op == Op::Dropout && has_input(r, 2)) {  // training_mode must be a constant false
+      const Tensor* t = constant_input(r, 2);
+      if (!t || t->scalar_as_double() != 0.0) return nullptr;
+    }
+    if (r.outputs[0].dtype != r.inputs[0].dtype || numel_of(r.outputs[0].dims) != numel_of(r.inputs[0].dims))
+      return nullptr;
+    return std::make_unique<CopyKernel>();
+  }
+  if (!input_is(r, 0, DType::Float32) || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32 ||
+      r.outputs[0].dims != r.inputs[0].dims)
+    return nullptr;
+  Params p;
+  UnaryFn fn = nullptr;
+  std::string op = op_info(n.op).name;
+  for (auto& c : op) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  switch (n.op) {
+    case Op::Relu: fn = wrap<ReluOp>(); break;
+    case Op::Neg: fn = wrap<NegOp>(); break;
+    case Op::Abs: fn = wrap<AbsOp>(); break;
+    case Op::Sqrt: fn = wrap<SqrtOp>(); break;
+    case Op::Reciprocal: fn = wrap<ReciprocalOp>(); break;
+    case Op::Exp: fn = wrap<ExpOp>(); break;
+    case Op::Log: fn = wrap<LogOp>(); break;
+    case Op::Sigmoid: fn = wrap<SigmoidOp>(); break;
+    case Op::Tanh: fn = wrap<TanhOp>(); break;
+    case Op::Erf: fn = wrap<ErfOp>(); break;
+    case Op::LeakyRelu: p.alpha = n.attr_float("alpha", 0.01f); fn = wrap<LeakyReluOp>(); break;
+    case Op::HardSigmoid:
+      p.alpha = n.attr_float("alpha", 0.2f);
+      p.beta = n.attr_float("beta", 0.5f);
+      fn = wrap<HardSigmoidOp>();
+      break;
+    case Op::HardSwish: fn = wrap<HardSwishOp>(); break;
+    case Op::Gelu: {
+      std::string approx = n.attr_string("approximate", "none");
+      if (approx == "none") fn = wrap<GeluErfOp>();
+      else if (approx == "tanh") { fn = wrap<GeluTanhOp>(); op = "gelu_tanh"; }
+      else return nullptr;
+      break;
+    }
+    case Op::Clip:
+      p.lo = -std::numeric_limits<float>::infinity();
+      p.hi = std::numeric_limits<float>::infinity();
+      if (n.opset < 11) {
+        p.lo = n.attr_float("min", p.lo);
+        p.hi = n.attr_float("max", p.hi);
+      } else if (!scalar_constant(r, 1, p.lo) || !scalar_constant(r, 2, p.hi)) {
+        return nullptr;
+      }
+      fn = wrap<ClipOp>();
+      break;
+    default: return nullptr;
+  }
+  return std::make_unique<UnaryKernel>(fn, p, op + "_f32_" + kIsa);
+}
+
+}  // namespace fusor::cpu

@@ -1,0 +1,315 @@
+// Twin tests: every optimized CPU kernel against the reference kernel of the same node, on the
+// same seeded random inputs. Each case asserts that cpu::select_kernel picked a fast kernel (not
+// the reference fallback) and that outputs agree within |a-b| <= 1e-5 + 1e-4*|b|.
+// Adding a case is one line in kCases.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "ir/graph.h"
+#include "ir/op_table.h"
+#include "kernels/cpu/backend.h"
+
+namespace fusor {
+namespace {
+
+enum class Gen { Normal, Positive, Index, Values };
+
+// One input: dims, dtype, whether it is a plan-time constant, how its values are made.
+struct In {
+  Dims dims;
+  DType dtype = DType::Float32;
+  bool constant = false;
+  Gen gen = Gen::Normal;
+  int64_t range = 0;              // Index: values in [-range, range) or [0, range)
+  float scale = 1.f;              // Normal: standard deviation
+  std::vector<double> values;     // Values: exact contents
+  bool omitted = false;
+};
+In make_in(Dims d, DType t, bool constant, Gen gen, int64_t range = 0, std::vector<double> values = {}) {
+  In i;
+  i.dims = std::move(d);
+  i.dtype = t;
+  i.constant = constant;
+  i.gen = gen;
+  i.range = range;
+  i.values = std::move(values);
+  return i;
+}
+In f(Dims d) { return make_in(std::move(d), DType::Float32, false, Gen::Normal); }     // activation
+In fc(Dims d) { return make_in(std::move(d), DType::Float32, true, Gen::Normal); }     // weight
+// A weight with standard deviation 1/sqrt(fan_in), as trained layers have: fp32 GEMM rounding then
+// stays within the tolerance (the reference accumulates in double).
+In fw(Dims d, int64_t fan_in) {
+  In i = make_in(std::move(d), DType::Float32, true, Gen::Normal);
+  i.scale = 1.f / std::sqrt(static_cast<float>(fan_in));
+  return i;
+}
+In fs(Dims d, float scale) {  // float32 activation with standard deviation `scale`
+  In i = make_in(std::move(d), DType::Float32, false, Gen::Normal);
+  i.scale = scale;
+  return i;
+}
+In pos(Dims d) { return make_in(std::move(d), DType::Float32, false, Gen::Positive); } // in (0.1, 3)
+In idx(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, v); }       // [0, v)
+In idx_neg(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, -v); }  // [-v, v)
+In idx32(Dims d, int64_t v) { return make_in(std::move(d), DType::Int32, false, Gen::Index, v); }
+In cf(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Float32, true, Gen::Values, 0, std::move(v)); }
+In ci(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Int64, true, Gen::Values, 0, std::move(v)); }
+In none() { In i; i.omitted = true; return i; }
+
+using Attrs = std::map<std::string, Attribute>;
+
+struct Case {
+  const char* name;
+  Op op;
+  std::vector<In> inputs;
+  Attrs attrs = {};
+  int opset = 17;
+  const char* expect_kernel = "";  // substring of the chosen kernel's name
+  size_t outputs = 1;
+};
+
+using V = std::vector<int64_t>;
+
+const Case kCases[] = {
+    // MatMul: MiniLM projections against packed weights, attention batched matmuls, odd sizes.
+    {"mm_qkv_b1", Op::MatMul, {f({1, 128, 384}), fw({384, 384}, 384)}, {}, 14, "matmul_f32_onednn_packed"},
+    {"mm_ffn1_b8", Op::MatMul, {f({8, 128, 384}), fw({384, 1536}, 384)}, {}, 14, "matmul_f32_onednn_packed"},
+    {"mm_ffn2_b1", Op::MatMul, {f({1, 128, 1536}), fw({1536, 384}, 1536)}, {}, 14, "matmul_f32_onednn_packed"},
+    {"mm_scores", Op::MatMul, {f({1, 12, 128, 32}), f({1, 12, 32, 128})}, {}, 14, "matmul_f32_onednn_batched"},
+    {"mm_context_b2", Op::MatMul, {f({2, 12, 128, 128}), f({2, 12, 128, 32})}, {}, 14, "batched"},
+    {"mm_odd_packed", Op::MatMul, {f({3, 17, 33}), fc({33, 45})}, {}, 14, "packed"},
+    {"mm_2d_runtime", Op::MatMul, {f({5, 7}), f({7, 3})}, {}, 14, "matmul_f32_onednn"},
+    {"mm_bcast_b", Op::MatMul, {f({2, 1, 4, 5}), f({3, 5, 6})}, {}, 14, "batched"},
+    {"mm_bcast_a", Op::MatMul, {f({4, 5}), f({2, 3, 5, 6})}, {}, 14, "batched"},
+    {"mm_vec_a", Op::MatMul, {f({7}), fc({7, 5})}, {}, 14, "packed"},
+    {"mm_vec_b", Op::MatMul, {f({3, 4, 7}), f({7})}, {}, 14, "matmul"},
+    {"mm_const_batched", Op::MatMul, {f({2, 7, 9}), fc({2, 9, 4})}, {}, 14, "batched_packed"},
+    // Gemm.
+    {"gemm_bias", Op::Gemm, {f({4, 7}), fc({7, 5}), fc({5})}, {}, 13, "gemm_f32_bias_onednn_packed"},
+    {"gemm_transb_ab", Op::Gemm, {f({4, 7}), fc({5, 7}), fc({1, 5})},
+     {{"transB", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.f}}, 13, "packed"},
+    {"gemm_transa_c", Op::Gemm, {f({7, 4}), f({7, 5}), f({4, 5})}, {{"transA", int64_t{1}}}, 13, "addc"},
+    {"gemm_alpha_runtime_c", Op::Gemm, {f({6, 7}), f({7, 5}), f({1, 5})}, {{"alpha", 0.5f}}, 13, "addc"},
+    {"gemm_const_c_beta", Op::Gemm, {f({6, 7}), f({7, 5}), fc({6, 5})}, {{"alpha", 0.5f}, {"beta", 3.f}}, 13, "addc"},
+    {"gemm_const_rowc_beta", Op::Gemm, {f({6, 7}), fw({7, 5}, 7), fc({6, 1})}, {{"beta", 0.25f}}, 13, "addc"},
+    {"gemm_alpha_noc", Op::Gemm, {f({4, 7}), f({7, 5})}, {{"alpha", 2.f}}, 13, "gemm_f32_onednn"},
+    {"gemm_scalar_c", Op::Gemm, {f({3, 6}), fc({6, 9}), fc({1})}, {}, 13, "bias"},
+    {"gemm_classifier", Op::Gemm, {f({2, 512}), fw({1000, 512}, 512), fc({1000})}, {{"transB", int64_t{1}}}, 13, "packed"},
+    // Conv and pooling.
+    {"conv_s2_p1", Op::Conv, {f({1, 3, 17, 19}), fc({8, 3, 3, 3}), fc({8})},
+     {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}, 17, "conv2d_f32_bias"},
+    {"conv_group_dil", Op::Conv, {f({2, 8, 10, 10}), fc({8, 2, 3, 3})}, {{"group", int64_t{4}}, {"dilations", V{2, 2}}},
+     17, "grouped"},
+    {"conv_depthwise", Op::Conv, {f({1, 16, 9, 9}), fc({16, 1, 3, 3}), fc({16})}, {{"group", int64_t{16}}, {"pads", V{1, 1, 1, 1}}},
+     17, "grouped"},
+    {"conv_1d", Op::Conv, {f({1, 4, 20}), fc({6, 4, 5})}, {{"pads", V{2, 1}}}, 17, "conv2d"},
+    {"conv_resnet", Op::Conv, {f({1, 64, 28, 28}), fw({64, 64, 3, 3}, 576)}, {{"pads", V{1, 1, 1, 1}}}, 17, "conv2d"},
+    {"conv_same_upper", Op::Conv, {f({1, 3, 10, 11}), fc({4, 3, 4, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}},
+     17, "conv2d"},
+    {"maxpool_s2_p1", Op::MaxPool, {f({1, 8, 15, 15})}, {{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}},
+     17, "maxpool2d"},
+    {"maxpool_ceil", Op::MaxPool, {f({1, 3, 10, 10})}, {{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"ceil_mode", int64_t{1}}},
+     17, "maxpool2d"},
+    {"avgpool_k2", Op::AveragePool, {f({2, 4, 8, 8})}, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}}, 17, "avgpool2d"},
+    {"avgpool_pad_incl", Op::AveragePool, {f({1, 3, 7, 7})},
+     {{"kernel_shape", V{3, 3}}, {"pads", V{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}}, 17, "avgpool2d"},
+    {"avgpool_pad_excl", Op::AveragePool, {f({1, 3, 7, 7})}, {{"kernel_shape", V{3, 3}}, {"pads", V{1, 1, 1, 1}}}, 17, "avgpool2d"},
+    {"global_avgpool", Op::GlobalAveragePool, {f({2, 16, 7, 7})}, {}, 17, "reduce_mean"},
+    // Unary.
+    {"relu", Op::Relu, {f({1, 128, 1536})}, {}, 14, "relu"},
+    {"sigmoid_odd", Op::Sigmoid, {f({3, 37})}, {}, 14, "sigmoid"},
+    {"tanh", Op::Tanh, {f({5, 129})}, {}, 14, "tanh"},
+    {"exp", Op::Exp, {f({1000})}, {}, 14, "exp"},
+    {"log", Op::Log, {pos({17, 19})}, {}, 14, "log"},
+    {"sqrt", Op::Sqrt, {pos({8, 128, 1})}, {}, 14, "sqrt"},
+    {"reciprocal", Op::Reciprocal, {pos({33})}, {}, 14, "reciprocal"},
+    {"neg", Op::Neg, {f({2, 3, 5})}, {}, 14, "neg"},
+    {"abs", Op::Abs, {f({71})}, {}, 14, "abs"},
+    {"erf_minilm", Op::Erf, {f({1, 128, 1536})}, {}, 14, "erf"},
+    {"erf_b8_odd", Op::Erf, {f({8, 127, 1533})}, {}, 14, "erf"},
+    {"erf_wide", Op::Erf, {fs({4099}, 3.f)}, {}, 14, "erf"},
+    {"gelu", Op::Gelu, {f({3, 100})}, {}, 20, "gelu"},
+    {"gelu_tanh", Op::Gelu, {f({3, 100})}, {{"approximate", std::string("tanh")}}, 20, "gelu_tanh"},
+    {"clip_inputs", Op::Clip, {f({4, 33}), cf({}, {-0.5}), cf({}, {0.7})}, {}, 13, "clip"},
+    {"clip_min_only", Op::Clip, {f({4, 33}), cf({}, {0.0}), none()}, {}, 13, "clip"},
+    {"clip_attrs", Op::Clip, {f({4, 33})}, {{"min", -1.f}, {"max", 1.f}}, 6, "clip"},
+    {"leaky_relu", Op::LeakyRelu, {f({3, 41})}, {{"alpha", 0.2f}}, 14, "leakyrelu"},
+    {"hard_sigmoid", Op::HardSigmoid, {f({3, 41})}, {}, 14, "hardsigmoid"},
+    {"hard_swish", Op::HardSwish, {f({3, 41})}, {}, 14, "hardswish"},
+    {"identity", Op::Identity, {f({3, 41})}, {}, 14, "copy"},
+    {"identity_i64", Op::Identity, {idx({9}, 100)}, {}, 14, "copy"},
+    {"dropout", Op::Dropout, {f({3, 41})}, {}, 13, "copy"},
+    // Binary, with the broadcasts MiniLM uses and odd ones.
+    {"add_bias", Op::Add, {f({1, 128, 384}), fc({384})}, {}, 14, "add_bcast"},
+    {"add_residual_b8", Op::Add, {f({8, 128, 384}), f({8, 128, 384})}, {}, 14, "add_f32"},
+    {"sub_mean_b8", Op::Sub, {f({8, 128, 384}), f({8, 128, 1})}, {}, 14, "sub_bcast"},
+    {"add_mask", Op::Add, {f({8, 12, 128, 128}), f({8, 1, 1, 128})}, {}, 14, "add_bcast"},
+    {"add_mask_first", Op::Add, {f({2, 1, 1, 128}), f({2, 12, 128, 128})}, {}, 14, "add_bcast"},
+    {"div_std", Op::Div, {f({1, 128, 384}), pos({1, 128, 1})}, {}, 14, "div_bcast"},
+    {"div_scalar", Op::Div, {f({1, 12, 128, 128}), cf({}, {5.656854})}, {}, 14, "div_bcast"},
+    {"mul_scalar_first", Op::Mul, {cf({}, {0.5}), f({1, 128, 1536})}, {}, 14, "mul_bcast"},
+    {"sub_one_minus", Op::Sub, {cf({}, {1.0}), f({8, 1, 1, 128})}, {}, 14, "sub_bcast"},
+    {"mul_outer", Op::Mul, {f({3, 1, 5}), f({1, 4, 1})}, {}, 14, "mul_bcast"},
+    {"mul_tail", Op::Mul, {f({37}), f({37})}, {}, 14, "mul_f32"},
+    {"add_mid", Op::Add, {f({2, 3, 4}), f({3, 1})}, {}, 14, "add_bcast"},
+    {"div_big_bcast", Op::Div, {f({4, 100, 300}), pos({100, 1})}, {}, 14, "div_bcast"},
+    {"pow_square", Op::Pow, {f({1, 128, 384}), cf({}, {2.0})}, {}, 14, "pow_square"},
+    {"pow_square_i64", Op::Pow, {f({3, 37}), ci({}, {2})}, {}, 14, "pow_square"},
+    {"pow_sqrt", Op::Pow, {pos({3, 37}), cf({1}, {0.5})}, {}, 14, "pow_sqrt"},
+    {"pow_general", Op::Pow, {pos({3, 37}), cf({}, {1.7})}, {}, 14, "pow_scalar"},
+    {"pow_tensor", Op::Pow, {pos({3, 37}), f({37})}, {}, 14, "pow_bcast"},
+    // Softmax, reductions, LayerNormalization.
+    {"softmax_attn", Op::Softmax, {f({1, 12, 128, 128})}, {{"axis", int64_t{-1}}}, 14, "softmax"},
+    {"softmax_odd", Op::Softmax, {f({3, 37})}, {}, 14, "softmax"},
+    {"softmax_opset11_last", Op::Softmax, {f({2, 3, 5})}, {{"axis", int64_t{2}}}, 11, "softmax"},
+    {"reduce_mean_ln", Op::ReduceMean, {f({8, 128, 384})}, {{"axes", V{-1}}}, 14, "reduce_mean"},
+    {"reduce_mean_odd", Op::ReduceMean, {f({3, 37})}, {{"axes", V{1}}, {"keepdims", int64_t{0}}}, 14, "reduce_mean"},
+    {"reduce_mean_2axes", Op::ReduceMean, {f({2, 3, 5})}, {{"axes", V{1, 2}}}, 14, "reduce_mean"},
+    {"reduce_mean_all", Op::ReduceMean, {f({2, 3, 5})}, {{"keepdims", int64_t{0}}}, 14, "reduce_mean"},
+    {"reduce_sum_input_axes", Op::ReduceSum, {f({4, 6, 129}), ci({1}, {-1})}, {}, 13, "reduce_sum"},
+    {"layernorm", Op::LayerNormalization, {f({1, 128, 384}), fc({384}), fc({384})}, {{"epsilon", 1e-12f}}, 17, "layernorm"},
+    {"layernorm_nobias", Op::LayerNormalization, {f({3, 37}), fc({37})}, {}, 17, "layernorm"},
+    {"layernorm_axis", Op::LayerNormalization, {f({2, 3, 5}), fc({3, 5}), fc({3, 5})}, {{"axis", int64_t{-2}}}, 17, "layernorm"},
+    {"layernorm_stats", Op::LayerNormalization, {f({4, 50}), fc({50}), fc({50})}, {}, 17, "layernorm", 3},
+    // Transpose and Gather.
+    {"transpose_heads", Op::Transpose, {f({1, 128, 12, 32})}, {{"perm", V{0, 2, 1, 3}}}, 14, "transpose_rows"},
+    {"transpose_keys_b8", Op::Transpose, {f({8, 128, 12, 32})}, {{"perm", V{0, 2, 3, 1}}}, 14, "transpose_tiled"},
+    {"transpose_merge", Op::Transpose, {f({2, 12, 128, 32})}, {{"perm", V{0, 2, 1, 3}}}, 14, "transpose_rows"},
+    {"transpose_default", Op::Transpose, {f({3, 5, 7})}, {}, 14, "transpose_tiled"},
+    {"transpose_odd", Op::Transpose, {f({2, 3, 4, 5})}, {{"perm", V{3, 1, 0, 2}}}, 14, "transpose"},
+    {"transpose_2d", Op::Transpose, {f({33, 17})}, {{"perm", V{1, 0}}}, 14, "transpose_tiled"},
+    {"transpose_i64", Op::Transpose, {idx({4, 6}, 50)}, {{"perm", V{1, 0}}}, 14, "x64"},
+    {"gather_embedding", Op::Gather, {fc({1000, 384}), idx({1, 128}, 1000)}, {}, 14, "gather_rows"},
+    {"gather_3d_neg", Op::Gather, {fc({50, 3, 4}), idx_neg({2, 7}, 50)}, {}, 14, "gather_rows"},
+    {"gather_i32", Op::Gather, {f({20, 5}), idx32({6}, 20)}, {}, 14, "gather_rows"},
+};
+
+Tensor make_input(const In& in, std::mt19937& rng) {
+  Tensor t(in.dtype, in.dims);
+  const int64_t n = t.numel();
+  if (in.gen == Gen::Values) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (in.dtype == DType::Float32) t.data<float>()[i] = static_cast<float>(in.values[static_cast<size_t>(i)]);
+      else t.data<int64_t>()[i] = static_cast<int64_t>(in.values[static_cast<size_t>(i)]);
+    }
+    return t;
+  }
+  if (in.gen == Gen::Index) {
+    const int64_t lo = in.range < 0 ? in.range : 0, hi = in.range < 0 ? -in.range : in.range;
+    std::uniform_int_distribution<int64_t> u(lo, hi - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (in.dtype == DType::Int64) t.data<int64_t>()[i] = u(rng);
+      else t.data<int32_t>()[i] = static_cast<int32_t>(u(rng));
+    }
+    return t;
+  }
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::uniform_real_distribution<float> positive(0.1f, 3.f);
+  for (int64_t i = 0; i < n; ++i) t.data<float>()[i] = in.gen == Gen::Positive ? positive(rng) : in.scale * normal(rng);
+  return t;
+}
+
+class CpuTwin : public ::testing::TestWithParam<Case> {};
+
+TEST_P(CpuTwin, MatchesReference) {
+  const Case& c = GetParam();
+  Node node;
+  node.name = c.name;
+  node.op = c.op;
+  node.op_type = op_info(c.op).name;
+  node.opset = c.opset;
+  node.attrs = c.attrs;
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>()(c.name)));
+  std::vector<Tensor> inputs;
+  std::vector<TensorType> in_types;
+  std::vector<const Tensor*> consts;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const In& in = c.inputs[i];
+    node.inputs.push_back(in.omitted ? -1 : static_cast<int>(i));
+    inputs.push_back(in.omitted ? Tensor() : make_input(in, rng));
+    in_types.push_back(in.omitted ? TensorType{} : TensorType{in.dtype, in.dims});
+  }
+  for (size_t i = 0; i < c.inputs.size(); ++i) consts.push_back(c.inputs[i].constant ? &inputs[i] : nullptr);
+  for (size_t o = 0; o < c.outputs; ++o) node.outputs.push_back(static_cast<int>(c.inputs.size() + o));
+
+  InferContext ctx{node, in_types, consts};
+  std::vector<TensorType> out_types = op_info(c.op).infer(ctx);
+  out_types.resize(c.outputs);
+  std::unique_ptr<Kernel> fast = cpu::select_kernel(KernelRequest{node, in_types, consts, out_types});
+  ASSERT_NE(fast, nullptr) << "no fast kernel selected for " << c.name;
+  EXPECT_NE(fast->name().find(c.expect_kernel), std::string::npos)
+      << "kernel " << fast->name() << " does not contain '" << c.expect_kernel << "'";
+
+  std::vector<Tensor> got, want;
+  for (const auto& t : out_types) {
+    got.emplace_back(t.dtype, t.dims);
+    want.emplace_back(t.dtype, t.dims);
+  }
+  fast->run(inputs, got);
+  fast->run(inputs, got);  // a second run must give the same (kernels keep no per-run state)
+  op_info(c.op).reference(node, inputs, want);
+
+  for (size_t o = 0; o < got.size(); ++o) {
+    ASSERT_EQ(got[o].dims(), want[o].dims());
+    if (got[o].dtype() != DType::Float32) {
+      ASSERT_EQ(0, std::memcmp(got[o].raw(), want[o].raw(), got[o].nbytes())) << "output " << o;
+      continue;
+    }
+    const float* g = got[o].data<float>();
+    const float* w = want[o].data<float>();
+    int64_t bad = 0;
+    double worst = 0;
+    for (int64_t i = 0; i < got[o].numel(); ++i) {
+      const double err = std::fabs(static_cast<double>(g[i]) - w[i]);
+      const double tol = 1e-5 + 1e-4 * std::fabs(static_cast<double>(w[i]));
+      const bool same_nonfinite = !std::isfinite(w[i]) && (std::isnan(w[i]) ? std::isnan(g[i]) : g[i] == w[i]);
+      if (!(err <= tol) && !same_nonfinite) {
+        if (bad++ < 5) ADD_FAILURE() << c.name << " output " << o << " [" << i << "]: fast " << g[i] << " ref " << w[i];
+      }
+      if (std::isfinite(err)) worst = std::max(worst, err / tol);
+    }
+    EXPECT_EQ(bad, 0) << c.name << " (" << fast->name() << "): " << bad << " of " << got[o].numel()
+                      << " elements out of tolerance";
+    RecordProperty(std::string("kernel") + std::to_string(o), fast->name());
+    RecordProperty(std::string("worst_err_over_tol") + std::to_string(o), std::to_string(worst));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, CpuTwin, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// Nodes outside what the fast kernels handle must fall back (nullptr), never run wrongly.
+TEST(CpuSelect, FallsBackOutsideSupportedCases) {
+  auto select = [](Op op, std::vector<TensorType> ins, std::vector<TensorType> outs, Attrs attrs = {},
+                   int opset = 14) {
+    Node n;
+    n.name = "n";
+    n.op = op;
+    n.op_type = op_info(op).name;
+    n.opset = opset;
+    n.attrs = std::move(attrs);
+    for (size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(static_cast<int>(i));
+    n.outputs.push_back(static_cast<int>(ins.size()));
+    std::vector<const Tensor*> consts(ins.size(), nullptr);
+    return cpu::select_kernel(KernelRequest{n, ins, consts, outs}) != nullptr;
+  };
+  const TensorType f3{DType::Float32, {2, 3, 5}};
+  EXPECT_FALSE(select(Op::Softmax, {f3}, {f3}, {{"axis", int64_t{1}}}));
+  EXPECT_FALSE(select(Op::Softmax, {f3}, {f3}, {}, 11));  // default axis 1 at opset < 13
+  EXPECT_FALSE(select(Op::ReduceMean, {f3}, {{DType::Float32, {2, 1, 5}}}, {{"axes", V{1}}}));
+  EXPECT_FALSE(select(Op::Gather, {f3, {DType::Int64, {4}}}, {{DType::Float32, {2, 4, 5}}}, {{"axis", int64_t{1}}}));
+  EXPECT_FALSE(select(Op::Add, {{DType::Int64, {3}}, {DType::Int64, {3}}}, {{DType::Int64, {3}}}));
+  EXPECT_FALSE(select(Op::Relu, {{DType::Float64, {3}}}, {{DType::Float64, {3}}}));
+  EXPECT_FALSE(select(Op::Conv, {{DType::Float32, {1, 3, 8, 8}}, {DType::Float32, {4, 3, 3, 3}}},
+                      {{DType::Float32, {1, 4, 6, 6}}}));  // runtime weights
+  EXPECT_FALSE(select(Op::Gemm, {{DType::Float32, {2, 3}}, {DType::Float32, {3, 4}}, {DType::Float32, {2, 4}}},
+                      {{DType::Float32, {2, 4}}}, {{"beta", 0.5f}}, 13));  // runtime C with beta != 1
+  EXPECT_FALSE(select(Op::Reshape, {f3, {DType::Int64, {1}}}, {{DType::Float32, {30}}}));
+}
+
+}  // namespace
+}  // namespace fusor
