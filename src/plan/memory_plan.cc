@@ -82,45 +82,56 @@ MemoryPlan plan_memory(const Plan& plan, const MemoryOptions& options) {
     const auto& life = mp.lifetime[static_cast<size_t>(v)];
     for (int s = life.first_step; s <= life.last_step; ++s) live[static_cast<size_t>(s)] += mp.bytes[static_cast<size_t>(v)];
   }
+
+  // Every buffer to place: arena values, then one scratch region per step that asks for one.
+  struct Item {
+    size_t bytes;
+    Lifetime life;
+    int64_t* offset;
+  };
+  std::vector<Item> items;
+  for (int v : values)
+    items.push_back({mp.bytes[static_cast<size_t>(v)], mp.lifetime[static_cast<size_t>(v)], &mp.offset[static_cast<size_t>(v)]});
+  mp.scratch_offset.assign(plan.steps.size(), -1);
+  mp.scratch_bytes.assign(plan.steps.size(), 0);
+  for (int s = 0; s < end; ++s)
+    if (size_t need = plan.steps[static_cast<size_t>(s)].kernel->scratch_bytes()) {
+      mp.scratch_bytes[static_cast<size_t>(s)] = aligned(need);
+      live[static_cast<size_t>(s)] += aligned(need);
+      mp.naive_bytes += aligned(need);
+      items.push_back({aligned(need), {s, s}, &mp.scratch_offset[static_cast<size_t>(s)]});
+    }
   mp.lower_bound_bytes = live.empty() ? 0 : *std::max_element(live.begin(), live.end());
 
   if (!options.reuse) {
-    size_t at = 0;
-    for (int v : values) {
-      mp.offset[static_cast<size_t>(v)] = static_cast<int64_t>(at);
-      at += mp.bytes[static_cast<size_t>(v)];
+    for (Item& item : items) {
+      *item.offset = static_cast<int64_t>(mp.arena_bytes);
+      mp.arena_bytes += item.bytes;
     }
-    mp.arena_bytes = at;
     return mp;
   }
 
   // Greedy by size, best fit: place the largest first, into the smallest gap between buffers
   // already placed whose lifetimes overlap this one's.
-  std::stable_sort(values.begin(), values.end(), [&](int a, int b) {
-    return mp.bytes[static_cast<size_t>(a)] > mp.bytes[static_cast<size_t>(b)];
-  });
-  std::vector<int> placed;
-  for (int v : values) {
-    const size_t need = mp.bytes[static_cast<size_t>(v)];
-    const Lifetime& life = mp.lifetime[static_cast<size_t>(v)];
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.bytes > b.bytes; });
+  std::vector<const Item*> placed;
+  for (Item& item : items) {
     std::vector<std::pair<size_t, size_t>> busy;  // [begin, end) of overlapping buffers
-    for (int p : placed)
-      if (overlaps(life, mp.lifetime[static_cast<size_t>(p)]))
-        busy.emplace_back(static_cast<size_t>(mp.offset[static_cast<size_t>(p)]),
-                          static_cast<size_t>(mp.offset[static_cast<size_t>(p)]) + mp.bytes[static_cast<size_t>(p)]);
+    for (const Item* p : placed)
+      if (overlaps(item.life, p->life)) busy.emplace_back(static_cast<size_t>(*p->offset), static_cast<size_t>(*p->offset) + p->bytes);
     std::sort(busy.begin(), busy.end());
     size_t best = SIZE_MAX, best_gap = SIZE_MAX, cursor = 0;
     for (const auto& [b, e] : busy) {
-      if (b > cursor && b - cursor >= need && b - cursor < best_gap) {
+      if (b > cursor && b - cursor >= item.bytes && b - cursor < best_gap) {
         best = cursor;
         best_gap = b - cursor;
       }
       cursor = std::max(cursor, e);
     }
     if (best == SIZE_MAX) best = cursor;
-    mp.offset[static_cast<size_t>(v)] = static_cast<int64_t>(best);
-    mp.arena_bytes = std::max(mp.arena_bytes, best + need);
-    placed.push_back(v);
+    *item.offset = static_cast<int64_t>(best);
+    mp.arena_bytes = std::max(mp.arena_bytes, best + item.bytes);
+    placed.push_back(&item);
   }
   return mp;
 }

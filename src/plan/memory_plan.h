@@ -4,8 +4,9 @@
 // bytes only when one is certainly dead before the other is written. A value's interval runs
 // from the step that writes it to the last step that reads it or any view of it. Graph outputs
 // and outputs nobody reads live to the end of the run (freeing those early is a published ORT
-// bug). Offsets are chosen greedily by size with best fit (TFLite's arena planner), 64-byte
-// aligned. With guards on, every buffer is followed by canary bytes the executor checks.
+// bug). A kernel's scratch lives only during its step. Offsets are chosen greedily by size with
+// best fit (TFLite's arena planner), 64-byte aligned. With guards on, every value's buffer is
+// followed by canary bytes the executor checks.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -31,6 +32,8 @@ struct MemoryPlan {
   std::vector<size_t> bytes;        // per value id: bytes reserved (aligned), 0 when not in it
   std::vector<Lifetime> lifetime;   // per value id, meaningful where offset >= 0
   std::vector<std::vector<int>> dying_after;  // per step: arena values whose last reader it is
+  std::vector<int64_t> scratch_offset;        // per step: its kernel's scratch, -1 when none
+  std::vector<size_t> scratch_bytes;          // per step
   size_t arena_bytes = 0;
   size_t lower_bound_bytes = 0;     // max over steps of the bytes live at that step
   size_t naive_bytes = 0;           // sum of all intermediates (no sharing)

@@ -43,6 +43,9 @@ struct Plan {
   // Flatten, Identity and inference Dropout in the fast plan), or -1. Views have no step.
   std::vector<int> alias_of;
 
+  // Kernels may keep state between runs, so one executor at a time owns a plan's kernels.
+  mutable bool claimed_by_executor = false;
+
   bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
 };
 

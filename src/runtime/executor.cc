@@ -25,6 +25,8 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
       memory_(plan_memory(plan, {options.mem_reuse, options.mem_guard ? kGuardBytes : 0})),
       arena_(allocate_arena(memory_.arena_bytes), std::free),
       slots_(plan.types.size()) {
+  if (plan.claimed_by_executor) throw Error("a plan's kernels serve one executor at a time: build another plan");
+  plan.claimed_by_executor = true;
   std::memset(arena_.get(), options.mem_guard ? static_cast<int>(kCanary) : 0, memory_.arena_bytes);
   for (size_t v = 0; v < slots_.size(); ++v) {
     const TensorType& t = plan.types[v];
@@ -42,7 +44,13 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
   }
 }
 
-Executor::~Executor() = default;
+Executor::~Executor() { plan_.claimed_by_executor = false; }
+
+std::span<std::byte> Executor::scratch_of(size_t step) const {
+  int64_t off = memory_.scratch_offset[step];
+  if (off < 0) return {};
+  return {arena_.get() + off, memory_.scratch_bytes[step]};
+}
 
 void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
   const Graph& g = *plan_.graph;
@@ -105,10 +113,10 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     if (options_.mem_guard) arm_guards(s);
     if (hook_) {
       auto t0 = std::chrono::steady_clock::now();
-      step.kernel->run(step_inputs_[s], step_outputs_[s]);
+      step.kernel->run(step_inputs_[s], step_outputs_[s], scratch_of(s));
       hook_(s, step, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     } else {
-      step.kernel->run(step_inputs_[s], step_outputs_[s]);
+      step.kernel->run(step_inputs_[s], step_outputs_[s], scratch_of(s));
     }
     if (options_.mem_guard) {
       check_guards(s);

@@ -43,6 +43,7 @@ class Executor {
  private:
   void bind_inputs(const std::vector<Tensor>& inputs);
   std::byte* guard_of(int value) const;
+  std::span<std::byte> scratch_of(size_t step) const;
   void arm_guards(size_t step);
   void check_guards(size_t step) const;
   void poison_dead(size_t step);

@@ -1,6 +1,8 @@
 // An executable kernel: one step of a Plan. Kernels are built once per plan (after shapes are
 // bound), so they can pack weights and create oneDNN primitives up front; run() does only the
-// work. Every optimized kernel has a plain twin: the reference kernel of the same node.
+// work and allocates nothing. A kernel may keep state between runs (cached oneDNN memory
+// handles), so a plan's kernels serve one executor at a time. Every optimized kernel has a
+// plain twin: the reference kernel of the same node.
 #pragma once
 #include <memory>
 #include <span>
@@ -14,8 +16,11 @@ namespace fusor {
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // Outputs arrive allocated with their planned shapes.
-  virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs) = 0;
+  // Bytes of working memory run() needs. The executor plans them in its arena, live only
+  // during this step, 64-byte aligned (oneDNN scratchpads, blocked-layout copies).
+  virtual size_t scratch_bytes() const { return 0; }
+  // Outputs arrive allocated with their planned shapes; `scratch` has scratch_bytes() bytes.
+  virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs, std::span<std::byte> scratch) = 0;
   // Names carry parameters: "matmul_f32_onednn", "add_f32_avx512", "ref.Softmax".
   virtual std::string name() const = 0;
 };

@@ -5,7 +5,9 @@ namespace {
 class ReferenceKernel final : public Kernel {
  public:
   explicit ReferenceKernel(const Node& node) : node_(node), fn_(op_info(node.op).reference) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override { fn_(node_, in, out); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
+    fn_(node_, in, out);
+  }
   std::string name() const override { return std::string("ref.") + op_info(node_.op).name; }
 
  private:

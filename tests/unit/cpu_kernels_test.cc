@@ -249,8 +249,10 @@ TEST_P(CpuTwin, MatchesReference) {
     got.emplace_back(t.dtype, t.dims);
     want.emplace_back(t.dtype, t.dims);
   }
-  fast->run(inputs, got);
-  fast->run(inputs, got);  // a second run must give the same (kernels keep no per-run state)
+  Tensor scratch(DType::UInt8, {static_cast<int64_t>(fast->scratch_bytes())});
+  std::span<std::byte> scratch_span(static_cast<std::byte*>(scratch.raw()), scratch.nbytes());
+  fast->run(inputs, got, scratch_span);
+  fast->run(inputs, got, scratch_span);  // a second run must give the same (kernels keep no per-run state)
   op_info(c.op).reference(node, inputs, want);
 
   for (size_t o = 0; o < got.size(); ++o) {

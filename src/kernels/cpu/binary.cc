@@ -104,7 +104,7 @@ class BinaryKernel final : public Kernel {
  public:
   BinaryKernel(Layout l, RunFn fn, std::string name) : l_(std::move(l)), fn_(fn), name_(std::move(name)) {}
 
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* a = in[0].data<float>();
     const float* b = in[1].data<float>();
     float* z = out[0].data<float>();
@@ -150,7 +150,7 @@ class BinaryKernel final : public Kernel {
 class PowScalarKernel final : public Kernel {
  public:
   PowScalarKernel(float c, std::string name) : c_(c), name_(std::move(name)) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
     const int64_t n = in[0].numel();

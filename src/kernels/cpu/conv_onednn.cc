@@ -1,13 +1,14 @@
 // Conv (float32, 1-D or 2-D, groups, pads, strides, dilations, bias) on oneDNN's convolution.
 // Weights are a plan-time constant, reordered once into the layout the primitive prefers; src
-// and dst stay plain NCHW for the caller and are reordered per run when oneDNN picks a blocked
-// layout (the reorder primitives are built once).
+// and dst stay plain NCHW for the caller and are reordered per run (in scratch) when oneDNN
+// picks a blocked layout.
 #include <cstring>
 #include <optional>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/onednn_context.h"
+#include "kernels/cpu/onednn_plain_io.h"
 
 namespace fusor::cpu {
 namespace {
@@ -16,43 +17,17 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-struct ConvEntry {
-  dnnl::convolution_forward::primitive_desc pd;
-  dnnl::convolution_forward prim;
-  std::optional<dnnl::reorder> src_reorder, dst_reorder;
-};
-
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(std::shared_ptr<ConvEntry> e, memory::desc src_user, memory::desc dst_user, memory weights,
-             std::optional<memory> bias, std::string name)
-      : e_(std::move(e)), src_user_(src_user), dst_user_(dst_user), weights_(std::move(weights)),
-        bias_(std::move(bias)), name_(std::move(name)) {}
-
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
-    auto& eng = onednn::engine();
-    auto& s = onednn::stream();
-    memory src(src_user_, eng, const_cast<float*>(in[0].data<float>()));
-    memory dst(dst_user_, eng, out[0].data<float>());
-    memory src_c = src, dst_c = dst;
-    if (e_->src_reorder) {
-      src_c = memory(e_->pd.src_desc(), eng);
-      e_->src_reorder->execute(s, src, src_c);
-    }
-    if (e_->dst_reorder) dst_c = memory(e_->pd.dst_desc(), eng);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src_c}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_DST, dst_c}};
-    if (bias_) args.emplace(DNNL_ARG_BIAS, *bias_);
-    e_->prim.execute(s, args);
-    if (e_->dst_reorder) e_->dst_reorder->execute(s, dst_c, dst);
-    s.wait();
+  ConvKernel(OnednnPlainIo io, std::string name) : io_(std::move(io)), name_(std::move(name)) {}
+  size_t scratch_bytes() const override { return io_.scratch_bytes(); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    io_.run(in[0].data<float>(), out[0].data<float>(), scratch);
   }
   std::string name() const override { return name_; }
 
  private:
-  std::shared_ptr<ConvEntry> e_;
-  memory::desc src_user_, dst_user_;
-  memory weights_;
-  std::optional<memory> bias_;
+  OnednnPlainIo io_;
   std::string name_;
 };
 
@@ -118,7 +93,8 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
                     "|" + onednn::dims_key(st) + "|" + onednn::dims_key(dl) + "|" + onednn::dims_key(pl) + "|" +
                     onednn::dims_key(pr) + (has_bias ? "|b" : "");
   try {
-    auto e = onednn::cached_as<ConvEntry>(key, [&] {
+    dnnl::convolution_forward::primitive_desc pd;
+    auto e = onednn::cached_as<PlainIoEntry>(key, [&] {
       memory::desc src_any(src_d, dt::f32, tag::any), dst_any(dst_d, dt::f32, tag::any),
           w_any(w_d, dt::f32, tag::any);
       auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
@@ -127,30 +103,32 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
                            : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
                                                              dnnl::algorithm::convolution_direct, src_any, w_any,
                                                              dst_any, st, dl, pl, pr);
-      auto ent = std::make_shared<ConvEntry>();
-      ent->pd = dnnl::convolution_forward::primitive_desc(desc, onednn::engine());
-      ent->prim = dnnl::convolution_forward(ent->pd);
-      if (ent->pd.src_desc() != src_user)
-        ent->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::engine(), src_user, onednn::engine(),
-                                                                       ent->pd.src_desc()));
-      if (ent->pd.dst_desc() != dst_user)
-        ent->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::engine(), ent->pd.dst_desc(),
-                                                                       onednn::engine(), dst_user));
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::convolution_forward::primitive_desc conv_pd(desc, attr, onednn::engine());
+      auto ent = std::make_shared<PlainIoEntry>();
+      ent->prim = dnnl::convolution_forward(conv_pd);
+      ent->src = conv_pd.src_desc();
+      ent->dst = conv_pd.dst_desc();
+      ent->scratchpad = conv_pd.scratchpad_desc();
+      ent->weights = conv_pd.weights_desc();
+      add_plain_reorders(*ent, src_user, dst_user);
       return ent;
     });
     auto& eng = onednn::engine();
     memory wu(w_user, eng, const_cast<float*>(w->data<float>()));
-    memory packed(e->pd.weights_desc(), eng);
+    memory packed(e->weights, eng);
     dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
-    std::optional<memory> bias;
+    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, packed}};
     if (has_bias) {
-      bias.emplace(bias_md, eng);
-      std::memcpy(bias->get_data_handle(), b->data<float>(), static_cast<size_t>(OC) * sizeof(float));
+      memory bias(bias_md, eng);
+      std::memcpy(bias.get_data_handle(), b->data<float>(), static_cast<size_t>(OC) * sizeof(float));
+      args[DNNL_ARG_BIAS] = bias;
     }
     onednn::stream().wait();
     std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
                        "_onednn_packed";
-    return std::make_unique<ConvKernel>(e, src_user, dst_user, packed, bias, name);
+    return std::make_unique<ConvKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name);
   } catch (const dnnl::error&) {
     return nullptr;
   }

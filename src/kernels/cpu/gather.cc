@@ -13,7 +13,7 @@ class GatherRowsKernel final : public Kernel {
  public:
   GatherRowsKernel(const Node& node, int64_t rows, size_t row_bytes)
       : node_(node), rows_(rows), row_bytes_(row_bytes) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const auto* data = static_cast<const char*>(in[0].raw());
     const I* idx = static_cast<const I*>(in[1].raw());
     auto* y = static_cast<char*>(out[0].raw());

@@ -18,7 +18,7 @@ class LayerNormKernel final : public Kernel {
  public:
   LayerNormKernel(int64_t n, float eps, bool has_bias) : n_(n), eps_(eps), has_bias_(has_bias) {}
 
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     const float* g = in[1].data<float>();
     const float* bias = has_bias_ ? in[2].data<float>() : nullptr;

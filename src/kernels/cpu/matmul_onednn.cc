@@ -32,6 +32,7 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   entry_ = onednn::cached_as<Entry>(key, [&] {
     dnnl::primitive_attr attr;
     attr.set_post_ops(spec_.post_ops);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);  // scratch lives in the executor's arena
     auto desc = spec_.bias.is_zero() ? dnnl::matmul::desc(spec_.src, wei_md, spec_.dst)
                                      : dnnl::matmul::desc(spec_.src, wei_md, spec_.bias, spec_.dst);
     dnnl::matmul::primitive_desc pd(desc, attr, onednn::engine());
@@ -50,25 +51,34 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
     size_t n = spec_.bias.get_size() / sizeof(float);
     bias_copy_.assign(spec_.const_bias, spec_.const_bias + n);
   }
+  auto& eng = onednn::engine();
+  src_mem_ = memory(spec_.src, eng, DNNL_MEMORY_NONE);
+  weights_mem_ = packed_weights_ ? *packed_weights_ : memory(spec_.weights, eng, DNNL_MEMORY_NONE);
+  dst_mem_ = memory(spec_.dst, eng, DNNL_MEMORY_NONE);
+  scratch_mem_ = memory(entry_->pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
+  args_ = {{DNNL_ARG_SRC, src_mem_}, {DNNL_ARG_WEIGHTS, weights_mem_}, {DNNL_ARG_DST, dst_mem_},
+           {DNNL_ARG_SCRATCHPAD, scratch_mem_}};
+  if (!spec_.bias.is_zero()) {
+    bias_mem_ = memory(spec_.bias, eng, bias_copy_.empty() ? DNNL_MEMORY_NONE : bias_copy_.data());
+    args_.emplace(DNNL_ARG_BIAS, bias_mem_);
+  }
+  for (size_t i = 0; i < spec_.binary_mds.size(); ++i) {
+    binary_mems_.push_back(memory(spec_.binary_mds[i], eng, DNNL_MEMORY_NONE));
+    args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(spec_.binary_indices[i]) | DNNL_ARG_SRC_1, binary_mems_.back());
+  }
+  arg_list_ = onednn::arg_list(args_);
 }
 
 void OnednnMatmul::execute(const float* src, const float* weights, const float* bias, float* dst,
-                           const std::vector<const float*>& binary) const {
-  auto& eng = onednn::engine();
-  std::unordered_map<int, memory> args;
-  args.emplace(DNNL_ARG_SRC, memory(spec_.src, eng, const_cast<float*>(src)));
-  args.emplace(DNNL_ARG_WEIGHTS, packed_weights_ ? *packed_weights_
-                                                 : memory(spec_.weights, eng, const_cast<float*>(weights)));
-  args.emplace(DNNL_ARG_DST, memory(spec_.dst, eng, dst));
-  if (!spec_.bias.is_zero())
-    args.emplace(DNNL_ARG_BIAS, memory(spec_.bias, eng,
-                                       const_cast<float*>(bias_copy_.empty() ? bias : bias_copy_.data())));
-  for (size_t i = 0; i < spec_.binary_mds.size(); ++i)
-    args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(spec_.binary_indices[i]) | DNNL_ARG_SRC_1,
-                 memory(spec_.binary_mds[i], eng, const_cast<float*>(binary[i])));
-  auto& s = onednn::stream();
-  entry_->prim.execute(s, args);
-  s.wait();
+                           std::span<const float* const> binary, std::span<std::byte> scratch) {
+  src_mem_.set_data_handle(const_cast<float*>(src));
+  if (!packed_weights_) weights_mem_.set_data_handle(const_cast<float*>(weights));
+  dst_mem_.set_data_handle(dst);
+  scratch_mem_.set_data_handle(scratch.data());
+  if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
+  for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
+  onednn::execute(entry_->prim, arg_list_);
+  onednn::stream().wait();
 }
 
 std::string OnednnMatmul::impl() const { return entry_->pd.impl_info_str(); }
@@ -90,8 +100,10 @@ memory::desc dense(const memory::dims& d) { return memory::desc(d, dt::f32, row_
 class MatmulKernel final : public Kernel {
  public:
   MatmulKernel(OnednnMatmul m, std::string name) : m_(std::move(m)), name_(std::move(name)) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
-    m_.execute(in[0].data<float>(), m_.packed() ? nullptr : in[1].data<float>(), nullptr, out[0].data<float>());
+  size_t scratch_bytes() const override { return m_.scratch_bytes(); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    m_.execute(in[0].data<float>(), m_.packed() ? nullptr : in[1].data<float>(), nullptr, out[0].data<float>(), {},
+               scratch);
   }
   std::string name() const override { return name_; }
 
@@ -104,12 +116,12 @@ class GemmKernel final : public Kernel {
  public:
   GemmKernel(OnednnMatmul m, bool c_runtime, std::vector<float> c_const, std::string name)
       : m_(std::move(m)), c_runtime_(c_runtime), c_const_(std::move(c_const)), name_(std::move(name)) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
-    std::vector<const float*> binary;
-    if (c_runtime_) binary.push_back(in[2].data<float>());
-    else if (!c_const_.empty()) binary.push_back(c_const_.data());
+  size_t scratch_bytes() const override { return m_.scratch_bytes(); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    const float* c = c_runtime_ ? in[2].data<float>() : c_const_.data();
+    const bool has_c = c_runtime_ || !c_const_.empty();
     m_.execute(in[0].data<float>(), m_.packed() ? nullptr : in[1].data<float>(), nullptr, out[0].data<float>(),
-               binary);
+               std::span<const float* const>(&c, has_c ? 1 : 0), scratch);
   }
   std::string name() const override { return name_; }
 

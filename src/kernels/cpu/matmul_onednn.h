@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <optional>
+#include <span>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,11 +31,13 @@ class OnednnMatmul {
   explicit OnednnMatmul(Spec spec);
 
   // `weights` and `bias` are ignored when they were constant at build time. `binary` holds one
-  // pointer per binary post-op, in Spec order.
+  // pointer per binary post-op, in Spec order. `scratch` has scratch_bytes() bytes. Rebinds the
+  // cached memory handles and runs: no allocation.
   void execute(const float* src, const float* weights, const float* bias, float* dst,
-               const std::vector<const float*>& binary = {}) const;
+               std::span<const float* const> binary, std::span<std::byte> scratch);
 
   bool packed() const { return packed_weights_.has_value(); }
+  size_t scratch_bytes() const { return entry_->pd.scratchpad_desc().get_size(); }
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
 
  private:
@@ -45,6 +49,11 @@ class OnednnMatmul {
   std::shared_ptr<Entry> entry_;
   std::optional<dnnl::memory> packed_weights_;
   std::vector<float> bias_copy_;
+  // Memory objects and the argument map, built once; execute() only swaps data handles.
+  dnnl::memory src_mem_, weights_mem_, dst_mem_, bias_mem_, scratch_mem_;
+  std::vector<dnnl::memory> binary_mems_;
+  std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
+  std::vector<dnnl_exec_arg_t> arg_list_;
 };
 
 }  // namespace fusor::cpu

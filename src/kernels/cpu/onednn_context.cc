@@ -15,6 +15,23 @@ dnnl::stream& stream() {
   return s;
 }
 
+ArgList arg_list(const std::unordered_map<int, dnnl::memory>& args) {
+  ArgList list;
+  for (const auto& [arg, mem] : args) list.push_back({arg, mem.get()});
+  return list;
+}
+
+void execute(const dnnl::primitive& p, const ArgList& args) {
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(p.get(), stream().get(), static_cast<int>(args.size()), args.data()),
+      "could not execute a primitive");
+}
+
+void execute_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to) {
+  const dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from.get()}, {DNNL_ARG_TO, to.get()}};
+  dnnl::error::wrap_c_api(dnnl_primitive_execute(r.get(), stream().get(), 2, args), "could not execute a reorder");
+}
+
 std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<void>> cache;

@@ -7,12 +7,24 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 namespace fusor::cpu::onednn {
 
 dnnl::engine& engine();
 // The calling thread's stream on engine() (CPU execution is synchronous with OpenMP).
 dnnl::stream& stream();
+
+// Arguments prepared once for the C API. The C++ execute() builds an argument map on every
+// call; executing through a prepared list keeps fusor's side of a run allocation-free (oneDNN
+// itself still makes a few small allocations per execute, inside the library).
+using ArgList = std::vector<dnnl_exec_arg_t>;
+ArgList arg_list(const std::unordered_map<int, dnnl::memory>& args);
+// Runs `p` on this thread's stream and waits. Throws dnnl::error on failure.
+void execute(const dnnl::primitive& p, const ArgList& args);
+// A reorder between two memories, same rules.
+void execute_reorder(const dnnl::reorder& r, const dnnl::memory& from, const dnnl::memory& to);
 
 // Returns the cached object for `key`, creating it with `make` on first use. Thread-safe.
 std::shared_ptr<void> cached(const std::string& key, const std::function<std::shared_ptr<void>()>& make);

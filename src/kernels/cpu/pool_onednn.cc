@@ -1,13 +1,14 @@
 // MaxPool and AveragePool (float32, 2-D, no dilation, no Indices output) on oneDNN pooling.
 // oneDNN's plain-NCHW pooling is a slow generic loop, so src is reordered per run into the
-// channel-blocked layout (nChw8c / nChw16c) its JIT pooling uses, and dst back to NCHW; the
-// reorder primitives are built once. ceil_mode becomes extra right padding; AveragePool refuses
+// channel-blocked layout (nChw8c / nChw16c) its JIT pooling uses, and dst back to NCHW, in
+// scratch. ceil_mode becomes extra right padding; AveragePool refuses
 // the ceil_mode case with count_include_pad, whose divisor conventions differ.
 #include <optional>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/onednn_context.h"
+#include "kernels/cpu/onednn_plain_io.h"
 
 namespace fusor::cpu {
 namespace {
@@ -16,36 +17,17 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-struct PoolEntry {
-  dnnl::pooling_forward::primitive_desc pd;
-  dnnl::pooling_forward prim;
-  std::optional<dnnl::reorder> src_reorder, dst_reorder;
-};
-
 class PoolKernel final : public Kernel {
  public:
-  PoolKernel(std::shared_ptr<PoolEntry> e, memory::desc src, memory::desc dst, std::string name)
-      : e_(std::move(e)), src_(src), dst_(dst), name_(std::move(name)) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
-    auto& eng = onednn::engine();
-    auto& s = onednn::stream();
-    memory src(src_, eng, const_cast<float*>(in[0].data<float>()));
-    memory dst(dst_, eng, out[0].data<float>());
-    memory src_c = src, dst_c = dst;
-    if (e_->src_reorder) {
-      src_c = memory(e_->pd.src_desc(), eng);
-      e_->src_reorder->execute(s, src, src_c);
-    }
-    if (e_->dst_reorder) dst_c = memory(e_->pd.dst_desc(), eng);
-    e_->prim.execute(s, {{DNNL_ARG_SRC, src_c}, {DNNL_ARG_DST, dst_c}});
-    if (e_->dst_reorder) e_->dst_reorder->execute(s, dst_c, dst);
-    s.wait();
+  PoolKernel(OnednnPlainIo io, std::string name) : io_(std::move(io)), name_(std::move(name)) {}
+  size_t scratch_bytes() const override { return io_.scratch_bytes(); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    io_.run(in[0].data<float>(), out[0].data<float>(), scratch);
   }
   std::string name() const override { return name_; }
 
  private:
-  std::shared_ptr<PoolEntry> e_;
-  memory::desc src_, dst_;
+  OnednnPlainIo io_;
   std::string name_;
 };
 
@@ -93,27 +75,32 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
                     onednn::md_key(src) + "|" + onednn::md_key(dst) + "|" + onednn::dims_key(kd) + "|" +
                     onednn::dims_key(st) + "|" + onednn::dims_key(pl) + "|" + onednn::dims_key(pr);
   try {
-    auto e = onednn::cached_as<PoolEntry>(key, [&] {
+    auto e = onednn::cached_as<PlainIoEntry>(key, [&] {
       auto& eng = onednn::engine();
-      auto ent = std::make_shared<PoolEntry>();
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      auto make_pd = [&](const memory::desc& s, const memory::desc& d) {
+        return dnnl::pooling_forward::primitive_desc(
+            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, s, d, st, kd, pl, pr), attr, eng);
+      };
+      // oneDNN's plain-layout pooling is a slow generic loop: prefer the channel-blocked one.
       const tag blocked = std::string(kIsa) == "avx512" ? tag::nChw16c : tag::nChw8c;
+      dnnl::pooling_forward::primitive_desc pd;
       try {
-        memory::desc src_b(src.dims(), dt::f32, blocked), dst_any(dst.dims(), dt::f32, tag::any);
-        ent->pd = dnnl::pooling_forward::primitive_desc(
-            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, src_b, dst_any, st, kd, pl, pr), eng);
-        ent->src_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, src, eng, ent->pd.src_desc()));
-        if (ent->pd.dst_desc() != dst)
-          ent->dst_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, ent->pd.dst_desc(), eng, dst));
-      } catch (const dnnl::error&) {  // plain layout
-        ent->src_reorder.reset();
-        ent->dst_reorder.reset();
-        ent->pd = dnnl::pooling_forward::primitive_desc(
-            dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, src, dst, st, kd, pl, pr), eng);
+        pd = make_pd(memory::desc(src.dims(), dt::f32, blocked), memory::desc(dst.dims(), dt::f32, tag::any));
+      } catch (const dnnl::error&) {
+        pd = make_pd(src, dst);
       }
-      ent->prim = dnnl::pooling_forward(ent->pd);
+      auto ent = std::make_shared<PlainIoEntry>();
+      ent->prim = dnnl::pooling_forward(pd);
+      ent->src = pd.src_desc();
+      ent->dst = pd.dst_desc();
+      ent->scratchpad = pd.scratchpad_desc();
+      add_plain_reorders(*ent, src, dst);
       return ent;
     });
-    return std::make_unique<PoolKernel>(e, src, dst, std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");
+    return std::make_unique<PoolKernel>(OnednnPlainIo(e, src, dst, {}),
+                                        std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");
   } catch (const dnnl::error&) {
     return nullptr;
   }

@@ -34,7 +34,7 @@ float row_sum(const float* x, int64_t n) {
 class ReduceRowsKernel final : public Kernel {
  public:
   ReduceRowsKernel(int64_t n, bool mean) : n_(n), mean_(mean) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
     const int64_t n = n_, rows = out[0].numel();

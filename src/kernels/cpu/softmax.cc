@@ -34,7 +34,7 @@ void softmax_row(const float* x, float* y, int64_t n) {
 class SoftmaxKernel final : public Kernel {
  public:
   explicit SoftmaxKernel(int64_t n) : n_(n) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
     const int64_t n = n_, rows = n ? in[0].numel() / n : 0;

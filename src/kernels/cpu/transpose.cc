@@ -68,7 +68,7 @@ class TransposeKernel final : public Kernel {
  public:
   explicit TransposeKernel(TransposePlan p) : p_(std::move(p)) {}
 
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const T* x = static_cast<const T*>(in[0].raw());
     T* y = static_cast<T*>(out[0].raw());
     const size_t r = p_.out_dims.size();

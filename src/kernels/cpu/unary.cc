@@ -80,7 +80,7 @@ struct LogOp {
 class UnaryKernel final : public Kernel {
  public:
   UnaryKernel(UnaryFn fn, Params p, std::string name) : fn_(fn), p_(p), name_(std::move(name)) {}
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
     const int64_t n = in[0].numel();
@@ -96,7 +96,7 @@ class UnaryKernel final : public Kernel {
 
 class CopyKernel final : public Kernel {
  public:
-  void run(std::span<const Tensor> in, std::span<Tensor> out) override {
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     if (in[0].raw() == out[0].raw()) return;
     const auto* x = static_cast<const char*>(in[0].raw());
     auto* y = static_cast<char*>(out[0].raw());

@@ -1,0 +1,43 @@
+// Runs a oneDNN primitive (convolution, pooling) whose src/dst may be in a blocked layout for
+// callers that hold plain NCHW tensors: src is reordered into scratch before, dst out of it
+// after. The primitive's scratchpad and the blocked copies live in the kernel's scratch (the
+// executor's arena), and every memory object is built once, so a run allocates nothing.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace fusor::cpu {
+
+// A compiled primitive plus what it needs around it; shared through the primitive cache.
+struct PlainIoEntry {
+  dnnl::primitive prim;
+  dnnl::memory::desc src, dst, scratchpad;     // the primitive's own layouts
+  dnnl::memory::desc weights;                  // convolution only: the packed weights layout
+  std::optional<dnnl::reorder> src_reorder, dst_reorder;
+};
+
+// Builds the reorders between `user_src`/`user_dst` and the primitive's layouts.
+void add_plain_reorders(PlainIoEntry& entry, const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst);
+
+class OnednnPlainIo {
+ public:
+  // `extra_args` are constant arguments such as packed weights and bias.
+  OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dnnl::memory::desc& user_src,
+                const dnnl::memory::desc& user_dst, std::unordered_map<int, dnnl::memory> extra_args);
+
+  size_t scratch_bytes() const;
+  void run(const float* src, float* dst, std::span<std::byte> scratch);
+
+ private:
+  std::shared_ptr<const PlainIoEntry> entry_;
+  dnnl::memory user_src_, user_dst_, src_, dst_, scratchpad_;
+  std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
+  std::vector<dnnl_exec_arg_t> arg_list_;
+  size_t src_bytes_ = 0, dst_bytes_ = 0;  // blocked copies in scratch (0 when not needed)
+};
+
+}  // namespace fusor::cpu
