@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "onnx/tensor_proto.h"
 
@@ -83,10 +82,11 @@ class Importer {
     graph_.name = g.name();
     graph_.opset = opset_;
     graph_.source_node_count = static_cast<size_t>(g.node_size());
-    for (const auto& init : g.initializer()) {
+    for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
       Value v;
       v.name = init.name();
       v.constant = tensor_from_proto(init, base_dir_);
+      init.clear_raw_data();  // the bytes now live in the tensor: don't hold a model's weights twice
       v.dtype = v.constant->dtype();
       Shape s;
       for (int64_t d : v.constant->dims()) s.push_back(Dim{d, ""});
@@ -240,12 +240,19 @@ class Importer {
 
 }  // namespace
 
+namespace {
+Graph import_model(onnx::ModelProto& model, const std::string& base_dir) {
+  if (!model.has_graph()) throw Error("model has no graph");
+  return Importer(model, base_dir).run();
+}
+const char* kNotOnnx = "model is not a valid ONNX protobuf (truncated or corrupt)";
+}  // namespace
+
 Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir) {
   if (bytes.empty()) throw Error("model file is empty");
   onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw Error("model is not a valid ONNX protobuf (truncated or corrupt)");
-  if (!model.has_graph()) throw Error("model has no graph");
-  return Importer(model, base_dir).run();
+  if (!model.ParseFromString(bytes)) throw Error(kNotOnnx);
+  return import_model(model, base_dir);
 }
 
 Graph import_onnx_file(const std::string& path) {
@@ -253,12 +260,13 @@ Graph import_onnx_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw Error("model file not found: " + path);
   if (fs::is_directory(path, ec)) throw Error("model path is a directory: " + path);
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open model file: " + path);
-  std::stringstream buf;
-  buf << f.rdbuf();
   try {
-    return import_onnx_bytes(buf.str(), fs::path(path).parent_path().string());
+    if (fs::file_size(path, ec) == 0) throw Error("model file is empty");
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error("cannot open model file");
+    onnx::ModelProto model;  // parsed straight from the stream: no second copy of the file
+    if (!model.ParseFromIstream(&f)) throw Error(kNotOnnx);
+    return import_model(model, fs::path(path).parent_path().string());
   } catch (const Error& e) {
     throw Error(path + ": " + e.what());
   }
