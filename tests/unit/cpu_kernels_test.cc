@@ -67,6 +67,10 @@ struct Case {
   Op op;
   std::vector<In> inputs;
   Attrs attrs = {};
+
+// gtest prints a parameter with this instead of dumping its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
   int opset = 17;
   const char* expect_kernel = "";  // substring of the chosen kernel's name
   size_t outputs = 1;
