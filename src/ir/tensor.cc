@@ -72,7 +72,7 @@ double Tensor::scalar_as_double(int64_t i) const {
 std::vector<int64_t> Tensor::to_int64_vector() const {
   std::vector<int64_t> v(static_cast<size_t>(numel()));
   if (dtype_ == DType::Int64) {
-    std::memcpy(v.data(), data_, v.size() * 8);
+    if (!v.empty()) std::memcpy(v.data(), data_, v.size() * 8);
   } else if (dtype_ == DType::Int32) {
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<const int32_t*>(data_)[i];
   } else {
