@@ -1,7 +1,6 @@
 #include "onnx/importer.h"
 
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <cstring>
@@ -77,7 +76,6 @@ class Importer {
 
   Graph run() {
     read_opsets();
-    infer_shapes();
     const auto& g = model_.graph();
     graph_.name = g.name();
     graph_.opset = opset_;
@@ -121,15 +119,6 @@ class Importer {
     if (opset_ < kMinOpset || opset_ > kMaxOpset)
       throw Error("ONNX opset " + std::to_string(opset_) + " is not supported (supported: " +
                   std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
-  }
-
-  // ONNX's own shape inference fills value_info with (possibly symbolic) shapes. It is advisory:
-  // fusor binds concrete shapes itself, so a failure here is not fatal.
-  void infer_shapes() {
-    try {
-      onnx::shape_inference::InferShapes(model_);
-    } catch (const std::exception&) {
-    }
   }
 
   Value value_from_info(const onnx::ValueInfoProto& vi, const char* what) {
