@@ -84,7 +84,7 @@ class Importer {
       Value v;
       v.name = init.name();
       v.constant = tensor_from_proto(init, base_dir_);
-      init.clear_raw_data();  // the bytes now live in the tensor: don't hold a model's weights twice
+      std::string().swap(*init.mutable_raw_data());  // the bytes live in the tensor now: free them
       v.dtype = v.constant->dtype();
       Shape s;
       for (int64_t d : v.constant->dims()) s.push_back(Dim{d, ""});

@@ -2,6 +2,7 @@
 
 #include "kernels/cpu/backend.h"
 #include "plan/plan.h"
+#include "plan/schedule.h"
 
 namespace fusor {
 namespace {
@@ -121,6 +122,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
     if (!step.kernel) step.kernel = make_reference_kernel(n);
     plan.steps.push_back(std::move(step));
   }
+  if (options.memory_aware_order) schedule_for_memory(plan);
   return plan;
 }
 

@@ -21,6 +21,8 @@ struct PlanOptions {
   KernelChoice kernels = KernelChoice::Fast;
   // Ops whose output has the input's bytes become views instead of copies (fast plans only).
   bool views = true;
+  // Order steps to lower the bytes live at once (see plan/schedule.h).
+  bool memory_aware_order = true;
   // Inputs whose values are fixed for the plan's lifetime, like TensorRT's shape tensors: they
   // fold as constants, so values that determine shapes (Slice starts, Reshape targets) may come
   // from graph inputs. Each must match its bound dtype and dims.
