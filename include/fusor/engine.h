@@ -32,6 +32,7 @@ struct SessionOptions {
   bool reference = false;  // run the plain reference kernels only
   bool mem_reuse = true;   // intermediates share arena bytes where lifetimes do not overlap
   bool mem_guard = false;  // canaries checked after each kernel, dead values poisoned
+  bool reorder = true;     // memory-aware step order (config: kernel.reorder_for_coalesce)
   // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
   std::map<std::string, Tensor> frozen_inputs;
 };

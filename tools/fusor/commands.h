@@ -6,5 +6,6 @@ namespace fusor::cli {
 
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
 
 }  // namespace fusor::cli

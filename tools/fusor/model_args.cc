@@ -13,13 +13,23 @@ void ModelArgs::add_to(CLI::App& cmd) {
   cmd.add_flag("--reference", reference, "Use the plain reference kernels (the ground truth)");
   cmd.add_flag("--mem-guard", mem_guard, "Check canaries after each kernel and poison dead buffers");
   cmd.add_flag("--no-mem-reuse", no_mem_reuse, "Give every intermediate its own buffer");
+  // Throws fusor::Error from inside parsing; main prints it as one line and exits 1.
+  cmd.add_option_function<std::string>(
+         "--config",
+         [this](const std::string& path) {
+           config_path = path;
+           config = load_config(path);
+         },
+         "YAML config file: one switch per optimization (docs/config.md)")
+      ->type_name("FILE");
 }
 
 SessionOptions ModelArgs::session_options() const {
   SessionOptions o;
   o.reference = reference;
   o.mem_guard = mem_guard;
-  o.mem_reuse = !no_mem_reuse;
+  o.mem_reuse = config.mem_reuse && !no_mem_reuse;
+  o.reorder = config.kernel.reorder_for_coalesce;
   return o;
 }
 

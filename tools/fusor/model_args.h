@@ -1,4 +1,4 @@
-// Options shared by every subcommand that runs a model: shapes, batch, seq, threads.
+// Options shared by every subcommand that runs a model: shapes, batch, seq, threads, config.
 #pragma once
 #include <map>
 #include <string>
@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "fusor/config.h"
 #include "fusor/engine.h"
 
 namespace fusor::cli {
@@ -17,10 +18,16 @@ struct ModelArgs {
   bool reference = false;
   bool mem_guard = false;
   bool no_mem_reuse = false;
+  // --config FILE, loaded and validated while the command line is parsed (a bad file fails
+  // before the model loads); all defaults without --config.
+  std::string config_path;
+  Config config;
 
   void add_to(CLI::App& cmd);
   // Parses --shape values; throws fusor::Error on a malformed one.
   std::map<std::string, Dims> parsed_shapes() const;
+  // The flags and the config together. A switch is on only when both leave it on: flags such as
+  // --no-mem-reuse can turn an optimization off, never back on against the config.
   SessionOptions session_options() const;
   // Sets the OpenMP thread count (shared with oneDNN) when --threads was given.
   void apply_threads() const;

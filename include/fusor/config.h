@@ -1,0 +1,71 @@
+// The YAML config file: one switch per optimization, parsed and validated strictly. Every key
+// is optional and has the default below; an empty file means all defaults. docs/config.md is the
+// reference, and says which keys take effect today and which only parse and validate until the
+// component that reads them exists.
+//
+//   fusion:
+//     fuse_elemwise: true
+//     fuse_norm_act: true
+//     fuse_gemm_epilogue: true
+//     fuse_attention: true
+//     precision_check: strict        # strict | relaxed | off
+//     disabled: []                   # fusion item names, e.g. [layer3.attention]
+//   kernel:
+//     reorder_for_coalesce: true
+//   batch_window_ms: 8               # non-negative number
+//   mem_reuse: true
+//   fold_constants: true
+//
+// Invariants of a Config returned by load_config/parse_config: batch_window_ms is finite and
+// >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order.
+// Anything else in the file (an unknown or duplicate key, a wrong type or value, a YAML syntax
+// error, more than one document) throws fusor::Error with a one-line message that starts with
+// "SOURCE:LINE:COLUMN: " and names the key path; no other exception escapes.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace fusor {
+
+// How the precision gate treats fusion items that change the numbers.
+enum class PrecisionCheck {
+  Strict,   // compare each item with the reference, roll back any beyond the strict tolerance
+  Relaxed,  // the same comparison with the looser tolerance
+  Off,      // no comparison
+};
+const char* precision_check_name(PrecisionCheck p);  // "strict", "relaxed", "off"
+
+struct FusionConfig {
+  bool fuse_elemwise = true;       // chains of elementwise ops -> one kernel
+  bool fuse_norm_act = true;       // normalization followed by its activation
+  bool fuse_gemm_epilogue = true;  // bias / activation / residual into the GEMM
+  bool fuse_attention = true;      // the attention block -> one kernel
+  PrecisionCheck precision_check = PrecisionCheck::Strict;
+  std::vector<std::string> disabled;  // fusion item names (e.g. "layer3.attention") never fused
+
+  bool operator==(const FusionConfig&) const = default;
+};
+
+struct KernelConfig {
+  bool reorder_for_coalesce = true;  // order kernels and lay data out for contiguous access
+
+  bool operator==(const KernelConfig&) const = default;
+};
+
+struct Config {
+  FusionConfig fusion;
+  KernelConfig kernel;
+  double batch_window_ms = 8;  // how long the server's batcher waits to fill a batch
+  bool mem_reuse = true;       // intermediates share arena bytes (SessionOptions::mem_reuse)
+  bool fold_constants = true;  // fold constant subgraphs at load
+
+  bool operator==(const Config&) const = default;
+};
+
+// Reads and parses the file at `path`; messages name it as given. A missing, unreadable or
+// oversized (> 1 MiB) file is an error.
+Config load_config(const std::string& path);
+// Parses YAML text; `source_name` starts every error message (a file name, or "<string>").
+Config parse_config(const std::string& yaml_text, const std::string& source_name);
+
+}  // namespace fusor

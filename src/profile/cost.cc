@@ -1,0 +1,95 @@
+#include "profile/cost.h"
+
+#include <algorithm>
+
+namespace fusor {
+namespace {
+
+double numel(const TensorType& t) { return t.dtype == DType::Undefined ? 0.0 : static_cast<double>(numel_of(t.dims)); }
+double nbytes(const TensorType& t) {
+  return t.dtype == DType::Undefined ? 0.0 : numel(t) * static_cast<double>(dtype_size(t.dtype));
+}
+const TensorType& input_or_empty(std::span<const TensorType> in, size_t i) {
+  static const TensorType empty;
+  return i < in.size() ? in[i] : empty;
+}
+double product(const std::vector<int64_t>& v) {
+  double p = 1;
+  for (int64_t d : v) p *= static_cast<double>(d);
+  return p;
+}
+
+// FLOPs per output element of the elementwise and broadcast ops; 0 for pure data movement.
+double per_element_flops(Op op) {
+  switch (op) {
+    case Op::Identity: case Op::Dropout: case Op::Cast: case Op::Expand: return 0;
+    case Op::BatchNormalization: return 2;
+    default: return 1;
+  }
+}
+
+}  // namespace
+
+StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs) {
+  StepCost c;
+  for (const auto& t : inputs) c.bytes_read += nbytes(t);
+  for (const auto& t : outputs) c.bytes_written += nbytes(t);
+  const double out = outputs.empty() ? 0.0 : numel(outputs[0]);
+
+  Op op = node.op;
+  if (op == Op::Count) {
+    auto found = op_from_name(node.op_type);
+    if (!found) return c;  // unknown op: bytes only
+    op = *found;
+  }
+  const TensorType& a = input_or_empty(inputs, 0);
+  const TensorType& b = input_or_empty(inputs, 1);
+
+  switch (op) {
+    case Op::MatMul: {
+      // numpy semantics: a 1-D A is [K]; every output element is a dot product of length K.
+      const int64_t k = a.dims.empty() ? 0 : a.dims.back();
+      c.flops = 2.0 * out * static_cast<double>(k);
+      break;
+    }
+    case Op::Gemm: {
+      if (a.dims.size() == 2) {
+        const int64_t k = node.attr_int("transA", 0) != 0 ? a.dims[0] : a.dims[1];
+        c.flops = 2.0 * out * static_cast<double>(k);
+      }
+      if (input_or_empty(inputs, 2).dtype != DType::Undefined) c.flops += out;
+      break;
+    }
+    case Op::Conv: {
+      // W is [M, C/group, k1, k2, ...]: one multiply-add per weight element feeding an output.
+      if (b.dims.size() >= 2) c.flops = 2.0 * out * product(std::vector<int64_t>(b.dims.begin() + 1, b.dims.end()));
+      if (input_or_empty(inputs, 2).dtype != DType::Undefined) c.flops += out;
+      break;
+    }
+    case Op::Softmax: case Op::LogSoftmax: c.flops = 5.0 * out; break;
+    case Op::LayerNormalization: c.flops = 8.0 * out; break;
+    case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax: case Op::GlobalAveragePool:
+      c.flops = numel(a);
+      break;
+    case Op::MaxPool: case Op::AveragePool: c.flops = out * product(node.attr_ints("kernel_shape")); break;
+    case Op::Gather:
+      // Reads the indices and only the rows it gathers, not the whole table.
+      c.bytes_read = nbytes(b) + c.bytes_written;
+      break;
+    case Op::Slice:
+      c.bytes_read = c.bytes_written;
+      for (size_t i = 1; i < inputs.size(); ++i) c.bytes_read += nbytes(inputs[i]);
+      break;
+    case Op::Shape:
+      c.bytes_read = 0;  // metadata only
+      break;
+    default:
+      switch (op_info(op).category) {
+        case OpCategory::Elementwise: case OpCategory::Broadcast: c.flops = per_element_flops(op) * out; break;
+        default: break;  // injective and opaque ops move data only
+      }
+  }
+  return c;
+}
+
+}  // namespace fusor

@@ -1,0 +1,35 @@
+// The profiler's cost model: FLOPs and bytes moved by one step, from its op type, attributes
+// and bound shapes alone (no timing, no kernel internals). It describes the ideal work of the
+// op, so an efficiency figure compares the kernel with what the op needs, not with what the
+// kernel happened to do.
+//
+// Conventions (docs/profile.md has the table):
+// - A multiply-add is 2 FLOPs. MatMul: 2*K per output element; Gemm adds one per output element
+//   for C; Conv: 2*(C/group)*prod(kernel) per output element, plus one for a bias.
+// - Elementwise and broadcast ops: 1 FLOP per output element (transcendentals too);
+//   BatchNormalization 2; copies, casts and layout ops (Identity, Cast, Transpose, Gather, ...) 0.
+// - Softmax/LogSoftmax: 5 per element (max, subtract, exp, sum, divide/log).
+//   LayerNormalization: 8 per element (mean, subtract, square, sum, scale, gamma, beta, ~rsqrt).
+// - Reductions: 1 per input element. Pools: prod(kernel) per output element.
+// - Bytes read: every input tensor once (weights included), except Gather (indices plus the
+//   gathered rows) and Slice (the sliced region); bytes written: every output once.
+#pragma once
+#include <cstdint>
+#include <span>
+
+#include "ir/graph.h"
+
+namespace fusor {
+
+struct StepCost {
+  double flops = 0;
+  double bytes_read = 0;
+  double bytes_written = 0;
+  double bytes() const { return bytes_read + bytes_written; }
+};
+
+// `inputs`/`outputs` are the node's bound types in node order; omitted optional ones have dtype
+// Undefined and count as nothing.
+StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs);
+
+}  // namespace fusor

@@ -1,0 +1,290 @@
+#include "fusor/config.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "fusor/error.h"
+
+namespace fusor {
+namespace {
+
+// The message parse_config throws for `text`, or "" when it parses.
+std::string error_of(const std::string& text) {
+  try {
+    parse_config(text, "config.yaml");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Messages go to terminals and logs: one line of valid UTF-8, whatever bytes the file held.
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return false;
+    i += n;
+  }
+  return true;
+}
+
+#define EXPECT_CONFIG_ERROR(text, message) EXPECT_EQ(error_of(text), message) << "for:\n" << (text)
+
+TEST(Config, DefaultsMatchTheDocumentedFile) {
+  Config c;
+  EXPECT_TRUE(c.fusion.fuse_elemwise);
+  EXPECT_TRUE(c.fusion.fuse_norm_act);
+  EXPECT_TRUE(c.fusion.fuse_gemm_epilogue);
+  EXPECT_TRUE(c.fusion.fuse_attention);
+  EXPECT_EQ(c.fusion.precision_check, PrecisionCheck::Strict);
+  EXPECT_TRUE(c.fusion.disabled.empty());
+  EXPECT_TRUE(c.kernel.reorder_for_coalesce);
+  EXPECT_EQ(c.batch_window_ms, 8.0);
+  EXPECT_TRUE(c.mem_reuse);
+  EXPECT_TRUE(c.fold_constants);
+}
+
+TEST(Config, EmptyCommentOnlyAndNullDocumentsMeanDefaults) {
+  for (const char* text : {"", "\n\n", "# nothing here\n", "---\n", "~\n", "fusion:\nkernel:\n",
+                           "fusion:\n  # fuse_elemwise: false\n", "\xef\xbb\xbf"})
+    EXPECT_EQ(parse_config(text, "c.yaml"), Config{}) << text;
+}
+
+TEST(Config, ProductionFileParses) {
+  Config c = parse_config(
+      "fusion:\n"
+      "  fuse_elemwise: true\n"
+      "  fuse_norm_act: true\n"
+      "  precision_check: strict\n"
+      "kernel:\n"
+      "  reorder_for_coalesce: true\n"
+      "batch_window_ms: 8\n"
+      "mem_reuse: true\n",
+      "c.yaml");
+  EXPECT_EQ(c, Config{});
+}
+
+TEST(Config, EveryKeyParses) {
+  Config c = parse_config(
+      "# every key, none at its default\n"
+      "fusion:\n"
+      "  fuse_elemwise: false\n"
+      "  fuse_norm_act: False\n"
+      "  fuse_gemm_epilogue: FALSE\n"
+      "  fuse_attention: false\n"
+      "  precision_check: relaxed\n"
+      "  disabled: [layer3.attention, layer0.ffn.bias_gelu]\n"
+      "kernel: {reorder_for_coalesce: false}\n"
+      "batch_window_ms: 2.5\n"
+      "mem_reuse: false\n"
+      "fold_constants: false\n",
+      "c.yaml");
+  EXPECT_FALSE(c.fusion.fuse_elemwise);
+  EXPECT_FALSE(c.fusion.fuse_norm_act);
+  EXPECT_FALSE(c.fusion.fuse_gemm_epilogue);
+  EXPECT_FALSE(c.fusion.fuse_attention);
+  EXPECT_EQ(c.fusion.precision_check, PrecisionCheck::Relaxed);
+  EXPECT_EQ(c.fusion.disabled, (std::vector<std::string>{"layer3.attention", "layer0.ffn.bias_gelu"}));
+  EXPECT_FALSE(c.kernel.reorder_for_coalesce);
+  EXPECT_EQ(c.batch_window_ms, 2.5);
+  EXPECT_FALSE(c.mem_reuse);
+  EXPECT_FALSE(c.fold_constants);
+}
+
+TEST(Config, ValueForms) {
+  // "off" is a boolean in YAML 1.1, but here it is just the precision_check value.
+  EXPECT_EQ(parse_config("fusion: {precision_check: off}", "c").fusion.precision_check, PrecisionCheck::Off);
+  EXPECT_EQ(parse_config("fusion: {precision_check: \"relaxed\"}", "c").fusion.precision_check,
+            PrecisionCheck::Relaxed);
+  EXPECT_EQ(parse_config("batch_window_ms: 0", "c").batch_window_ms, 0.0);
+  EXPECT_EQ(parse_config("batch_window_ms: 1e3", "c").batch_window_ms, 1000.0);
+  EXPECT_EQ(parse_config("batch_window_ms: 0.25", "c").batch_window_ms, 0.25);
+  EXPECT_EQ(parse_config("fusion:\n  disabled:\n    - a.b\n    - \"c/d:0\"\n", "c").fusion.disabled,
+            (std::vector<std::string>{"a.b", "c/d:0"}));
+  EXPECT_STREQ(precision_check_name(PrecisionCheck::Off), "off");
+}
+
+TEST(Config, UnknownKeysNameThePathAndLine) {
+  EXPECT_CONFIG_ERROR("fusion:\n  fuse_elemwize: true\n",
+                      "config.yaml:2:3: unknown key 'fusion.fuse_elemwize' (did you mean 'fuse_elemwise'?)");
+  EXPECT_CONFIG_ERROR("mem_reuse: true\nfuse_elemwise: false\n",
+                      "config.yaml:2:1: unknown key 'fuse_elemwise' (did you mean 'fusion.fuse_elemwise'?)");
+  EXPECT_CONFIG_ERROR("kernel:\n  reorder: true\n", "config.yaml:2:3: unknown key 'kernel.reorder'");
+  EXPECT_CONFIG_ERROR("\n\nthreads: 4\n", "config.yaml:3:1: unknown key 'threads'");
+  EXPECT_CONFIG_ERROR("batch_windows_ms: 4\n",
+                      "config.yaml:1:1: unknown key 'batch_windows_ms' (did you mean 'batch_window_ms'?)");
+  EXPECT_CONFIG_ERROR("[a]: 1\n", "config.yaml:1:1: keys must be names, got a list");
+}
+
+TEST(Config, BadValuesNameThePathLineAndColumn) {
+  EXPECT_CONFIG_ERROR("fusion:\n  fuse_elemwise: \n  fuse_norm_act: maybe\n",
+                      "config.yaml:2:3: 'fusion.fuse_elemwise' must be true or false, got nothing");
+  EXPECT_CONFIG_ERROR("fusion:\n  fuse_norm_act: maybe\n",
+                      "config.yaml:2:18: 'fusion.fuse_norm_act' must be true or false, got 'maybe'");
+  EXPECT_CONFIG_ERROR("mem_reuse: yes\n", "config.yaml:1:12: 'mem_reuse' must be true or false, got 'yes'");
+  EXPECT_CONFIG_ERROR("mem_reuse: \"true\"\n",
+                      "config.yaml:1:12: 'mem_reuse' must be true or false, got 'true' "
+                      "(quoted or tagged, so a string)");
+  EXPECT_CONFIG_ERROR("fold_constants: [true]\n",
+                      "config.yaml:1:17: 'fold_constants' must be true or false, got a list");
+  EXPECT_CONFIG_ERROR("mem_reuse: true\n\n\n\n\n\nbatch_window_ms: soon\n",
+                      "config.yaml:7:18: 'batch_window_ms' must be a non-negative number, got 'soon'");
+  for (const char* bad : {"-1", "-0.5", ".inf", "nan", "inf", "1e999", "0x10", "8ms", "true"})
+    EXPECT_CONFIG_ERROR(std::string("batch_window_ms: ") + bad,
+                        std::string("config.yaml:1:18: 'batch_window_ms' must be a non-negative number, got '") +
+                            bad + "'");
+  EXPECT_CONFIG_ERROR("fusion:\n  precision_check: loose\n",
+                      "config.yaml:2:20: 'fusion.precision_check' must be one of strict, relaxed, off, got 'loose'");
+  EXPECT_CONFIG_ERROR("fusion:\n  disabled: layer3.attention\n",
+                      "config.yaml:2:13: 'fusion.disabled' must be a list of fusion item names, "
+                      "got 'layer3.attention'");
+  EXPECT_CONFIG_ERROR("fusion:\n  disabled: [a, {b: 1}]\n",
+                      "config.yaml:2:17: 'fusion.disabled' must list fusion item names, got a mapping");
+  EXPECT_CONFIG_ERROR("fusion:\n  disabled: [a, \"b c\"]\n",
+                      "config.yaml:2:17: 'fusion.disabled': fusion item name 'b c' contains whitespace");
+  EXPECT_CONFIG_ERROR("fusion:\n  disabled:\n    - a\n    - a\n",
+                      "config.yaml:4:7: 'fusion.disabled' lists 'a' twice (first at line 3)");
+  EXPECT_CONFIG_ERROR("fusion: true\n", "config.yaml:1:9: 'fusion' must be a mapping of keys, got 'true'");
+  EXPECT_CONFIG_ERROR("kernel: [reorder_for_coalesce]\n",
+                      "config.yaml:1:9: 'kernel' must be a mapping of keys, got a list");
+}
+
+TEST(Config, DuplicateKeys) {
+  EXPECT_CONFIG_ERROR("mem_reuse: true\nbatch_window_ms: 4\nmem_reuse: false\n",
+                      "config.yaml:3:1: duplicate key 'mem_reuse' (first at line 1)");
+  EXPECT_CONFIG_ERROR("fusion:\n  fuse_attention: true\n  fuse_attention: true\n",
+                      "config.yaml:3:3: duplicate key 'fusion.fuse_attention' (first at line 2)");
+  EXPECT_CONFIG_ERROR("fusion: {}\nfusion: {}\n", "config.yaml:2:1: duplicate key 'fusion' (first at line 1)");
+}
+
+TEST(Config, TopLevelMustBeOneMapping) {
+  EXPECT_CONFIG_ERROR("- mem_reuse: true\n",
+                      "config.yaml:1:1: the top level must be a mapping of keys (fusion, kernel, batch_window_ms, "
+                      "mem_reuse, fold_constants), got a list");
+  EXPECT_CONFIG_ERROR("just text\n",
+                      "config.yaml:1:1: the top level must be a mapping of keys (fusion, kernel, batch_window_ms, "
+                      "mem_reuse, fold_constants), got 'just text'");
+  EXPECT_CONFIG_ERROR("mem_reuse: true\n---\nmem_reuse: false\n",
+                      "config.yaml:2:1: the config must be one YAML document; a second one starts here");
+  // yaml-cpp 0.7 loops forever on a stray ',' at block level (jbeder/yaml-cpp#1040).
+  EXPECT_CONFIG_ERROR(",\n", "config.yaml:1:1: YAML syntax error: unexpected ','");
+  EXPECT_CONFIG_ERROR("[a]\n,\n", "config.yaml:2:1: YAML syntax error: unexpected ','");
+}
+
+TEST(Config, SyntaxErrorsGiveTheirLine) {
+  std::string e = error_of("fusion:\n  fuse_elemwise: true\n  disabled: [a, b\n");
+  EXPECT_EQ(e.rfind("config.yaml:4:", 0), 0u) << e;
+  EXPECT_NE(e.find("YAML syntax error"), std::string::npos) << e;
+  e = error_of("fusion:\n  fuse_elemwise: true\n\tfuse_norm_act: true\n");
+  EXPECT_EQ(e.rfind("config.yaml:3:", 0), 0u) << e;
+  e = error_of("mem_reuse: \"true\n");
+  EXPECT_EQ(e.rfind("config.yaml:", 0), 0u) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  e = error_of(std::string("fusion: [\x00\xff{,\n", 15));  // yaml-cpp quotes the bad byte; the message escapes it
+  EXPECT_EQ(e, "config.yaml:1:12: YAML syntax error: unknown escape character: \\xff");
+  EXPECT_EQ(error_of("f\xc3\xbcsion: {}\n"), "config.yaml:1:1: unknown key 'f\xc3\xbcsion' (did you mean 'fusion'?)");
+  e = error_of(std::string(5000, '['));
+  EXPECT_NE(e.find("too deep"), std::string::npos) << e;
+}
+
+TEST(Config, LoadConfigReadsFilesAndNamesThem) {
+  auto dir = std::filesystem::temp_directory_path() / ("fusor_config_test_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "c.yaml").string();
+  std::ofstream(path) << "mem_reuse: false\nfusion:\n  fuse_attention: nope\n";
+  try {
+    load_config(path);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), path + ":3:19: 'fusion.fuse_attention' must be true or false, got 'nope'");
+  }
+  std::ofstream(path) << "mem_reuse: false\n";
+  EXPECT_FALSE(load_config(path).mem_reuse);
+  EXPECT_THROW(load_config((dir / "missing.yaml").string()), Error);
+  EXPECT_THROW(load_config(dir.string()), Error);
+  std::ofstream(path) << std::string((1 << 20) + 1, '#');
+  EXPECT_THROW(load_config(path), Error);
+  std::filesystem::remove_all(dir);
+}
+
+// The reference in docs/config.md shows the full file with every default; it must parse to Config{}.
+TEST(Config, DocumentedExampleParsesToTheDefaults) {
+  auto doc = std::filesystem::path(__FILE__).parent_path() / "../../docs/config.md";
+  std::ifstream in(doc);
+  ASSERT_TRUE(in) << doc;
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string md = s.str();
+  auto start = md.find("```yaml\n");
+  ASSERT_NE(start, std::string::npos);
+  start += 8;
+  auto end = md.find("```", start);
+  EXPECT_EQ(parse_config(md.substr(start, end - start), "docs/config.md"), Config{});
+}
+
+// Truncations and byte mutations of a valid file, and hostile YAML: each either parses or
+// throws fusor::Error; never another exception, never a crash or a hang.
+TEST(Config, GarbageNeverEscapesAsAnythingButError) {
+  const std::string valid =
+      "fusion:\n  fuse_elemwise: true\n  precision_check: relaxed\n  disabled: [layer3.attention, \"a.b\"]\n"
+      "kernel: {reorder_for_coalesce: false}\nbatch_window_ms: 8.5\nmem_reuse: true\nfold_constants: false\n";
+  std::vector<std::string> inputs;
+  for (size_t n = 0; n <= valid.size(); ++n) inputs.push_back(valid.substr(0, n));
+  std::mt19937 rng(42);
+  const std::string alphabet = "{}[]:,-?&*!|>'\"#%@`\t\n \\\x00\xff\xfe.0a~";
+  for (int i = 0; i < 1500; ++i) {
+    std::string s = valid;
+    int edits = 1 + static_cast<int>(rng() % 4);
+    for (int e = 0; e < edits; ++e) {
+      size_t at = rng() % s.size();
+      char c = alphabet[rng() % alphabet.size()];
+      switch (rng() % 3) {
+        case 0: s[at] = c; break;
+        case 1: s.insert(s.begin() + static_cast<long>(at), c); break;
+        default: s.erase(at, 1 + rng() % 8);
+      }
+      if (s.empty()) s = "x";
+    }
+    inputs.push_back(s);
+  }
+  for (int i = 0; i < 200; ++i) {
+    std::string s(rng() % 64, '\0');
+    for (char& c : s) c = static_cast<char>(rng());
+    inputs.push_back(s);
+  }
+  inputs.insert(inputs.end(),
+                {std::string(100000, '['), std::string(100000, '{'), "a: &x [*x]\n", "fusion: &x {disabled: *x}\n",
+                 "fusion:\n  disabled: &x [*x]\n", "*unknown\n", "&a a: 1\n", "? ? ? ? x\n", "!!binary x: 1\n",
+                 "mem_reuse: !!bool true\n", "<<: {mem_reuse: false}\n", std::string("mem_reuse: \0true", 16),
+                 "\xff\xfe\x00\x00", "\x00\x00\xfe\xff", "%YAML 1.2\n---\nmem_reuse: true\n", "%BOGUS\n",
+                 "mem_reuse: |\n  true\n", "batch_window_ms: 99999999999999999999999999999999999999\n",
+                 std::string(70000, 'a') + ": 1\n", "fusion:\n  " + std::string(300, 'z') + ": 1\n"});
+  std::string deep;
+  for (int i = 0; i < 2000; ++i) deep += "- ";
+  inputs.push_back(deep + "x\n");
+  for (const std::string& s : inputs) {
+    try {
+      parse_config(s, "fuzz.yaml");
+    } catch (const Error& e) {
+      std::string m = e.what();
+      EXPECT_EQ(m.rfind("fuzz.yaml", 0), 0u) << m;
+      EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+      EXPECT_TRUE(valid_utf8(m)) << m;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "non-fusor exception " << e.what() << " for input of " << s.size() << " bytes";
+    } catch (...) {
+      ADD_FAILURE() << "unknown exception for input of " << s.size() << " bytes";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fusor

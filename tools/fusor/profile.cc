@@ -1,0 +1,100 @@
+// fusor profile: where one inference spends its time, per kernel and per op, against the
+// machine's measured ceilings; a Chrome trace with --trace, the full report with --json.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "commands.h"
+#include "fusor/profile.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct ProfileArgs {
+  ModelArgs model;
+  std::string batch = "1";
+  std::string seq = "128";
+  std::string runs = "10";
+  int warmup = 2;
+  size_t top = 15;
+  std::string trace_path, json_path, cache_dir;
+  bool remeasure = false, quick = false, by_shape = false;
+};
+
+int64_t one_positive(const std::string& text, const std::string& what) {
+  auto v = parse_int_list(text, what);
+  if (v.size() != 1) throw Error(what + ": '" + text + "' must be one positive integer");
+  return v[0];
+}
+
+std::optional<std::ofstream> open_output(const std::string& path, const std::string& what) {
+  if (path.empty()) return std::nullopt;
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write " + what + " file '" + path + "'");
+  return f;
+}
+
+void profile(const ProfileArgs& a) {
+  const int64_t batch = one_positive(a.batch, "--batch");
+  const int64_t seq = one_positive(a.seq, "--seq");
+  const int runs = static_cast<int>(one_positive(a.runs, "--runs"));
+  a.model.apply_threads();
+  Engine engine = Engine::load(a.model.model);
+  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, seq);
+  // Opened before the work, so a bad path fails in a second, not after the measurements.
+  auto trace_file = open_output(a.trace_path, "trace");
+  auto json_file = open_output(a.json_path, "JSON");
+
+  CeilingOptions co;
+  co.remeasure = a.remeasure;
+  co.quick = a.quick;
+  co.cache_dir = a.cache_dir;
+  co.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  Ceilings ceilings = machine_ceilings(co);
+
+  ProfileOptions po;
+  po.model = a.model.model;
+  po.batch = batch;
+  po.seq = seq;
+  po.runs = runs;
+  po.warmup = a.warmup;
+  po.by_shape = a.by_shape;
+  po.session = a.model.session_options();
+  std::fprintf(stderr, "profiling: %d warm-up + %d runs...\n", po.warmup, po.runs);
+  ProfileReport report = profile_model(engine, dims, po, ceilings);
+
+  std::cout << profile_table(report, a.top);
+  if (trace_file) {
+    *trace_file << chrome_trace_json(report);
+    if (!*trace_file) throw Error("cannot write trace file '" + a.trace_path + "'");
+  }
+  if (json_file) {
+    *json_file << profile_json(report);
+    if (!*json_file) throw Error("cannot write JSON file '" + a.json_path + "'");
+  }
+}
+
+}  // namespace
+
+void add_profile_command(CLI::App& app) {
+  auto args = std::make_shared<ProfileArgs>();
+  CLI::App* cmd = app.add_subcommand("profile", "Time per kernel and per op against the machine's ceilings");
+  args->model.add_to(*cmd);
+  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension");
+  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions");
+  cmd->add_option("--runs", args->runs, "Profiled runs (times are medians over them)");
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top", args->top, "Kernels shown in the table");
+  cmd->add_flag("--by-shape", args->by_shape, "Split kernel rows by their bound input and output shapes");
+  cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
+  cmd->add_option("--json", args->json_path, "Write the report as JSON");
+  cmd->add_flag("--remeasure", args->remeasure, "Measure the machine ceilings again and refresh the cache");
+  cmd->add_flag("--quick", args->quick, "Measure ceilings with small arrays and matrices (fast, less exact)");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "Where ceilings.json is cached (default $FUSOR_CACHE_DIR, $XDG_CACHE_HOME/fusor, ~/.cache/fusor)");
+  cmd->callback([args] { profile(*args); });
+}
+
+}  // namespace fusor::cli
