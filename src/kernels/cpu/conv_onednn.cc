@@ -17,20 +17,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-class ConvKernel final : public Kernel {
- public:
-  ConvKernel(OnednnPlainIo io, std::string name) : io_(std::move(io)), name_(std::move(name)) {}
-  size_t scratch_bytes() const override { return io_.scratch_bytes(); }
-  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
-    io_.run(in[0].data<float>(), out[0].data<float>(), scratch);
-  }
-  std::string name() const override { return name_; }
-
- private:
-  OnednnPlainIo io_;
-  std::string name_;
-};
-
 }  // namespace
 
 std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
@@ -128,7 +114,7 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
     onednn::stream().wait();
     std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
                        "_onednn_packed";
-    return std::make_unique<ConvKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name);
+    return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name);
   } catch (const dnnl::error&) {
     return nullptr;
   }

@@ -5,7 +5,10 @@
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "runtime/kernel.h"
+
 #include <optional>
+#include <string>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -38,6 +41,21 @@ class OnednnPlainIo {
   std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
   std::vector<dnnl_exec_arg_t> arg_list_;
   size_t src_bytes_ = 0, dst_bytes_ = 0;  // blocked copies in scratch (0 when not needed)
+};
+
+// A kernel that is one such primitive: input 0 in, output 0 out (Conv, pooling).
+class PlainIoKernel final : public Kernel {
+ public:
+  PlainIoKernel(OnednnPlainIo io, std::string name) : io_(std::move(io)), name_(std::move(name)) {}
+  size_t scratch_bytes() const override { return io_.scratch_bytes(); }
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    io_.run(in[0].data<float>(), out[0].data<float>(), scratch);
+  }
+  std::string name() const override { return name_; }
+
+ private:
+  OnednnPlainIo io_;
+  std::string name_;
 };
 
 }  // namespace fusor::cpu

@@ -17,20 +17,6 @@ using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
 
-class PoolKernel final : public Kernel {
- public:
-  PoolKernel(OnednnPlainIo io, std::string name) : io_(std::move(io)), name_(std::move(name)) {}
-  size_t scratch_bytes() const override { return io_.scratch_bytes(); }
-  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
-    io_.run(in[0].data<float>(), out[0].data<float>(), scratch);
-  }
-  std::string name() const override { return name_; }
-
- private:
-  OnednnPlainIo io_;
-  std::string name_;
-};
-
 }  // namespace
 
 std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
@@ -99,7 +85,7 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
       add_plain_reorders(*ent, src, dst);
       return ent;
     });
-    return std::make_unique<PoolKernel>(OnednnPlainIo(e, src, dst, {}),
+    return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src, dst, {}),
                                         std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");
   } catch (const dnnl::error&) {
     return nullptr;
