@@ -10,7 +10,7 @@ def throughput_svg(title, rows, engines):
     bar_h, gap, left, width = 16, 14, 150, 420
     peak = max((r[e]["throughput_per_s"] for r in rows for e in engines if r.get(e)), default=1.0)
     height = 50 + len(rows) * (len(engines) * bar_h + gap) + 20
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 140}" height="{height}" '
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 220}" height="{height}" '
            'font-family="sans-serif" font-size="12">',
            f'<text x="10" y="20" font-size="14" font-weight="bold">{escape(title)}</text>']
     y = 40
