@@ -1,5 +1,6 @@
 // fusor bench: throughput, latency percentiles, kernels per inference and peak RSS per batch.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -51,16 +52,20 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
   using clock = std::chrono::steady_clock;
   std::vector<double> latencies_ms;
   auto start = clock::now();
-  double elapsed = 0;
+  double elapsed = 0, shown = 0;
+  const bool progress = isatty(STDERR_FILENO);
   while (elapsed < a.seconds || latencies_ms.size() < 5) {
     auto t0 = clock::now();
     session.run(feeds);
     auto t1 = clock::now();
     latencies_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     elapsed = std::chrono::duration<double>(t1 - start).count();
-    std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s", static_cast<long long>(batch), latencies_ms.size(), elapsed);
+    if (progress && elapsed - shown >= 0.25) {  // a live line on a terminal, nothing in logs
+      shown = elapsed;
+      std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s", static_cast<long long>(batch), latencies_ms.size(), elapsed);
+    }
   }
-  std::fprintf(stderr, "\n");
+  if (progress) std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s\n", static_cast<long long>(batch), latencies_ms.size(), elapsed);
   double throughput = static_cast<double>(batch) * static_cast<double>(latencies_ms.size()) / elapsed;
   return {{"batch", batch},
           {"seq", a.seq},
