@@ -27,6 +27,24 @@ void for_each_window(const Window& w, int64_t planes, F&& f) {
     }
 }
 
+// Calls f(iz, iy, ix) for each kernel tap of the window starting at `st` that lands inside
+// the input (padding taps are skipped).
+template <class F>
+void for_each_tap(const Window& w, const std::array<int64_t, 3>& st, F&& f) {
+  for (int64_t kz = 0; kz < w.k[0]; ++kz) {
+    int64_t iz = st[0] + kz * w.d[0];
+    if (iz < 0 || iz >= w.in[0]) continue;
+    for (int64_t ky = 0; ky < w.k[1]; ++ky) {
+      int64_t iy = st[1] + ky * w.d[1];
+      if (iy < 0 || iy >= w.in[1]) continue;
+      for (int64_t kx = 0; kx < w.k[2]; ++kx) {
+        int64_t ix = st[2] + kx * w.d[2];
+        if (ix >= 0 && ix < w.in[2]) f(iz, iy, ix);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -48,23 +66,13 @@ void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
         T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
                                                       : std::numeric_limits<T>::lowest();
         int64_t best_at = -1;
-        for (int64_t kz = 0; kz < w.k[0]; ++kz) {
-          int64_t iz = st[0] + kz * w.d[0];
-          if (iz < 0 || iz >= w.in[0]) continue;
-          for (int64_t ky = 0; ky < w.k[1]; ++ky) {
-            int64_t iy = st[1] + ky * w.d[1];
-            if (iy < 0 || iy >= w.in[1]) continue;
-            for (int64_t kx = 0; kx < w.k[2]; ++kx) {
-              int64_t ix = st[2] + kx * w.d[2];
-              if (ix < 0 || ix >= w.in[2]) continue;
-              T v = xc[(iz * w.in[1] + iy) * w.in[2] + ix];
-              if (best_at < 0 || v > best) {
-                best = v;
-                best_at = col_major ? (ix * w.in[1] + iy) * w.in[0] + iz : (iz * w.in[1] + iy) * w.in[2] + ix;
-              }
-            }
+        for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
+          T v = xc[(iz * w.in[1] + iy) * w.in[2] + ix];
+          if (best_at < 0 || v > best) {
+            best = v;
+            best_at = col_major ? (ix * w.in[1] + iy) * w.in[0] + iz : (iz * w.in[1] + iy) * w.in[2] + ix;
           }
-        }
+        });
         py[plane * p_len + p] = best;
         if (indices) indices[plane * p_len + p] = plane * in_vol + std::max<int64_t>(best_at, 0);
       });
@@ -87,20 +95,10 @@ void AveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Ten
       const T* xc = px + plane * in_vol;
       double sum = 0;
       int64_t valid = 0;
-      for (int64_t kz = 0; kz < w.k[0]; ++kz) {
-        int64_t iz = st[0] + kz * w.d[0];
-        if (iz < 0 || iz >= w.in[0]) continue;
-        for (int64_t ky = 0; ky < w.k[1]; ++ky) {
-          int64_t iy = st[1] + ky * w.d[1];
-          if (iy < 0 || iy >= w.in[1]) continue;
-          for (int64_t kx = 0; kx < w.k[2]; ++kx) {
-            int64_t ix = st[2] + kx * w.d[2];
-            if (ix < 0 || ix >= w.in[2]) continue;
-            ++valid;
-            sum += static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]);
-          }
-        }
-      }
+      for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
+        ++valid;
+        sum += static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]);
+      });
       int64_t count = include_pad ? kernel_vol : valid;
       py[plane * p_len + p] = static_cast<T>(count ? sum / static_cast<double>(count) : 0.0);
     });
