@@ -12,6 +12,7 @@
 #include "fusor/engine.h"
 #include "plan/memory_plan.h"
 #include "runtime/executor.h"
+#include "graph_builder.h"
 
 // Counts heap allocations while `counting` is set (a test hook for the zero-allocation rule).
 // Allocations made inside oneDNN's own execute() (it builds a small argument map per call) are
@@ -43,41 +44,15 @@ namespace {
 
 // x -> Relu -> a -> Sigmoid -> b -> Add(b, x) -> y, and MatMul(y, W) -> z.
 std::shared_ptr<const Graph> small_graph() {
-  auto g = std::make_shared<Graph>();
-  g->opset = 17;
-  auto value = [&](const char* name, DType t = DType::Float32) {
-    Value v;
-    v.name = name;
-    v.dtype = t;
-    return g->add_value(v);
-  };
-  int x = value("x");
-  g->inputs.push_back(x);
-  Value w;
-  w.name = "W";
-  w.dtype = DType::Float32;
-  w.constant = Tensor(DType::Float32, {16, 8});
-  for (int i = 0; i < 128; ++i) w.constant->data<float>()[i] = static_cast<float>(i % 7) * 0.125f;
-  int W = g->add_value(w);
-  auto node = [&](Op op, std::vector<int> in, const char* out) {
-    Node n;
-    n.op = op;
-    n.op_type = op_info(op).name;
-    n.name = std::string(op_info(op).name) + "_" + out;
-    n.opset = 17;
-    n.inputs = in;
-    int o = value(out);
-    g->values[static_cast<size_t>(o)].producer = static_cast<int>(g->nodes.size());
-    n.outputs = {o};
-    g->nodes.push_back(n);
-    return o;
-  };
-  int a = node(Op::Relu, {x}, "a");
-  int b = node(Op::Sigmoid, {a}, "b");
-  int y = node(Op::Add, {b, x}, "y");
-  int z = node(Op::MatMul, {y, W}, "z");
-  g->outputs = {y, z};
-  return g;
+  test::GraphBuilder b;
+  int x = b.input("x");
+  Tensor w(DType::Float32, {16, 8});
+  for (int i = 0; i < 128; ++i) w.data<float>()[i] = static_cast<float>(i % 7) * 0.125f;
+  int W = b.constant("W", w);
+  int a = b.node(Op::Relu, {x}, "a");
+  int s = b.node(Op::Sigmoid, {a}, "b");
+  int y = b.node(Op::Add, {s, x}, "y");
+  return b.finish({y, b.node(Op::MatMul, {y, W}, "z")});
 }
 
 Tensor input_x(float scale) {

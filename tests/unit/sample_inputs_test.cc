@@ -4,52 +4,22 @@
 
 #include <cstring>
 
+#include "graph_builder.h"
 #include "runtime/sample_inputs.h"
 
 namespace fusor {
 namespace {
 
 std::shared_ptr<Graph> embedding_graph() {
-  auto g = std::make_shared<Graph>();
-  g->opset = 17;
-  auto input = [&](const char* name) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::Int64;
-    v.shape = Shape{Dim{-1, "batch"}, Dim{-1, "sequence"}};
-    int id = g->add_value(v);
-    g->inputs.push_back(id);
-    return id;
-  };
-  auto table = [&](const char* name, int64_t rows) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::Float32;
-    v.constant = Tensor(DType::Float32, {rows, 4});
-    return g->add_value(v);
-  };
-  auto node = [&](Op op, std::vector<int> in, const char* out, DType t = DType::Float32) {
-    Node n;
-    n.op = op;
-    n.op_type = op_info(op).name;
-    n.name = out;
-    n.opset = 17;
-    n.inputs = in;
-    Value v;
-    v.name = out;
-    v.dtype = t;
-    v.producer = static_cast<int>(g->nodes.size());
-    n.outputs = {g->add_value(v)};
-    if (op == Op::Cast) n.attrs["to"] = int64_t{7};
-    g->nodes.push_back(n);
-    return n.outputs[0];
-  };
-  int ids = input("input_ids"), mask = input("attention_mask"), types = input("token_type_ids");
-  int words = node(Op::Gather, {table("word_embeddings", 50), ids}, "w");
-  int cast = node(Op::Cast, {types}, "types64", DType::Int64);
-  int segs = node(Op::Gather, {table("type_embeddings", 2), cast}, "t");
-  g->outputs = {node(Op::Add, {words, segs}, "y"), mask};
-  return g;
+  test::GraphBuilder b;
+  const Shape batch_by_seq{Dim{-1, "batch"}, Dim{-1, "sequence"}};
+  int ids = b.input("input_ids", DType::Int64, batch_by_seq);
+  int mask = b.input("attention_mask", DType::Int64, batch_by_seq);
+  int types = b.input("token_type_ids", DType::Int64, batch_by_seq);
+  int words = b.node(Op::Gather, {b.constant("word_embeddings", Tensor(DType::Float32, {50, 4})), ids}, "w");
+  int cast = b.node(Op::Cast, {types}, "types64", DType::Int64, {{"to", int64_t{7}}});
+  int segs = b.node(Op::Gather, {b.constant("type_embeddings", Tensor(DType::Float32, {2, 4})), cast}, "t");
+  return b.finish({b.node(Op::Add, {words, segs}, "y"), mask});
 }
 
 TEST(SampleInputs, ValidForTheModelAndDeterministic) {

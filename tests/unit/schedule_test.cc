@@ -7,6 +7,7 @@
 #include "plan/memory_plan.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
+#include "graph_builder.h"
 
 namespace fusor {
 namespace {
@@ -15,34 +16,13 @@ namespace {
 // order: both big temporaries are alive together unless each reduction runs right after its
 // producer.
 std::shared_ptr<const Graph> two_branches() {
-  auto g = std::make_shared<Graph>();
-  g->opset = 17;
-  auto value = [&](const char* name) {
-    Value v;
-    v.name = name;
-    v.dtype = DType::Float32;
-    return g->add_value(v);
-  };
-  int x = value("x");
-  g->inputs.push_back(x);
-  auto node = [&](Op op, std::vector<int> in, const char* out) {
-    Node n;
-    n.op = op;
-    n.op_type = op_info(op).name;
-    n.name = out;
-    n.opset = 17;
-    n.inputs = in;
-    n.outputs = {value(out)};
-    g->values[static_cast<size_t>(n.outputs[0])].producer = static_cast<int>(g->nodes.size());
-    g->nodes.push_back(n);
-    return n.outputs[0];
-  };
-  int t1 = node(Op::Relu, {x}, "t1");
-  int t2 = node(Op::Sigmoid, {x}, "t2");
-  int s1 = node(Op::ReduceMean, {t1}, "s1");
-  int s2 = node(Op::ReduceMean, {t2}, "s2");
-  g->outputs = {node(Op::Add, {s1, s2}, "y")};
-  return g;
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int t1 = b.node(Op::Relu, {x}, "t1");
+  int t2 = b.node(Op::Sigmoid, {x}, "t2");
+  int s1 = b.node(Op::ReduceMean, {t1}, "s1");
+  int s2 = b.node(Op::ReduceMean, {t2}, "s2");
+  return b.finish({b.node(Op::Add, {s1, s2}, "y")});
 }
 
 TEST(Schedule, MemoryAwareOrderLowersPeakAndKeepsOutputs) {
