@@ -9,9 +9,11 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fusor/config.h"
 #include "fusor/tensor.h"
 
 namespace fusor {
@@ -33,6 +35,8 @@ struct SessionOptions {
   bool mem_reuse = true;   // intermediates share arena bytes where lifetimes do not overlap
   bool mem_guard = false;  // canaries checked after each kernel, dead values poisoned
   bool reorder = true;     // memory-aware step order (config: kernel.reorder_for_coalesce)
+  // Fusion passes and their switches (config: fusion.*); empty runs the unfused plan.
+  std::optional<FusionConfig> fusion = FusionConfig{};
   // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
   std::map<std::string, Tensor> frozen_inputs;
 };

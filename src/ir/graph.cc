@@ -1,5 +1,6 @@
 #include "ir/graph.h"
 
+#include <queue>
 #include <sstream>
 
 namespace fusor {
@@ -72,6 +73,40 @@ std::vector<std::vector<int>> Graph::consumers() const {
     for (int v : nodes[n].inputs)
       if (v >= 0) c[static_cast<size_t>(v)].push_back(static_cast<int>(n));
   return c;
+}
+
+void Graph::reorder_nodes() {
+  std::vector<int> producer(values.size(), -1);
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int v : nodes[n].outputs)
+      if (v >= 0) producer[static_cast<size_t>(v)] = static_cast<int>(n);
+  std::vector<int> pending(nodes.size(), 0);
+  std::vector<std::vector<int>> users(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int v : nodes[n].inputs)
+      if (v >= 0 && producer[static_cast<size_t>(v)] >= 0) {
+        ++pending[n];
+        users[static_cast<size_t>(producer[static_cast<size_t>(v)])].push_back(static_cast<int>(n));
+      }
+  // Kahn's algorithm, always taking the earliest ready node: the order changes only where it must.
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    if (!pending[n]) ready.push(static_cast<int>(n));
+  std::vector<Node> sorted;
+  sorted.reserve(nodes.size());
+  while (!ready.empty()) {
+    int n = ready.top();
+    ready.pop();
+    for (int u : users[static_cast<size_t>(n)])
+      if (--pending[static_cast<size_t>(u)] == 0) ready.push(u);
+    sorted.push_back(std::move(nodes[static_cast<size_t>(n)]));
+  }
+  if (sorted.size() != nodes.size()) throw Error("graph rewrite created a cycle");
+  nodes = std::move(sorted);
+  for (Value& v : values) v.producer = -1;
+  for (size_t n = 0; n < nodes.size(); ++n)
+    for (int v : nodes[n].outputs)
+      if (v >= 0) values[static_cast<size_t>(v)].producer = static_cast<int>(n);
 }
 
 }  // namespace fusor

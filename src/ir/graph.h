@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -32,6 +33,8 @@ struct Value {
   std::optional<Tensor> constant;  // initializers and Constant nodes
 };
 
+struct Graph;
+
 using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
                                std::vector<float>, std::vector<std::string>, Tensor>;
 
@@ -44,6 +47,10 @@ struct Node {
   std::vector<int> inputs;     // value ids; -1 marks an omitted optional input
   std::vector<int> outputs;    // value ids; -1 marks an omitted optional output
   std::map<std::string, Attribute> attrs;
+  // Fused nodes (op Fused, domain "fusor", op_type the fusion kind, name the stable item name):
+  // the subgraph they replace. body->inputs and body->outputs correspond one to one with
+  // `inputs` and `outputs`; the reference kernel runs the body, fast kernels read `attrs`.
+  std::shared_ptr<const Graph> body;
 
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
   int64_t attr_int(const std::string& key, int64_t fallback) const;
@@ -69,6 +76,9 @@ struct Graph {
   int find_value(const std::string& name) const;  // -1 when absent
   // Consumers of each value (node indices), computed from the current node list.
   std::vector<std::vector<int>> consumers() const;
+  // After a rewrite replaced nodes: sorts them topologically again and recomputes every
+  // value's producer. Throws fusor::Error on a cycle.
+  void reorder_nodes();
 
  private:
   std::unordered_map<std::string, int> by_name_;

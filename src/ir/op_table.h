@@ -33,7 +33,8 @@ const char* category_name(OpCategory c);
   X(Transpose, Injective) X(Reshape, Injective) X(Flatten, Injective)                        \
   X(Squeeze, Injective) X(Unsqueeze, Injective) X(Concat, Injective) X(Split, Injective)     \
   X(Slice, Injective) X(Gather, Injective) X(Expand, Broadcast) X(Trilu, Injective)          \
-  X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)
+  X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)                              \
+  X(Fused, Opaque)
 
 enum class Op {
 #define FUSOR_OP_ENUM(name, cat) name,

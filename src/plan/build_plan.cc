@@ -1,13 +1,19 @@
 #include <algorithm>
 
+#include "ir/bind.h"
+#include "ir/graph_edit.h"
 #include "kernels/cpu/backend.h"
 #include "plan/plan.h"
+#include "passes/pipeline.h"
 #include "plan/schedule.h"
 
 namespace fusor {
 namespace {
 
-void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims, Plan& plan) {
+// Checks `input_dims` and `frozen_inputs` against the model and orders them as g.inputs.
+void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
+                 const std::map<std::string, Tensor>& frozen_inputs, std::vector<TensorType>& types,
+                 std::vector<Tensor>& frozen) {
   for (const auto& [name, dims] : input_dims) {
     int id = g.find_value(name);
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
@@ -28,7 +34,18 @@ void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims, 
           throw Error("input '" + v.name + "' has shape " + shape_to_string(*v.shape) + ", got " +
                       dims_to_string(dims));
     }
-    plan.types[static_cast<size_t>(id)] = {v.dtype, dims};
+    size_t index = static_cast<size_t>(std::find(g.inputs.begin(), g.inputs.end(), id) - g.inputs.begin());
+    types[index] = {v.dtype, dims};
+    if (auto f = frozen_inputs.find(v.name); f != frozen_inputs.end()) {
+      if (f->second.dtype() != v.dtype || f->second.dims() != dims)
+        throw Error("frozen input '" + v.name + "' does not match its bound type");
+      frozen[index] = f->second;
+    }
+  }
+  for (const auto& [name, value] : frozen_inputs) {
+    int id = g.find_value(name);
+    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+      throw Error("frozen input '" + name + "' is not a model input");
   }
 }
 
@@ -44,70 +61,30 @@ bool is_view_op(const Node& n) {
   }
 }
 
-bool foldable(const Node& n, const Plan& plan) {
-  if (n.op == Op::Shape) return true;  // needs only the (bound) input type
-  for (int v : n.inputs)
-    if (v >= 0 && !plan.is_constant(v)) return false;
-  return true;
-}
-
-}  // namespace
-
-Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
-                const PlanOptions& options) {
+// One plan over `graph` as it is: bind, fold, choose views and kernels.
+Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType> in_types,
+                 std::span<const Tensor> frozen, const PlanOptions& options) {
   const Graph& g = *graph;
   Plan plan;
   plan.graph = graph;
-  plan.types.resize(g.values.size());
-  plan.constants.resize(g.values.size());
+  Binding b = bind_graph(g, in_types, frozen);
+  std::vector<bool> folded;
+  for (const Node& n : g.nodes) folded.push_back(b.folded(n));
+  plan.types = std::move(b.types);
+  plan.constants = std::move(b.constants);
   plan.alias_of.assign(g.values.size(), -1);
-  for (size_t i = 0; i < g.values.size(); ++i)
-    if (g.values[i].constant) {
-      plan.constants[i] = *g.values[i].constant;
-      plan.types[i] = {plan.constants[i].dtype(), plan.constants[i].dims()};
-    }
-  bind_inputs(g, input_dims, plan);
-  for (const auto& [name, value] : options.frozen_inputs) {
-    int id = g.find_value(name);
-    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
-      throw Error("frozen input '" + name + "' is not a model input");
-    const TensorType& t = plan.types[static_cast<size_t>(id)];
-    if (value.dtype() != t.dtype || value.dims() != t.dims)
-      throw Error("frozen input '" + name + "' does not match its bound type");
-    plan.constants[static_cast<size_t>(id)] = value;
-  }
 
   for (size_t ni = 0; ni < g.nodes.size(); ++ni) {
     const Node& n = g.nodes[ni];
-    std::vector<TensorType> in_types;
+    if (folded[ni]) continue;
+    std::vector<TensorType> in_types_n;
     std::vector<const Tensor*> in_consts;
     for (int v : n.inputs) {
-      in_types.push_back(v >= 0 ? plan.types[static_cast<size_t>(v)] : TensorType{});
+      in_types_n.push_back(v >= 0 ? plan.types[static_cast<size_t>(v)] : TensorType{});
       in_consts.push_back(v >= 0 && plan.is_constant(v) ? &plan.constants[static_cast<size_t>(v)] : nullptr);
     }
-    InferContext ctx{n, in_types, in_consts};
-    std::vector<TensorType> out_types = op_info(n.op).infer(ctx);
-    if (out_types.size() < std::count_if(n.outputs.begin(), n.outputs.end(), [](int v) { return v >= 0; }))
-      throw Error(n.describe() + ": shape function returned too few outputs");
-    for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] >= 0 && o < out_types.size()) plan.types[static_cast<size_t>(n.outputs[o])] = out_types[o];
-
-    if (foldable(n, plan)) {
-      std::vector<Tensor> ins, outs;
-      for (int v : n.inputs) {
-        if (v < 0) ins.emplace_back();
-        else if (plan.is_constant(v)) ins.push_back(plan.constants[static_cast<size_t>(v)]);
-        else ins.push_back(Tensor::view(plan.types[v].dtype, plan.types[v].dims, nullptr));  // Shape: type only
-      }
-      for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
-      op_info(n.op).reference(n, ins, outs);
-      for (size_t o = 0; o < n.outputs.size(); ++o)
-        if (n.outputs[o] >= 0) plan.constants[static_cast<size_t>(n.outputs[o])] = outs[o];
-      continue;
-    }
-
     if (options.kernels == KernelChoice::Fast && options.views && is_view_op(n) && n.outputs[0] >= 0 &&
-        plan.types[static_cast<size_t>(n.outputs[0])].dtype == in_types[0].dtype) {
+        plan.types[static_cast<size_t>(n.outputs[0])].dtype == in_types_n[0].dtype) {
       plan.alias_of[static_cast<size_t>(n.outputs[0])] = n.inputs[0];
       continue;
     }
@@ -116,12 +93,60 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
     step.node = static_cast<int>(ni);
     step.inputs = n.inputs;
     step.outputs = n.outputs;
-    std::vector<TensorType> step_out(out_types.begin(), out_types.begin() + static_cast<long>(n.outputs.size()));
+    std::vector<TensorType> step_out;
+    for (int v : n.outputs) step_out.push_back(v >= 0 ? plan.types[static_cast<size_t>(v)] : TensorType{});
     if (options.kernels == KernelChoice::Fast)
-      step.kernel = cpu::select_kernel(KernelRequest{n, in_types, in_consts, step_out});
+      step.kernel = cpu::select_kernel(KernelRequest{n, in_types_n, in_consts, step_out});
     if (!step.kernel) step.kernel = make_reference_kernel(n);
     plan.steps.push_back(std::move(step));
   }
+  return plan;
+}
+
+// Fused steps that found no fast kernel for their shapes (names), in a fast plan.
+std::vector<std::string> fused_without_kernel(const Plan& plan) {
+  std::vector<std::string> names;
+  for (const Step& s : plan.steps) {
+    const Node& n = plan.graph->nodes[static_cast<size_t>(s.node)];
+    if (n.op == Op::Fused && s.kernel->name().rfind("ref.", 0) == 0) names.push_back(n.name);
+  }
+  return names;
+}
+
+}  // namespace
+
+Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
+                const PlanOptions& options) {
+  std::vector<TensorType> in_types(graph->inputs.size());
+  std::vector<Tensor> frozen(graph->inputs.size());
+  bind_inputs(*graph, input_dims, options.frozen_inputs, in_types, frozen);
+  FusionReport report;
+  std::shared_ptr<const Graph> source = graph;
+  if (options.fusion && options.kernels == KernelChoice::Fast) {
+    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion);
+    graph = fused.graph;
+    report = std::move(fused.report);
+  }
+  Plan plan = build_steps(graph, in_types, frozen, options);
+  // A fused item whose kernel declines these shapes would run its body op by op in reference
+  // kernels: put its nodes back instead, and say why.
+  for (auto names = fused_without_kernel(plan); !names.empty(); names = fused_without_kernel(plan)) {
+    Graph unfused = *plan.graph;
+    for (const std::string& name : names) {
+      for (size_t n = 0; n < unfused.nodes.size(); ++n)
+        if (unfused.nodes[n].op == Op::Fused && unfused.nodes[n].name == name) {
+          NotFused nf{"plan", {}, "no fast " + unfused.nodes[n].op_type + " kernel for these shapes"};
+          for (const Node& inner : unfused.nodes[n].body->nodes) nf.nodes.push_back(inner.name);
+          report.not_fused.push_back(std::move(nf));
+          inline_fused(unfused, static_cast<int>(n));
+          break;
+        }
+      std::erase_if(report.items, [&](const FusionItem& item) { return item.name == name; });
+    }
+    plan = build_steps(std::make_shared<const Graph>(std::move(unfused)), in_types, frozen, options);
+  }
+  plan.fusion = std::move(report);
+  plan.source_graph = source;
   if (options.memory_aware_order) schedule_for_memory(plan);
   return plan;
 }

@@ -4,10 +4,13 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fusor/config.h"
 #include "ir/graph.h"
+#include "passes/fusion_report.h"
 #include "runtime/kernel.h"
 
 namespace fusor {
@@ -27,6 +30,8 @@ struct PlanOptions {
   // fold as constants, so values that determine shapes (Slice starts, Reshape targets) may come
   // from graph inputs. Each must match its bound dtype and dims.
   std::map<std::string, Tensor> frozen_inputs;
+  // Run the fusion passes with these switches (fast plans only); no fusion when empty.
+  std::optional<FusionConfig> fusion;
 };
 
 struct Step {
@@ -44,6 +49,10 @@ struct Plan {
   // Per value id: the value whose bytes it reuses as a view (Reshape, Squeeze, Unsqueeze,
   // Flatten, Identity and inference Dropout in the fast plan), or -1. Views have no step.
   std::vector<int> alias_of;
+  // What fusion did: the items in this plan and the opportunities declined, with reasons.
+  FusionReport fusion;
+  // The graph as imported, before fusion (graph is the fused one when fusion ran).
+  std::shared_ptr<const Graph> source_graph;
 
   // Kernels may keep state between runs, so one executor at a time owns a plan's kernels.
   mutable bool claimed_by_executor = false;

@@ -105,6 +105,7 @@ Session Engine::session(const std::map<std::string, Dims>& input_dims, const Ses
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
   po.frozen_inputs = options.frozen_inputs;
   po.memory_aware_order = options.reorder;
+  po.fusion = options.fusion;
   return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)), options);
 }
 

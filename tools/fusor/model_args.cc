@@ -13,6 +13,7 @@ void ModelArgs::add_to(CLI::App& cmd) {
   cmd.add_flag("--reference", reference, "Use the plain reference kernels (the ground truth)");
   cmd.add_flag("--mem-guard", mem_guard, "Check canaries after each kernel and poison dead buffers");
   cmd.add_flag("--no-mem-reuse", no_mem_reuse, "Give every intermediate its own buffer");
+  cmd.add_flag("--no-fusion", no_fusion, "Run the unfused plan (every fusion pass off)");
   // Throws fusor::Error from inside parsing; main prints it as one line and exits 1.
   cmd.add_option_function<std::string>(
          "--config",
@@ -30,6 +31,8 @@ SessionOptions ModelArgs::session_options() const {
   o.mem_guard = mem_guard;
   o.mem_reuse = config.mem_reuse && !no_mem_reuse;
   o.reorder = config.kernel.reorder_for_coalesce;
+  if (no_fusion) o.fusion.reset();
+  else o.fusion = config.fusion;
   return o;
 }
 

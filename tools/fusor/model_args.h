@@ -18,6 +18,7 @@ struct ModelArgs {
   bool reference = false;
   bool mem_guard = false;
   bool no_mem_reuse = false;
+  bool no_fusion = false;
   // --config FILE, loaded and validated while the command line is parsed (a bad file fails
   // before the model loads); all defaults without --config.
   std::string config_path;

@@ -1,6 +1,8 @@
 #include "kernels/cpu/backend.h"
 
+#include <algorithm>
 #include <array>
+#include <string_view>
 
 #include "kernels/cpu/factories.h"
 
@@ -56,9 +58,49 @@ const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
   return t;
 }
 
+// Fused kinds that one standard op's kernel computes from the fused node's leading inputs and
+// its attributes (the passes put the operands first and copy the attributes over).
+struct StandIn {
+  std::string_view kind;
+  Op op;
+  size_t inputs;
+};
+constexpr StandIn kStandIns[] = {
+    {"LayerNorm", Op::LayerNormalization, 3},
+    {"Gelu", Op::Gelu, 1},
+};
+
+constexpr std::pair<std::string_view, Factory> kFusedFactories[] = {
+    {"Elementwise", make_fused_elementwise_kernel},
+    {"FusedMatMul", make_fused_matmul_kernel},
+    {"FusedConv", make_fused_conv_kernel},
+    {"Attention", make_attention_kernel},
+};
+
+std::unique_ptr<Kernel> select_fused_kernel(const KernelRequest& r) {
+  for (const auto& [kind, factory] : kFusedFactories)
+    if (r.node.op_type == kind) return factory(r);
+  for (const StandIn& s : kStandIns) {
+    if (r.node.op_type != s.kind) continue;
+    if (r.node.attr_int("has_scale", 1) == 0 || r.node.attr_int("has_bias", 1) == 0) return nullptr;
+    Node stand_in;
+    stand_in.name = r.node.name;
+    stand_in.op_type = op_info(s.op).name;
+    stand_in.op = s.op;
+    stand_in.attrs = r.node.attrs;
+    size_t n = std::min(s.inputs, r.inputs.size());
+    stand_in.inputs.assign(r.node.inputs.begin(), r.node.inputs.begin() + static_cast<long>(n));
+    stand_in.outputs = r.node.outputs;
+    return table()[static_cast<size_t>(s.op)](
+        KernelRequest{stand_in, r.inputs.subspan(0, n), r.constants.subspan(0, n), r.outputs});
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::unique_ptr<Kernel> select_kernel(const KernelRequest& request) {
+  if (request.node.op == Op::Fused) return select_fused_kernel(request);
   if (!request.node.domain.empty() || request.node.op == Op::Count) return nullptr;
   Factory f = table()[static_cast<size_t>(request.node.op)];
   return f ? f(request) : nullptr;

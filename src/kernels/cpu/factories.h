@@ -20,4 +20,10 @@ std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r);  // laye
 std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
 
+// Fused nodes (op Fused, domain "fusor"), by kind (the node's op_type).
+std::unique_ptr<Kernel> make_fused_elementwise_kernel(const KernelRequest& r);  // fused_elementwise.cc: Elementwise
+std::unique_ptr<Kernel> make_fused_matmul_kernel(const KernelRequest& r);       // fused_matmul.cc: FusedMatMul
+std::unique_ptr<Kernel> make_fused_conv_kernel(const KernelRequest& r);         // fused_conv.cc: FusedConv
+std::unique_ptr<Kernel> make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
+
 }  // namespace fusor::cpu

@@ -1,0 +1,34 @@
+// Structural rewrites of a Graph: replace a set of nodes with one fused node that keeps them as
+// its body, and the inverse (inline a fused node's body again). Both keep the Graph invariants
+// (topological order, producers, unique names); the set's legality is the caller's business
+// (see passes/legality.h).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace fusor {
+
+struct FusedBoundary {
+  std::vector<int> inputs;   // values the set reads but does not produce, in order of first use
+  std::vector<int> outputs;  // values the set produces that are used outside it or are graph outputs
+};
+// `leading_inputs` (a subset of the set's inputs) come first, in that order, so a fused kernel
+// finds its operands at fixed positions.
+FusedBoundary fused_boundary(const Graph& g, const std::vector<int>& nodes, const std::vector<int>& leading_inputs = {});
+
+// Replaces `nodes` (indices into g.nodes) with one node of op Fused, domain "fusor", op_type
+// `kind`, name `name`, the given attributes, and the set as its body. Returns its index.
+int fuse_nodes(Graph& g, const std::vector<int>& nodes, const std::string& kind, const std::string& name,
+               std::map<std::string, Attribute> attrs = {}, const std::vector<int>& leading_inputs = {});
+
+// Replaces fused node `node` with the nodes of its body (one level). Returns how many nodes it
+// put back.
+size_t inline_fused(Graph& g, int node);
+
+// Removes nodes none of whose outputs is used (transitively) by a graph output.
+void remove_dead_nodes(Graph& g);
+
+}  // namespace fusor

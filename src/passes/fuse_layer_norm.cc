@@ -1,0 +1,115 @@
+// LayerNorm from its decomposed export: ReduceMean, Sub, Pow(2), ReduceMean, Add(eps), Sqrt, Div,
+// then optionally Mul(gamma) and Add(beta). The match starts at a ReduceMean whose result is
+// subtracted from its own input; every assumption the kernel makes is checked, and a near miss
+// (another axis, another exponent, a non-scalar epsilon, gamma of the wrong shape) is declined
+// with its reason and left to the elementwise pass.
+#include <algorithm>
+
+#include "passes/match.h"
+#include "passes/passes.h"
+
+namespace fusor::passes {
+namespace {
+
+constexpr const char* kPass = "fuse_layer_norm";
+
+struct LayerNormMatch {
+  std::vector<int> nodes;
+  int x = -1, gamma = -1, beta = -1;
+  int64_t axis = -1;
+  double epsilon = 0;
+};
+
+// Returns the match, or the reason a ReduceMean-Sub start did not complete.
+std::variant<LayerNormMatch, std::string> match_at(const FusionContext& ctx, int mean1) {
+  const Node& r1 = ctx.node(mean1);
+  LayerNormMatch m;
+  m.x = r1.inputs[0];
+  const TensorType& xt = ctx.type(m.x);
+  if (xt.dtype != DType::Float32) return std::string("input is not float32");
+  const size_t rank = xt.dims.size();
+  auto axes = match::reduce_axes(ctx, r1, rank);
+  if (!axes || axes->empty()) return std::string("reduction axes are not known at plan time");
+  for (size_t i = 0; i < axes->size(); ++i)
+    if ((*axes)[i] != static_cast<int64_t>(rank - axes->size() + i))
+      return "normalizes over axes not at the end of the shape (axis " + std::to_string((*axes)[0]) + " of rank " +
+             std::to_string(rank) + ")";
+  if (r1.attr_int("keepdims", 1) != 1) return std::string("ReduceMean drops the reduced axes (keepdims=0)");
+  m.axis = (*axes)[0];
+  int64_t n = 1;
+  for (size_t i = static_cast<size_t>(m.axis); i < rank; ++i) n *= xt.dims[i];
+
+  int sub = -1;
+  for (int c : ctx.consumers(r1.outputs[0]))
+    if (ctx.node(c).op == Op::Sub && ctx.node(c).inputs[0] == m.x && ctx.node(c).inputs[1] == r1.outputs[0]) sub = c;
+  if (sub < 0) return std::string("the mean is not subtracted from the input");
+  const int centered = ctx.node(sub).outputs[0];
+  int pow = -1, div = -1;
+  for (int c : ctx.consumers(centered)) {
+    const Node& cn = ctx.node(c);
+    if (cn.op == Op::Pow && cn.inputs[0] == centered) pow = c;
+    else if (cn.op == Op::Div && cn.inputs[0] == centered) div = c;
+    else return "the centered input is also used by " + cn.describe();
+  }
+  if (pow < 0 || div < 0) return std::string("no Pow and Div of the centered input (not a LayerNorm)");
+  auto exponent = match::scalar(ctx, ctx.node(pow).inputs[1]);
+  if (!exponent || *exponent != 2.0) return std::string("the variance is not a mean of squares (Pow exponent is not 2)");
+  int mean2 = match::only_consumer(ctx, ctx.node(pow).outputs[0], Op::ReduceMean);
+  if (mean2 < 0) return std::string("the squares are not averaged by one ReduceMean");
+  if (match::reduce_axes(ctx, ctx.node(mean2), rank) != axes || ctx.node(mean2).attr_int("keepdims", 1) != 1)
+    return std::string("mean and variance reduce over different axes");
+  int add_eps = match::only_consumer(ctx, ctx.node(mean2).outputs[0], Op::Add);
+  if (add_eps < 0) return std::string("no epsilon is added to the variance");
+  auto eps = match::scalar(ctx, match::other_input(ctx.node(add_eps), ctx.node(mean2).outputs[0]));
+  if (!eps || *eps < 0) return std::string("epsilon is not a non-negative scalar constant");
+  m.epsilon = *eps;
+  int sqrt = match::only_consumer(ctx, ctx.node(add_eps).outputs[0], Op::Sqrt);
+  if (sqrt < 0 || ctx.node(div).inputs[1] != ctx.node(sqrt).outputs[0])
+    return std::string("the centered input is not divided by sqrt(variance + epsilon)");
+  m.nodes = {mean1, sub, pow, mean2, add_eps, sqrt, div};
+
+  // Optional affine part: gamma and beta must cover exactly the normalized axes.
+  auto affine_operand = [&](int node, int from) -> int {
+    int other = match::other_input(ctx.node(node), from);
+    const Tensor* t = ctx.constant(other);
+    if (!t || t->dtype() != DType::Float32 || t->numel() != n || t->dims().size() > rank) return -1;
+    for (size_t i = 0; i + (rank - static_cast<size_t>(m.axis)) < t->dims().size(); ++i)
+      if (t->dims()[i] != 1) return -1;
+    return other;
+  };
+  int out = ctx.node(div).outputs[0];
+  if (int mul = match::only_consumer(ctx, out, Op::Mul); mul >= 0 && (m.gamma = affine_operand(mul, out)) >= 0) {
+    m.nodes.push_back(mul);
+    out = ctx.node(mul).outputs[0];
+    if (int add = match::only_consumer(ctx, out, Op::Add); add >= 0 && (m.beta = affine_operand(add, out)) >= 0)
+      m.nodes.push_back(add);
+  }
+  return m;
+}
+
+}  // namespace
+
+void fuse_layer_norm(FusionContext& ctx) {
+  for (int i = 0; i < static_cast<int>(ctx.graph().nodes.size()); ++i) {
+    if (ctx.node(i).op != Op::ReduceMean) continue;
+    auto r = match_at(ctx, i);
+    if (auto* why = std::get_if<std::string>(&r)) {
+      // Only a ReduceMean that starts the pattern (its mean is subtracted) is an opportunity.
+      if (*why != "the mean is not subtracted from the input" && *why != "input is not float32")
+        ctx.decline(kPass, {i}, *why);
+      continue;
+    }
+    auto& m = std::get<LayerNormMatch>(r);
+    std::vector<int> leading = {m.x};
+    if (m.gamma >= 0) leading.push_back(m.gamma);
+    if (m.beta >= 0) leading.push_back(m.beta);
+    std::map<std::string, Attribute> attrs = {{"axis", m.axis},
+                                              {"epsilon", static_cast<float>(m.epsilon)},
+                                              {"has_scale", int64_t{m.gamma >= 0}},
+                                              {"has_bias", int64_t{m.beta >= 0}}};
+    // Nodes before i keep their places, so the scan goes on from i.
+    if (ctx.fuse(kPass, m.nodes, "LayerNorm", "layernorm", std::move(attrs), {}, leading)) --i;
+  }
+}
+
+}  // namespace fusor::passes

@@ -1,0 +1,59 @@
+#include "passes/fusion_context.h"
+
+#include <algorithm>
+
+#include "ir/graph_edit.h"
+#include "passes/naming.h"
+
+namespace fusor {
+
+FusionContext::FusionContext(Graph graph, std::vector<TensorType> input_types, std::vector<Tensor> frozen,
+                             const FusionConfig& config)
+    : graph_(std::move(graph)), input_types_(std::move(input_types)), frozen_(std::move(frozen)), config_(config) {
+  for (const Node& n : graph_.nodes)
+    if (n.op == Op::Fused) taken_names_.insert(n.name);
+  refresh();
+}
+
+const Tensor* FusionContext::constant(int value) const {
+  return value >= 0 && binding_.is_constant(value) ? &binding_.constants[static_cast<size_t>(value)] : nullptr;
+}
+
+void FusionContext::refresh() {
+  binding_ = bind_graph(graph_, input_types_, frozen_);
+  consumers_ = graph_.consumers();
+}
+
+void FusionContext::decline(const std::string& pass, const std::vector<int>& nodes, const std::string& reason) {
+  NotFused nf{pass, {}, reason};
+  for (int n : nodes) nf.nodes.push_back(node(n).name);
+  for (const NotFused& seen : report_.not_fused)  // passes that rescan meet the same ones again
+    if (seen.pass == nf.pass && seen.nodes == nf.nodes && seen.reason == nf.reason) return;
+  report_.not_fused.push_back(std::move(nf));
+}
+
+bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes, const std::string& kind,
+                         const std::string& suffix, std::map<std::string, Attribute> attrs,
+                         const LegalityRules& rules, const std::vector<int>& leading_inputs) {
+  if (auto why = why_not_legal(graph_, nodes, rules)) {
+    decline(pass, nodes, *why);
+    return false;
+  }
+  std::string scope = common_scope(graph_, nodes);
+  std::set<std::string> probe = taken_names_;
+  std::string name = unique_item_name(scope, suffix, probe);
+  if (std::find(config_.disabled.begin(), config_.disabled.end(), name) != config_.disabled.end()) {
+    taken_names_.insert(name);  // keeps the names of later items stable
+    decline(pass, nodes, "item '" + name + "' is disabled in the config (fusion.disabled)");
+    return false;
+  }
+  FusionItem item{name, kind, pass, {}, intermediate_bytes_saved(graph_, binding_, nodes)};
+  for (int n : nodes) item.nodes.push_back(node(n).name);
+  taken_names_.insert(name);
+  fuse_nodes(graph_, nodes, kind, name, std::move(attrs), leading_inputs);
+  report_.items.push_back(std::move(item));
+  refresh();
+  return true;
+}
+
+}  // namespace fusor

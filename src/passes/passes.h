@@ -1,0 +1,13 @@
+// Every fusion pass, one per file. The order they run in is pipeline.cc's business.
+#pragma once
+#include "passes/fusion_context.h"
+
+namespace fusor::passes {
+
+void fuse_layer_norm(FusionContext& ctx);     // decomposed LayerNorm -> LayerNorm
+void fuse_gelu(FusionContext& ctx);           // erf and tanh GELU -> Gelu
+void fuse_attention(FusionContext& ctx);      // scores, scale, mask, softmax, x V -> Attention
+void fuse_gemm_epilogue(FusionContext& ctx);  // MatMul/Gemm/Conv + bias, activation, residual
+void fuse_elementwise(FusionContext& ctx);    // any DAG of elementwise/broadcast ops -> one loop
+
+}  // namespace fusor::passes
