@@ -80,9 +80,21 @@ struct ProfileReport {
   int runs = 0, warmup = 0, threads = 0;
   size_t nodes_in_model = 0;         // nodes in the ONNX file, Constant nodes included
   size_t kernels_per_inference = 0;  // steps in the plan
+  size_t kernels_unfused = 0;        // steps the same plan has with every fusion pass off
   std::vector<ProfileRow> kernels;   // sorted by time, descending
   std::vector<ProfileRow> ops;       // sorted by time, descending
-  std::vector<std::string> not_fused;  // fusion candidates left unfused, with reasons (none yet)
+  struct FusedItem {
+    std::string name, kind, pass;
+    std::vector<std::string> nodes;  // source nodes it replaced
+    size_t bytes_saved = 0;          // intermediate bytes per inference no longer written and read
+  };
+  struct Declined {
+    std::string pass;
+    std::vector<std::string> nodes;
+    std::string reason;
+  };
+  std::vector<FusedItem> fusion_items;  // the plan's fusion items, by stable name
+  std::vector<Declined> not_fused;      // fusion opportunities not taken, each with its reason
   Ceilings ceilings;
   double latency_ms = 0;          // median wall time of one inference
   double steps_ms = 0;            // median of the per-run sum of step times

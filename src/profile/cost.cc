@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/bind.h"
+
 namespace fusor {
 namespace {
 
@@ -28,9 +30,37 @@ double per_element_flops(Op op) {
   }
 }
 
+// Sum of the body's node FLOPs, bound with the fused node's input types and constants.
+double fused_flops(const Node& node, std::span<const TensorType> inputs, std::span<const Tensor* const> constants) {
+  const Graph& body = *node.body;
+  std::vector<Tensor> frozen(inputs.size());
+  for (size_t i = 0; i < constants.size() && i < frozen.size(); ++i)
+    if (constants[i]) frozen[i] = *constants[i];
+  Binding b;
+  try {
+    b = bind_graph(body, inputs, frozen);
+  } catch (const Error&) {
+    return 0.0;  // a cost model never fails a profile
+  }
+  double flops = 0;
+  for (const Node& n : body.nodes) {
+    if (b.folded(n)) continue;
+    std::vector<TensorType> in, out;
+    std::vector<const Tensor*> consts;
+    for (int v : n.inputs) {
+      in.push_back(v >= 0 ? b.types[static_cast<size_t>(v)] : TensorType{});
+      consts.push_back(v >= 0 && b.is_constant(v) ? &b.constants[static_cast<size_t>(v)] : nullptr);
+    }
+    for (int v : n.outputs) out.push_back(v >= 0 ? b.types[static_cast<size_t>(v)] : TensorType{});
+    flops += step_cost(n, in, out, consts).flops;
+  }
+  return flops;
+}
+
 }  // namespace
 
-StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs) {
+StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs,
+                   std::span<const Tensor* const> constants) {
   StepCost c;
   for (const auto& t : inputs) c.bytes_read += nbytes(t);
   for (const auto& t : outputs) c.bytes_written += nbytes(t);
@@ -41,6 +71,10 @@ StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::sp
     auto found = op_from_name(node.op_type);
     if (!found) return c;  // unknown op: bytes only
     op = *found;
+  }
+  if (op == Op::Fused) {
+    if (node.body) c.flops = fused_flops(node, inputs, constants);
+    return c;
   }
   const TensorType& a = input_or_empty(inputs, 0);
   const TensorType& b = input_or_empty(inputs, 1);

@@ -11,6 +11,8 @@
 // - Softmax/LogSoftmax: 5 per element (max, subtract, exp, sum, divide/log).
 //   LayerNormalization: 8 per element (mean, subtract, square, sum, scale, gamma, beta, ~rsqrt).
 // - Reductions: 1 per input element. Pools: prod(kernel) per output element.
+// - Fused nodes: the FLOPs of their body's nodes; bytes are their own inputs and outputs only
+//   (intermediates stay in registers or cache: that is the point of fusing).
 // - Bytes read: every input tensor once (weights included), except Gather (indices plus the
 //   gathered rows) and Slice (the sliced region); bytes written: every output once.
 #pragma once
@@ -29,7 +31,9 @@ struct StepCost {
 };
 
 // `inputs`/`outputs` are the node's bound types in node order; omitted optional ones have dtype
-// Undefined and count as nothing.
-StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs);
+// Undefined and count as nothing. `constants` (optional, per input) are the plan-time values a
+// fused node's body may need to bind its shapes.
+StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs,
+                   std::span<const Tensor* const> constants = {});
 
 }  // namespace fusor

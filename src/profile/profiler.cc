@@ -83,14 +83,18 @@ std::vector<StepInfo> describe_steps(const Plan& plan) {
   for (const Step& step : plan.steps) {
     const Node& node = plan.graph->nodes[static_cast<size_t>(step.node)];
     std::vector<TensorType> in, outs;
-    for (int v : step.inputs) in.push_back(type_of(v));
+    std::vector<const Tensor*> consts;
+    for (int v : step.inputs) {
+      in.push_back(type_of(v));
+      consts.push_back(v >= 0 && plan.is_constant(v) ? &plan.constants[static_cast<size_t>(v)] : nullptr);
+    }
     for (int v : step.outputs) outs.push_back(type_of(v));
     StepInfo info;
     info.kernel = step.kernel->name();
     info.op = node.op_type;
     info.node = node.name.empty() ? node.op_type + "#" + std::to_string(step.node) : node.name;
     info.shapes = step_shapes(plan, step);
-    info.cost = step_cost(node, in, outs);
+    info.cost = step_cost(node, in, outs, consts);
     out.push_back(std::move(info));
   }
   return out;
@@ -151,6 +155,15 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   report.threads = omp_get_max_threads();
   report.nodes_in_model = engine.node_count();
   report.kernels_per_inference = session.kernels_per_inference();
+  report.kernels_unfused = report.kernels_per_inference;
+  if (plan.source_graph != plan.graph) {  // fusion ran: count the plan it replaced (no run needed)
+    SessionOptions unfused = options.session;
+    unfused.fusion.reset();
+    report.kernels_unfused = engine.session(input_dims, unfused).kernels_per_inference();
+  }
+  for (const FusionItem& item : plan.fusion.items)
+    report.fusion_items.push_back({item.name, item.kind, item.pass, item.nodes, item.bytes_saved});
+  for (const NotFused& nf : plan.fusion.not_fused) report.not_fused.push_back({nf.pass, nf.nodes, nf.reason});
   report.ceilings = ceilings;
   report.memory = session.memory();
   report.latency_ms = median(latencies_s) * 1e3;

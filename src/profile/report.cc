@@ -1,5 +1,6 @@
 // The profile report as JSON and as a terminal table.
 #include <cstdio>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "fusor/profile.h"
@@ -46,6 +47,10 @@ void append_rows(std::string& out, const std::vector<ProfileRow>& rows, size_t l
 
 std::string profile_json(const ProfileReport& r) {
   nlohmann::json kernels = nlohmann::json::array(), ops = nlohmann::json::array();
+  nlohmann::json items = nlohmann::json::array(), not_fused = nlohmann::json::array();
+  for (const auto& i : r.fusion_items)
+    items.push_back({{"name", i.name}, {"kind", i.kind}, {"pass", i.pass}, {"nodes", i.nodes}, {"bytes_saved", i.bytes_saved}});
+  for (const auto& d : r.not_fused) not_fused.push_back({{"pass", d.pass}, {"nodes", d.nodes}, {"reason", d.reason}});
   for (const auto& k : r.kernels) kernels.push_back(row_json(k));
   for (const auto& o : r.ops) ops.push_back(row_json(o));
   nlohmann::json j = {
@@ -57,11 +62,13 @@ std::string profile_json(const ProfileReport& r) {
       {"threads", r.threads},
       {"nodes_in_model", r.nodes_in_model},
       {"kernels_per_inference", r.kernels_per_inference},
+      {"kernels_per_inference_unfused", r.kernels_unfused},
       {"latency_ms", r.latency_ms},
       {"steps_ms", r.steps_ms},
       {"kernels", std::move(kernels)},
       {"ops", std::move(ops)},
-      {"not_fused", r.not_fused},
+      {"fusion_items", std::move(items)},
+      {"not_fused", std::move(not_fused)},
       {"ceilings",
        {{"copy_gbps", r.ceilings.copy_gbps},
         {"sgemm_gflops", r.ceilings.sgemm_gflops},
@@ -98,9 +105,19 @@ std::string profile_table(const ProfileReport& r, size_t top) {
   out += format("\nlatency %.3f ms (median), kernels %.3f ms (%.1f%%), %.1f inferences/s, %.1f samples/s\n",
                 r.latency_ms, r.steps_ms, r.latency_ms > 0 ? 100 * r.steps_ms / r.latency_ms : 0.0,
                 r.inferences_per_s, r.throughput_per_s);
-  out += format("%zu nodes in model, %zu kernels per inference, not fused: %s\n", r.nodes_in_model,
-                r.kernels_per_inference, r.not_fused.empty() ? "none (no fusion passes yet)" : "");
-  for (const auto& n : r.not_fused) out += "  " + n + "\n";
+  out += format("%zu nodes in model, %zu kernels per inference (%zu unfused), %zu fusion items\n",
+                r.nodes_in_model, r.kernels_per_inference, r.kernels_unfused, r.fusion_items.size());
+  std::map<std::string, int> kinds;
+  for (const auto& i : r.fusion_items) ++kinds[i.kind];
+  std::string by_kind;
+  for (const auto& [kind, n] : kinds) by_kind += format("%s%s %d", by_kind.empty() ? "" : ", ", kind.c_str(), n);
+  if (!by_kind.empty()) out += "  fused: " + by_kind + "\n";
+  out += format("not fused: %zu opportunities%s\n", r.not_fused.size(), r.not_fused.empty() ? "" : " (pass: first node: reason)");
+  for (size_t i = 0; i < r.not_fused.size() && i < top; ++i) {
+    const auto& d = r.not_fused[i];
+    out += "  " + d.pass + ": " + (d.nodes.empty() ? std::string("-") : d.nodes[0]) + ": " + d.reason + "\n";
+  }
+  if (r.not_fused.size() > top) out += format("  ... (%zu more in --json)\n", r.not_fused.size() - top);
   out += format("model: %.3f GFLOP and %.1f MB moved per inference; %.1f GFLOP/s achieved\n", r.model_flops / 1e9,
                 r.model_bytes / 1e6, achieved);
   out += format("compute efficiency: %.1f%% of the sgemm ceiling\n", 100 * r.compute_efficiency);

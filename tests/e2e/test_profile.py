@@ -33,7 +33,11 @@ def profile(tmp_path, model, *extra, runs=3):
 
 def check_report(p, trace, runs):
     assert KEYS <= p.keys(), KEYS - p.keys()
-    assert p["not_fused"] == []
+    for item in p["fusion_items"]:
+        assert {"name", "kind", "pass", "nodes", "bytes_saved"} <= item.keys() and item["nodes"]
+    for declined in p["not_fused"]:
+        assert {"pass", "nodes", "reason"} <= declined.keys() and declined["reason"]
+    assert p["kernels_per_inference"] <= p["kernels_per_inference_unfused"]
     assert p["ceilings"]["copy_gbps"] > 0 and p["ceilings"]["sgemm_gflops"] > 0
     for m in ("arena_bytes", "lower_bound_bytes", "naive_bytes", "weights_bytes"):
         assert p["memory"][m] > 0, m
@@ -82,17 +86,35 @@ def minilm_matmul_flops(batch, seq):
 
 
 def test_minilm_profile(tmp_path):
-    r, p, trace = profile(tmp_path, "minilm-l6", "--batch", 1, "--seq", 16)
+    r, p, trace = profile(tmp_path, "minilm-l6", "--batch", 1, "--seq", 16, "--no-fusion")
     check_report(p, trace, runs=3)
     assert (p["batch"], p["seq"], p["nodes_in_model"]) == (1, 16, 689)
     matmul = next(o for o in p["ops"] if o["name"] == "MatMul")
     assert matmul["flops"] == minilm_matmul_flops(1, 16)
     assert matmul["calls"] == 48
+    assert p["fusion_items"] == [] and p["kernels_per_inference"] == p["kernels_per_inference_unfused"]
     assert "Top kernels" in r.stdout and "Per op type" in r.stdout and "compute efficiency" in r.stdout
 
 
+def test_minilm_fused_profile_keeps_the_work_and_lists_items(tmp_path):
+    _, unfused, _ = profile(tmp_path, "minilm-l6", "--batch", 1, "--seq", 16, "--no-fusion", runs=1)
+    r, p, trace = profile(tmp_path, "minilm-l6", "--batch", 1, "--seq", 16, runs=1)
+    check_report(p, trace, runs=1)
+    assert p["kernels_per_inference_unfused"] == unfused["kernels_per_inference"]
+    assert p["kernels_per_inference"] < unfused["kernels_per_inference"]
+    # A fused kernel is costed as its body: fusion removes traffic, not arithmetic.
+    assert p["model_flops"] == pytest.approx(unfused["model_flops"], rel=1e-9)
+    assert p["model_bytes"] < unfused["model_bytes"]
+    kinds = [i["kind"] for i in p["fusion_items"]]
+    assert kinds.count("LayerNorm") == 13 and kinds.count("Gelu") >= 0
+    names = [i["name"] for i in p["fusion_items"]]
+    assert len(names) == len(set(names)), "item names are unique"
+    assert "layer0.attention.output.layernorm" in names and "embeddings.layernorm" in names
+    assert "fusion items" in r.stdout and "not fused" in r.stdout
+
+
 def test_minilm_batch_scales_flops_and_by_shape(tmp_path):
-    _, p, _ = profile(tmp_path, "minilm-l6", "--batch", 2, "--seq", 8, "--by-shape", runs=1)
+    _, p, _ = profile(tmp_path, "minilm-l6", "--batch", 2, "--seq", 8, "--by-shape", "--no-fusion", runs=1)
     matmul = next(o for o in p["ops"] if o["name"] == "MatMul")
     assert matmul["flops"] == minilm_matmul_flops(2, 8)
     # --by-shape splits kernel rows by shapes; the totals stay the same.
@@ -101,7 +123,7 @@ def test_minilm_batch_scales_flops_and_by_shape(tmp_path):
 
 
 def test_resnet18_profile(tmp_path):
-    _, p, trace = profile(tmp_path, "resnet18", "--batch", 1, runs=2)
+    _, p, trace = profile(tmp_path, "resnet18", "--batch", 1, "--no-fusion", runs=2)
     check_report(p, trace, runs=2)
     ops = {o["name"]: o for o in p["ops"]}
     assert ops["Conv"]["calls"] == 20
