@@ -1,7 +1,238 @@
+// Fused attention, float32: out = softmax(mask(scale * Q K^T)) V per (batch, head), with Q, K, V
+// and out in the projections' [B, S, H*D] layout (heads are strided views, so no transposes).
+//
+// Why this shape: per task (batch, head, block of query rows) the scores of one key block are
+// computed into a small buffer, then folded into the output with an online softmax (running max
+// m and sum l per row, FlashAttention-style): when a later block raises the max, the partial
+// output and sum are rescaled by exp(m_old - m_new). So the [Sq, Sk] score tensor never exists;
+// the working set is one [rows, key block] tile. Per score the order of operations is the
+// unfused graph's: s * scale, then the causal fill (a causally masked score takes the value
+// `fill`, as Where does), then the additive mask. With fill = -inf whole key blocks above the
+// diagonal are skipped (they contribute exp(-inf) = 0). A row whose scores are all -inf gives
+// NaN, as the reference softmax does.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/attention_blocks.h"
+#include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
 
 namespace fusor::cpu {
+namespace {
 
-std::unique_ptr<Kernel> make_attention_kernel(const KernelRequest&) { return nullptr; }
+namespace hn = simd::hn;
+using simd::D;
+using simd::V;
+
+constexpr int64_t kKeyBlock = 256;  // keys per score tile
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+struct Params {
+  int64_t B = 0, H = 0, Sq = 0, Sk = 0, Dh = 0;
+  float scale = 1.f;
+  bool causal = false;
+  float fill = kNegInf;
+  bool has_mask = false;
+  int64_t ms[4] = {0, 0, 0, 0};  // mask strides for (batch, head, query, key); 0 = broadcast
+};
+
+class AttentionKernel final : public Kernel {
+ public:
+  explicit AttentionKernel(const Params& p) : p_(p) {
+    L_ = static_cast<int64_t>(simd::lanes());
+    threads_ = std::max(1, omp_get_max_threads());
+    // Enough query blocks that both cores have work at batch 1 with few heads.
+    rows_ = 64;
+    while (rows_ > 8 && p_.B * p_.H * ((p_.Sq + rows_ - 1) / rows_) < 4 * threads_) rows_ /= 2;
+    nkb_ = std::min(kKeyBlock, p_.Sk);
+    nkb_pad_ = round_up(nkb_, L_);
+    dpad_ = round_up(p_.Dh, L_);
+    pack_v_ = p_.Dh % L_ != 0;
+    // Per thread: K^T [D][nkb_pad], packed V [nkb][dpad] (when D is not whole vectors),
+    // scores [rows][nkb_pad], output accumulators [rows][dpad], max and sum per row.
+    per_thread_ = static_cast<size_t>(p_.Dh * nkb_pad_ + (pack_v_ ? nkb_ * dpad_ : 0) + rows_ * nkb_pad_ +
+                                      rows_ * dpad_ + 2 * rows_);
+    per_thread_ = static_cast<size_t>(round_up(static_cast<int64_t>(per_thread_), 16));
+  }
+
+  size_t scratch_bytes() const override { return per_thread_ * sizeof(float) * static_cast<size_t>(threads_); }
+
+  std::string name() const override {
+    std::string n = "attention_f32_d" + std::to_string(p_.Dh);
+    if (p_.causal) n += "_causal";
+    if (p_.has_mask) n += "_mask";
+    return n + "_" + kIsa;
+  }
+
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    const float* q = in[0].data<float>();
+    const float* k = in[1].data<float>();
+    const float* v = in[2].data<float>();
+    const float* mask = p_.has_mask ? in[3].data<float>() : nullptr;
+    float* o = out[0].data<float>();
+    float* base = reinterpret_cast<float*>(scratch.data());
+    const int64_t qblocks = (p_.Sq + rows_ - 1) / rows_;
+    const int64_t tasks = p_.B * p_.H * qblocks;
+    const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>({threads_, omp_get_max_threads(), tasks}));
+#pragma omp parallel num_threads(threads)
+    {
+      float* ws = base + per_thread_ * static_cast<size_t>(omp_get_thread_num());
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t qb = t % qblocks, bh = t / qblocks;
+        run_task(bh / p_.H, bh % p_.H, qb * rows_, std::min(rows_, p_.Sq - qb * rows_), q, k, v, mask, o, ws);
+      }
+    }
+  }
+
+ private:
+  void run_task(int64_t b, int64_t h, int64_t q0, int64_t rows, const float* q, const float* k, const float* v,
+                const float* mask, float* o, float* ws) const {
+    const D d;
+    const int64_t hd = p_.H * p_.Dh, Dh = p_.Dh;
+    float* kt = ws;
+    float* vp = kt + Dh * nkb_pad_;
+    float* s = vp + (pack_v_ ? nkb_ * dpad_ : 0);
+    float* acc = s + rows_ * nkb_pad_;
+    float* m = acc + rows_ * dpad_;
+    float* l = m + rows_;
+    const float* qh = q + (b * p_.Sq + q0) * hd + h * Dh;
+    const float* kh = k + b * p_.Sk * hd + h * Dh;
+    const float* vh = v + b * p_.Sk * hd + h * Dh;
+    std::fill(acc, acc + rows * dpad_, 0.f);
+    std::fill(m, m + rows, kNegInf);
+    std::fill(l, l + rows, 0.f);
+    // Query row i may see keys up to i + offset; with fill -inf the keys past the last row's
+    // limit contribute nothing and are never read.
+    const int64_t offset = p_.Sk - p_.Sq;
+    int64_t key_end = p_.Sk;
+    if (p_.causal && std::isinf(p_.fill) && p_.fill < 0)
+      key_end = std::clamp<int64_t>(q0 + rows + offset, 0, p_.Sk);
+    const V vscale = hn::Set(d, p_.scale);
+    for (int64_t k0 = 0; k0 < key_end; k0 += nkb_) {
+      const int64_t nk = std::min(nkb_, key_end - k0), nk_pad = round_up(nk, L_);
+      // K^T for this block, zero-padded to whole vectors.
+      for (int64_t j = 0; j < nk; ++j)
+        for (int64_t c = 0; c < Dh; ++c) kt[c * nk_pad + j] = kh[(k0 + j) * hd + c];
+      for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * nk_pad + nk, kt + (c + 1) * nk_pad, 0.f);
+      attention::gemm(rows, nk_pad, Dh, qh, hd, kt, nk_pad, s, nk_pad, false);
+
+      for (int64_t r = 0; r < rows; ++r) {
+        float* sr = s + r * nk_pad;
+        const int64_t qi = q0 + r;
+        const float* mr = mask ? mask + b * p_.ms[0] + h * p_.ms[1] + qi * p_.ms[2] + k0 * p_.ms[3] : nullptr;
+        const int64_t limit = qi + offset - k0;  // keys j > limit are causally masked
+        V vmax = hn::Set(d, kNegInf);
+        for (int64_t j = 0; j < nk_pad; j += L_) {
+          V x = hn::Mul(hn::LoadU(d, sr + j), vscale);
+          const V idx = hn::Add(hn::Iota(d, 0.f), hn::Set(d, static_cast<float>(j)));
+          if (p_.causal) x = hn::IfThenElse(hn::Gt(idx, hn::Set(d, static_cast<float>(limit))), hn::Set(d, p_.fill), x);
+          if (mr) {
+            if (p_.ms[3] == 1) {
+              auto valid = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, std::min(L_, nk - j))));
+              x = hn::Add(x, hn::MaskedLoad(valid, d, mr + j));
+            } else {
+              x = hn::Add(x, hn::Set(d, *mr));
+            }
+          }
+          x = hn::IfThenElse(hn::Lt(idx, hn::Set(d, static_cast<float>(nk))), x, hn::Set(d, kNegInf));
+          hn::StoreU(x, d, sr + j);
+          vmax = hn::Max(vmax, x);
+        }
+        const float m_new = std::max(m[r], hn::GetLane(hn::MaxOfLanes(d, vmax)));
+        if (m_new == kNegInf) {  // nothing finite yet: this block adds nothing (or NaN at the end)
+          std::fill(sr, sr + nk_pad, 0.f);
+          continue;
+        }
+        const float alpha = std::exp(m[r] - m_new);
+        m[r] = m_new;
+        const V vm = hn::Set(d, m_new);
+        V vsum = hn::Zero(d);
+        for (int64_t j = 0; j < nk_pad; j += L_) {
+          V p = simd::exp(hn::Sub(hn::LoadU(d, sr + j), vm));
+          hn::StoreU(p, d, sr + j);
+          vsum = hn::Add(vsum, p);
+        }
+        l[r] = l[r] * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
+        if (alpha != 1.f) {
+          const V va = hn::Set(d, alpha);
+          float* ar = acc + r * dpad_;
+          for (int64_t c = 0; c < dpad_; c += L_) hn::StoreU(hn::Mul(hn::LoadU(d, ar + c), va), d, ar + c);
+        }
+      }
+      // acc += P V for this block; V rows are read in place unless D is not whole vectors.
+      const float* vb = vh + k0 * hd;
+      int64_t ldv = hd;
+      if (pack_v_) {
+        for (int64_t j = 0; j < nk; ++j) {
+          std::memcpy(vp + j * dpad_, vb + j * hd, static_cast<size_t>(Dh) * sizeof(float));
+          std::fill(vp + j * dpad_ + Dh, vp + (j + 1) * dpad_, 0.f);
+        }
+        vb = vp;
+        ldv = dpad_;
+      }
+      attention::gemm(rows, dpad_, nk, s, nk_pad, vb, ldv, acc, dpad_, true);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      // All scores -inf: the reference's softmax is NaN (0/0); l is 0 here, so 0 * inf = NaN too.
+      const float inv = m[r] == kNegInf ? std::numeric_limits<float>::quiet_NaN() : 1.f / l[r];
+      float* orow = o + (b * p_.Sq + q0 + r) * hd + h * Dh;
+      const float* ar = acc + r * dpad_;
+      for (int64_t c = 0; c < Dh; ++c) orow[c] = ar[c] * inv;
+    }
+  }
+
+  Params p_;
+  int64_t L_ = 8, rows_ = 64, nkb_ = kKeyBlock, nkb_pad_ = kKeyBlock, dpad_ = 0;
+  bool pack_v_ = false;
+  int threads_ = 1;
+  size_t per_thread_ = 0;
+};
+
+}  // namespace
+
+// Inputs: Q [B,Sq,H*D], K and V [B,Sk,H*D], then the additive mask (broadcastable to
+// [B,H,Sq,Sk]) when the node's `mask` attribute is "additive"; further inputs (reshape targets,
+// constants of the body) are only for the reference. Declines anything else.
+std::unique_ptr<Kernel> make_attention_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  Params p;
+  p.H = n.attr_int("num_heads", 0);
+  p.Dh = n.attr_int("head_dim", 0);
+  p.scale = n.attr_float("scale", 1.f);
+  p.causal = n.attr_int("causal", 0) != 0;
+  p.fill = n.attr_float("fill", kNegInf);
+  p.has_mask = n.attr_string("mask", "none") == "additive";
+  const size_t need = p.has_mask ? 4 : 3;
+  if (p.H <= 0 || p.Dh <= 0 || r.inputs.size() < need || used_outputs(r) != 1 || r.outputs.size() != 1) return nullptr;
+  for (size_t i = 0; i < need; ++i)
+    if (!input_is(r, i, DType::Float32)) return nullptr;
+  const Dims& qd = r.inputs[0].dims;
+  const Dims& kd = r.inputs[1].dims;
+  if (qd.size() != 3 || kd != r.inputs[2].dims || kd.size() != 3 || qd[0] != kd[0]) return nullptr;
+  if (qd[2] != p.H * p.Dh || kd[2] != p.H * p.Dh || r.outputs[0].dims != qd || r.outputs[0].dtype != DType::Float32)
+    return nullptr;
+  p.B = qd[0];
+  p.Sq = qd[1];
+  p.Sk = kd[1];
+  if (p.B == 0 || p.Sq == 0 || p.Sk == 0) return nullptr;
+  if (p.has_mask) {
+    const Dims& md = r.inputs[3].dims;
+    if (md.size() > 4) return nullptr;
+    const int64_t full[4] = {p.B, p.H, p.Sq, p.Sk};
+    int64_t stride = 1;
+    for (size_t i = 0; i < md.size(); ++i) {  // right-aligned, innermost first
+      const size_t axis = 3 - i;
+      const int64_t dim = md[md.size() - 1 - i];
+      if (dim != 1 && dim != full[axis]) return nullptr;
+      p.ms[axis] = dim == 1 ? 0 : stride;
+      stride *= dim;
+    }
+  }
+  return std::make_unique<AttentionKernel>(p);
+}
 
 }  // namespace fusor::cpu
