@@ -31,7 +31,8 @@ FusedBoundary fused_boundary(const Graph& g, const std::vector<int>& nodes, cons
 }
 
 int fuse_nodes(Graph& g, const std::vector<int>& nodes, const std::string& kind, const std::string& name,
-               std::map<std::string, Attribute> attrs, const std::vector<int>& leading_inputs) {
+               std::map<std::string, Attribute> attrs, const std::vector<int>& leading_inputs,
+               const std::vector<DType>& dtypes) {
   FusedBoundary boundary = fused_boundary(g, nodes, leading_inputs);
   std::vector<int> sorted(nodes.begin(), nodes.end());
   std::sort(sorted.begin(), sorted.end());
@@ -47,6 +48,8 @@ int fuse_nodes(Graph& g, const std::vector<int>& nodes, const std::string& kind,
     Value copy = g.values[static_cast<size_t>(v)];
     copy.producer = -1;
     copy.constant.reset();  // constants arrive as inputs, so the body is a self-contained function
+    if (static_cast<size_t>(v) < dtypes.size() && dtypes[static_cast<size_t>(v)] != DType::Undefined)
+      copy.dtype = dtypes[static_cast<size_t>(v)];
     int id = body->add_value(std::move(copy));
     to_body[v] = id;
     return id;

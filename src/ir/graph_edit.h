@@ -21,8 +21,11 @@ FusedBoundary fused_boundary(const Graph& g, const std::vector<int>& nodes, cons
 
 // Replaces `nodes` (indices into g.nodes) with one node of op Fused, domain "fusor", op_type
 // `kind`, name `name`, the given attributes, and the set as its body. Returns its index.
+// `dtypes` (per value id of g, optional) stamps the body's values with their element types, so
+// the body can be bound on its own (imported intermediates carry none).
 int fuse_nodes(Graph& g, const std::vector<int>& nodes, const std::string& kind, const std::string& name,
-               std::map<std::string, Attribute> attrs = {}, const std::vector<int>& leading_inputs = {});
+               std::map<std::string, Attribute> attrs = {}, const std::vector<int>& leading_inputs = {},
+               const std::vector<DType>& dtypes = {});
 
 // Replaces fused node `node` with the nodes of its body (one level). Returns how many nodes it
 // put back.

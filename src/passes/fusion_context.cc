@@ -34,12 +34,13 @@ void FusionContext::decline(const std::string& pass, const std::vector<int>& nod
 
 bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes, const std::string& kind,
                          const std::string& suffix, std::map<std::string, Attribute> attrs,
-                         const LegalityRules& rules, const std::vector<int>& leading_inputs) {
+                         const LegalityRules& rules, const std::vector<int>& leading_inputs,
+                         const std::vector<int>& scope_nodes) {
   if (auto why = why_not_legal(graph_, nodes, rules)) {
     decline(pass, nodes, *why);
     return false;
   }
-  std::string scope = common_scope(graph_, nodes);
+  std::string scope = common_scope(graph_, scope_nodes.empty() ? nodes : scope_nodes);
   std::set<std::string> probe = taken_names_;
   std::string name = unique_item_name(scope, suffix, probe);
   if (std::find(config_.disabled.begin(), config_.disabled.end(), name) != config_.disabled.end()) {
@@ -50,7 +51,9 @@ bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes,
   FusionItem item{name, kind, pass, {}, intermediate_bytes_saved(graph_, binding_, nodes)};
   for (int n : nodes) item.nodes.push_back(node(n).name);
   taken_names_.insert(name);
-  fuse_nodes(graph_, nodes, kind, name, std::move(attrs), leading_inputs);
+  std::vector<DType> dtypes;
+  for (const TensorType& t : binding_.types) dtypes.push_back(t.dtype);
+  fuse_nodes(graph_, nodes, kind, name, std::move(attrs), leading_inputs, dtypes);
   report_.items.push_back(std::move(item));
   refresh();
   return true;

@@ -33,11 +33,13 @@ class FusionContext {
 
   // Fuses `nodes` into one node of `kind` named "<scope>.<suffix>" after checking legality,
   // profit and the config's disabled list; records the item, or the reason it was declined
-  // under `pass`. `leading_inputs` go first among the node's inputs (see fuse_nodes). Returns
-  // whether it fused; node indices are invalid afterwards.
+  // under `pass`. `leading_inputs` go first among the node's inputs (see fuse_nodes). The scope
+  // comes from `scope_nodes` when given (e.g. a GEMM and its bias, not the activation after
+  // them), else from all `nodes`. Returns whether it fused; node indices are invalid afterwards.
   bool fuse(const std::string& pass, const std::vector<int>& nodes, const std::string& kind,
             const std::string& suffix, std::map<std::string, Attribute> attrs = {},
-            const LegalityRules& rules = {}, const std::vector<int>& leading_inputs = {});
+            const LegalityRules& rules = {}, const std::vector<int>& leading_inputs = {},
+            const std::vector<int>& scope_nodes = {});
   // Records a declined opportunity.
   void decline(const std::string& pass, const std::vector<int>& nodes, const std::string& reason);
 

@@ -7,6 +7,7 @@ namespace fusor::passes {
 void fuse_layer_norm(FusionContext& ctx);     // decomposed LayerNorm -> LayerNorm
 void fuse_gelu(FusionContext& ctx);           // erf and tanh GELU -> Gelu
 void fuse_attention(FusionContext& ctx);      // scores, scale, mask, softmax, x V -> Attention
+void merge_projections(FusionContext& ctx);   // MatMuls sharing their input (Q, K, V) -> one GEMM
 void fuse_gemm_epilogue(FusionContext& ctx);  // MatMul/Gemm/Conv + bias, activation, residual
 void fuse_elementwise(FusionContext& ctx);    // any DAG of elementwise/broadcast ops -> one loop
 

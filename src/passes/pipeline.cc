@@ -17,6 +17,7 @@ constexpr Pass kPasses[] = {
     {"fuse_layer_norm", &FusionConfig::fuse_norm_act, passes::fuse_layer_norm},
     {"fuse_gelu", &FusionConfig::fuse_norm_act, passes::fuse_gelu},
     {"fuse_attention", &FusionConfig::fuse_attention, passes::fuse_attention},
+    {"merge_projections", &FusionConfig::fuse_gemm_epilogue, passes::merge_projections},
     {"fuse_gemm_epilogue", &FusionConfig::fuse_gemm_epilogue, passes::fuse_gemm_epilogue},
     {"fuse_elementwise", &FusionConfig::fuse_elemwise, passes::fuse_elementwise},
 };

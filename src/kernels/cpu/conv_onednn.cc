@@ -1,7 +1,10 @@
 // Conv (float32, 1-D or 2-D, groups, pads, strides, dilations, bias) on oneDNN's convolution.
 // Weights are a plan-time constant, reordered once into the layout the primitive prefers; src
 // and dst stay plain NCHW for the caller and are reordered per run (in scratch) when oneDNN
-// picks a blocked layout.
+// picks a blocked layout. FusedConv adds post-ops: the residual as a sum (dst starts as the
+// residual, reordered into dst's layout), then an eltwise activation.
+#include "kernels/cpu/conv_onednn.h"
+
 #include <cstring>
 #include <optional>
 
@@ -9,6 +12,7 @@
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/onednn_context.h"
 #include "kernels/cpu/onednn_plain_io.h"
+#include "kernels/cpu/onednn_post_ops.h"
 
 namespace fusor::cpu {
 namespace {
@@ -19,15 +23,21 @@ using dt = memory::data_type;
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
+std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilogue& epi) {
   const Node& n = r.node;
-  if (n.op != Op::Conv || r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||
+  if (r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||
       !input_is(r, 1, DType::Float32) || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32)
     return nullptr;
   const Tensor* w = constant_input(r, 1);
-  const bool has_bias = has_input(r, 2);
+  const bool has_bias = epi.has_bias;
+  if (has_bias && !has_input(r, 2)) return nullptr;
+  if (epi.residual >= 0 && (!input_is(r, static_cast<size_t>(epi.residual), DType::Float32) ||
+                            r.inputs[static_cast<size_t>(epi.residual)].dims != r.outputs[0].dims))
+    return nullptr;
+  const auto alg = onednn::eltwise_for(epi.activation);
+  if (epi.activation != "none" && !alg) return nullptr;
   const Tensor* b = has_bias ? constant_input(r, 2) : nullptr;
-  if (!w || (has_bias && (!b || b->dtype() != DType::Float32))) return nullptr;
+  if (!w || (has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0]))) return nullptr;
   Dims x = r.inputs[0].dims, wd = r.inputs[1].dims, y = r.outputs[0].dims;
   const size_t rank = x.size();
   if ((rank != 3 && rank != 4) || wd.size() != rank || y.size() != rank) return nullptr;
@@ -77,7 +87,8 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
   memory::desc bias_md = has_bias ? memory::desc({OC}, dt::f32, tag::x) : memory::desc();
   std::string key = "conv|" + onednn::dims_key(src_d) + "|" + onednn::dims_key(w_d) + "|" + onednn::dims_key(dst_d) +
                     "|" + onednn::dims_key(st) + "|" + onednn::dims_key(dl) + "|" + onednn::dims_key(pl) + "|" +
-                    onednn::dims_key(pr) + (has_bias ? "|b" : "");
+                    onednn::dims_key(pr) + (has_bias ? "|b" : "") + (epi.residual >= 0 ? "|sum" : "") + "|" +
+                    epi.activation + std::to_string(epi.alpha);
   try {
     dnnl::convolution_forward::primitive_desc pd;
     auto e = onednn::cached_as<PlainIoEntry>(key, [&] {
@@ -91,6 +102,10 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
                                                              dst_any, st, dl, pl, pr);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      dnnl::post_ops po;
+      if (epi.residual >= 0) po.append_sum(1.f);
+      if (alg) po.append_eltwise(1.f, *alg, epi.alpha, 0.f);
+      attr.set_post_ops(po);
       dnnl::convolution_forward::primitive_desc conv_pd(desc, attr, onednn::engine());
       auto ent = std::make_shared<PlainIoEntry>();
       ent->prim = dnnl::convolution_forward(conv_pd);
@@ -98,7 +113,7 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
       ent->dst = conv_pd.dst_desc();
       ent->scratchpad = conv_pd.scratchpad_desc();
       ent->weights = conv_pd.weights_desc();
-      add_plain_reorders(*ent, src_user, dst_user);
+      add_plain_reorders(*ent, src_user, dst_user, /*dst_in=*/epi.residual >= 0);
       return ent;
     });
     auto& eng = onednn::engine();
@@ -113,11 +128,17 @@ std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
     }
     onednn::stream().wait();
     std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
-                       "_onednn_packed";
-    return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name);
+                       (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + "_onednn_packed";
+    return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name,
+                                           epi.residual);
   } catch (const dnnl::error&) {
     return nullptr;
   }
+}
+
+std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
+  if (r.node.op != Op::Conv) return nullptr;
+  return make_onednn_conv(r, ConvEpilogue{.has_bias = has_input(r, 2)});
 }
 
 }  // namespace fusor::cpu

@@ -1,7 +1,19 @@
+// FusedConv (made by fuse_gemm_epilogue): inputs X, W, [bias], [residual]; the Conv's attributes
+// plus has_bias, has_residual, activation and alpha. The plain oneDNN convolution with a sum
+// post-op for the residual and an eltwise post-op for the activation, in that order.
+#include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/factories.h"
 
 namespace fusor::cpu {
 
-std::unique_ptr<Kernel> make_fused_conv_kernel(const KernelRequest&) { return nullptr; }
+std::unique_ptr<Kernel> make_fused_conv_kernel(const KernelRequest& r) {
+  const Node& n = r.node;
+  ConvEpilogue epi;
+  epi.has_bias = n.attr_int("has_bias", 0) != 0;
+  if (n.attr_int("has_residual", 0) != 0) epi.residual = epi.has_bias ? 3 : 2;
+  epi.activation = n.attr_string("activation", "none");
+  epi.alpha = epi.activation == "leaky_relu" ? n.attr_float("alpha", 0.01f) : 0.f;
+  return make_onednn_conv(r, epi);
+}
 
 }  // namespace fusor::cpu

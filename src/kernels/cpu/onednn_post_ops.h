@@ -1,0 +1,22 @@
+// The activations the epilogue passes put in a fused node's `activation` attribute, as oneDNN
+// eltwise post-ops. One table, so FusedMatMul and FusedConv accept the same names.
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <optional>
+#include <string>
+
+namespace fusor::cpu::onednn {
+
+// The eltwise algorithm for `activation` (relu, leaky_relu, tanh, sigmoid, gelu_erf, gelu_tanh);
+// nullopt for "none" or a name this table does not know.
+inline std::optional<dnnl::algorithm> eltwise_for(const std::string& activation) {
+  if (activation == "relu" || activation == "leaky_relu") return dnnl::algorithm::eltwise_relu;
+  if (activation == "tanh") return dnnl::algorithm::eltwise_tanh;
+  if (activation == "sigmoid") return dnnl::algorithm::eltwise_logistic;
+  if (activation == "gelu_erf") return dnnl::algorithm::eltwise_gelu_erf;
+  if (activation == "gelu_tanh") return dnnl::algorithm::eltwise_gelu_tanh;
+  return std::nullopt;
+}
+
+}  // namespace fusor::cpu::onednn

@@ -1,0 +1,253 @@
+// GEMM and convolution epilogue fusion, and the Q/K/V merge: what the passes fuse and decline
+// (with reasons) on hand-built graphs, and that the fused plan with its fast kernels computes
+// what the unfused reference plan computes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "plan/plan.h"
+#include "passes/pipeline.h"
+#include "runtime/executor.h"
+#include "graph_builder.h"
+
+namespace fusor {
+namespace {
+
+using test::GraphBuilder;
+using V = std::vector<int64_t>;
+
+Tensor random(Dims dims, float scale, uint32_t seed) {
+  Tensor t(DType::Float32, std::move(dims));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+Tensor weight(Dims dims, uint32_t seed) { return random(dims, 1.f / std::sqrt(static_cast<float>(dims[0])), seed); }
+Tensor scalar(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+FusionConfig only_gemm(bool with_gelu = false) {
+  FusionConfig c;
+  c.fuse_elemwise = false;
+  c.fuse_attention = false;
+  c.fuse_norm_act = with_gelu;  // fuse_gelu makes the Gelu item the epilogue takes
+  return c;
+}
+
+struct Result {
+  Plan plan;
+  std::vector<Tensor> outputs;
+  std::string kernels;  // every step's kernel name, space-separated
+};
+
+Result plan_and_run(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims, const std::vector<Tensor>& inputs,
+        std::optional<FusionConfig> fusion) {
+  PlanOptions o;
+  o.fusion = fusion;
+  if (!fusion) o.kernels = KernelChoice::Reference;
+  Result r{build_plan(std::move(g), dims, o), {}, ""};
+  r.outputs = Executor(r.plan).run(inputs);
+  for (const Step& s : r.plan.steps) r.kernels += s.kernel->name() + " ";
+  return r;
+}
+
+// Fused fast plan vs unfused reference plan, |a-b| <= 1e-5 + 1e-4*|b| (cpu_kernels_test's rule).
+Result expect_matches_reference(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims,
+                             const std::vector<Tensor>& inputs, FusionConfig cfg) {
+  Result fused = plan_and_run(g, dims, inputs, cfg);
+  Result ref = plan_and_run(g, dims, inputs, std::nullopt);
+  EXPECT_EQ(fused.outputs.size(), ref.outputs.size());
+  for (size_t o = 0; o < fused.outputs.size() && o < ref.outputs.size(); ++o) {
+    EXPECT_EQ(fused.outputs[o].dims(), ref.outputs[o].dims());
+    if (fused.outputs[o].dims() != ref.outputs[o].dims()) continue;
+    int bad = 0;
+    for (int64_t i = 0; i < ref.outputs[o].numel(); ++i) {
+      const float got = fused.outputs[o].data<float>()[i], want = ref.outputs[o].data<float>()[i];
+      if (!(std::fabs(got - want) <= 1e-5 + 1e-4 * std::fabs(want)) && bad++ < 5)
+        ADD_FAILURE() << "output " << o << " [" << i << "]: fused " << got << " ref " << want;
+    }
+    EXPECT_EQ(bad, 0) << "kernels: " << fused.kernels;
+  }
+  return fused;
+}
+
+std::vector<std::string> item_names(const Plan& p) {
+  std::vector<std::string> names;
+  for (const FusionItem& i : p.fusion.items) names.push_back(i.name);
+  return names;
+}
+
+std::string reasons(const Plan& p, const std::string& pass) {
+  std::string all;
+  for (const NotFused& nf : p.fusion.not_fused)
+    if (nf.pass == pass) all += nf.reason + "; ";
+  return all;
+}
+
+// y = epilogue(x W + b) for x [2, 5, 16], W [16, 8].
+struct Dense {
+  GraphBuilder b;
+  int x, w, bias, mm;
+  Dense() {
+    x = b.input("x");
+    w = b.constant("W", weight({16, 8}, 1));
+    bias = b.constant("b", random({8}, 1.f, 2));
+    mm = b.node(Op::MatMul, {x, w}, "mm");
+  }
+};
+const std::map<std::string, Dims> kDenseDims = {{"x", {2, 5, 16}}};
+std::vector<Tensor> dense_inputs() { return {random({2, 5, 16}, 1.f, 3)}; }
+
+TEST(FuseGemm, MatMulBias) {
+  Dense d;
+  int y = d.b.node(Op::Add, {d.bias, d.mm}, "y");  // bias first, as torch exports it
+  Result r = expect_matches_reference(d.b.finish({y}), kDenseDims, dense_inputs(), only_gemm());
+  EXPECT_EQ(item_names(r.plan), std::vector<std::string>{"bias"});
+  EXPECT_NE(r.kernels.find("matmul_f32_bias_onednn_packed"), std::string::npos) << r.kernels;
+  EXPECT_EQ(r.plan.steps.size(), 1u);
+}
+
+TEST(FuseGemm, MatMulBiasRelu) {
+  Dense d;
+  int a = d.b.node(Op::Add, {d.mm, d.bias}, "a");
+  int y = d.b.node(Op::Relu, {a}, "y");
+  Result r = expect_matches_reference(d.b.finish({y}), kDenseDims, dense_inputs(), only_gemm());
+  EXPECT_EQ(item_names(r.plan), std::vector<std::string>{"bias_relu"});
+  EXPECT_NE(r.kernels.find("matmul_f32_bias_relu"), std::string::npos) << r.kernels;
+}
+
+TEST(FuseGemm, MatMulBiasGeluItemResidual) {
+  Dense d;
+  int res = d.b.input("r");
+  int a = d.b.node(Op::Add, {d.bias, d.mm}, "a");
+  // GELU, erf form as exported: a * (1 + erf(a / sqrt(2))) * 0.5
+  int q = d.b.node(Op::Div, {a, d.b.constant("sqrt2", scalar(1.4142135f))}, "q");
+  int e = d.b.node(Op::Erf, {q}, "e");
+  int one = d.b.node(Op::Add, {e, d.b.constant("one", scalar(1.f))}, "onep");
+  int m = d.b.node(Op::Mul, {a, one}, "m");
+  int g = d.b.node(Op::Mul, {m, d.b.constant("half", scalar(0.5f))}, "g");
+  int y = d.b.node(Op::Add, {res, g}, "y");  // residual first
+  std::map<std::string, Dims> dims = kDenseDims;
+  dims["r"] = {2, 5, 8};
+  auto inputs = dense_inputs();
+  inputs.push_back(random({2, 5, 8}, 1.f, 4));
+  Result r = expect_matches_reference(d.b.finish({y}), dims, inputs, only_gemm(/*with_gelu=*/true));
+  EXPECT_EQ(item_names(r.plan), (std::vector<std::string>{"gelu", "bias_gelu_residual"}));
+  EXPECT_NE(r.kernels.find("matmul_f32_bias_gelu_erf_residual"), std::string::npos) << r.kernels;
+  EXPECT_EQ(r.plan.steps.size(), 1u);
+}
+
+TEST(FuseGemm, GemmTransBWithCAndRelu) {
+  GraphBuilder b;
+  int x = b.input("x");
+  int w = b.constant("W", weight({8, 16}, 5));
+  int c = b.constant("C", random({1, 8}, 1.f, 6));
+  int g = b.node(Op::Gemm, {x, w, c}, "g", DType::Float32, {{"transB", int64_t{1}}});
+  int y = b.node(Op::Relu, {g}, "y");
+  Result r = expect_matches_reference(b.finish({y}), {{"x", {3, 16}}}, {random({3, 16}, 1.f, 7)}, only_gemm());
+  EXPECT_EQ(item_names(r.plan), std::vector<std::string>{"bias_relu"});
+}
+
+TEST(FuseGemm, DeclinesBiasOfTheWrongShape) {
+  Dense d;
+  int bad = d.b.constant("b2", random({5, 8}, 1.f, 8));  // per row and column: not a bias
+  int y = d.b.node(Op::Add, {d.mm, bad}, "y");
+  Result r = expect_matches_reference(d.b.finish({y}), kDenseDims, dense_inputs(), only_gemm());
+  EXPECT_TRUE(r.plan.fusion.items.empty());
+  EXPECT_NE(reasons(r.plan, "fuse_gemm_epilogue").find("bias shape [5, 8] is not [8]"), std::string::npos)
+      << reasons(r.plan, "fuse_gemm_epilogue");
+}
+
+TEST(FuseGemm, DeclinesAnIntermediateUsedTwice) {
+  Dense d;
+  int a = d.b.node(Op::Add, {d.mm, d.bias}, "a");
+  int y = d.b.node(Op::Relu, {a}, "y");
+  int z = d.b.node(Op::Sigmoid, {a}, "z");
+  Result r = expect_matches_reference(d.b.finish({y, z}), kDenseDims, dense_inputs(), only_gemm());
+  EXPECT_EQ(item_names(r.plan), std::vector<std::string>{"bias"});  // stops before the shared value
+  EXPECT_NE(reasons(r.plan, "fuse_gemm_epilogue").find("'a' is used by 2 nodes"), std::string::npos)
+      << reasons(r.plan, "fuse_gemm_epilogue");
+}
+
+TEST(FuseGemm, DeclinesARuntimeWeight) {
+  GraphBuilder b;
+  int x = b.input("x"), w = b.input("w");
+  int a = b.node(Op::MatMul, {x, w}, "mm");
+  int y = b.node(Op::Add, {a, b.constant("b", random({8}, 1.f, 9))}, "y");
+  Result r = expect_matches_reference(b.finish({y}), {{"x", {4, 16}}, {"w", {16, 8}}},
+                                   {random({4, 16}, 1.f, 10), weight({16, 8}, 11)}, only_gemm());
+  EXPECT_TRUE(r.plan.fusion.items.empty());
+  EXPECT_NE(reasons(r.plan, "fuse_gemm_epilogue").find("weight is not a plan-time constant"), std::string::npos);
+}
+
+TEST(FuseGemm, SwitchedOffByTheConfig) {
+  Dense d;
+  int y = d.b.node(Op::Add, {d.bias, d.mm}, "y");
+  FusionConfig off = only_gemm();
+  off.fuse_gemm_epilogue = false;
+  Result r = expect_matches_reference(d.b.finish({y}), kDenseDims, dense_inputs(), off);
+  EXPECT_TRUE(r.plan.fusion.items.empty());
+  off = only_gemm();
+  off.disabled = {"bias"};
+  r = expect_matches_reference(r.plan.source_graph, kDenseDims, dense_inputs(), off);
+  EXPECT_TRUE(r.plan.fusion.items.empty());
+}
+
+// Query, key and value projections of one input, each with its bias; value has another width.
+TEST(MergeProjections, QkvBecomeOneGemmWithThreeOutputs) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::vector<int> outs;
+  const std::vector<std::pair<const char*, int64_t>> heads = {{"q", 8}, {"k", 8}, {"v", 12}};
+  uint32_t seed = 20;
+  for (const auto& [name, n] : heads) {
+    int w = b.constant(std::string("W") + name, weight({16, n}, seed++));
+    int bias = b.constant(std::string("b") + name, random({n}, 1.f, seed++));
+    int mm = b.node(Op::MatMul, {x, w}, std::string("mm_") + name);
+    outs.push_back(b.node(Op::Add, {bias, mm}, name));
+  }
+  outs.push_back(b.node(Op::Relu, {outs[0]}, "after_q"));  // a consumer outside the merged node
+  Result r = expect_matches_reference(b.finish(outs), {{"x", {2, 7, 16}}}, {random({2, 7, 16}, 1.f, 30)}, only_gemm());
+  EXPECT_EQ(item_names(r.plan), std::vector<std::string>{"qkv"});
+  EXPECT_NE(r.kernels.find("matmul_f32_merged3_bias_onednn_packed"), std::string::npos) << r.kernels;
+}
+
+TEST(MergeProjections, DeclinesARuntimeWeight) {
+  GraphBuilder b;
+  int x = b.input("x");
+  int y1 = b.node(Op::MatMul, {x, b.constant("W1", weight({16, 8}, 1))}, "y1");
+  int y2 = b.node(Op::MatMul, {x, b.input("w2")}, "y2");  // runtime weight: not merged
+  Result r = expect_matches_reference(b.finish({y1, y2}), {{"x", {3, 16}}, {"w2", {16, 4}}},
+                                   {random({3, 16}, 1.f, 2), weight({16, 4}, 3)}, only_gemm());
+  EXPECT_TRUE(r.plan.fusion.items.empty());
+  EXPECT_NE(reasons(r.plan, "merge_projections").find("not a plan-time constant"), std::string::npos);
+}
+
+// A ResNet basic block: y = Relu(Conv(Relu(Conv(x) + b1)) + b2 + x).
+TEST(FuseConv, ConvReluAndConvResidualRelu) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::map<std::string, Attribute> attrs = {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}};
+  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({8, 8, 3, 3}, 40)), b.constant("B1", random({8}, 1.f, 41))},
+                  "c1", DType::Float32, attrs);
+  int r1 = b.node(Op::Relu, {c1}, "r1");
+  int c2 = b.node(Op::Conv, {r1, b.constant("W2", weight({8, 8, 3, 3}, 42)), b.constant("B2", random({8}, 1.f, 43))},
+                  "c2", DType::Float32, attrs);
+  int s = b.node(Op::Add, {c2, x}, "s");
+  int y = b.node(Op::Relu, {s}, "y");
+  for (int64_t batch : {1, 2}) {
+    Result r = expect_matches_reference(b.finish({y}), {{"x", {batch, 8, 10, 10}}}, {random({batch, 8, 10, 10}, 1.f, 44)},
+                                     only_gemm());
+    EXPECT_EQ(item_names(r.plan), (std::vector<std::string>{"conv_relu", "conv_residual_relu"}));
+    EXPECT_NE(r.kernels.find("conv2d_f32_bias_residual_relu"), std::string::npos) << r.kernels;
+    EXPECT_EQ(r.plan.steps.size(), 2u);
+  }
+}
+
+}  // namespace
+}  // namespace fusor
