@@ -1,0 +1,345 @@
+#include "kernels/cpu/fused_elementwise_program.h"
+
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "ir/bind.h"
+
+namespace fusor::cpu::ew {
+namespace {
+
+using simd::D;
+using simd::V;
+namespace hn = simd::hn;
+
+// ---- instruction bodies -------------------------------------------------------------------
+
+template <class F>
+void unary(const float* const* in, float* out, int64_t n, const Params& p) {
+  simd::map1(in[0], out, n, [&](V v) { return F::apply(v, p); });
+}
+
+struct CopyOp {
+  static HWY_INLINE V apply(V x, const Params&) { return x; }
+};
+struct NotOp {
+  static HWY_INLINE V apply(V x, const Params&) { return hn::IfThenElseZero(hn::Eq(x, hn::Zero(D())), hn::Set(D(), 1.f)); }
+};
+struct ToBoolOp {  // !(x == 0), so NaN is true as in the reference Cast (hn::Ne is ordered)
+  static HWY_INLINE V apply(V x, const Params&) { return hn::IfThenZeroElse(hn::Eq(x, hn::Zero(D())), hn::Set(D(), 1.f)); }
+};
+
+// x ^ c for a constant c: the exponents models use are plain arithmetic, the rest std::pow.
+void pow_const(const float* const* in, float* out, int64_t n, const Params& p) {
+  const float c = p.alpha;
+  const float* x = in[0];
+  if (c == 2.f) simd::map1(x, out, n, [](V v) { return hn::Mul(v, v); });
+  else if (c == 3.f) simd::map1(x, out, n, [](V v) { return hn::Mul(hn::Mul(v, v), v); });
+  else if (c == 1.f) simd::map1(x, out, n, [](V v) { return v; });
+  else if (c == 0.5f) simd::map1(x, out, n, [](V v) { return hn::Sqrt(v); });
+  else if (c == -1.f) simd::map1(x, out, n, [](V v) { return hn::Div(hn::Set(D(), 1.f), v); });
+  else for (int64_t i = 0; i < n; ++i) out[i] = std::pow(x[i], c);
+}
+
+#define FUSOR_BINARY(Name, expr)                    \
+  struct Name##Op {                                 \
+    static HWY_INLINE V apply(V a, V b) {           \
+      const D d;                                    \
+      (void)d;                                      \
+      return expr;                                  \
+    }                                               \
+  };
+FUSOR_BINARY(Add, hn::Add(a, b))
+FUSOR_BINARY(Sub, hn::Sub(a, b))
+FUSOR_BINARY(Mul, hn::Mul(a, b))
+FUSOR_BINARY(Div, hn::Div(a, b))
+FUSOR_BINARY(Equal, hn::IfThenElseZero(hn::Eq(a, b), hn::Set(d, 1.f)))
+FUSOR_BINARY(Greater, hn::IfThenElseZero(hn::Gt(a, b), hn::Set(d, 1.f)))
+FUSOR_BINARY(Less, hn::IfThenElseZero(hn::Lt(a, b), hn::Set(d, 1.f)))
+#undef FUSOR_BINARY
+
+template <class F, bool kAS, bool kBS>
+void binary(const float* const* in, float* out, int64_t n, const Params&) {
+  simd::map2<kAS, kBS>(in[0], in[1], out, n, [](V a, V b) { return F::apply(a, b); });
+}
+
+template <bool kAS, bool kBS>
+void pow_tensor(const float* const* in, float* out, int64_t n, const Params&) {
+  const float a0 = in[0][0], b0 = in[1][0];  // read first: `out` may share a scalar's buffer
+  for (int64_t i = 0; i < n; ++i) out[i] = std::pow(kAS ? a0 : in[0][i], kBS ? b0 : in[1][i]);
+}
+
+// cond != 0 ? a : b; operand k is a scalar when bit k of kScalar is set.
+template <int kScalar>
+void where(const float* const* in, float* out, int64_t n, const Params&) {
+  constexpr bool sc = kScalar & 1, sa = kScalar & 2, sb = kScalar & 4;
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  auto pick = [&](V c, V a, V b) { return hn::IfThenElse(hn::Ne(c, hn::Zero(d)), a, b); };
+  const V c0 = hn::Set(d, in[0][0]), a0 = hn::Set(d, in[1][0]), b0 = hn::Set(d, in[2][0]);
+  int64_t i = 0;
+  for (; i + L <= n; i += L)
+    hn::StoreU(pick(sc ? c0 : hn::LoadU(d, in[0] + i), sa ? a0 : hn::LoadU(d, in[1] + i),
+                    sb ? b0 : hn::LoadU(d, in[2] + i)),
+               d, out + i);
+  if (i < n) {
+    auto m = hn::FirstN(d, static_cast<size_t>(n - i));
+    hn::BlendedStore(pick(sc ? c0 : hn::MaskedLoad(m, d, in[0] + i), sa ? a0 : hn::MaskedLoad(m, d, in[1] + i),
+                          sb ? b0 : hn::MaskedLoad(m, d, in[2] + i)),
+                     m, d, out + i);
+  }
+}
+
+template <class F>
+Fn pick_binary(bool as, bool bs) {
+  if (as && bs) return binary<F, false, false>;  // a scalar result: run over one element
+  if (as) return binary<F, true, false>;
+  return bs ? binary<F, false, true> : binary<F, false, false>;
+}
+
+// ---- compiling a body -----------------------------------------------------------------------
+
+struct Compiler {
+  const Graph& body;
+  Binding b;
+  Program p;
+  std::vector<int> slot_of;
+  std::vector<int> input_index;
+
+  DType dtype(int v) const { return b.types[static_cast<size_t>(v)].dtype; }
+  bool is(int v, DType t) const { return v >= 0 && dtype(v) == t; }
+  bool float_or_bool(int v) const { return is(v, DType::Float32) || is(v, DType::Bool); }
+  std::optional<float> scalar_constant(int v) const {
+    if (v < 0 || !b.is_constant(v) || b.constants[static_cast<size_t>(v)].numel() != 1) return std::nullopt;
+    return static_cast<float>(b.constants[static_cast<size_t>(v)].scalar_as_double());
+  }
+  int read(int v) {
+    int& s = slot_of[static_cast<size_t>(v)];
+    if (s < 0) {
+      s = p.slots++;
+      int k = input_index[static_cast<size_t>(v)];
+      if (k < 0) throw Error("value '" + body.values[static_cast<size_t>(v)].name + "' is read before it is made");
+      p.input_slot[static_cast<size_t>(k)] = s;
+    }
+    return s;
+  }
+
+  // One instruction for `n`, or the reason it has none.
+  std::optional<std::string> add(const Node& n) {
+    int out = n.outputs.empty() ? -1 : n.outputs[0];
+    for (size_t o = 1; o < n.outputs.size(); ++o)
+      if (n.outputs[o] >= 0) return n.describe() + " has a second output";
+    if (out < 0) return n.describe() + " has no output";
+    const auto& in = n.inputs;
+    auto input = [&](size_t i) { return i < in.size() ? in[i] : -1; };
+    Instr ins;
+    auto operands = [&](std::initializer_list<int> vs) {
+      for (int v : vs) ins.src[ins.nsrc++] = read(v);
+    };
+    Op op = n.op;
+    if (op == Op::Fused) {
+      if (n.op_type != "Gelu") return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
+      op = Op::Gelu;
+    }
+    const bool f_in = is(input(0), DType::Float32), f_out = is(out, DType::Float32);
+    auto float_unary = [&](Code c) -> std::optional<std::string> {
+      if (!f_in || !f_out) return n.describe() + ": only float32 is supported";
+      ins.code = c;
+      operands({input(0)});
+      return std::nullopt;
+    };
+    std::optional<std::string> why;
+    switch (op) {
+      case Op::Relu: why = float_unary(Code::Relu); break;
+      case Op::Neg: why = float_unary(Code::Neg); break;
+      case Op::Abs: why = float_unary(Code::Abs); break;
+      case Op::Sqrt: why = float_unary(Code::Sqrt); break;
+      case Op::Reciprocal: why = float_unary(Code::Reciprocal); break;
+      case Op::Exp: why = float_unary(Code::Exp); break;
+      case Op::Log: why = float_unary(Code::Log); break;
+      case Op::Sigmoid: why = float_unary(Code::Sigmoid); break;
+      case Op::Tanh: why = float_unary(Code::Tanh); break;
+      case Op::Erf: why = float_unary(Code::Erf); break;
+      case Op::HardSwish: why = float_unary(Code::HardSwish); break;
+      case Op::LeakyRelu:
+        ins.p.alpha = n.attr_float("alpha", 0.01f);
+        why = float_unary(Code::LeakyRelu);
+        break;
+      case Op::HardSigmoid:
+        ins.p.alpha = n.attr_float("alpha", 0.2f);
+        ins.p.beta = n.attr_float("beta", 0.5f);
+        why = float_unary(Code::HardSigmoid);
+        break;
+      case Op::Gelu: {
+        std::string approx = n.attr_string("approximate", "none");
+        if (approx != "none" && approx != "tanh") return n.describe() + ": unknown approximation '" + approx + "'";
+        why = float_unary(approx == "none" ? Code::GeluErf : Code::GeluTanh);
+        break;
+      }
+      case Op::Clip:
+        ins.p.lo = -std::numeric_limits<float>::infinity();
+        ins.p.hi = std::numeric_limits<float>::infinity();
+        if (n.opset < 11) {
+          ins.p.lo = n.attr_float("min", ins.p.lo);
+          ins.p.hi = n.attr_float("max", ins.p.hi);
+        } else {
+          for (size_t k : {size_t{1}, size_t{2}}) {
+            if (input(k) < 0) continue;
+            auto c = scalar_constant(input(k));
+            if (!c) return n.describe() + ": bounds must be scalar constants";
+            (k == 1 ? ins.p.lo : ins.p.hi) = *c;
+          }
+        }
+        why = float_unary(Code::Clip);
+        break;
+      case Op::Identity:
+      case Op::Dropout:
+        if (n.op == Op::Dropout && input(2) >= 0 && scalar_constant(input(2)).value_or(1.f) != 0.f)
+          return n.describe() + ": training mode is not a constant false";
+        if (!float_or_bool(input(0)) || dtype(out) != dtype(input(0))) return n.describe() + ": only float32 and bool";
+        ins.code = Code::Copy;
+        operands({input(0)});
+        break;
+      case Op::Not:
+        if (!is(input(0), DType::Bool)) return n.describe() + ": input is not bool";
+        ins.code = Code::Not;
+        operands({input(0)});
+        break;
+      case Op::Cast: {
+        DType from = input(0) >= 0 ? dtype(input(0)) : DType::Undefined;
+        bool loadable = from == DType::Float32 || from == DType::Bool ||
+                        ((from == DType::Int32 || from == DType::Int64) && input_index[static_cast<size_t>(input(0))] >= 0);
+        if (!loadable) return n.describe() + ": casts from " + dtype_name(from) + " are not supported";
+        if (is(out, DType::Float32) || (is(out, DType::Bool) && from == DType::Bool)) ins.code = Code::Copy;
+        else if (is(out, DType::Bool)) ins.code = Code::ToBool;
+        else return n.describe() + ": casts to " + dtype_name(dtype(out)) + " are not supported";
+        operands({input(0)});
+        break;
+      }
+      case Op::Pow:
+        if (!f_in || !f_out) return n.describe() + ": only float32 bases are supported";
+        if (auto c = scalar_constant(input(1))) {
+          ins.code = Code::PowConst;
+          ins.p.alpha = *c;
+          operands({input(0)});
+        } else if (is(input(1), DType::Float32)) {
+          ins.code = Code::Pow;
+          operands({input(0), input(1)});
+        } else {
+          return n.describe() + ": the exponent is neither float32 nor a scalar constant";
+        }
+        break;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
+        if (!f_in || !is(input(1), DType::Float32) || !f_out) return n.describe() + ": only float32 is supported";
+        ins.code = op == Op::Add ? Code::Add : op == Op::Sub ? Code::Sub : op == Op::Mul ? Code::Mul : Code::Div;
+        operands({input(0), input(1)});
+        break;
+      case Op::Equal: case Op::Greater: case Op::Less: {
+        bool both_float = f_in && is(input(1), DType::Float32);
+        bool both_bool = op == Op::Equal && is(input(0), DType::Bool) && is(input(1), DType::Bool);
+        if (!(both_float || both_bool) || !is(out, DType::Bool)) return n.describe() + ": only float32 operands";
+        ins.code = op == Op::Equal ? Code::Equal : op == Op::Greater ? Code::Greater : Code::Less;
+        operands({input(0), input(1)});
+        break;
+      }
+      case Op::Where:
+        if (!is(input(0), DType::Bool) || !float_or_bool(input(1)) || dtype(input(2)) != dtype(input(1)) ||
+            dtype(out) != dtype(input(1)))
+          return n.describe() + ": only float32 or bool values";
+        ins.code = Code::Where;
+        operands({input(0), input(1), input(2)});
+        break;
+      default:
+        return n.describe() + " is not an elementwise op this kernel runs";
+    }
+    if (why) return why;
+    if (slot_of[static_cast<size_t>(out)] >= 0) return n.describe() + " writes a value twice";
+    ins.dst = slot_of[static_cast<size_t>(out)] = p.slots++;
+    p.code.push_back(ins);
+    return std::nullopt;
+  }
+};
+
+}  // namespace
+
+std::variant<Program, std::string> compile_program(const Node& fused, std::span<const TensorType> inputs,
+                                                   std::span<const Tensor* const> constants) {
+  if (!fused.body) return std::string("no body");
+  const Graph& body = *fused.body;
+  if (body.inputs.size() != inputs.size()) return std::string("body and node inputs differ");
+  std::vector<Tensor> frozen;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    frozen.push_back(i < constants.size() && constants[i] ? *constants[i] : Tensor());
+  Compiler c{body, {}, {}, std::vector<int>(body.values.size(), -1), std::vector<int>(body.values.size(), -1)};
+  try {
+    c.b = bind_graph(body, inputs, frozen);
+    c.p.input_slot.assign(inputs.size(), -1);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      c.input_index[static_cast<size_t>(body.inputs[i])] = static_cast<int>(i);
+      c.p.input_dtype.push_back(inputs[i].dtype);
+    }
+    for (const Node& n : body.nodes)
+      if (auto why = c.add(n)) return *why;
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  for (int v : body.outputs) {
+    if (!c.is(v, DType::Float32)) return "output '" + body.values[static_cast<size_t>(v)].name + "' is not float32";
+    int s = c.slot_of[static_cast<size_t>(v)];
+    if (s < 0 || c.input_index[static_cast<size_t>(v)] >= 0) return std::string("an output is not computed by the body");
+    c.p.output_slot.push_back(s);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    DType t = inputs[i].dtype;
+    bool loadable = t == DType::Float32 || t == DType::Bool || t == DType::Int32 || t == DType::Int64;
+    if (c.p.input_slot[i] >= 0 && !loadable) return std::string("input of dtype ") + dtype_name(t);
+  }
+  return std::move(c.p);
+}
+
+Fn select_fn(Code code, const bool scalar[3]) {
+  using namespace unary_ops;
+  const bool as = scalar[0], bs = scalar[1];
+  switch (code) {
+    case Code::Copy: return unary<CopyOp>;
+    case Code::Relu: return unary<ReluOp>;
+    case Code::Neg: return unary<NegOp>;
+    case Code::Abs: return unary<AbsOp>;
+    case Code::Sqrt: return unary<SqrtOp>;
+    case Code::Reciprocal: return unary<ReciprocalOp>;
+    case Code::Exp: return unary<ExpOp>;
+    case Code::Log: return unary<LogOp>;
+    case Code::Sigmoid: return unary<SigmoidOp>;
+    case Code::Tanh: return unary<TanhOp>;
+    case Code::Erf: return unary<ErfOp>;
+    case Code::Clip: return unary<ClipOp>;
+    case Code::LeakyRelu: return unary<LeakyReluOp>;
+    case Code::HardSigmoid: return unary<HardSigmoidOp>;
+    case Code::HardSwish: return unary<HardSwishOp>;
+    case Code::GeluErf: return unary<GeluErfOp>;
+    case Code::GeluTanh: return unary<GeluTanhOp>;
+    case Code::PowConst: return pow_const;
+    case Code::Not: return unary<NotOp>;
+    case Code::ToBool: return unary<ToBoolOp>;
+    case Code::Add: return pick_binary<AddOp>(as, bs);
+    case Code::Sub: return pick_binary<SubOp>(as, bs);
+    case Code::Mul: return pick_binary<MulOp>(as, bs);
+    case Code::Div: return pick_binary<DivOp>(as, bs);
+    case Code::Equal: return pick_binary<EqualOp>(as, bs);
+    case Code::Greater: return pick_binary<GreaterOp>(as, bs);
+    case Code::Less: return pick_binary<LessOp>(as, bs);
+    case Code::Pow:
+      if (as && bs) return pow_tensor<false, false>;
+      return as ? pow_tensor<true, false> : bs ? pow_tensor<false, true> : pow_tensor<false, false>;
+    case Code::Where: {
+      static constexpr Fn kWhere[8] = {where<0>, where<1>, where<2>, where<3>,
+                                       where<4>, where<5>, where<6>, where<7>};
+      int mask = (scalar[0] ? 1 : 0) | (scalar[1] ? 2 : 0) | (scalar[2] ? 4 : 0);
+      return kWhere[mask == 7 ? 0 : mask];
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace fusor::cpu::ew

@@ -1,0 +1,62 @@
+// A fused Elementwise node's body compiled to a register program: one instruction per body node,
+// each reading and writing "slots" (a node input, a temporary, or a node output). The kernel
+// (fused_elementwise.cc) runs the program tile by tile: every instruction sweeps one tile of
+// 8-64 vectors that stays in L1, so an intermediate never goes to memory and the interpreter's
+// dispatch costs one indirect call per instruction per tile, not per element.
+//
+// Values are float32 in registers. Bool values are 0.0/1.0 (compares, Not, Cast to bool);
+// bool, int32 and int64 node inputs are converted to float when a tile loads them, so they may
+// feed Cast, Where and Not (int values are exact up to 2^24, which is all a Cast to float keeps).
+#pragma once
+#include <cstdint>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "kernels/cpu/unary_ops.h"
+#include "runtime/kernel.h"
+
+namespace fusor::cpu::ew {
+
+using unary_ops::Params;
+
+// Runs one instruction over n elements. `in` holds up to three operand pointers; an operand the
+// instruction was bound to read as a scalar points at one value.
+using Fn = void (*)(const float* const* in, float* out, int64_t n, const Params& p);
+
+enum class Code : uint8_t {
+  // one operand
+  Copy, Relu, Neg, Abs, Sqrt, Reciprocal, Exp, Log, Sigmoid, Tanh, Erf, Clip, LeakyRelu, HardSigmoid,
+  HardSwish, GeluErf, GeluTanh, PowConst, Not, ToBool,
+  // two operands
+  Add, Sub, Mul, Div, Pow, Equal, Greater, Less,
+  // three
+  Where,
+};
+
+struct Instr {
+  Code code = Code::Copy;
+  int dst = -1;
+  int src[3] = {-1, -1, -1};
+  int nsrc = 0;
+  Params p;  // LeakyRelu/HardSigmoid alpha, beta; Clip lo, hi; PowConst exponent in alpha
+};
+
+struct Program {
+  std::vector<Instr> code;
+  int slots = 0;
+  std::vector<int> input_slot;   // per node input: its slot, or -1 when no instruction reads it
+  std::vector<int> output_slot;  // per node output
+  std::vector<DType> input_dtype;  // per node input
+};
+
+// Compiles the fused node's body for these input types and plan-time constants (Clip bounds,
+// Pow exponents), or says why not.
+std::variant<Program, std::string> compile_program(const Node& fused, std::span<const TensorType> inputs,
+                                                   std::span<const Tensor* const> constants);
+
+// The function that runs `code` with operands that are scalars where `scalar[i]` says so.
+Fn select_fn(Code code, const bool scalar[3]);
+
+}  // namespace fusor::cpu::ew

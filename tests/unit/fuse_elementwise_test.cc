@@ -1,0 +1,357 @@
+// The generic elementwise fusion: which groups the pass forms and which it declines (with
+// reasons), and that the fused kernel computes what the reference plan computes, for chains,
+// diamonds, broadcasts, multi-output groups, compares and Where, and casts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/cpu/common.h"
+#include "plan/plan.h"
+#include "runtime/executor.h"
+#include "graph_builder.h"
+
+namespace fusor {
+namespace {
+
+constexpr int64_t kOnnxFloat = 1, kOnnxBool = 9;
+
+Tensor random_tensor(DType t, const Dims& dims, unsigned seed) {
+  Tensor x(t, dims);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-3.f, 3.f);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    if (t == DType::Float32) x.data<float>()[i] = u(rng);
+    else if (t == DType::Bool) x.data<bool>()[i] = u(rng) > 0;
+    else if (t == DType::Int64) x.data<int64_t>()[i] = u(rng) > 0 ? 1 : 0;
+  }
+  return x;
+}
+
+Tensor scalar(float v) {
+  Tensor t(DType::Float32, {});
+  t.data<float>()[0] = v;
+  return t;
+}
+
+Plan fused_plan(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims) {
+  PlanOptions o;
+  o.fusion = FusionConfig{};
+  return build_plan(std::move(g), dims, o);
+}
+
+std::vector<const Node*> fused_nodes(const Plan& p, const std::string& kind = "Elementwise") {
+  std::vector<const Node*> out;
+  for (const Node& n : p.graph->nodes)
+    if (n.op == Op::Fused && n.op_type == kind) out.push_back(&n);
+  return out;
+}
+
+// Kernel names of the plan's Elementwise steps.
+std::vector<std::string> elementwise_kernels(const Plan& p) {
+  std::vector<std::string> names;
+  for (const Step& s : p.steps) {
+    const Node& n = p.graph->nodes[static_cast<size_t>(s.node)];
+    if (n.op == Op::Fused && n.op_type == "Elementwise") names.push_back(s.kernel->name());
+  }
+  return names;
+}
+
+bool declined(const Plan& p, const std::string& reason_part) {
+  for (const NotFused& nf : p.fusion.not_fused)
+    if (nf.pass == "fuse_elementwise" && nf.reason.find(reason_part) != std::string::npos) return true;
+  return false;
+}
+
+// Runs the fused plan and the reference plan on random inputs of `types` and compares outputs.
+void expect_matches_reference(std::shared_ptr<const Graph> g, const std::vector<std::pair<std::string, TensorType>>& types,
+                              const Plan& fused, float tol = 2e-6f) {
+  std::map<std::string, Dims> dims;
+  std::vector<Tensor> inputs;
+  unsigned seed = 1;
+  for (const auto& [name, t] : types) {
+    dims[name] = t.dims;
+    inputs.push_back(random_tensor(t.dtype, t.dims, seed++));
+  }
+  PlanOptions ref_options;
+  ref_options.kernels = KernelChoice::Reference;
+  Plan ref = build_plan(g, dims, ref_options);
+  std::vector<Tensor> want = Executor(ref).run(inputs), got = Executor(fused).run(inputs);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t o = 0; o < want.size(); ++o) {
+    ASSERT_EQ(want[o].dims(), got[o].dims());
+    const float* w = want[o].data<float>();
+    const float* y = got[o].data<float>();
+    for (int64_t i = 0; i < want[o].numel(); ++i) {
+      if (std::isnan(w[i])) {
+        EXPECT_TRUE(std::isnan(y[i])) << "output " << o << " at " << i;
+        continue;
+      }
+      ASSERT_NEAR(y[i], w[i], tol * (1 + std::abs(w[i]))) << "output " << o << " at " << i;
+    }
+  }
+}
+
+TensorType f32(Dims d) { return {DType::Float32, std::move(d)}; }
+
+// y = Sigmoid(Relu(x * 2 + 1) - 0.5)
+std::shared_ptr<const Graph> chain() {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int two = b.constant("two", scalar(2)), one = b.constant("one", scalar(1)), half = b.constant("half", scalar(.5f));
+  int m = b.node(Op::Mul, {x, two}, "m");
+  int a = b.node(Op::Add, {m, one}, "a");
+  int r = b.node(Op::Relu, {a}, "r");
+  int s = b.node(Op::Sub, {r, half}, "s");
+  return b.finish({b.node(Op::Sigmoid, {s}, "y")});
+}
+
+TEST(FuseElementwise, ChainBecomesOneKernel) {
+  auto g = chain();
+  for (Dims d : {Dims{4, 1000}, Dims{3, 5, 7}, Dims{1}, Dims{}}) {
+    Plan p = fused_plan(g, {{"x", d}});
+    ASSERT_EQ(fused_nodes(p).size(), 1u) << dims_to_string(d);
+    EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 5u);
+    ASSERT_EQ(p.steps.size(), 1u);
+    EXPECT_EQ(elementwise_kernels(p), std::vector<std::string>{std::string("elementwise_f32_5ops_") + cpu::kIsa});
+    expect_matches_reference(g, {{"x", f32(d)}}, p);
+  }
+}
+
+// A value used twice inside the group, and exp/erf/tanh/log/gelu-like math.
+TEST(FuseElementwise, DiamondWithTranscendentals) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int one = b.constant("one", scalar(1));
+  int a = b.node(Op::Add, {x, one}, "a");
+  int t = b.node(Op::Tanh, {a}, "t");
+  int e = b.node(Op::Erf, {a}, "e");
+  int ex = b.node(Op::Exp, {t}, "ex");
+  int l = b.node(Op::Log, {b.node(Op::Abs, {e}, "ae")}, "l");
+  int y = b.node(Op::Mul, {ex, b.node(Op::Add, {l, a}, "la")}, "y");
+  auto g = b.finish({y});
+  Plan p = fused_plan(g, {{"x", {17, 33}}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 8u);
+  expect_matches_reference(g, {{"x", f32({17, 33})}}, p, 1e-5f);
+}
+
+// y = Relu(x * col + row) / s: a bias row [N], a per-row column [M,1] and a runtime scalar.
+std::shared_ptr<const Graph> broadcasts() {
+  test::GraphBuilder b;
+  int x = b.input("x"), row = b.input("row"), col = b.input("col"), s = b.input("s");
+  int m = b.node(Op::Mul, {x, col}, "m");
+  int a = b.node(Op::Add, {m, row}, "a");
+  int r = b.node(Op::Relu, {a}, "r");
+  return b.finish({b.node(Op::Div, {r, s}, "y")});
+}
+
+TEST(FuseElementwise, BroadcastRowsColumnsAndScalars) {
+  auto g = broadcasts();
+  // Long rows (row tiles), short rows (flat tiles with gathered operands), a leading batch dim.
+  for (Dims xd : {Dims{8, 384}, Dims{64, 5}, Dims{3, 9, 130}, Dims{2, 7, 3}}) {
+    Dims row{xd.back()}, col = xd;
+    col.back() = 1;
+    Plan p = fused_plan(g, {{"x", xd}, {"row", row}, {"col", col}, {"s", {}}});
+    ASSERT_EQ(fused_nodes(p).size(), 1u) << dims_to_string(xd);
+    ASSERT_EQ(elementwise_kernels(p).size(), 1u);
+    EXPECT_NE(elementwise_kernels(p)[0].find("_bcast_"), std::string::npos);
+    expect_matches_reference(g, {{"x", f32(xd)}, {"row", f32(row)}, {"col", f32(col)}, {"s", f32({})}}, p);
+  }
+}
+
+// The attention-mask shape: [B,1,1,S] over [B,H,S,S], the mask made from int64 by a Cast.
+TEST(FuseElementwise, MaskFromIntsBroadcastsOverScores) {
+  test::GraphBuilder b;
+  int scores = b.input("scores"), mask = b.input("mask", DType::Int64);
+  int one = b.constant("one", scalar(1)), big = b.constant("big", scalar(-10000.f)), k = b.constant("k", scalar(.125f));
+  int mf = b.node(Op::Cast, {mask}, "mf", DType::Float32, {{"to", kOnnxFloat}});
+  int inv = b.node(Op::Sub, {one, mf}, "inv");
+  int add = b.node(Op::Mul, {inv, big}, "add");
+  int scaled = b.node(Op::Mul, {scores, k}, "scaled");
+  auto g = b.finish({b.node(Op::Add, {scaled, add}, "y")});
+  for (int64_t s : {7, 128}) {
+    Plan p = fused_plan(g, {{"scores", {2, 3, s, s}}, {"mask", {2, 1, 1, s}}});
+    ASSERT_EQ(fused_nodes(p).size(), 1u) << s;
+    EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 5u);
+    ASSERT_EQ(elementwise_kernels(p).size(), 1u);
+    expect_matches_reference(g, {{"scores", f32({2, 3, s, s})}, {"mask", {DType::Int64, {2, 1, 1, s}}}}, p);
+  }
+}
+
+// a = x * 2 is both a graph output and read inside the group: a second output.
+TEST(FuseElementwise, ValueUsedOutsideBecomesAnExtraOutput) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int two = b.constant("two", scalar(2));
+  int a = b.node(Op::Mul, {x, two}, "a");
+  int t = b.node(Op::Tanh, {a}, "t");
+  int y = b.node(Op::Add, {t, x}, "y");
+  auto g = b.finish({y, a});
+  Plan p = fused_plan(g, {{"x", {5, 300}}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  EXPECT_EQ(fused_nodes(p)[0]->outputs.size(), 2u);
+  ASSERT_EQ(p.steps.size(), 1u);
+  expect_matches_reference(g, {{"x", f32({5, 300})}}, p);
+}
+
+// y = Where(x > 0, x, 0.1 * x) + Cast(Not(b)) with b a bool input; compares stay inside.
+TEST(FuseElementwise, CompareWhereNotAndCasts) {
+  test::GraphBuilder b;
+  int x = b.input("x"), flag = b.input("flag", DType::Bool);
+  int zero = b.constant("zero", scalar(0)), tenth = b.constant("tenth", scalar(.1f));
+  int pos = b.node(Op::Greater, {x, zero}, "pos", DType::Bool);
+  int small = b.node(Op::Mul, {x, tenth}, "small");
+  int w = b.node(Op::Where, {pos, x, small}, "w");
+  int nf = b.node(Op::Not, {flag}, "nf", DType::Bool);
+  int eq = b.node(Op::Equal, {nf, b.node(Op::Less, {x, tenth}, "lt", DType::Bool)}, "eq", DType::Bool);
+  int c = b.node(Op::Cast, {eq}, "c", DType::Float32, {{"to", kOnnxFloat}});
+  int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", kOnnxBool}});
+  int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", kOnnxFloat}});
+  auto g = b.finish({b.node(Op::Add, {b.node(Op::Add, {w, c}, "wc"), cb}, "y")});
+  Plan p = fused_plan(g, {{"x", {6, 200}}, {"flag", {200}}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 11u);
+  ASSERT_EQ(p.steps.size(), 1u);
+  expect_matches_reference(g, {{"x", f32({6, 200})}, {"flag", {DType::Bool, {200}}}}, p);
+}
+
+TEST(FuseElementwise, ActivationsWithAttributesAndPow) {
+  test::GraphBuilder b;
+  int x = b.input("x"), e = b.input("e");
+  int three = b.constant("three", scalar(3)), lo = b.constant("lo", scalar(-1)), hi = b.constant("hi", scalar(2));
+  int l = b.node(Op::LeakyRelu, {x}, "l", DType::Float32, {{"alpha", 0.3f}});
+  int h = b.node(Op::HardSigmoid, {l}, "h", DType::Float32, {{"alpha", 0.25f}, {"beta", 0.4f}});
+  int clip = b.node(Op::Clip, {b.node(Op::Pow, {x, three}, "cube2"), lo, hi}, "clip");
+  int sw = b.node(Op::HardSwish, {clip}, "sw");
+  int pw = b.node(Op::Pow, {b.node(Op::Abs, {x}, "ax"), e}, "pw");  // tensor exponent
+  int y = b.node(Op::Add, {b.node(Op::Add, {h, sw}, "hs"), b.node(Op::Sqrt, {pw}, "sq")}, "y");
+  auto g = b.finish({y, b.node(Op::Reciprocal, {b.node(Op::Neg, {y}, "ny")}, "ry")});
+  Plan p = fused_plan(g, {{"x", {4, 77}}, {"e", {77}}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  expect_matches_reference(g, {{"x", f32({4, 77})}, {"e", f32({77})}}, p, 1e-5f);
+}
+
+// Outputs over 16 MiB are streamed past the caches: same numbers.
+TEST(FuseElementwise, LargeOutputsAreStreamed) {
+  auto g = chain();
+  Dims d{1030, 4099};  // 16.1 MiB, rows not a multiple of the vector
+  Plan p = fused_plan(g, {{"x", d}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  expect_matches_reference(g, {{"x", f32(d)}}, p);
+}
+
+// A GELU the pattern pass fused joins the bias add in front of it.
+TEST(FuseElementwise, FusedGeluIsAMember) {
+  test::GraphBuilder b;
+  int x = b.input("x"), bias = b.input("bias");
+  int s2 = b.constant("sqrt2", scalar(1.4142135f)), one = b.constant("one", scalar(1)), half = b.constant("half", scalar(.5f));
+  int a = b.node(Op::Add, {x, bias}, "a");
+  int e = b.node(Op::Erf, {b.node(Op::Div, {a, s2}, "d")}, "e");
+  int m = b.node(Op::Mul, {a, b.node(Op::Add, {e, one}, "e1")}, "m");
+  auto g = b.finish({b.node(Op::Mul, {m, half}, "y")});
+  Plan p = fused_plan(g, {{"x", {3, 64}}, {"bias", {64}}});
+  ASSERT_EQ(fused_nodes(p).size(), 1u);
+  const Graph& body = *fused_nodes(p)[0]->body;
+  ASSERT_EQ(body.nodes.size(), 2u);
+  EXPECT_EQ(body.nodes[1].op_type, "Gelu");
+  ASSERT_EQ(p.steps.size(), 1u);
+  expect_matches_reference(g, {{"x", f32({3, 64})}, {"bias", f32({64})}}, p, 1e-5f);
+}
+
+// ---- declines ----------------------------------------------------------------------------
+
+// A small intermediate read outside the group would have to leave it with a partial shape.
+TEST(FuseElementwise, DeclinesAnOutputOfAnotherShape) {
+  test::GraphBuilder b;
+  int x = b.input("x"), row = b.input("row");
+  int two = b.constant("two", scalar(2));
+  int r2 = b.node(Op::Mul, {row, two}, "r2");
+  int y = b.node(Op::Relu, {b.node(Op::Add, {x, r2}, "a")}, "y");
+  auto g = b.finish({y, r2});
+  Plan p = fused_plan(g, {{"x", {4, 32}}, {"row", {32}}});
+  EXPECT_TRUE(declined(p, "not the iteration shape [4, 32]"));
+  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Add + Relu still fuse
+  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 2u);
+  expect_matches_reference(g, {{"x", f32({4, 32})}, {"row", f32({32})}}, p);
+}
+
+// Relu -> MatMul -> Add(Relu's output, ...): Relu and Add would enclose the MatMul.
+TEST(FuseElementwise, DeclinesACycle) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  Tensor w(DType::Float32, {8, 8});
+  for (int i = 0; i < 64; ++i) w.data<float>()[i] = static_cast<float>(i % 5) * 0.1f;
+  int r = b.node(Op::Relu, {x}, "r");
+  int mm = b.node(Op::MatMul, {r, b.constant("w", w)}, "mm");
+  auto g = b.finish({b.node(Op::Add, {r, mm}, "y")});
+  Plan p = fused_plan(g, {{"x", {8, 8}}});
+  EXPECT_TRUE(declined(p, "cycle"));
+  EXPECT_TRUE(fused_nodes(p).empty());
+}
+
+// Integer arithmetic is not the kernel's: said, and left alone.
+TEST(FuseElementwise, DeclinesIntegerArithmetic) {
+  test::GraphBuilder b;
+  int x = b.input("x"), i = b.input("i", DType::Int64);
+  int ii = b.node(Op::Add, {i, i}, "ii", DType::Int64);
+  int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", kOnnxFloat}});
+  auto g = b.finish({b.node(Op::Relu, {b.node(Op::Mul, {x, c}, "m")}, "y")});
+  Plan p = fused_plan(g, {{"x", {4, 16}}, {"i", {4, 16}}});
+  EXPECT_TRUE(declined(p, "makes int64"));
+  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Cast (reading int64 from outside), Mul, Relu
+  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 3u);
+  expect_matches_reference(g, {{"x", f32({4, 16})}, {"i", {DType::Int64, {4, 16}}}}, p);
+}
+
+// A bool result that leaves the group cannot be an output of the float kernel.
+TEST(FuseElementwise, DeclinesABoolOutput) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int n = b.node(Op::Neg, {x}, "n");
+  auto g = b.finish({b.node(Op::Greater, {n, b.constant("zero", scalar(0))}, "pos", DType::Bool)});
+  Plan p = fused_plan(g, {{"x", {4, 16}}});
+  EXPECT_TRUE(declined(p, "would leave the group as bool, not float32"));
+  EXPECT_TRUE(fused_nodes(p).empty());
+}
+
+// An expensive op on a small value is not recomputed for every element it broadcasts to.
+TEST(FuseElementwise, DeclinesRecomputingAnExpensiveSmallValue) {
+  test::GraphBuilder b;
+  int x = b.input("x"), row = b.input("row");
+  int e = b.node(Op::Exp, {row}, "e");
+  auto g = b.finish({b.node(Op::Relu, {b.node(Op::Add, {x, e}, "a")}, "y")});
+  Plan p = fused_plan(g, {{"x", {64, 32}}, {"row", {32}}});
+  EXPECT_TRUE(declined(p, "would be recomputed for every element of [64, 32]"));
+  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Add + Relu
+  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 2u);
+  expect_matches_reference(g, {{"x", f32({64, 32})}, {"row", f32({32})}}, p);
+}
+
+// Bounded fusion: a 40-op chain becomes a 32-node group and an 8-node group.
+TEST(FuseElementwise, GroupsAreCapped) {
+  test::GraphBuilder b;
+  int v = b.input("x");
+  for (int i = 0; i < 40; ++i) v = b.node(i % 2 ? Op::Neg : Op::Abs, {v}, "v" + std::to_string(i));
+  auto g = b.finish({v});
+  Plan p = fused_plan(g, {{"x", {2, 50}}});
+  auto fused = fused_nodes(p);
+  ASSERT_EQ(fused.size(), 2u);
+  EXPECT_EQ(fused[0]->body->nodes.size() + fused[1]->body->nodes.size(), 40u);
+  EXPECT_LE(std::max(fused[0]->body->nodes.size(), fused[1]->body->nodes.size()), 32u);
+  EXPECT_TRUE(declined(p, "exceed 32 nodes"));
+  expect_matches_reference(g, {{"x", f32({2, 50})}}, p);
+}
+
+// Off in the config: nothing fused.
+TEST(FuseElementwise, SwitchedOff) {
+  PlanOptions o;
+  o.fusion = FusionConfig{};
+  o.fusion->fuse_elemwise = false;
+  Plan p = build_plan(chain(), {{"x", {4, 16}}}, o);
+  EXPECT_TRUE(fused_nodes(p).empty());
+  EXPECT_EQ(p.steps.size(), 5u);
+}
+
+}  // namespace
+}  // namespace fusor
