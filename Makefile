@@ -3,11 +3,12 @@
 
 BUILD     ?= build
 ASAN      ?= build-asan
+TSAN      ?= build-tsan
 PY        := .venv/bin/python
 NODE_DATA  = $(shell $(PY) -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
 JOBS      ?= $(shell nproc)
 
-.PHONY: all setup build models test test-unit test-e2e test-asan fuzz demo bench clean
+.PHONY: all setup build models test test-unit test-e2e test-asan test-tsan fuzz demo bench clean
 
 all: build
 
@@ -36,10 +37,17 @@ test-asan: setup
 	cmake --build $(ASAN) -j $(JOBS)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS)
 
+# The serving batcher's tests under ThreadSanitizer (a stand-in model: only src/serve's batcher
+# and its few dependencies are instrumented).
+test-tsan: setup
+	cmake -S . -B $(TSAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSOR_TSAN=ON >/dev/null
+	cmake --build $(TSAN) -j $(JOBS) --target fusor_serve_tsan_tests
+	cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
+
 fuzz: setup
 	@./scripts/fuzz-importer
 
-test: test-unit test-e2e test-asan fuzz
+test: test-unit test-e2e test-asan test-tsan fuzz
 
 demo: build models
 	@./scripts/demo
@@ -48,4 +56,4 @@ bench: build models
 	@./bench/compare-ort
 
 clean:
-	rm -rf $(BUILD) $(ASAN) build-fuzz
+	rm -rf $(BUILD) $(ASAN) $(TSAN) build-fuzz

@@ -15,13 +15,26 @@
 //   batch_window_ms: 8               # non-negative number
 //   mem_reuse: true
 //   fold_constants: true
+//   serve:                           # fusor serve only; docs/serve.md
+//     default_class: default
+//     execution_contexts: 1          # positive integer
+//     max_body_bytes: 67108864       # positive integer
+//     seq_bucket: 16                 # positive integer
+//     pad_values: {attention_mask: 0}
+//     classes:                       # name -> class; absent: one class "default"
+//       interactive: {batch_window_ms: 1, max_batch: 4, preferred_batch_sizes: [1, 2, 4],
+//                     priority: 0, timeout_ms: 1000, max_queue_size: 64}
 //
 // Invariants of a Config returned by load_config/parse_config: batch_window_ms is finite and
-// >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order.
+// >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order;
+// serve.classes is never empty, holds serve.default_class, and every class has max_batch >= 1,
+// max_queue_size >= 1 and preferred_batch_sizes ascending, each within 1..max_batch.
 // Anything else in the file (an unknown or duplicate key, a wrong type or value, a YAML syntax
 // error, more than one document) throws fusor::Error with a one-line message that starts with
 // "SOURCE:LINE:COLUMN: " and names the key path; no other exception escapes.
 #pragma once
+#include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -52,12 +65,36 @@ struct KernelConfig {
   bool operator==(const KernelConfig&) const = default;
 };
 
+// One traffic class of the server's dynamic batcher (docs/serve.md).
+struct TrafficClass {
+  double batch_window_ms = 8;   // longest a request waits for its batch to fill
+  int64_t max_batch = 8;        // rows per batch
+  std::vector<int64_t> preferred_batch_sizes;  // batch buckets; empty: powers of two
+  int64_t priority = 0;         // lower runs first when several classes have a batch ready
+  double timeout_ms = 30000;    // queued longer than this: 503
+  int64_t max_queue_size = 256;  // requests queued beyond this: 503
+
+  bool operator==(const TrafficClass&) const = default;
+};
+
+struct ServeConfig {
+  std::string default_class = "default";     // requests without a "class" parameter
+  int64_t execution_contexts = 1;             // worker threads, each with its own sessions
+  int64_t max_body_bytes = 64 << 20;          // larger HTTP bodies / gRPC messages: 400
+  int64_t seq_bucket = 16;                    // sequence lengths pad up to a multiple of this
+  std::map<std::string, double> pad_values;   // input name -> pad value (others pad with 0)
+  std::map<std::string, TrafficClass> classes = {{"default", {}}};
+
+  bool operator==(const ServeConfig&) const = default;
+};
+
 struct Config {
   FusionConfig fusion;
   KernelConfig kernel;
   double batch_window_ms = 8;  // how long the server's batcher waits to fill a batch
   bool mem_reuse = true;       // intermediates share arena bytes (SessionOptions::mem_reuse)
   bool fold_constants = true;  // fold constant subgraphs at load
+  ServeConfig serve;           // fusor serve; the default class's window is batch_window_ms
 
   bool operator==(const Config&) const = default;
 };

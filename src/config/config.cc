@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string_view>
 
@@ -41,12 +42,13 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-enum class Kind { Section, Bool, Number, Precision, NameList };
+enum class Kind { Section, Bool, Number, Precision, NameList, Count, Name, PadValues, Classes };
 
 struct Key {
   std::string_view path;
   Kind kind;
-  bool& (*flag)(Config&) = nullptr;  // Kind::Bool only
+  bool& (*flag)(Config&) = nullptr;      // Kind::Bool only
+  int64_t& (*count)(Config&) = nullptr;  // Kind::Count only
 };
 
 // The schema. Sections come before their keys; "a.b" is key b inside section a.
@@ -63,7 +65,18 @@ const Key kKeys[] = {
     {"batch_window_ms", Kind::Number},
     {"mem_reuse", Kind::Bool, [](Config& c) -> bool& { return c.mem_reuse; }},
     {"fold_constants", Kind::Bool, [](Config& c) -> bool& { return c.fold_constants; }},
+    {"serve", Kind::Section},
+    {"serve.default_class", Kind::Name},
+    {"serve.execution_contexts", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.execution_contexts; }},
+    {"serve.max_body_bytes", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_body_bytes; }},
+    {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
+    {"serve.pad_values", Kind::PadValues},
+    {"serve.classes", Kind::Classes},
 };
+
+// The keys of one traffic class inside serve.classes.NAME.
+constexpr std::string_view kClassKeys[] = {"batch_window_ms", "max_batch",  "preferred_batch_sizes",
+                                           "priority",        "timeout_ms", "max_queue_size"};
 
 const Key* find_key(std::string_view path) {
   for (const Key& k : kKeys)
@@ -217,8 +230,9 @@ class Parser {
     if (top.IsNull()) return config;
     if (!top.IsMap())
       fail(top.Mark(), "the top level must be a mapping of keys (fusion, kernel, batch_window_ms, mem_reuse, "
-                       "fold_constants), got " + described(top));
+                       "fold_constants, serve), got " + described(top));
     walk(top, "", config);
+    finish_serve(config);
     return config;
   }
 
@@ -250,8 +264,123 @@ class Parser {
         case Kind::Number: config.batch_window_ms = parse_non_negative(value, at, path); break;
         case Kind::Precision: config.fusion.precision_check = parse_precision(value, at, path); break;
         case Kind::NameList: config.fusion.disabled = parse_names(value, at, path); break;
+        case Kind::Count: k->count(config) = parse_count(value, at, path, 1); break;
+        case Kind::Name:
+          config.serve.default_class = parse_name(value, at, path);
+          default_class_mark_ = at;
+          break;
+        case Kind::PadValues: config.serve.pad_values = parse_pad_values(value, at, path); break;
+        case Kind::Classes:
+          config.serve.classes = parse_classes(value, at, path);
+          classes_mark_ = at;
+          break;
       }
     }
+  }
+
+  // Serving defaults that depend on other keys, and checks across keys.
+  void finish_serve(Config& config) const {
+    for (auto& [name, c] : config.serve.classes)
+      if (!window_set_.count(name)) c.batch_window_ms = config.batch_window_ms;
+    const std::string& d = config.serve.default_class;
+    if (!config.serve.classes.count(d)) {
+      std::string names;
+      for (const auto& [name, c] : config.serve.classes) names += (names.empty() ? "" : ", ") + name;
+      fail(default_class_mark_.is_null() ? classes_mark_ : default_class_mark_,
+           "'serve.default_class' is '" + shown(d) + "', which is not in serve.classes (" + shown(names) + ")");
+    }
+  }
+
+  int64_t parse_count(const YAML::Node& v, const YAML::Mark& at, const std::string& path, int64_t min) const {
+    if (is_plain(v)) {
+      const std::string& s = v.Scalar();
+      int64_t x = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+      if (ec == std::errc() && end == s.data() + s.size() && x >= min) return x;
+    }
+    fail(at, "'" + path + "' must be " + (min > 0 ? "a positive" : "a non-negative") + " integer, got " + described(v) +
+                 quoted_note(v));
+  }
+
+  std::string parse_name(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+    if (v.IsScalar() && !v.Scalar().empty() && std::none_of(v.Scalar().begin(), v.Scalar().end(), [](unsigned char c) {
+          return c <= ' ' || c == 0x7f;
+        }))
+      return v.Scalar();
+    fail(at, "'" + path + "' must be a class name without whitespace, got " + described(v));
+  }
+
+  std::map<std::string, double> parse_pad_values(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+    if (!v.IsMap()) fail(at, "'" + path + "' must be a mapping of input name to number, got " + described(v));
+    std::map<std::string, double> out;
+    for (const auto& pair : v) {
+      const YAML::Node key = pair.first;
+      const YAML::Node value = pair.second;
+      if (!key.IsScalar() || key.Scalar().empty()) fail(key.Mark(), "'" + path + "' keys must be input names, got " + described(key));
+      std::string item = path + "." + key.Scalar();
+      if (out.count(key.Scalar())) fail(key.Mark(), "duplicate key '" + shown(item) + "'");
+      out[key.Scalar()] = parse_number(value, value.IsNull() ? key.Mark() : value.Mark(), item);
+    }
+    return out;
+  }
+
+  std::map<std::string, TrafficClass> parse_classes(const YAML::Node& v, const YAML::Mark& at, const std::string& path) {
+    if (!v.IsMap() || v.size() == 0)
+      fail(at, "'" + path + "' must be a non-empty mapping of class name to settings, got " + described(v));
+    std::map<std::string, TrafficClass> out;
+    for (const auto& pair : v) {
+      const YAML::Node key = pair.first;
+      const YAML::Node value = pair.second;
+      std::string name = parse_name(key, key.Mark(), path);
+      std::string cpath = path + "." + name;
+      if (out.count(name)) fail(key.Mark(), "duplicate key '" + shown(cpath) + "'");
+      if (!value.IsMap() && !value.IsNull())
+        fail(value.Mark(), "'" + cpath + "' must be a mapping of class settings, got " + described(value));
+      out[name] = parse_class(value, cpath, name);
+    }
+    return out;
+  }
+
+  TrafficClass parse_class(const YAML::Node& map, const std::string& cpath, const std::string& name) {
+    TrafficClass c;
+    std::map<std::string, int> seen;
+    YAML::Mark preferred_at;
+    for (const auto& pair : map) {
+      const YAML::Node key = pair.first;
+      const YAML::Node v = pair.second;
+      if (!key.IsScalar()) fail(key.Mark(), "keys must be names, got " + described(key) + " in '" + cpath + "'");
+      const std::string& k = key.Scalar();
+      std::string path = cpath + "." + k;
+      auto [first, inserted] = seen.emplace(k, key.Mark().line + 1);
+      if (!inserted) fail(key.Mark(), "duplicate key '" + shown(path) + "' (first at line " + std::to_string(first->second) + ")");
+      const YAML::Mark& at = v.IsNull() ? key.Mark() : v.Mark();
+      if (k == "batch_window_ms") c.batch_window_ms = parse_non_negative(v, at, path), window_set_.insert(name);
+      else if (k == "max_batch") c.max_batch = parse_count(v, at, path, 1);
+      else if (k == "priority") c.priority = parse_count(v, at, path, 0);
+      else if (k == "timeout_ms") c.timeout_ms = parse_non_negative(v, at, path);
+      else if (k == "max_queue_size") c.max_queue_size = parse_count(v, at, path, 1);
+      else if (k == "preferred_batch_sizes") {
+        preferred_at = at;
+        if (!v.IsSequence()) fail(at, "'" + path + "' must be a list of positive integers, got " + described(v));
+        for (const YAML::Node item : v) {
+          int64_t n = parse_count(item, item.IsNull() ? at : item.Mark(), path, 1);
+          if (!c.preferred_batch_sizes.empty() && n <= c.preferred_batch_sizes.back())
+            fail(item.Mark(), "'" + path + "' must be strictly ascending");
+          c.preferred_batch_sizes.push_back(n);
+        }
+      } else {
+        std::string hint;
+        size_t best_d = std::max<size_t>(2, k.size() / 3) + 1;
+        for (std::string_view known : kClassKeys)
+          if (size_t d = k.size() > 64 ? best_d : edit_distance(k, known); d < best_d)
+            best_d = d, hint = " (did you mean '" + std::string(known) + "'?)";
+        fail(key.Mark(), "unknown key '" + shown(path) + "'" + hint);
+      }
+    }
+    if (!c.preferred_batch_sizes.empty() && c.preferred_batch_sizes.back() > c.max_batch)
+      fail(preferred_at, "'" + cpath + ".preferred_batch_sizes' must not exceed max_batch (" +
+                             std::to_string(c.max_batch) + ")");
+    return c;
   }
 
   bool parse_bool(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
@@ -261,6 +390,16 @@ class Parser {
       if (s == "false" || s == "False" || s == "FALSE") return false;
     }
     fail(at, "'" + path + "' must be true or false, got " + described(v) + quoted_note(v));
+  }
+
+  double parse_number(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+    if (is_plain(v)) {
+      const std::string& s = v.Scalar();
+      double x = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+      if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(x)) return x;
+    }
+    fail(at, "'" + path + "' must be a number, got " + described(v) + quoted_note(v));
   }
 
   double parse_non_negative(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
@@ -305,6 +444,8 @@ class Parser {
   }
 
   std::string source_;
+  std::set<std::string> window_set_;  // classes whose batch_window_ms the file sets
+  YAML::Mark default_class_mark_ = YAML::Mark::null_mark(), classes_mark_ = YAML::Mark::null_mark();
 };
 
 }  // namespace

@@ -168,10 +168,10 @@ TEST(Config, DuplicateKeys) {
 TEST(Config, TopLevelMustBeOneMapping) {
   EXPECT_CONFIG_ERROR("- mem_reuse: true\n",
                       "config.yaml:1:1: the top level must be a mapping of keys (fusion, kernel, batch_window_ms, "
-                      "mem_reuse, fold_constants), got a list");
+                      "mem_reuse, fold_constants, serve), got a list");
   EXPECT_CONFIG_ERROR("just text\n",
                       "config.yaml:1:1: the top level must be a mapping of keys (fusion, kernel, batch_window_ms, "
-                      "mem_reuse, fold_constants), got 'just text'");
+                      "mem_reuse, fold_constants, serve), got 'just text'");
   EXPECT_CONFIG_ERROR("mem_reuse: true\n---\nmem_reuse: false\n",
                       "config.yaml:2:1: the config must be one YAML document; a second one starts here");
   // yaml-cpp 0.7 loops forever on a stray ',' at block level (jbeder/yaml-cpp#1040).
@@ -284,6 +284,52 @@ TEST(Config, GarbageNeverEscapesAsAnythingButError) {
       ADD_FAILURE() << "unknown exception for input of " << s.size() << " bytes";
     }
   }
+}
+
+TEST(Config, ServeSectionParses) {
+  Config c = parse_config(
+      "batch_window_ms: 3\n"
+      "serve:\n"
+      "  default_class: interactive\n"
+      "  execution_contexts: 2\n"
+      "  max_body_bytes: 4096\n"
+      "  seq_bucket: 8\n"
+      "  pad_values: {input_ids: 0, attention_mask: 0, token_type_ids: 1}\n"
+      "  classes:\n"
+      "    interactive: {batch_window_ms: 1, max_batch: 4, preferred_batch_sizes: [1, 2, 4], priority: 0,\n"
+      "                  timeout_ms: 1000, max_queue_size: 64}\n"
+      "    batch: {max_batch: 32, priority: 1}\n",
+      "c.yaml");
+  EXPECT_EQ(c.serve.default_class, "interactive");
+  EXPECT_EQ(c.serve.execution_contexts, 2);
+  EXPECT_EQ(c.serve.max_body_bytes, 4096);
+  EXPECT_EQ(c.serve.seq_bucket, 8);
+  EXPECT_EQ(c.serve.pad_values.at("token_type_ids"), 1.0);
+  const TrafficClass& i = c.serve.classes.at("interactive");
+  EXPECT_EQ(i.batch_window_ms, 1.0);
+  EXPECT_EQ(i.preferred_batch_sizes, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ(i.timeout_ms, 1000.0);
+  EXPECT_EQ(i.max_queue_size, 64);
+  EXPECT_EQ(c.serve.classes.at("batch").batch_window_ms, 3.0);  // the top-level window
+  EXPECT_EQ(c.serve.classes.at("batch").max_batch, 32);
+  // Without classes: one "default" class with the top-level window.
+  EXPECT_EQ(parse_config("batch_window_ms: 2\n", "c.yaml").serve.classes.at("default").batch_window_ms, 2.0);
+}
+
+TEST(Config, ServeSectionErrorsNameTheKey) {
+  EXPECT_CONFIG_ERROR("serve:\n  default_class: bulk\n",
+                      "config.yaml:2:18: 'serve.default_class' is 'bulk', which is not in serve.classes (default)");
+  EXPECT_CONFIG_ERROR("serve:\n  seq_bucket: 0\n", "config.yaml:2:15: 'serve.seq_bucket' must be a positive integer, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {max_batch: 2, preferred_batch_sizes: [1, 4]}}\n",
+                      "config.yaml:2:54: 'serve.classes.a.preferred_batch_sizes' must not exceed max_batch (2)");
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {max_bacth: 2}}\n",
+                      "config.yaml:2:17: unknown key 'serve.classes.a.max_bacth' (did you mean 'max_batch'?)");
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {priority: -1}}\n",
+                      "config.yaml:2:27: 'serve.classes.a.priority' must be a non-negative integer, got '-1'");
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {}\n",
+                      "config.yaml:2:12: 'serve.classes' must be a non-empty mapping of class name to settings, got a mapping");
+  EXPECT_CONFIG_ERROR("serve:\n  pad_values: {input_ids: x}\n",
+                      "config.yaml:2:27: 'serve.pad_values.input_ids' must be a number, got 'x'");
 }
 
 }  // namespace

@@ -1,0 +1,206 @@
+#include "serve/batcher.h"
+
+#include <algorithm>
+
+#include "fusor/error.h"
+
+namespace fusor::serve {
+
+Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
+                 std::function<void(size_t)> on_context_start)
+    : config_(config), sig_(std::move(sig)), run_(std::move(run)), stats_(stats),
+      on_context_start_(std::move(on_context_start)) {
+  for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}});
+  for (int64_t i = 0; i < std::max<int64_t>(1, config_.execution_contexts); ++i)
+    workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
+}
+
+Batcher::~Batcher() { drain(); }
+
+int64_t Batcher::max_batch() const {
+  int64_t m = 1;
+  for (const auto& q : queues_) m = std::max(m, q.cls.max_batch);
+  return sig_.batched ? m : 0;
+}
+
+void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
+  const std::string& name = cls_name.empty() ? config_.default_class : cls_name;
+  auto q = std::find_if(queues_.begin(), queues_.end(), [&](const Queue& x) { return x.name == name; });
+  auto reject = [&](Code code, const std::string& message) {
+    if (q != queues_.end()) stats_.finished(name, code, false, 0, 0, 0);
+    done({{code, message}, {}});
+  };
+  if (q == queues_.end()) {
+    std::string names;
+    for (const auto& x : queues_) names += (names.empty() ? "" : ", ") + x.name;
+    return reject(Code::BadRequest, "unknown traffic class '" + name + "' (this server has: " + names + ")");
+  }
+  RequestShape shape;
+  try {
+    shape = sig_.check(inputs, config_.seq_bucket);
+  } catch (const RequestError& e) {
+    return reject(e.code, e.message);
+  }
+  if (shape.rows > q->cls.max_batch)
+    return reject(Code::BadRequest, "the request has " + std::to_string(shape.rows) + " rows; class '" + name +
+                                        "' takes at most " + std::to_string(q->cls.max_batch));
+  bool draining = false;
+  {
+    std::lock_guard lock(mu_);
+    draining = draining_;
+    if (!draining && static_cast<int64_t>(q->waiting.size()) < q->cls.max_queue_size) {
+      stats_.queued(name);
+      q->waiting.push_back({std::move(inputs), std::move(shape), Clock::now(), {}, std::move(done), &*q, name});
+      cv_.notify_one();
+      return;
+    }
+  }
+  if (draining) return reject(Code::Unavailable, "the server is shutting down");
+  reject(Code::Unavailable, "the queue of class '" + name + "' is full (" + std::to_string(q->cls.max_queue_size) +
+                                " requests); retry later");
+}
+
+void Batcher::drain() {
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(mu_);
+    draining_ = true;
+    workers.swap(workers_);
+  }
+  cv_.notify_all();
+  for (auto& w : workers) w.join();
+}
+
+Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake) {
+  using ms = std::chrono::duration<double, std::milli>;
+  Queue* best = nullptr;
+  for (Queue& q : queues_) {
+    auto& w = q.waiting;
+    if (q.cls.timeout_ms > 0) {  // 0: requests never time out
+      auto late = [&](const Request& r) { return ms(now - r.arrived).count() > q.cls.timeout_ms; };
+      for (auto& r : w)
+        if (late(r)) {
+          r.dispatched = now;
+          r.taken = true;
+          expired.push_back(std::move(r));
+        }
+      w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+    }
+    if (w.empty()) continue;
+    const Request& oldest = w.front();
+    int64_t rows = 0;
+    for (const auto& r : w)
+      if (r.shape.group == oldest.shape.group) rows += r.shape.rows;
+    int64_t target = q.cls.preferred_batch_sizes.empty() ? q.cls.max_batch : q.cls.preferred_batch_sizes.back();
+    auto due = oldest.arrived + std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
+    if (draining_ || rows >= target || now >= due) {
+      if (!best || q.cls.priority < best->cls.priority ||
+          (q.cls.priority == best->cls.priority && oldest.arrived < best->waiting.front().arrived))
+        best = &q;
+    } else {
+      wake = std::min(wake, due);
+    }
+    if (q.cls.timeout_ms > 0)
+      wake = std::min(wake, oldest.arrived + std::chrono::duration_cast<Clock::duration>(ms(q.cls.timeout_ms)));
+  }
+  Batch batch;
+  if (!best) return batch;
+  batch.queue = best;
+  auto& w = best->waiting;
+  const std::string group = w.front().shape.group;
+  int64_t rows = 0;
+  for (auto& r : w) {
+    if (r.shape.group != group || rows + r.shape.rows > best->cls.max_batch) continue;
+    rows += r.shape.rows;
+    r.dispatched = now;
+    r.taken = true;
+    batch.requests.push_back(std::move(r));
+  }
+  w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+  return batch;
+}
+
+void Batcher::work(size_t context) {
+  if (on_context_start_) on_context_start_(context);
+  std::unique_lock lock(mu_);
+  while (true) {
+    std::vector<Request> expired;
+    auto now = Clock::now();
+    auto wake = now + std::chrono::hours(1);
+    Batch batch = take_ready(now, expired, wake);
+    bool more = std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.waiting.empty(); });
+    if (!expired.empty() || batch.queue) {
+      if (more) cv_.notify_one();  // another idle context may take the next ready batch
+      lock.unlock();
+      for (auto& r : expired)
+        complete(r.queue_name, r,
+                 {{Code::Unavailable, "timed out in the queue of class '" + r.queue_name + "'; retry later"}, {}});
+      if (batch.queue) run(context, batch.requests);
+      lock.lock();
+      continue;
+    }
+    if (draining_ && !more) return;
+    cv_.wait_until(lock, wake);
+  }
+}
+
+int64_t Batcher::bucket_rows(const TrafficClass& c, int64_t rows) const {
+  if (!sig_.batched) return rows;
+  for (int64_t p : c.preferred_batch_sizes)
+    if (p >= rows) return p;
+  int64_t p = 1;
+  while (p < rows) p *= 2;
+  return std::max(rows, std::min(p, c.max_batch));
+}
+
+int64_t Batcher::bucket_seq(int64_t seq) const {
+  if (seq < 0) return seq;
+  int64_t b = std::max<int64_t>(1, config_.seq_bucket);
+  return (seq + b - 1) / b * b;
+}
+
+void Batcher::run(size_t context, std::vector<Request>& requests) {
+  const Queue& q = *requests.front().queue;
+  std::vector<Part> parts;
+  int64_t rows = 0, seq = -1;
+  for (const auto& r : requests) {
+    parts.push_back({&r.inputs, r.shape});
+    rows += r.shape.rows;
+    seq = std::max(seq, r.shape.seq);
+  }
+  int64_t padded_rows = bucket_rows(q.cls, rows);
+  std::vector<Tensors> outputs;
+  Status failure;
+  try {
+    auto t0 = Clock::now();
+    Tensors out = run_(context, assemble(sig_, parts, padded_rows, bucket_seq(seq), config_.pad_values));
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+    stats_.batch_ran(q.name, padded_rows, requests.size(), static_cast<uint64_t>(ns));
+    outputs = split(sig_, out, parts);
+  } catch (const Error& e) {  // the model rejected the values (e.g. a token id out of range)
+    failure = {Code::BadRequest, std::string("inference failed: ") + e.what()};
+  } catch (const std::exception& e) {
+    failure = {Code::Internal, std::string("inference failed: ") + e.what()};
+  }
+  if (failure.ok()) {
+    for (size_t i = 0; i < requests.size(); ++i) complete(q.name, requests[i], {{}, std::move(outputs[i])});
+  } else if (requests.size() > 1) {  // find the request that failed: each runs alone
+    for (auto& r : requests) {
+      std::vector<Request> one;
+      one.push_back(std::move(r));
+      run(context, one);
+    }
+  } else {
+    complete(q.name, requests[0], {failure, {}});
+  }
+}
+
+void Batcher::complete(const std::string& cls, Request& r, Completion c) {
+  auto now = Clock::now();
+  auto ns = [](Clock::duration d) { return static_cast<uint64_t>(std::chrono::nanoseconds(d).count()); };
+  stats_.finished(cls, c.status.code, true, ns(r.dispatched - r.arrived), ns(now - r.arrived), r.shape.rows);
+  Done done = std::move(r.done);
+  done(std::move(c));
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,107 @@
+// The dynamic batcher of one served model: a queue per traffic class, and N execution contexts
+// (worker threads) that take ready batches from them.
+//
+// When a class has a batch ready: the requests in the group of its oldest request (equal shapes
+// after sequence bucketing) fill max_batch rows (or its largest preferred batch size), or the
+// oldest has waited batch_window_ms. A free worker takes the ready batch of the class with the
+// lowest priority number (the oldest request breaks ties). A forming batch holds no worker, so a
+// class with a short window (interactive) never waits behind a long window; it can only wait for
+// a batch already computing. The batch is padded up to a batch-size bucket (the smallest
+// preferred batch size that fits, else the next power of two up to max_batch) and its sequence
+// to a multiple of seq_bucket, so each context keeps a bounded set of plans.
+//
+// Requests are never dropped silently: each completion runs exactly once, with outputs or an
+// error: 503 when the class's queue is full, when a request waits longer than timeout_ms, or when
+// submitted after drain() began. drain() runs everything already accepted before returning.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fusor/config.h"
+#include "serve/batch_assembly.h"
+#include "serve/stats.h"
+#include "serve/status.h"
+
+namespace fusor::serve {
+
+struct Completion {
+  Status status;
+  Tensors outputs;
+};
+using Done = std::function<void(Completion)>;
+
+// Runs one assembled batch on execution context `context` (0..N-1). Called only from that
+// context's own thread. May throw; the batcher then retries the batch's requests one by one, so a
+// request the model rejects fails alone.
+using RunBatch = std::function<Tensors(size_t context, const Tensors& batch)>;
+
+class Batcher {
+ public:
+  // `on_context_start(i)` runs first on context i's thread (sets its OpenMP thread count).
+  Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
+          std::function<void(size_t)> on_context_start = {});
+  ~Batcher();  // drains
+  Batcher(const Batcher&) = delete;
+  Batcher& operator=(const Batcher&) = delete;
+
+  // Queues a request for class `cls` ("" = the default class). `done` runs exactly once: from a
+  // worker, or right here when the request is rejected (unknown class, too many rows, queue
+  // full, draining).
+  void submit(Tensors inputs, const std::string& cls, Done done);
+  // Stops accepting, finishes every queued request, joins the workers. Idempotent.
+  void drain();
+
+  int64_t max_batch() const;  // the largest max_batch of any class
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Queue;
+  struct Request {
+    Tensors inputs;
+    RequestShape shape;
+    Clock::time_point arrived, dispatched;
+    Done done;
+    const Queue* queue = nullptr;
+    std::string queue_name;
+    bool taken = false;  // left its queue (set before the move, so the moved-from entry is erased)
+  };
+  struct Queue {
+    std::string name;
+    TrafficClass cls;
+    std::deque<Request> waiting;
+  };
+  struct Batch {
+    Queue* queue = nullptr;
+    std::vector<Request> requests;
+  };
+
+  void work(size_t context);
+  // With mu_ held: the next batch to run, or none; fills `expired` with timed-out requests and
+  // `wake` with when something next becomes due.
+  Batch take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake);
+  // Runs requests (one class, one group) as one batch and completes each of them.
+  void run(size_t context, std::vector<Request>& requests);
+  void complete(const std::string& cls, Request& r, Completion c);
+  int64_t bucket_rows(const TrafficClass& c, int64_t rows) const;
+  int64_t bucket_seq(int64_t seq) const;
+
+  const ServeConfig config_;
+  const Signature sig_;
+  RunBatch run_;
+  ModelStats& stats_;
+  std::function<void(size_t)> on_context_start_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Queue> queues_;
+  bool draining_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace fusor::serve

@@ -1,0 +1,144 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+
+#include "fusor/error.h"
+#include "serve/kserve_json.h"
+#include "serve/metrics.h"
+
+namespace fusor::serve {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+void send_error(httplib::Response& res, Code code, const std::string& message) {
+  res.status = http_status(code);
+  res.set_content(error_body(message), kJson);
+}
+
+void send_json(httplib::Response& res, const nlohmann::json& j) {
+  res.status = 200;
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
+    : models_(models), server_(std::make_unique<httplib::Server>()) {
+  server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_->set_tcp_nodelay(true);  // else small responses wait for the peer's delayed ACK (40 ms)
+  server_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
+  server_->set_read_timeout(10, 0);  // a slow or stalled client holds one thread at most this long
+  server_->set_write_timeout(10, 0);
+  server_->set_keep_alive_timeout(30);
+  server_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own {"error": ...}
+    if (res.status == 413)
+      return send_error(res, Code::BadRequest,
+                        "request body exceeds the limit of " + std::to_string(max_body_bytes) +
+                            " bytes (serve.max_body_bytes)");
+    if (res.status == 404) return send_error(res, Code::NotFound, "no such endpoint: " + req.method + " " + req.path);
+    send_error(res, res.status >= 500 ? Code::Internal : Code::BadRequest, "bad request");
+  });
+  server_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const RequestError& e) {
+      send_error(res, e.code, e.message);
+    } catch (const std::exception& e) {
+      send_error(res, Code::Internal, e.what());
+    } catch (...) {
+      send_error(res, Code::Internal, "unknown error");
+    }
+  });
+  if (kind == Kind::Inference) inference_routes();
+  else metrics_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::inference_routes() {
+  auto& s = *server_;
+  auto model = [this](const httplib::Request& req) -> ServedModel& {
+    const std::string& name = req.matches[1];
+    ServedModel* m = models_.find(name);
+    if (!m) throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
+    if (req.matches.size() > 2 && req.matches[2].matched && req.matches[2] != kModelVersion)
+      throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + std::string(req.matches[2]) + "'"};
+    return *m;
+  };
+  const std::string m = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+  s.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  s.Get("/v2/health/ready", [this](const httplib::Request&, httplib::Response& res) {
+    res.status = models_.ready() ? 200 : 503;
+  });
+  s.Get("/v2", [](const httplib::Request&, httplib::Response& res) { send_json(res, server_metadata()); });
+  s.Get(m, [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_metadata(model(req))); });
+  s.Get(m + "/ready", [this, model](const httplib::Request& req, httplib::Response& res) {
+    model(req);
+    res.status = models_.ready() ? 200 : 503;
+  });
+  s.Get(m + "/config", [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_config(model(req))); });
+  s.Get(m + "/stats", [model](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, {{"model_stats", {model_stats(model(req))}}});
+  });
+  s.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json all = nlohmann::json::array();
+    for (ServedModel* sm : models_.all()) all.push_back(model_stats(*sm));
+    send_json(res, {{"model_stats", all}});
+  });
+  s.Post(m + "/infer", [this, model](const httplib::Request& req, httplib::Response& res) {
+    ServedModel& sm = model(req);
+    std::optional<size_t> header_length;
+    if (req.has_header("Inference-Header-Content-Length")) {
+      const std::string v = req.get_header_value("Inference-Header-Content-Length");
+      size_t used = 0;
+      try {
+        header_length = std::stoull(v, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != v.size()) throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
+    }
+    if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+    HttpInferRequest r = parse_infer_request(req.body, header_length);
+    Completion c = sm.infer_sync(std::move(r.inputs), r.cls);
+    if (!c.status.ok()) return send_error(res, c.status.code, c.status.message);
+    HttpBody b = infer_response(sm.name(), r, sm.signature(), c.outputs);
+    res.status = 200;
+    if (b.header_length) {
+      res.set_header("Inference-Header-Content-Length", std::to_string(*b.header_length));
+      res.set_content(std::move(b.body), "application/octet-stream");
+    } else {
+      res.set_content(std::move(b.body), kJson);
+    }
+  });
+  // Extensions fusor does not implement: shared memory, repository control, tracing, logging.
+  auto unsupported = [](const httplib::Request& req, httplib::Response& res) {
+    send_error(res, Code::Unsupported, req.path + " is not supported by this server");
+  };
+  for (const char* p : {R"(/v2/(systemsharedmemory|cudasharedmemory|repository|trace|logging)(/.*)?)"}) {
+    s.Get(p, unsupported);
+    s.Post(p, unsupported);
+  }
+}
+
+void HttpServer::metrics_routes() {
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheus_text(models_.all()), "text/plain; version=0.0.4");
+  });
+}
+
+void HttpServer::start(const std::string& host, int port) {
+  if (!server_->bind_to_port(host, port))
+    throw Error("cannot listen on " + host + ":" + std::to_string(port) + " (is the port in use?)");
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void HttpServer::stop() {
+  if (!thread_.joinable()) return;
+  server_->stop();
+  thread_.join();
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,38 @@
+#include "serve/served_model.h"
+
+#include <omp.h>
+
+#include <future>
+
+namespace fusor::serve {
+namespace {
+
+std::vector<std::string> class_names(const ServeConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& [name, cls] : c.classes) names.push_back(name);
+  return names;
+}
+
+}  // namespace
+
+ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& config, const SessionOptions& options,
+                         int threads_per_context)
+    : name_(std::move(name)), engine_(std::move(engine)), sig_(Signature::of(engine_.inputs(), engine_.outputs())), config_(config),
+      stats_(class_names(config)) {
+  for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i)
+    contexts_.push_back(std::make_unique<SessionCache>(engine_, options));
+  batcher_ = std::make_unique<Batcher>(
+      config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
+      [threads_per_context](size_t) { omp_set_num_threads(std::max(1, threads_per_context)); });
+}
+
+ServedModel::~ServedModel() { batcher_->drain(); }
+
+Completion ServedModel::infer_sync(Tensors inputs, const std::string& cls) {
+  auto promise = std::make_shared<std::promise<Completion>>();
+  auto future = promise->get_future();
+  infer(std::move(inputs), cls, [promise](Completion c) { promise->set_value(std::move(c)); });
+  return future.get();
+}
+
+}  // namespace fusor::serve

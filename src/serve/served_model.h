@@ -1,0 +1,44 @@
+// A model being served: its engine, signature, statistics, execution contexts and batcher.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fusor/engine.h"
+#include "serve/batcher.h"
+#include "serve/session_cache.h"
+#include "serve/stats.h"
+
+namespace fusor::serve {
+
+class ServedModel {
+ public:
+  // `threads_per_context`: each context's OpenMP thread count (the ICV is per thread), so N
+  // contexts together use the cores without oversubscribing them.
+  ServedModel(std::string name, Engine engine, const ServeConfig& config, const SessionOptions& options,
+              int threads_per_context);
+  ~ServedModel();
+
+  const std::string& name() const { return name_; }
+  const Signature& signature() const { return sig_; }
+  const ServeConfig& config() const { return config_; }
+  ModelStats& stats() { return stats_; }
+  int64_t max_batch() const { return batcher_->max_batch(); }
+  size_t contexts() const { return contexts_.size(); }
+
+  void infer(Tensors inputs, const std::string& cls, Done done) { batcher_->submit(std::move(inputs), cls, std::move(done)); }
+  // infer() for a protocol thread that waits for the answer (the batcher always answers).
+  Completion infer_sync(Tensors inputs, const std::string& cls);
+  void drain() { batcher_->drain(); }
+
+ private:
+  std::string name_;
+  Engine engine_;
+  Signature sig_;
+  ServeConfig config_;
+  ModelStats stats_;
+  std::vector<std::unique_ptr<SessionCache>> contexts_;
+  std::unique_ptr<Batcher> batcher_;
+};
+
+}  // namespace fusor::serve

@@ -1,0 +1,54 @@
+#include "serve/server.h"
+
+#include <thread>
+
+#include "serve/grpc_server.h"
+#include "serve/http_server.h"
+
+namespace fusor::serve {
+
+ServedModel* Models::find(const std::string& name) const {
+  for (const auto& m : models_)
+    if (m->name() == name) return m.get();
+  return nullptr;
+}
+
+std::vector<ServedModel*> Models::all() const {
+  std::vector<ServedModel*> out;
+  for (const auto& m : models_) out.push_back(m.get());
+  return out;
+}
+
+Server::Server(std::vector<std::unique_ptr<ServedModel>> models, Listen listen)
+    : models_(std::move(models)), listen_(std::move(listen)) {}
+
+Server::~Server() { shutdown(); }
+
+void Server::start() {
+  if (listen_.http_port > 0) {
+    http_ = std::make_unique<HttpServer>(HttpServer::Kind::Inference, models_, listen_.max_body_bytes);
+    http_->start(listen_.host, listen_.http_port);
+  }
+  if (listen_.grpc_port > 0) {
+    grpc_ = std::make_unique<GrpcServer>(models_, listen_.max_body_bytes);
+    grpc_->start(listen_.host, listen_.grpc_port);
+  }
+  if (listen_.metrics_port > 0) {
+    metrics_ = std::make_unique<HttpServer>(HttpServer::Kind::Metrics, models_, 1 << 16);
+    metrics_->start(listen_.host, listen_.metrics_port);
+  }
+}
+
+void Server::shutdown() {
+  models_.stop_accepting();  // readiness goes false; new infer calls get 503
+  // Both listeners wait for their in-flight requests, which the batchers still serve.
+  std::thread grpc_stop([this] {
+    if (grpc_) grpc_->stop();
+  });
+  if (http_) http_->stop();
+  grpc_stop.join();
+  for (ServedModel* m : models_.all()) m->drain();
+  if (metrics_) metrics_->stop();
+}
+
+}  // namespace fusor::serve

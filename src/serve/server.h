@@ -1,0 +1,52 @@
+// The server: the served models and the three listeners (KServe v2 over HTTP and gRPC, and
+// Prometheus metrics over HTTP), started together and shut down gracefully: stop accepting,
+// answer every accepted request, then return.
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve/served_model.h"
+
+namespace fusor::serve {
+
+struct Listen {
+  std::string host = "127.0.0.1";
+  int http_port = 8000, grpc_port = 8001, metrics_port = 8002;  // 0: that listener is off
+  int64_t max_body_bytes = 64 << 20;
+};
+
+class Models {
+ public:
+  explicit Models(std::vector<std::unique_ptr<ServedModel>> models) : models_(std::move(models)) {}
+  ServedModel* find(const std::string& name) const;  // nullptr when unknown
+  std::vector<ServedModel*> all() const;
+  bool ready() const { return ready_; }
+  void stop_accepting() { ready_ = false; }
+
+ private:
+  std::vector<std::unique_ptr<ServedModel>> models_;
+  std::atomic<bool> ready_{true};
+};
+
+class HttpServer;
+class GrpcServer;
+
+class Server {
+ public:
+  Server(std::vector<std::unique_ptr<ServedModel>> models, Listen listen);
+  ~Server();
+  // Binds every listener and starts serving; throws fusor::Error when a port cannot be bound.
+  void start();
+  // Graceful shutdown; returns when every accepted request has been answered.
+  void shutdown();
+
+ private:
+  Models models_;
+  Listen listen_;
+  std::unique_ptr<HttpServer> http_, metrics_;
+  std::unique_ptr<GrpcServer> grpc_;
+};
+
+}  // namespace fusor::serve

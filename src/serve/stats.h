@@ -1,0 +1,63 @@
+// Counters and latency histograms of one served model, per traffic class. They feed both
+// Triton's statistics extension (per model) and the Prometheus text at /metrics (per class).
+// Thread-safe: the batcher's workers and the protocol threads update them concurrently.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "serve/status.h"
+
+namespace fusor::serve {
+
+// Upper bounds of the latency histogram buckets, in microseconds (+Inf is implicit).
+inline constexpr std::array<double, 14> kLatencyBucketsUs = {100,    250,    500,    1000,    2500,    5000,    10000,
+                                                             25000,  50000,  100000, 250000,  500000,  1000000, 5000000};
+
+struct Histogram {
+  std::array<uint64_t, kLatencyBucketsUs.size() + 1> counts{};  // the last is +Inf
+  double sum_us = 0;
+  uint64_t count = 0;
+  void add(double us);
+};
+
+struct ClassStats {
+  uint64_t success = 0, inference_count = 0, exec_count = 0;
+  std::map<std::string, uint64_t> failures;  // reason (code name) -> count
+  uint64_t queue_us = 0, compute_us = 0, request_us = 0;
+  int64_t pending = 0;  // queued or running now
+  Histogram request_latency, queue_latency;
+};
+
+struct BatchStats {
+  uint64_t count = 0, compute_ns = 0;
+};
+
+class ModelStats {
+ public:
+  explicit ModelStats(const std::vector<std::string>& classes);
+
+  void queued(const std::string& cls);
+  // A request left the server, answered with `code`; `was_queued` when queued() counted it.
+  void finished(const std::string& cls, Code code, bool was_queued, uint64_t queue_ns, uint64_t total_ns,
+                int64_t rows);
+  // A batch of `requests` requests and `padded_rows` rows ran in `compute_ns`.
+  void batch_ran(const std::string& cls, int64_t padded_rows, size_t requests, uint64_t compute_ns);
+
+  struct Snapshot {
+    std::map<std::string, ClassStats> classes;
+    std::map<int64_t, BatchStats> batches;  // padded batch size -> runs
+    uint64_t success_count = 0, success_ns = 0, fail_count = 0, fail_ns = 0, queue_count = 0, queue_ns = 0;
+    uint64_t compute_count = 0, compute_ns = 0, inference_count = 0, exec_count = 0, last_inference_ms = 0;
+  };
+  Snapshot snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  Snapshot s_;
+};
+
+}  // namespace fusor::serve

@@ -1,0 +1,34 @@
+// The outcome of a served request, and how each protocol spells it: Triton's HTTP codes and
+// the matching gRPC status codes.
+#pragma once
+#include <string>
+
+namespace fusor::serve {
+
+enum class Code {
+  Ok,
+  BadRequest,   // malformed body, wrong input name, dtype or shape        400 / INVALID_ARGUMENT
+  NotFound,     // unknown model                                          404 / NOT_FOUND
+  Unavailable,  // queue full, timed out, or shutting down                503 / UNAVAILABLE
+  Unsupported,  // a feature fusor does not serve (e.g. shared memory)   501 / UNIMPLEMENTED
+  Internal,     // the model failed to run                                500 / INTERNAL
+};
+
+struct Status {
+  Code code = Code::Ok;
+  std::string message;
+
+  bool ok() const { return code == Code::Ok; }
+};
+
+int http_status(Code c);
+int grpc_status(Code c);  // grpc::StatusCode values, kept as int so this header needs no gRPC
+const char* code_name(Code c);
+
+// Thrown by request parsing and checks; the server turns it into an error response.
+struct RequestError {
+  Code code;
+  std::string message;
+};
+
+}  // namespace fusor::serve

@@ -1,0 +1,88 @@
+"""Starts `fusor serve` on free loopback ports for a test and stops it with SIGTERM."""
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+from conftest import FUSOR
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    def __init__(self, tmp_path, config="", models=(), threads=None):
+        self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
+        cfg = tmp_path / f"serve-{self.http}.yaml"
+        cfg.write_text(config)
+        args = [FUSOR, "serve", "--http", self.http, "--grpc", self.grpc, "--metrics", self.metrics, "--config", cfg]
+        for name, path in models:
+            args += ["--model", f"{name}={path}"]
+        if threads:
+            args += ["--threads", threads]
+        self.log = open(tmp_path / f"serve-{self.http}.log", "w+")
+        self.proc = subprocess.Popen(list(map(str, args)), stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"fusor serve exited {self.proc.returncode}: {self.output()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.http}/v2/health/ready", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        self.proc.kill()
+        raise RuntimeError("fusor serve did not become ready in 60 s")
+
+    @property
+    def url(self):
+        return f"127.0.0.1:{self.http}"
+
+    @property
+    def grpc_url(self):
+        return f"127.0.0.1:{self.grpc}"
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def rss_kib(self):
+        for line in open(f"/proc/{self.proc.pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        return 0
+
+    def stop(self, timeout=60):
+        """SIGTERM, then the exit code (the server must exit by itself within `timeout`)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+
+
+def post(url, body, headers=None, timeout=30):
+    """POST; returns (status, body bytes) for any HTTP status."""
+    req = urllib.request.Request(f"http://{url}", data=body, headers=headers or {}, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def get(url, timeout=30):
+    try:
+        with urllib.request.urlopen(f"http://{url}", timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()

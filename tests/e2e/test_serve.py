@@ -1,0 +1,255 @@
+"""fusor serve end to end: real server processes on loopback, driven by tritonclient (HTTP and
+gRPC) and raw sockets. Every call has a timeout; each server is stopped with SIGTERM and must
+exit 0."""
+import json
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
+
+from serve_util import Served, get, post
+
+TWO_CLASSES = """
+serve:
+  default_class: interactive
+  seq_bucket: 8
+  pad_values: {input_ids: 0, attention_mask: 0}
+  classes:
+    interactive: {batch_window_ms: 1, max_batch: 4, priority: 0, timeout_ms: 5000, max_queue_size: 64}
+    batch: {batch_window_ms: 50, max_batch: 16, preferred_batch_sizes: [4, 8, 16], priority: 1,
+            timeout_ms: 10000, max_queue_size: 256}
+"""
+
+TABLE = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
+TABLE = (TABLE // 4) + 0.25 * (TABLE % 4)  # the demo model's lookup table
+
+
+def expected(ids, mask):
+    return TABLE[ids] * mask[..., None].astype(np.float32)
+
+
+def text_inputs(module, ids, mask):
+    out = []
+    for name, value in (("input_ids", ids), ("attention_mask", mask)):
+        t = module.InferInput(name, list(value.shape), "INT64")
+        t.set_data_from_numpy(value)
+        out.append(t)
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = Served(tmp_path_factory.mktemp("serve"), TWO_CLASSES)
+    yield s
+    assert s.stop() == 0, s.output()
+
+
+def test_http_and_grpc_infer_with_variable_lengths(server):
+    rng = np.random.default_rng(0)
+    cases = []
+    for i in range(48):
+        n = int(rng.integers(1, 20))
+        cases.append((i, rng.integers(0, 32, size=(1, n)).astype(np.int64), (rng.random((1, n)) > 0.2).astype(np.int64)))
+
+    def one(case):  # tritonclient's HTTP client is not thread-safe: one client per call
+        i, ids, mask = case
+        cls = "batch" if i % 2 else "interactive"
+        if i % 3:
+            client = httpclient.InferenceServerClient(server.url, connection_timeout=10, network_timeout=30)
+            r = client.infer("demo", text_inputs(httpclient, ids, mask), parameters={"class": cls}, timeout=30)
+        else:
+            client = grpcclient.InferenceServerClient(server.grpc_url)
+            r = client.infer("demo", text_inputs(grpcclient, ids, mask), parameters={"class": cls}, client_timeout=30)
+        got = r.as_numpy("embeddings")
+        assert got.shape == (1, ids.shape[1], 4)
+        np.testing.assert_array_equal(got, expected(ids, mask))
+        client.close()
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, cases))
+    http = httpclient.InferenceServerClient(server.url, network_timeout=10)
+    stats = http.get_inference_statistics("demo")["model_stats"][0]
+    assert stats["inference_count"] >= 48
+    assert stats["execution_count"] < stats["inference_count"], "concurrent requests should share batches"
+
+
+def test_metadata_config_and_health_over_both_protocols(server):
+    http = httpclient.InferenceServerClient(server.url, network_timeout=10)
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    assert http.is_server_live() and http.is_server_ready() and http.is_model_ready("demo")
+    assert grpc.is_server_live() and grpc.is_server_ready() and grpc.is_model_ready("demo")
+    meta = http.get_server_metadata()
+    assert {"binary_tensor_data", "model_configuration", "statistics"} <= set(meta["extensions"])
+    assert set(grpc.get_server_metadata(as_json=True)["extensions"]) == set(meta["extensions"])
+    m = http.get_model_metadata("demo")
+    assert m["inputs"][0]["shape"] == [-1, -1] and m["outputs"][0]["shape"] == [-1, -1, 4]
+    assert grpc.get_model_metadata("demo", as_json=True)["inputs"][0]["shape"] == ["-1", "-1"]
+    cfg = http.get_model_config("demo")
+    assert cfg["max_batch_size"] == 16 and cfg["input"][0]["dims"] == [-1]
+    gcfg = grpc.get_model_config("demo", as_json=True)["config"]
+    assert gcfg["max_batch_size"] == 16 and gcfg["input"][0]["data_type"] == "TYPE_INT64"
+    assert grpc.get_inference_statistics("demo", as_json=True)["model_stats"][0]["name"] == "demo"
+
+
+def infer_body(ids_shape=(1, 3), dtype="INT64", name="input_ids", data=None):
+    n = int(np.prod(ids_shape))
+    return json.dumps({"inputs": [
+        {"name": name, "shape": list(ids_shape), "datatype": dtype, "data": data if data is not None else [1] * n},
+        {"name": "attention_mask", "shape": [1, 3], "datatype": "INT64", "data": [1, 1, 1]},
+    ]}).encode()
+
+
+@pytest.mark.parametrize("body,status,words", [
+    (b"{not json", 400, "malformed JSON"),
+    (b"[]", 400, "JSON object"),
+    (infer_body(ids_shape=(1, 4)), 400, "sequence length"),
+    (infer_body(ids_shape=(3,)), 400, "shape"),
+    (infer_body(dtype="FP32", data=[1.0, 2.0, 3.0]), 400, "datatype"),
+    (infer_body(name="token_ids"), 400, "unexpected inference input 'token_ids'"),
+    (infer_body(data=[1, 2]), 400, "values"),
+    (infer_body(data=[1, 2, 99]), 400, "out of range"),
+])
+def test_http_bad_requests_get_400_and_the_server_keeps_serving(server, body, status, words):
+    code, text = post(f"{server.url}/v2/models/demo/infer", body, timeout=30)
+    assert code == status, text
+    err = json.loads(text)
+    assert list(err) == ["error"] and words in err["error"]
+    assert post(f"{server.url}/v2/models/demo/infer", infer_body(), timeout=30)[0] == 200
+
+
+def test_http_status_codes_for_model_and_extension_errors(server):
+    code, text = post(f"{server.url}/v2/models/nope/infer", infer_body())
+    assert code == 404 and "unknown model 'nope'" in json.loads(text)["error"]
+    code, text = post(f"{server.url}/v2/systemsharedmemory/region/x/register", b"{}")
+    assert code == 501 and "error" in json.loads(text)
+    code, text = post(f"{server.url}/v2/models/demo/infer", b"{}", headers={"Inference-Header-Content-Length": "9999"})
+    assert code == 400
+
+
+def test_grpc_errors_have_matching_status_codes(server):
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    ids = np.ones((1, 3), np.int64)
+    with pytest.raises(InferenceServerException) as e:
+        grpc.infer("nope", text_inputs(grpcclient, ids, ids), client_timeout=10)
+    assert "NOT_FOUND" in e.value.status()
+    with pytest.raises(InferenceServerException) as e:
+        grpc.infer("demo", text_inputs(grpcclient, ids, np.ones((1, 4), np.int64)), client_timeout=10)
+    assert "INVALID_ARGUMENT" in e.value.status()
+    bad = grpcclient.InferInput("input_ids", [1, 3], "FP32")
+    bad.set_data_from_numpy(np.ones((1, 3), np.float32))
+    with pytest.raises(InferenceServerException) as e:
+        grpc.infer("demo", [bad, text_inputs(grpcclient, ids, ids)[1]], client_timeout=10)
+    assert "INVALID_ARGUMENT" in e.value.status() and "datatype" in e.value.message()
+    with pytest.raises(InferenceServerException) as e:
+        grpc.infer("demo", text_inputs(grpcclient, ids, ids), parameters={"class": "bulk"}, client_timeout=10)
+    assert "INVALID_ARGUMENT" in e.value.status() and "unknown traffic class" in e.value.message()
+
+
+def test_client_that_disconnects_mid_request_and_slow_client(server):
+    body = infer_body()
+    # Disconnects halfway through the body, and one that drops the connection after sending it.
+    for cut in (len(body) // 2, len(body)):
+        s = socket.create_connection(("127.0.0.1", server.http), timeout=10)
+        s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:cut])
+        s.close()
+    # A slow client trickles its body; others are served meanwhile, and then it is answered too.
+    slow = socket.create_connection(("127.0.0.1", server.http), timeout=30)
+    slow.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 + f"Content-Length: {len(body)}\r\n\r\n".encode())
+    for i in range(0, len(body), 40):
+        slow.sendall(body[i:i + 40])
+        assert post(f"{server.url}/v2/models/demo/infer", body, timeout=10)[0] == 200
+        time.sleep(0.05)
+    reply = slow.recv(65536)
+    slow.close()
+    assert reply.startswith(b"HTTP/1.1 200")
+
+
+def test_oversized_body_is_refused(tmp_path):
+    s = Served(tmp_path, "serve:\n  max_body_bytes: 2048\n")
+    try:
+        ids = list(range(0, 32)) * 20
+        body = infer_body(ids_shape=(1, len(ids)), data=ids)
+        code, text = post(f"{s.url}/v2/models/demo/infer", body, timeout=30)
+        assert code == 400 and "max_body_bytes" in json.loads(text)["error"]
+        assert post(f"{s.url}/v2/models/demo/infer", infer_body(), timeout=30)[0] == 200
+        grpc = grpcclient.InferenceServerClient(s.grpc_url)
+        big = np.ones((1, 1024), np.int64)
+        with pytest.raises(InferenceServerException) as e:
+            grpc.infer("demo", text_inputs(grpcclient, big, big), client_timeout=10)
+        assert "RESOURCE_EXHAUSTED" in e.value.status()
+    finally:
+        assert s.stop() == 0
+
+
+def test_queue_overflow_and_timeout_give_503(tmp_path):
+    s = Served(tmp_path, """
+serve:
+  classes:
+    default: {batch_window_ms: 1500, max_batch: 8, max_queue_size: 1, timeout_ms: 5000}
+    short: {batch_window_ms: 2000, max_batch: 8, max_queue_size: 8, timeout_ms: 100}
+""")
+    try:
+        url = f"{s.url}/v2/models/demo/infer"
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post, url, infer_body())
+            time.sleep(0.3)  # the first waits for its window; the queue (size 1) is full
+            code, text = post(url, infer_body())
+            assert code == 503 and "full" in json.loads(text)["error"]
+            assert first.result(timeout=30)[0] == 200
+        body = json.loads(infer_body())
+        body["parameters"] = {"class": "short"}
+        code, text = post(url, json.dumps(body).encode())
+        assert code == 503 and "timed out" in json.loads(text)["error"]
+        code, metrics = get(f"127.0.0.1:{s.metrics}/metrics")
+        assert 'nv_inference_request_failure{model="demo",version="1",class="short",reason="unavailable"} 1' in metrics.decode()
+    finally:
+        assert s.stop() == 0
+
+
+def test_metrics_have_triton_names_per_class_and_histograms(server):
+    code, text = get(f"127.0.0.1:{server.metrics}/metrics")
+    assert code == 200
+    text = text.decode()
+    for name in ["nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
+                 "nv_inference_exec_count", "nv_inference_queue_duration_us", "nv_inference_compute_infer_duration_us",
+                 "nv_inference_request_duration_us", "nv_inference_pending_request_count"]:
+        assert f'{name}{{model="demo",version="1",class="interactive"' in text, name
+        assert f'{name}{{model="demo",version="1",class="batch"' in text, name
+    assert 'nv_inference_request_latency_us_bucket{model="demo",version="1",class="batch",le="+Inf"}' in text
+
+
+def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
+    s = Served(tmp_path, "batch_window_ms: 1000\n")
+    url = f"{s.url}/v2/models/demo/infer"
+    with ThreadPoolExecutor(6) as pool:
+        pending = [pool.submit(post, url, infer_body()) for _ in range(6)]
+        time.sleep(0.4)  # all six are queued, waiting for the 1 s window
+        assert s.stop(timeout=30) == 0, s.output()
+        assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
+
+
+def test_soak_shows_no_memory_growth(server):
+    http = httpclient.InferenceServerClient(server.url, network_timeout=30)
+    rng = np.random.default_rng(1)
+
+    def burst(n):
+        for _ in range(n):
+            k = int(rng.integers(1, 33))
+            ids = rng.integers(0, 32, size=(1, k)).astype(np.int64)
+            http.infer("demo", text_inputs(httpclient, ids, np.ones_like(ids)), timeout=30)
+
+    burst(300)  # warm: every sequence bucket's session exists
+    before = server.rss_kib()
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        burst(200)
+    growth = server.rss_kib() - before
+    assert growth < 8 * 1024, f"RSS grew by {growth} KiB over the soak"

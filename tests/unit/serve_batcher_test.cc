@@ -1,0 +1,197 @@
+// The dynamic batcher with a stand-in model (no engine): grouping by sequence length, padding
+// and cutting back, class priority, queue limits, timeouts and drain. These tests also run under
+// ThreadSanitizer (make test-tsan).
+#include "serve/batcher.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+namespace fusor::serve {
+namespace {
+
+using namespace std::chrono_literals;
+
+// input_ids, attention_mask int64 [batch, sequence] -> out float [batch, sequence]: ids * mask.
+Signature text_signature() {
+  TensorInfo ids{"input_ids", DType::Int64, {-1, -1}, {"batch", "sequence"}, true};
+  TensorInfo mask{"attention_mask", DType::Int64, {-1, -1}, {"batch", "sequence"}, true};
+  TensorInfo out{"out", DType::Float32, {-1, -1}, {"batch", "sequence"}, true};
+  return Signature::of({ids, mask}, {out});
+}
+
+Tensors request(std::vector<int64_t> ids) {
+  Tensor t(DType::Int64, {1, static_cast<int64_t>(ids.size())}), m(DType::Int64, t.dims());
+  for (size_t i = 0; i < ids.size(); ++i) t.data<int64_t>()[i] = ids[i], m.data<int64_t>()[i] = 1;
+  return {{"input_ids", t}, {"attention_mask", m}};
+}
+
+// The stand-in model; records every batch's dims.
+struct FakeModel {
+  std::mutex mu;
+  std::vector<Dims> batches;
+  std::chrono::milliseconds delay{0};
+  Tensors operator()(size_t, const Tensors& in) {
+    const Tensor& ids = in.at("input_ids");
+    const Tensor& mask = in.at("attention_mask");
+    {
+      std::lock_guard lock(mu);
+      batches.push_back(ids.dims());
+    }
+    std::this_thread::sleep_for(delay);
+    Tensor out(DType::Float32, ids.dims());
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      if (ids.data<int64_t>()[i] < 0) throw Error("negative id");
+      out.data<float>()[i] = static_cast<float>(ids.data<int64_t>()[i] * mask.data<int64_t>()[i]);
+    }
+    return {{"out", out}};
+  }
+};
+
+ServeConfig two_classes() {
+  ServeConfig c;
+  c.default_class = "interactive";
+  c.seq_bucket = 8;
+  TrafficClass interactive, batch;
+  interactive.batch_window_ms = 0;
+  interactive.max_batch = 4;
+  batch.batch_window_ms = 100;
+  batch.preferred_batch_sizes = {4, 8};
+  batch.priority = 1;
+  c.classes = {{"interactive", interactive}, {"batch", batch}};
+  return c;
+}
+
+struct Harness {
+  FakeModel model;
+  ModelStats stats{{"interactive", "batch"}};
+  std::unique_ptr<Batcher> batcher;
+  explicit Harness(const ServeConfig& c, std::chrono::milliseconds delay = 0ms) {
+    model.delay = delay;
+    batcher = std::make_unique<Batcher>(c, text_signature(), std::ref(model), stats);
+  }
+  std::future<Completion> submit(std::vector<int64_t> ids, const std::string& cls = "") {
+    auto p = std::make_shared<std::promise<Completion>>();
+    auto f = p->get_future();
+    batcher->submit(request(std::move(ids)), cls, [p](Completion c) { p->set_value(std::move(c)); });
+    return f;
+  }
+};
+
+std::vector<float> values(const Completion& c) {
+  const Tensor& t = c.outputs.at("out");
+  return {t.data<float>(), t.data<float>() + t.numel()};
+}
+
+TEST(ServeBatcher, GroupsBySequenceBucketPadsAndCutsBack) {
+  Harness h(two_classes());
+  auto a = h.submit({1, 2, 3}, "batch");
+  auto b = h.submit({4, 5, 6, 7, 8}, "batch");
+  auto c = h.submit({9, 9, 9, 9, 9, 9, 9, 9, 9, 9}, "batch");  // length 10: the next bucket
+  Completion ra = a.get();
+  EXPECT_EQ(values(ra), (std::vector<float>{1, 2, 3}));
+  EXPECT_EQ(ra.outputs.at("out").dims(), (Dims{1, 3}));
+  EXPECT_EQ(values(b.get()), (std::vector<float>{4, 5, 6, 7, 8}));
+  EXPECT_EQ(values(c.get()).size(), 10u);
+  std::lock_guard lock(h.model.mu);
+  // a and b share a batch padded to the preferred size 4 and the bucket 8; c runs apart at 16.
+  EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 16}}));
+}
+
+TEST(ServeBatcher, PaddingUsesTheConfiguredPadValues) {
+  ServeConfig c = two_classes();
+  c.pad_values = {{"input_ids", 7}, {"attention_mask", 0}};
+  Tensors seen;
+  ModelStats stats({"interactive", "batch"});
+  Batcher b(c, text_signature(), [&](size_t, const Tensors& in) {
+    seen = in;
+    Tensor out(DType::Float32, in.at("input_ids").dims());
+    return Tensors{{"out", out}};
+  }, stats);
+  auto p = std::make_shared<std::promise<Completion>>();
+  b.submit(request({1, 2}), "interactive", [p](Completion x) { p->set_value(std::move(x)); });
+  ASSERT_TRUE(p->get_future().get().status.ok());
+  b.drain();
+  const Tensor& ids = seen.at("input_ids");
+  ASSERT_EQ(ids.dims(), (Dims{1, 8}));
+  EXPECT_EQ(std::vector<int64_t>(ids.data<int64_t>(), ids.data<int64_t>() + 8), (std::vector<int64_t>{1, 2, 7, 7, 7, 7, 7, 7}));
+  EXPECT_EQ(seen.at("attention_mask").data<int64_t>()[2], 0);
+}
+
+TEST(ServeBatcher, InteractiveDoesNotWaitBehindAFormingBatch) {
+  Harness h(two_classes());
+  auto slow = h.submit({1}, "batch");  // waits up to 100 ms for its batch to fill
+  auto t0 = std::chrono::steady_clock::now();
+  auto fast = h.submit({2}, "interactive");
+  ASSERT_TRUE(fast.get().status.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 80ms);
+  EXPECT_EQ(slow.wait_for(0ms), std::future_status::timeout);
+  EXPECT_TRUE(slow.get().status.ok());
+}
+
+TEST(ServeBatcher, FullQueueAndTimeoutAnswerUnavailable) {
+  ServeConfig c = two_classes();
+  c.classes["batch"].max_queue_size = 1;
+  c.classes["batch"].batch_window_ms = 200;
+  c.classes["batch"].timeout_ms = 50;
+  Harness h(c);
+  auto first = h.submit({1}, "batch");
+  auto second = h.submit({2}, "batch");
+  EXPECT_EQ(second.get().status.code, Code::Unavailable);
+  Completion timed_out = first.get();
+  EXPECT_EQ(timed_out.status.code, Code::Unavailable);
+  EXPECT_NE(timed_out.status.message.find("timed out"), std::string::npos);
+}
+
+TEST(ServeBatcher, RejectsUnknownClassTooManyRowsAndBadShapes) {
+  Harness h(two_classes());
+  EXPECT_EQ(h.submit({1}, "bulk").get().status.code, Code::BadRequest);
+  auto p = std::make_shared<std::promise<Completion>>();
+  Tensors wide = request({1, 2});
+  wide["attention_mask"] = Tensor(DType::Int64, {1, 3});
+  h.batcher->submit(wide, "", [p](Completion c) { p->set_value(std::move(c)); });
+  EXPECT_EQ(p->get_future().get().status.code, Code::BadRequest);
+}
+
+TEST(ServeBatcher, ARequestTheModelRejectsFailsAlone) {
+  Harness h(two_classes());
+  auto good = h.submit({1, 2}, "batch");
+  auto bad = h.submit({-1, 2}, "batch");
+  EXPECT_TRUE(good.get().status.ok());
+  EXPECT_EQ(bad.get().status.code, Code::BadRequest);
+}
+
+TEST(ServeBatcher, DrainFinishesEveryAcceptedRequestAndRefusesNewOnes) {
+  Harness h(two_classes(), 2ms);
+  std::vector<std::future<Completion>> all;
+  for (int i = 0; i < 20; ++i) all.push_back(h.submit({i, i}, i % 2 ? "batch" : "interactive"));
+  h.batcher->drain();
+  for (auto& f : all) EXPECT_TRUE(f.get().status.ok());
+  EXPECT_EQ(h.submit({1}).get().status.code, Code::Unavailable);
+}
+
+TEST(ServeBatcher, ManyThreadsManyContexts) {
+  ServeConfig c = two_classes();
+  c.execution_contexts = 3;
+  Harness h(c);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 6; ++t)
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        std::vector<int64_t> ids(static_cast<size_t>(1 + (i * 7 + t) % 20), t + 1);
+        Completion r = h.submit(ids, (i + t) % 3 ? "interactive" : "batch").get();
+        if (r.status.ok() && values(r) == std::vector<float>(ids.begin(), ids.end())) ++ok;
+      }
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok, 240);
+  auto s = h.stats.snapshot();
+  EXPECT_EQ(s.success_count, 240u);
+  EXPECT_EQ(s.classes["interactive"].pending + s.classes["batch"].pending, 0);
+}
+
+}  // namespace
+}  // namespace fusor::serve

@@ -1,0 +1,84 @@
+// fusor serve: KServe v2 / Triton-compatible inference over HTTP and gRPC, with a dynamic
+// batcher per traffic class and Prometheus metrics (docs/serve.md). Runs until SIGTERM or
+// SIGINT, then shuts down gracefully and exits 0.
+#include <omp.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "model_args.h"
+#include "serve/demo_model.h"
+#include "serve/server.h"
+
+namespace fusor::cli {
+namespace {
+
+struct ServeArgs {
+  std::vector<std::string> models;  // NAME=PATH
+  ModelArgs options;                // --config, --threads and the session switches
+  serve::Listen listen;
+};
+
+void serve_command(const ServeArgs& a) {
+  // Signals go to sigwait below, not to whichever thread happens to run; a peer that closes
+  // its socket must not kill the process with SIGPIPE.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  const ServeConfig& config = a.options.config.serve;
+  int cores = a.options.threads > 0 ? a.options.threads : omp_get_max_threads();
+  int per_context = std::max<int>(1, cores / static_cast<int>(config.execution_contexts));
+  std::vector<std::unique_ptr<serve::ServedModel>> models;
+  auto add = [&](const std::string& name, Engine engine) {
+    models.push_back(std::make_unique<serve::ServedModel>(name, std::move(engine), config,
+                                                          a.options.session_options(), per_context));
+  };
+  if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model());
+  for (const auto& spec : a.models) {
+    auto eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw Error("--model '" + spec + "' must look like NAME=PATH");
+    add(spec.substr(0, eq), Engine::load(spec.substr(eq + 1)));
+  }
+  serve::Listen listen = a.listen;
+  listen.max_body_bytes = config.max_body_bytes;
+  serve::Server server(std::move(models), listen);
+  server.start();
+  std::fprintf(stderr, "fusor serve: HTTP %s:%d, gRPC %s:%d, metrics %s:%d; %lld execution context(s) x %d thread(s)\n",
+               listen.host.c_str(), listen.http_port, listen.host.c_str(), listen.grpc_port, listen.host.c_str(),
+               listen.metrics_port, static_cast<long long>(config.execution_contexts), per_context);
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  std::fprintf(stderr, "fusor serve: %s, finishing accepted requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.shutdown();
+  std::fprintf(stderr, "fusor serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto args = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve models over KServe v2 HTTP and gRPC (Triton-compatible)");
+  cmd->add_option("--model", args->models, "NAME=PATH of an ONNX model (repeatable); none: the demo model");
+  cmd->add_option_function<std::string>(
+         "--config", [args](const std::string& path) { args->options.config = load_config(path); },
+         "YAML config file; the serve section sets traffic classes (docs/serve.md)")
+      ->type_name("FILE");
+  cmd->add_option("--threads", args->options.threads, "Threads in all, shared by the execution contexts")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--host", args->listen.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--http", args->listen.http_port, "HTTP port (0: off)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--grpc", args->listen.grpc_port, "gRPC port (0: off)")->capture_default_str()->check(CLI::Range(0, 65535));
+  cmd->add_option("--metrics", args->listen.metrics_port, "Prometheus metrics port (0: off)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->callback([args] { serve_command(*args); });
+}
+
+}  // namespace fusor::cli
