@@ -7,6 +7,7 @@
 //
 // A Session is one execution context: use one per concurrent stream.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,8 @@ namespace fusor {
 
 struct Graph;
 struct Plan;
+class Kernel;
+struct KernelRequest;
 class Executor;
 
 struct TensorInfo {
@@ -37,6 +40,8 @@ struct SessionOptions {
   bool reorder = true;     // memory-aware step order (config: kernel.reorder_for_coalesce)
   // Fusion passes and their switches (config: fusion.*); empty runs the unfused plan.
   std::optional<FusionConfig> fusion = FusionConfig{};
+  // Testing hook: replaces the kernel chosen for each fused step (precision gate faults).
+  std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>)> wrap_fused_kernel;
   // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
   std::map<std::string, Tensor> frozen_inputs;
 };

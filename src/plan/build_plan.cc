@@ -95,8 +95,10 @@ Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType>
     step.outputs = n.outputs;
     std::vector<TensorType> step_out;
     for (int v : n.outputs) step_out.push_back(v >= 0 ? plan.types[static_cast<size_t>(v)] : TensorType{});
-    if (options.kernels == KernelChoice::Fast)
-      step.kernel = cpu::select_kernel(KernelRequest{n, in_types_n, in_consts, step_out});
+    KernelRequest request{n, in_types_n, in_consts, step_out};
+    if (options.kernels == KernelChoice::Fast) step.kernel = cpu::select_kernel(request);
+    if (step.kernel && n.op == Op::Fused && options.wrap_fused_kernel)
+      step.kernel = options.wrap_fused_kernel(request, std::move(step.kernel));
     if (!step.kernel) step.kernel = make_reference_kernel(n);
     plan.steps.push_back(std::move(step));
   }

@@ -32,6 +32,8 @@ struct PlanOptions {
   std::map<std::string, Tensor> frozen_inputs;
   // Run the fusion passes with these switches (fast plans only); no fusion when empty.
   std::optional<FusionConfig> fusion;
+  // Replaces the kernel chosen for a fused step (the precision gate's fault injection).
+  KernelWrapper wrap_fused_kernel;
 };
 
 struct Step {

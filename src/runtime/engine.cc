@@ -106,6 +106,7 @@ Session Engine::session(const std::map<std::string, Dims>& input_dims, const Ses
   po.frozen_inputs = options.frozen_inputs;
   po.memory_aware_order = options.reorder;
   po.fusion = options.fusion;
+  po.wrap_fused_kernel = options.wrap_fused_kernel;
   return Session(std::make_unique<Plan>(build_plan(graph_, input_dims, po)), options);
 }
 

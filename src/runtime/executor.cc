@@ -118,6 +118,7 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     } else {
       step.kernel->run(step_inputs_[s], step_outputs_[s], scratch_of(s));
     }
+    if (observer_) observer_(s, step, step_inputs_[s], step_outputs_[s]);
     if (options_.mem_guard) {
       check_guards(s);
       poison_dead(s);

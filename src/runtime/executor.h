@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "plan/memory_plan.h"
@@ -24,6 +25,10 @@ struct ExecutorOptions {
 
 // Called after each step (profiler). `index` is the step's position in the plan.
 using StepHook = std::function<void(size_t index, const Step& step, double seconds)>;
+// Called after each step with its input and output tensors, which stay valid only during the
+// call (precision gate: it copies the boundary tensors of fusion items without changing the plan).
+using StepObserver =
+    std::function<void(size_t index, const Step& step, std::span<const Tensor> inputs, std::span<const Tensor> outputs)>;
 
 class Executor {
  public:
@@ -37,6 +42,7 @@ class Executor {
   void run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
 
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
+  void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
   const Plan& plan() const { return plan_; }
   const MemoryPlan& memory() const { return memory_; }
 
@@ -56,6 +62,7 @@ class Executor {
   std::vector<std::vector<Tensor>> step_inputs_;    // per step, built once
   std::vector<std::vector<Tensor>> step_outputs_;   // per step, built once
   StepHook hook_;
+  StepObserver observer_;
 };
 
 }  // namespace fusor

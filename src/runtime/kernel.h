@@ -4,6 +4,7 @@
 // handles), so a plan's kernels serve one executor at a time. Every optimized kernel has a
 // plain twin: the reference kernel of the same node.
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -32,6 +33,9 @@ struct KernelRequest {
   std::span<const Tensor* const> constants;  // plan-time constant inputs (weights), or nullptr
   std::span<const TensorType> outputs;
 };
+
+// Given a request and the kernel chosen for it, returns the kernel to use instead (or the same).
+using KernelWrapper = std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>)>;
 
 // Wraps the node's reference kernel from the op table.
 std::unique_ptr<Kernel> make_reference_kernel(const Node& node);

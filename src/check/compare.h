@@ -1,0 +1,40 @@
+// The comparison rules of the precision gate, explicit per mode (docs/check.md has the table).
+//
+//   strict  (fp32): |a - b| <= 1e-5 + 1.3e-6 * |b|   (torch.testing's float32 defaults)
+//                   and, where |a - b| > atol, at most 64 ULP apart
+//   relaxed (fp32): |a - b| <= 1e-4 + 1e-3 * |b|, at most 16384 ULP apart
+//
+// A NaN or an Inf where the other side has none (or another one) always fails. Integer and bool
+// tensors must be equal.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "fusor/config.h"
+#include "fusor/tensor.h"
+
+namespace fusor {
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1.3e-6;
+  int64_t max_ulp = 64;
+};
+Tolerance tolerance_for(PrecisionCheck mode);
+
+// How far `actual` is from `expected`, and where it is worst.
+struct Difference {
+  double max_abs = 0;
+  double max_rel = 0;        // |a - b| / |b| at the worst element (0 where b == 0)
+  int64_t max_ulp = 0;
+  int64_t worst_index = -1;  // flat index of the element with the largest |a - b|, -1 if none
+  bool nonfinite_mismatch = false;
+  bool shape_mismatch = false;
+  bool within = true;        // every element passes the tolerance
+};
+Difference compare_tensors(const Tensor& actual, const Tensor& expected, const Tolerance& tol);
+
+// ULP distance between two finite floats (0 when equal, huge across signs).
+int64_t ulp_distance(float a, float b);
+
+}  // namespace fusor

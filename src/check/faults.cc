@@ -1,0 +1,118 @@
+#include "check/faults.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "ir/graph.h"
+#include "kernels/cpu/backend.h"
+
+namespace fusor {
+namespace {
+
+const std::vector<std::string> kKinds = {"wrong_epsilon", "dropped_bias", "reduced_precision", "off_by_one_mask",
+                                         "stale_buffer"};
+
+bool applies(const std::string& kind, const Node& node, const KernelRequest& r) {
+  if (kind == "wrong_epsilon") return node.op_type == "LayerNorm";
+  if (kind == "dropped_bias")
+    return (node.op_type == "LayerNorm" || node.op_type == "FusedMatMul") && r.inputs.size() > 2 &&
+           node.attr_int("has_bias", 1) != 0;
+  if (kind == "off_by_one_mask") return node.op_type == "Attention" && r.inputs.size() > 3;
+  return true;
+}
+
+Tensor copy_of(const Tensor& t) {
+  Tensor c(t.dtype(), t.dims());
+  if (t.nbytes()) std::memcpy(c.raw(), t.raw(), t.nbytes());
+  return c;
+}
+
+class FaultyKernel final : public Kernel {
+ public:
+  FaultyKernel(std::string kind, std::unique_ptr<Kernel> inner) : kind_(std::move(kind)), inner_(std::move(inner)) {}
+
+  size_t scratch_bytes() const override { return inner_->scratch_bytes(); }
+  std::string name() const override { return inner_->name() + "+fault:" + kind_; }
+
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    std::vector<Tensor> inputs(in.begin(), in.end());
+    if (kind_ == "dropped_bias") {
+      inputs[2] = copy_of(in[2]);
+      std::memset(inputs[2].raw(), 0, inputs[2].nbytes());
+    } else if (kind_ == "off_by_one_mask") {
+      inputs[3] = copy_of(in[3]);
+      shift_last_axis(inputs[3]);
+    }
+    inner_->run(inputs, out, scratch);
+    if (kind_ == "reduced_precision")
+      for (Tensor& t : out)
+        if (t.defined() && t.dtype() == DType::Float32) round_to_bf16(t);
+    if (kind_ == "stale_buffer") {
+      std::vector<Tensor> fresh;
+      for (Tensor& t : out) fresh.push_back(t.defined() ? copy_of(t) : Tensor());
+      if (!previous_.empty())
+        for (size_t i = 0; i < out.size(); ++i)
+          if (out[i].defined() && previous_[i].nbytes() == out[i].nbytes())
+            std::memcpy(out[i].raw(), previous_[i].raw(), out[i].nbytes());
+      previous_ = std::move(fresh);
+    }
+  }
+
+ private:
+  static void shift_last_axis(Tensor& t) {
+    if (t.dtype() != DType::Float32 || t.dims().empty() || t.dims().back() < 2) return;
+    const int64_t n = t.dims().back(), rows = t.numel() / n;
+    float* p = t.data<float>();
+    for (int64_t r = 0; r < rows; ++r) std::memmove(p + r * n + 1, p + r * n, static_cast<size_t>(n - 1) * sizeof(float));
+  }
+  static void round_to_bf16(Tensor& t) {
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &p[i], 4);
+      bits = (bits + 0x8000u) & 0xFFFF0000u;
+      std::memcpy(&p[i], &bits, 4);
+    }
+  }
+
+  std::string kind_;
+  std::unique_ptr<Kernel> inner_;
+  std::vector<Tensor> previous_;
+};
+
+}  // namespace
+
+std::vector<std::string> fault_kinds() { return kKinds; }
+
+FaultSpec parse_fault(const std::string& text) {
+  FaultSpec spec;
+  size_t at = text.find('@');
+  spec.kind = text.substr(0, at);
+  if (at != std::string::npos) spec.item = text.substr(at + 1);
+  if (std::find(kKinds.begin(), kKinds.end(), spec.kind) == kKinds.end()) {
+    std::string known;
+    for (const auto& k : kKinds) known += (known.empty() ? "" : ", ") + k;
+    throw Error("unknown fault kind '" + spec.kind + "' (known: " + known + ")");
+  }
+  if (at != std::string::npos && spec.item.empty()) throw Error("--inject-fault '" + text + "' names no item after '@'");
+  return spec;
+}
+
+KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target) {
+  if (!spec.item.empty()) *target = spec.item;
+  return [spec, target](const KernelRequest& r, std::unique_ptr<Kernel> chosen) -> std::unique_ptr<Kernel> {
+    const Node& node = r.node;
+    if (!target->empty() && node.name != *target) return chosen;
+    if (!applies(spec.kind, node, r)) return chosen;
+    *target = node.name;
+    if (spec.kind == "wrong_epsilon") {
+      Node wrong = node;
+      wrong.attrs["epsilon"] = 0.1f;
+      auto k = cpu::select_kernel(KernelRequest{wrong, r.inputs, r.constants, r.outputs});
+      return k ? std::move(k) : std::move(chosen);
+    }
+    return std::make_unique<FaultyKernel>(spec.kind, std::move(chosen));
+  };
+}
+
+}  // namespace fusor

@@ -1,0 +1,31 @@
+// Deliberately wrong fused kernels, to prove the precision gate catches what it must
+// (`fusor check --inject-fault KIND[@item]`). Each kind wraps the kernel chosen for one fused step:
+//   wrong_epsilon      LayerNorm with epsilon 0.1 instead of the model's
+//   dropped_bias       the item's bias operand (input 2: a GEMM's bias, a LayerNorm's beta) read as zeros
+//   reduced_precision  results rounded to bfloat16, as if accumulated in reduced precision
+//   off_by_one_mask    an attention mask read one key position late
+//   stale_buffer       every run after the first returns the previous run's result
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/kernel.h"
+
+namespace fusor {
+
+std::vector<std::string> fault_kinds();
+
+struct FaultSpec {
+  std::string kind;
+  std::string item;  // empty: the first fused step the kind applies to
+};
+// Parses "KIND[@item]"; throws fusor::Error naming the known kinds for an unknown one.
+FaultSpec parse_fault(const std::string& text);
+
+// The wrapper for PlanOptions/SessionOptions::wrap_fused_kernel. It injects into one item only:
+// the first that fits is remembered by name in `target`, so rebuilt plans keep hitting the same
+// item (and stop once it is rolled back).
+KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target);
+
+}  // namespace fusor

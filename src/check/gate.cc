@@ -1,0 +1,284 @@
+#include "check/gate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "check/faults.h"
+#include "plan/plan.h"
+#include "runtime/executor.h"
+
+namespace fusor {
+namespace {
+
+using Feeds = std::map<std::string, Tensor>;
+
+struct Sample {
+  std::string name;
+  Feeds feeds;
+  int tier;  // 1 for ordinary samples, 4 for edge cases
+};
+
+Tensor copy_of(const Tensor& t) {
+  Tensor c(t.dtype(), t.dims());
+  if (t.nbytes()) std::memcpy(c.raw(), t.raw(), t.nbytes());
+  return c;
+}
+
+bool is_mask(const std::string& name) { return name.find("mask") != std::string::npos; }
+
+// Edge cases: padding on either side and fully masked rows for text models; extreme magnitudes,
+// zeros, negatives and denormals for float inputs.
+std::vector<Sample> edge_samples(const Feeds& base) {
+  std::vector<Sample> out;
+  auto variant = [&](const std::string& name, auto&& change) {
+    Feeds f;
+    bool changed = false;
+    for (const auto& [k, v] : base) {
+      Tensor t = copy_of(v);
+      changed |= change(k, t);
+      f[k] = t;
+    }
+    if (changed) out.push_back({name, std::move(f), 4});
+  };
+  auto mask_edit = [](auto&& set) {
+    return [set](const std::string& k, Tensor& t) {
+      if (!is_mask(k) || t.dtype() != DType::Int64 || t.dims().size() != 2) return false;
+      const int64_t rows = t.dims()[0], n = t.dims()[1];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i) t.data<int64_t>()[r * n + i] = set(i, n);
+      return true;
+    };
+  };
+  variant("right_padding", mask_edit([](int64_t i, int64_t n) { return int64_t{i < (n + 1) / 2}; }));
+  variant("left_padding", mask_edit([](int64_t i, int64_t n) { return int64_t{i >= n / 2}; }));
+  variant("fully_masked", mask_edit([](int64_t, int64_t) { return int64_t{0}; }));
+  auto float_edit = [](auto&& f) {
+    return [f](const std::string&, Tensor& t) {
+      if (t.dtype() != DType::Float32) return false;
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = f(t.data<float>()[i]);
+      return true;
+    };
+  };
+  variant("large", float_edit([](float x) { return x * 1e3f; }));
+  variant("small", float_edit([](float x) { return x * 1e-3f; }));
+  variant("zeros", float_edit([](float) { return 0.0f; }));
+  variant("negative", float_edit([](float x) { return -std::abs(x); }));
+  variant("denormal", float_edit([](float x) { return x * 1e-39f; }));
+  return out;
+}
+
+std::vector<Tensor> ordered(const Engine& engine, const Feeds& feeds) {
+  std::vector<Tensor> v;
+  for (const TensorInfo& in : engine.inputs()) v.push_back(feeds.at(in.name));
+  return v;
+}
+
+// One fused step as observed in the optimized run.
+struct Capture {
+  const Node* node;
+  std::vector<Tensor> inputs, outputs;
+  std::vector<bool> constant;  // per input: a plan-time constant (weights)
+};
+
+// Runs a fused node's body as its own plan on the captured inputs.
+std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels) {
+  const Graph& body = *c.node->body;
+  PlanOptions po;
+  po.kernels = kernels;
+  po.fusion.reset();
+  std::map<std::string, Dims> dims;
+  for (size_t i = 0; i < body.inputs.size(); ++i) {
+    const std::string& name = body.values[static_cast<size_t>(body.inputs[i])].name;
+    dims[name] = c.inputs[i].dims();
+    if (c.constant[i]) po.frozen_inputs[name] = c.inputs[i];
+  }
+  try {
+    Plan plan = build_plan(c.node->body, dims, po);
+    return Executor(plan).run(c.inputs);
+  } catch (const Error& e) {
+    throw Error("fusion item '" + c.node->name + "': running its body: " + e.what());
+  }
+}
+
+double max_abs_error(const std::vector<Tensor>& a, const std::vector<Tensor>& b, const Tolerance& tol) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    Difference d = compare_tensors(a[i], b[i], tol);
+    worst = std::max(worst, d.nonfinite_mismatch || d.shape_mismatch ? INFINITY : d.max_abs);
+  }
+  return worst;
+}
+
+class Gate {
+ public:
+  Gate(const Engine& engine, const CheckOptions& o) : engine_(engine), o_(o), tol_(tolerance_for(o.mode)) {}
+
+  CheckReport run() {
+    collect_samples();
+    CheckReport report;
+    report.mode = precision_check_name(o_.mode);
+    for (const Sample& s : samples_) report.samples.push_back(s.name);
+    say("running the native and truth plans on " + std::to_string(samples_.size()) + " samples");
+    reference_outputs();
+
+    FusionConfig fusion = o_.fusion;
+    auto target = std::make_shared<std::string>();
+    std::set<std::string> decided;
+    for (int round = 1; round <= o_.max_rounds; ++round) {
+      report.rounds = round;
+      SessionOptions so;
+      so.fusion = fusion;
+      if (!o_.inject_fault.empty()) so.wrap_fused_kernel = make_fault_injector(parse_fault(o_.inject_fault), target);
+      Session opt = engine_.session(o_.dims, so);
+      std::vector<ItemVerdict> verdicts;
+      std::vector<OutputVerdict> outputs;
+      check_round(opt, round, verdicts, outputs);
+      std::vector<std::string> failing;
+      for (ItemVerdict& v : verdicts)
+        if (v.status == "rolled_back") failing.push_back(v.name);
+      bool outputs_ok = std::all_of(outputs.begin(), outputs.end(), [](const OutputVerdict& v) { return v.passed; });
+      if (failing.empty() && !outputs_ok && !verdicts.empty()) {
+        // Every item passes alone but the model does not: items interact. Revert the one that
+        // moved furthest relative to its threshold, then check again.
+        auto worst = std::max_element(verdicts.begin(), verdicts.end(), [](const auto& a, const auto& b) {
+          return a.vs_native.max_abs / std::max(a.threshold, 1e-30) < b.vs_native.max_abs / std::max(b.threshold, 1e-30);
+        });
+        worst->status = "rolled_back";
+        worst->tier = 3;
+        failing.push_back(worst->name);
+      }
+      for (const ItemVerdict& v : verdicts)
+        if (!decided.count(v.name) && (v.status == "rolled_back" || failing.empty())) {
+          report.items.push_back(v);
+          decided.insert(v.name);
+        }
+      for (const auto& name : failing) {
+        fusion.disabled.push_back(name);
+        report.rolled_back.push_back(name);
+        say("round " + std::to_string(round) + ": rolled back " + name);
+      }
+      if (failing.empty()) {
+        report.outputs = std::move(outputs);
+        report.passed = outputs_ok;
+        break;
+      }
+    }
+    report.injected_into = *target;
+    report.final_fusion = fusion;
+    return report;
+  }
+
+ private:
+  void say(const std::string& line) const {
+    if (o_.progress) o_.progress(line);
+  }
+
+  void collect_samples() {
+    if (!o_.samples.empty()) {
+      for (size_t i = 0; i < o_.samples.size(); ++i) samples_.push_back({"sample" + std::to_string(i), o_.samples[i], 1});
+    } else {
+      samples_.push_back({"random", engine_.sample_inputs(o_.dims, 0), 1});
+      samples_.push_back({"random2", engine_.sample_inputs(o_.dims, 1), 1});
+    }
+    if (o_.edge_cases)
+      for (Sample& s : edge_samples(samples_[0].feeds)) samples_.push_back(std::move(s));
+  }
+
+  void reference_outputs() {
+    SessionOptions native_o, truth_o;
+    native_o.fusion.reset();
+    truth_o.reference = true;
+    truth_o.fusion.reset();
+    Session native = engine_.session(o_.dims, native_o), truth = engine_.session(o_.dims, truth_o);
+    for (const Sample& s : samples_) {
+      native_.push_back(native.executor().run(ordered(engine_, s.feeds)));
+      truth_.push_back(truth.executor().run(ordered(engine_, s.feeds)));
+    }
+  }
+
+  void check_round(Session& opt, int round, std::vector<ItemVerdict>& verdicts, std::vector<OutputVerdict>& outputs) {
+    const Plan& plan = opt.plan();
+    std::map<std::string, size_t> index;  // item name -> verdict
+    for (size_t si = 0; si < samples_.size(); ++si) {
+      const Sample& s = samples_[si];
+      std::vector<Capture> captures;
+      opt.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
+        const Node& node = plan.graph->nodes[static_cast<size_t>(step.node)];
+        if (node.op != Op::Fused) return;
+        Capture c{&node, {}, {}, {}};
+        for (size_t i = 0; i < in.size(); ++i) {
+          c.inputs.push_back(copy_of(in[i]));
+          c.constant.push_back(step.inputs[i] >= 0 && plan.is_constant(step.inputs[i]));
+        }
+        for (const Tensor& t : out) c.outputs.push_back(copy_of(t));
+        captures.push_back(std::move(c));
+      });
+      std::vector<Tensor> got = opt.executor().run(ordered(engine_, s.feeds));
+      opt.executor().set_step_observer(nullptr);
+      say("round " + std::to_string(round) + ", sample " + s.name + ": checking " + std::to_string(captures.size()) +
+          " fusion items");
+
+      for (const Capture& c : captures) {
+        std::vector<Tensor> native = run_body(c, KernelChoice::Fast), truth = run_body(c, KernelChoice::Reference);
+        ItemVerdict v;
+        v.name = c.node->name;
+        v.kind = c.node->op_type;
+        v.sample = s.name;
+        v.tier = s.tier;
+        v.round = round;
+        bool within = true;
+        for (size_t o = 0; o < c.outputs.size(); ++o) {
+          Difference d = compare_tensors(c.outputs[o], native[o], tol_);
+          within = within && d.within;
+          if (d.max_abs >= v.vs_native.max_abs || d.nonfinite_mismatch) {
+            v.vs_native = d;
+            v.threshold = threshold_at(native[o], d.worst_index);
+          }
+        }
+        v.native_vs_truth = max_abs_error(native, truth, tol_);
+        v.fused_vs_truth = max_abs_error(c.outputs, truth, tol_);
+        const bool nonfinite = v.vs_native.nonfinite_mismatch || v.vs_native.shape_mismatch;
+        const bool worse = v.fused_vs_truth > o_.margin * v.native_vs_truth + tol_.atol / 10;
+        v.status = !within && (nonfinite || worse) ? "rolled_back" : "kept";
+        auto it = index.find(v.name);
+        if (it == index.end()) {
+          index[v.name] = verdicts.size();
+          verdicts.push_back(v);
+        } else if (verdicts[it->second].status == "kept" &&
+                   (v.status == "rolled_back" || v.vs_native.max_abs > verdicts[it->second].vs_native.max_abs)) {
+          verdicts[it->second] = v;  // keep the worst sample's figures
+        }
+      }
+      for (size_t o = 0; o < got.size(); ++o) {
+        OutputVerdict ov;
+        ov.name = engine_.outputs()[o].name;
+        ov.sample = s.name;
+        ov.vs_native = compare_tensors(got[o], native_[si][o], tol_);
+        ov.vs_truth = compare_tensors(got[o], truth_[si][o], tol_);
+        ov.native_vs_truth = compare_tensors(native_[si][o], truth_[si][o], tol_);
+        const bool worse = ov.vs_truth.max_abs > o_.margin * ov.native_vs_truth.max_abs + tol_.atol / 10;
+        ov.passed = ov.vs_native.within || (!ov.vs_native.nonfinite_mismatch && !ov.vs_native.shape_mismatch && !worse);
+        outputs.push_back(ov);
+      }
+    }
+  }
+
+  double threshold_at(const Tensor& expected, int64_t index) const {
+    if (index < 0 || expected.dtype() != DType::Float32) return tol_.atol;
+    return tol_.atol + tol_.rtol * std::abs(static_cast<double>(expected.data<float>()[index]));
+  }
+
+  const Engine& engine_;
+  const CheckOptions& o_;
+  Tolerance tol_;
+  std::vector<Sample> samples_;
+  std::vector<std::vector<Tensor>> native_, truth_;  // per sample, model outputs
+};
+
+}  // namespace
+
+CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options) { return Gate(engine, options).run(); }
+
+}  // namespace fusor

@@ -1,0 +1,73 @@
+"""fusor check: the precision gate on MiniLM, its report formats, and fault injection that must
+be caught at the right tier and rolled back while the rest of the plan stays fused."""
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import model_path, run_fusor
+
+ITEM_KEYS = {"name", "kind", "tier", "max_abs", "max_rel", "ulp", "threshold", "status"}
+
+
+def check(tmp_path, *extra, timeout=300):
+    report, junit = tmp_path / "check.json", tmp_path / "junit.xml"
+    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--report", report, "--junit", junit, *extra,
+                  timeout=timeout)
+    return r, (json.loads(report.read_text()) if report.exists() else None), junit
+
+
+def test_clean_model_passes_with_every_item_kept(tmp_path):
+    r, rep, junit = check(tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert rep["passed"] is True and rep["rolled_back"] == [] and rep["mode"] == "strict"
+    assert len(rep["items"]) >= 30
+    for item in rep["items"]:
+        assert ITEM_KEYS <= item.keys() and item["status"] == "kept"
+    # Edge cases ran: padding on both sides and fully masked rows.
+    assert {"random", "right_padding", "left_padding", "fully_masked"} <= set(rep["samples"])
+    assert all(o["passed"] for o in rep["outputs"])
+    suites = ET.parse(junit).getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == ["fusion items", "model outputs"]
+    assert int(suites[0].get("tests")) == len(rep["items"])
+
+
+def test_list_faults():
+    r = run_fusor("check", "--list-faults")
+    assert r.returncode == 0
+    assert set(r.stdout.split()) == {"wrong_epsilon", "dropped_bias", "reduced_precision", "off_by_one_mask",
+                                     "stale_buffer"}
+
+
+@pytest.mark.parametrize("fault,item,tier", [
+    ("wrong_epsilon", "embeddings.layernorm", 1),
+    ("dropped_bias", "layer2.output.layernorm", 1),
+    ("reduced_precision", "layer0.attention.output.layernorm", 1),
+    ("off_by_one_mask", "layer1.attention.self.attention", 4),  # only padded samples expose it
+    ("stale_buffer", "embeddings.elementwise", 1),              # the second sample reads the first's result
+])
+def test_injected_fault_is_caught_and_rolled_back(tmp_path, fault, item, tier):
+    edge = [] if tier == 4 else ["--no-edge-cases"]  # tier-1 faults show on ordinary samples
+    r, rep, _ = check(tmp_path, "--inject-fault", f"{fault}@{item}", *edge)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert rep["passed"] is True
+    assert rep["rolled_back"] == [item] and rep["fault_injected_into"] == item
+    bad = next(i for i in rep["items"] if i["name"] == item)
+    assert bad["status"] == "rolled_back" and bad["tier"] == tier
+    assert bad["max_abs"] > bad["threshold"]
+    kept = [i for i in rep["items"] if i["status"] == "kept"]
+    assert len(kept) >= 30, "the rest of the plan stays fused"
+    assert f"rolled back {item}" in r.stdout
+
+
+def test_fault_without_item_goes_to_the_first_that_fits(tmp_path):
+    r, rep, _ = check(tmp_path, "--inject-fault", "wrong_epsilon", "--no-edge-cases")
+    assert r.returncode == 0
+    assert rep["rolled_back"] == [rep["fault_injected_into"]] and rep["fault_injected_into"].endswith("layernorm")
+
+
+@pytest.mark.parametrize("args", [["--inject-fault", "flip_bits"], ["--inject-fault", "wrong_epsilon@"], []])
+def test_usage_errors_exit_2(args):
+    extra = [model_path("minilm-l6")] if args else []
+    r = run_fusor("check", *extra, *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)

@@ -1,0 +1,121 @@
+// fusor check: the precision gate. Exit 0 when the final plan passes (rollbacks listed), 1 when it
+// still fails, 2 for usage errors (CLI11 parse errors, see main.cc).
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "check/faults.h"
+#include "check/gate.h"
+#include "commands.h"
+#include "fusor/npy.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct CheckArgs {
+  ModelArgs model;
+  std::string samples_dir, report_path, junit_path, fault;
+  int64_t batch = 1, seq = 16;
+  bool list_faults = false, no_edge_cases = false;
+};
+
+// A directory of NAME.npy files is one sample; a directory of directories is one sample each.
+std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw Error("--samples '" + dir + "' is not a directory");
+  auto one = [&](const fs::path& d) {
+    std::map<std::string, Tensor> feeds;
+    for (const TensorInfo& in : engine.inputs()) {
+      fs::path p = d / (in.name + ".npy");
+      if (!fs::exists(p)) throw Error("sample '" + d.string() + "' has no " + p.filename().string());
+      feeds[in.name] = read_npy(p.string());
+      if (feeds[in.name].dtype() != in.dtype)
+        throw Error(p.string() + " holds " + dtype_name(feeds[in.name].dtype()) + ", input '" + in.name + "' is " +
+                    dtype_name(in.dtype));
+    }
+    return feeds;
+  };
+  std::vector<std::map<std::string, Tensor>> out;
+  std::vector<fs::path> subdirs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory()) subdirs.push_back(e.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  if (subdirs.empty()) out.push_back(one(dir));
+  for (const auto& d : subdirs) out.push_back(one(d));
+  return out;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream f(path);
+  if (!f || !(f << text)) throw Error(std::string("cannot write ") + what + " '" + path + "'");
+}
+
+int check(const CheckArgs& a) {
+  if (a.list_faults) {
+    for (const auto& k : fault_kinds()) std::cout << k << "\n";
+    return 0;
+  }
+  if (a.model.model.empty()) throw CLI::ValidationError("model", "give a MODEL (or --list-faults)");
+  if (!a.fault.empty()) {  // a bad kind is a usage error, found before any work
+    try {
+      parse_fault(a.fault);
+    } catch (const Error& e) {
+      throw CLI::ValidationError("--inject-fault", e.what());
+    }
+  }
+  a.model.apply_threads();
+  Engine engine = Engine::load(a.model.model);
+  CheckOptions o;
+  o.mode = a.model.config.fusion.precision_check == PrecisionCheck::Off ? PrecisionCheck::Strict
+                                                                         : a.model.config.fusion.precision_check;
+  o.fusion = a.model.config.fusion;
+  auto shapes = a.model.parsed_shapes();
+  if (!a.samples_dir.empty()) {
+    o.samples = read_samples(engine, a.samples_dir);
+    for (const auto& [name, t] : o.samples[0]) shapes[name] = t.dims();
+  }
+  o.dims = engine.bind_dims(shapes, a.batch, a.seq);
+  o.edge_cases = !a.no_edge_cases;
+  o.inject_fault = a.fault;
+  o.progress = [](const std::string& line) { std::cerr << "check: " << line << "\n"; };
+  CheckReport r = run_precision_gate(engine, o);
+
+  size_t kept = 0;
+  for (const auto& i : r.items) kept += i.status == "kept";
+  std::cout << (r.passed ? "PASSED" : "FAILED") << " (" << r.mode << "): " << r.items.size() << " fusion items, "
+            << kept << " kept, " << r.rolled_back.size() << " rolled back, " << r.samples.size() << " samples, "
+            << r.rounds << " round(s)\n";
+  for (const auto& i : r.items)
+    if (i.status == "rolled_back")
+      std::cout << "  rolled back " << i.name << " (tier " << i.tier << ", sample " << i.sample << "): max abs "
+                << i.vs_native.max_abs << " vs threshold " << i.threshold << ", error against truth " << i.fused_vs_truth
+                << " (native " << i.native_vs_truth << ")\n";
+  if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
+  if (!a.report_path.empty()) write_file(a.report_path, check_report_json(r), "report");
+  if (!a.junit_path.empty()) write_file(a.junit_path, check_report_junit(r), "JUnit file");
+  return r.passed ? 0 : 1;
+}
+
+}  // namespace
+
+void add_check_command(CLI::App& app) {
+  auto args = std::make_shared<CheckArgs>();
+  CLI::App* cmd = app.add_subcommand("check", "Precision gate: check every fusion item, roll back the ones that fail");
+  args->model.add_to(*cmd);
+  cmd->get_option("model")->required(false);
+  cmd->add_option("--samples", args->samples_dir, "Directory of NAME.npy inputs (or of such directories)");
+  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions")->check(CLI::PositiveNumber);
+  cmd->add_option("--report", args->report_path, "Write the JSON report (docs/check.md)");
+  cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI");
+  cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");
+  cmd->add_flag("--list-faults", args->list_faults, "Print the fault kinds and exit");
+  cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples");
+  cmd->callback([args] {
+    int code = check(*args);
+    if (code != 0) throw ExitCode(code);
+  });
+}
+
+}  // namespace fusor::cli
