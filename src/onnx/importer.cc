@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "onnx/exporter.h"
 #include "onnx/tensor_proto.h"
 
 namespace fusor {
@@ -30,6 +31,8 @@ std::optional<Shape> shape_from_type(const onnx::TypeProto& type) {
 Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& where,
                             const std::string& base_dir) {
   using A = onnx::AttributeProto;
+  if (!a.ref_attr_name().empty())
+    throw Error(where + ": attribute '" + a.name() + "' refers to a function attribute (not supported)");
   switch (a.type()) {
     case A::INT: return static_cast<int64_t>(a.i());
     case A::FLOAT: return a.f();
@@ -69,17 +72,50 @@ Tensor constant_node_value(const Node& n) {
   throw Error(n.describe() + ": Constant node has no supported value attribute");
 }
 
+// The opsets that apply inside one graph or function body, by domain ("" for ONNX's).
+using Opsets = std::map<std::string, int64_t>;
+using NodeList = google::protobuf::RepeatedPtrField<onnx::NodeProto>;
+using ValueInfos = std::unordered_map<std::string, const onnx::ValueInfoProto*>;
+
+// Bodies of fused nodes nest (a fused node inside a body); this bounds the depth.
+constexpr size_t kMaxBodyNesting = 16;
+// Nested bodies can share functions, so a small file could expand to a huge graph: bound it.
+constexpr size_t kMaxExpandedNodes = 1'000'000;
+
+int64_t default_opset(const Opsets& opsets, const char* what) {
+  auto it = opsets.find("");
+  if (it == opsets.end()) throw Error(std::string(what) + " does not import the default ONNX domain");
+  int64_t v = it->second;
+  if (v < kMinOpset || v > kMaxOpset)
+    throw Error("ONNX opset " + std::to_string(v) + " is not supported (supported: " +
+                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+  return v;
+}
+
+template <class OpsetList>
+Opsets read_opsets(const OpsetList& list) {
+  Opsets out;
+  for (const auto& o : list) out[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+  return out;
+}
+
 class Importer {
  public:
   Importer(onnx::ModelProto& model, std::string base_dir)
       : model_(model), base_dir_(std::move(base_dir)) {}
 
   Graph run() {
-    read_opsets();
+    if (model_.opset_import_size() == 0) throw Error("model declares no opset_import");
+    opsets_ = read_opsets(model_.opset_import());
+    opset_ = default_opset(opsets_, "model");
+    for (const auto& f : model_.functions())
+      if (f.domain() == kFusorDomain && !functions_.emplace(f.name(), &f).second)
+        throw Error("model-local function '" + f.name() + "' is defined twice");
     const auto& g = model_.graph();
-    graph_.name = g.name();
-    graph_.opset = opset_;
-    graph_.source_node_count = static_cast<size_t>(g.node_size());
+    Graph graph;
+    graph.name = g.name();
+    graph.opset = opset_;
+    graph.source_node_count = static_cast<size_t>(g.node_size());
     for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
       Value v;
       v.name = init.name();
@@ -89,38 +125,26 @@ class Importer {
       Shape s;
       for (int64_t d : v.constant->dims()) s.push_back(Dim{d, ""});
       v.shape = s;
-      graph_.add_value(std::move(v));
+      graph.add_value(std::move(v));
     }
     for (const auto& in : g.input()) {
-      if (graph_.find_value(in.name()) >= 0) continue;  // IR < 4: initializers listed as inputs
-      graph_.inputs.push_back(graph_.add_value(value_from_info(in, "graph input")));
+      if (graph.find_value(in.name()) >= 0) continue;  // IR < 4: initializers listed as inputs
+      graph.inputs.push_back(graph.add_value(value_from_info(in, "graph input")));
     }
-    for (const auto& vi : g.value_info()) value_info_[vi.name()] = &vi;
-    for (const auto& vi : g.output()) value_info_[vi.name()] = &vi;
-    for (const auto& np : sorted_nodes()) add_node(*np);
+    ValueInfos value_info;
+    for (const auto& vi : g.value_info()) value_info[vi.name()] = &vi;
+    for (const auto& vi : g.output()) value_info[vi.name()] = &vi;
+    for (const auto* np : sorted_nodes(g.node())) add_node(graph, *np, opsets_, &value_info);
     for (const auto& out : g.output()) {
-      int id = graph_.find_value(out.name());
+      int id = graph.find_value(out.name());
       if (id < 0) throw Error("graph output '" + out.name() + "' is not produced by any node");
-      graph_.outputs.push_back(id);
+      graph.outputs.push_back(id);
     }
-    if (graph_.outputs.empty()) throw Error("model has no graph outputs");
-    return std::move(graph_);
+    if (graph.outputs.empty()) throw Error("model has no graph outputs");
+    return graph;
   }
 
  private:
-  void read_opsets() {
-    if (model_.opset_import_size() == 0) throw Error("model declares no opset_import");
-    for (const auto& o : model_.opset_import()) {
-      std::string domain = o.domain() == "ai.onnx" ? "" : o.domain();
-      opsets_[domain] = o.version();
-    }
-    if (!opsets_.count("")) throw Error("model does not import the default ONNX domain");
-    opset_ = opsets_[""];
-    if (opset_ < kMinOpset || opset_ > kMaxOpset)
-      throw Error("ONNX opset " + std::to_string(opset_) + " is not supported (supported: " +
-                  std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
-  }
-
   Value value_from_info(const onnx::ValueInfoProto& vi, const char* what) {
     Value v;
     v.name = vi.name();
@@ -136,27 +160,26 @@ class Importer {
   }
 
   // ONNX requires topological order, but some exporters break it: sort defensively (Kahn).
-  std::vector<const onnx::NodeProto*> sorted_nodes() {
-    const auto& g = model_.graph();
+  static std::vector<const onnx::NodeProto*> sorted_nodes(const NodeList& nodes) {
     std::unordered_map<std::string, int> producer;
-    for (int i = 0; i < g.node_size(); ++i)
-      for (const auto& o : g.node(i).output())
+    for (int i = 0; i < nodes.size(); ++i)
+      for (const auto& o : nodes.Get(i).output())
         if (!o.empty()) producer[o] = i;
-    std::vector<int> state(static_cast<size_t>(g.node_size()), 0);
+    std::vector<int> state(static_cast<size_t>(nodes.size()), 0);
     std::vector<const onnx::NodeProto*> order;
     std::vector<std::pair<int, int>> stack;
-    for (int root = 0; root < g.node_size(); ++root) {
+    for (int root = 0; root < nodes.size(); ++root) {
       if (state[root]) continue;
       stack.push_back({root, 0});
       state[root] = 1;
       while (!stack.empty()) {
         auto& [n, next] = stack.back();
-        const auto& node = g.node(n);
+        const auto& node = nodes.Get(n);
         if (next < node.input_size()) {
           auto it = producer.find(node.input(next++));
           if (it == producer.end()) continue;
           int p = it->second;
-          if (state[p] == 1) throw Error("graph has a cycle through node '" + g.node(p).name() + "'");
+          if (state[p] == 1) throw Error("graph has a cycle through node '" + nodes.Get(p).name() + "'");
           if (state[p] == 0) {
             state[p] = 1;
             stack.push_back({p, 0});
@@ -171,26 +194,30 @@ class Importer {
     return order;
   }
 
-  void add_node(const onnx::NodeProto& np) {
+  // `value_info` types the node's outputs where it names them (none inside function bodies).
+  void add_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
     Node n;
     n.op_type = np.op_type();
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
-    n.name = np.name().empty() ? n.op_type + "_" + std::to_string(graph_.nodes.size()) : np.name();
-    auto dom = opsets_.find(n.domain);
-    n.opset = dom == opsets_.end() ? 0 : static_cast<int>(dom->second);
+    n.name = np.name().empty() ? n.op_type + "_" + std::to_string(graph.nodes.size()) : np.name();
+    auto dom = opsets.find(n.domain);
+    n.opset = dom == opsets.end() ? 0 : static_cast<int>(dom->second);
     std::string where = "node '" + n.name + "' (op " + n.op_type + ", domain '" +
                         (n.domain.empty() ? "ai.onnx" : n.domain) + "', opset " +
                         std::to_string(n.opset) + ")";
     auto op = n.domain.empty() ? op_from_name(n.op_type) : std::nullopt;
-    if (!op && n.op_type != "Constant") throw Error(where + ": unsupported operator");
+    if (op == Op::Fused) op.reset();  // fusor's own: only as a function call in domain "fusor"
+    if (n.domain == kFusorDomain) op = Op::Fused;
+    const bool is_constant = n.domain.empty() && n.op_type == "Constant";
+    if (!op && !is_constant) throw Error(where + ": unsupported operator");
     for (const auto& a : np.attribute()) n.attrs[a.name()] = convert_attribute(a, where, base_dir_);
     for (const auto& name : np.input()) {
       if (name.empty()) { n.inputs.push_back(-1); continue; }
-      int id = graph_.find_value(name);
+      int id = graph.find_value(name);
       if (id < 0) throw Error(where + ": input '" + name + "' is not defined");
       n.inputs.push_back(id);
     }
-    if (n.op_type == "Constant") {
+    if (is_constant) {
       if (np.output_size() != 1) throw Error(where + ": Constant must have one output");
       Value v;
       v.name = np.output(0);
@@ -199,32 +226,107 @@ class Importer {
       Shape s;
       for (int64_t d : v.constant->dims()) s.push_back(Dim{d, ""});
       v.shape = s;
-      graph_.add_value(std::move(v));
+      graph.add_value(std::move(v));
       return;
     }
     n.op = *op;
-    int node_index = static_cast<int>(graph_.nodes.size());
+    if (n.op == Op::Fused) make_fused(n, np, where);
+    int node_index = static_cast<int>(graph.nodes.size());
     for (const auto& name : np.output()) {
       if (name.empty()) { n.outputs.push_back(-1); continue; }
       Value v;
       v.name = name;
       v.producer = node_index;
-      if (auto it = value_info_.find(name); it != value_info_.end()) {
-        int et = it->second->type().tensor_type().elem_type();
-        v.dtype = dtype_from_onnx(et);
-        v.shape = shape_from_type(it->second->type());
+      const onnx::ValueInfoProto* vi = nullptr;
+      if (value_info)
+        if (auto it = value_info->find(name); it != value_info->end()) vi = it->second;
+      if (vi) {
+        v.dtype = dtype_from_onnx(vi->type().tensor_type().elem_type());
+        v.shape = shape_from_type(vi->type());
       }
-      n.outputs.push_back(graph_.add_value(std::move(v)));
+      n.outputs.push_back(graph.add_value(std::move(v)));
     }
-    graph_.nodes.push_back(std::move(n));
+    graph.nodes.push_back(std::move(n));
+  }
+
+  // A call of a model-local function in domain "fusor" is a fused node: the function is its
+  // body, attribute fusor_kind its op_type (see onnx/exporter.h).
+  void make_fused(Node& n, const onnx::NodeProto& np, const std::string& where) {
+    n.opset = 1;
+    n.body = function_body(np.op_type(), where);
+    if (static_cast<size_t>(np.input_size()) != n.body->inputs.size() ||
+        static_cast<size_t>(np.output_size()) != n.body->outputs.size())
+      throw Error(where + ": the node has " + std::to_string(np.input_size()) + " inputs and " +
+                  std::to_string(np.output_size()) + " outputs, its function " +
+                  std::to_string(n.body->inputs.size()) + " and " + std::to_string(n.body->outputs.size()));
+    auto unnamed = [](const std::string& name) { return name.empty(); };
+    if (std::any_of(np.input().begin(), np.input().end(), unnamed) ||
+        std::any_of(np.output().begin(), np.output().end(), unnamed))
+      throw Error(where + ": a fused node's inputs and outputs must all be named");
+    // Bodies run once per call, nested ones once per call of the caller: bound the total.
+    if (importing_.empty() && (expanded_nodes_ += body_size_.at(n.body.get())) > kMaxExpandedNodes)
+      throw Error(where + ": fused bodies expand to over " + std::to_string(kMaxExpandedNodes) + " nodes");
+    if (auto it = n.attrs.find(kFusedKindAttr); it != n.attrs.end()) {
+      const auto* kind = std::get_if<std::string>(&it->second);
+      if (!kind || kind->empty()) throw Error(where + ": attribute '" + kFusedKindAttr + "' must be a non-empty string");
+      n.op_type = *kind;
+      n.attrs.erase(it);
+    }
+  }
+
+  std::shared_ptr<const Graph> function_body(const std::string& name, const std::string& where) {
+    if (auto it = bodies_.find(name); it != bodies_.end()) return it->second;
+    auto f = functions_.find(name);
+    if (f == functions_.end())
+      throw Error(where + ": no model-local function '" + name + "' in domain 'fusor' (a fused node needs its body)");
+    if (std::find(importing_.begin(), importing_.end(), name) != importing_.end())
+      throw Error(where + ": function '" + name + "' calls itself");
+    if (importing_.size() >= kMaxBodyNesting)
+      throw Error(where + ": fused bodies nest deeper than " + std::to_string(kMaxBodyNesting) + " levels");
+    importing_.push_back(name);
+    const onnx::FunctionProto& fp = *f->second;
+    Opsets opsets = read_opsets(fp.opset_import());
+    if (!opsets.count("")) opsets[""] = opset_;
+    auto body = std::make_shared<Graph>();
+    body->name = name;
+    body->opset = default_opset(opsets, "function");
+    const std::string context = "function '" + name + "'";
+    for (const auto& in : fp.input()) {
+      if (in.empty()) throw Error(context + " has an input without a name");
+      if (body->find_value(in) >= 0) throw Error(context + ": input '" + in + "' is listed twice");
+      Value v;
+      v.name = in;
+      body->inputs.push_back(body->add_value(std::move(v)));
+    }
+    try {
+      for (const auto* np : sorted_nodes(fp.node())) add_node(*body, *np, opsets, nullptr);
+    } catch (const Error& e) {
+      throw Error(context + ": " + e.what());  // a node name alone would not say where it is
+    }
+    for (const auto& out : fp.output()) {
+      int id = body->find_value(out);
+      if (id < 0) throw Error(context + ": output '" + out + "' is not produced by any node");
+      body->outputs.push_back(id);
+    }
+    if (body->outputs.empty()) throw Error(context + " has no outputs");
+    importing_.pop_back();
+    size_t size = 0;
+    for (const Node& inner : body->nodes)  // saturates, so deep sharing cannot overflow it
+      size = std::min(size + 1 + (inner.body ? body_size_[inner.body.get()] : 0), kMaxExpandedNodes + 1);
+    body_size_[body.get()] = size;
+    bodies_[name] = body;
+    return body;
   }
 
   onnx::ModelProto& model_;
   std::string base_dir_;
-  std::map<std::string, int64_t> opsets_;
+  Opsets opsets_;
   int64_t opset_ = 0;
-  std::unordered_map<std::string, const onnx::ValueInfoProto*> value_info_;
-  Graph graph_;
+  std::map<std::string, const onnx::FunctionProto*> functions_;  // domain "fusor", by name
+  std::map<std::string, std::shared_ptr<const Graph>> bodies_;    // imported, by function name
+  std::vector<std::string> importing_;                            // the functions being imported
+  std::map<const Graph*, size_t> body_size_;                      // nodes with nested bodies expanded
+  size_t expanded_nodes_ = 0;                                     // over the graph's fused nodes
 };
 
 }  // namespace

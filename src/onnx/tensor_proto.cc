@@ -2,6 +2,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -55,13 +56,27 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   Dims dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) throw Error("tensor '" + p.name() + "' has a negative dimension");
-  Tensor t(dtype, dims);
   const bool external = p.data_location() == onnx::TensorProto::EXTERNAL;
-  if (external || p.has_raw_data()) {
-    std::string bytes = external ? read_external(p, base_dir) : p.raw_data();
-    if (bytes.size() != t.nbytes())
-      throw Error("tensor '" + p.name() + "' has " + std::to_string(bytes.size()) + " bytes of data but its shape " +
-                  dims_to_string(dims) + " needs " + std::to_string(t.nbytes()));
+  // Checked before allocating, so a corrupt shape neither overflows nor exhausts memory: raw and
+  // external data must fill the shape exactly, typed fields take at least a byte per element.
+  constexpr uint64_t kMaxElements = uint64_t{1} << 40;
+  uint64_t count = 1;  // of the non-zero dims: the Tensor multiplies them all
+  for (int64_t d : dims)
+    if (d > 0) count = count > kMaxElements / static_cast<uint64_t>(d) ? kMaxElements + 1 : count * d;
+  if (count > kMaxElements)
+    throw Error("tensor '" + p.name() + "' has shape " + dims_to_string(dims) + ": too many elements");
+  if (std::find(dims.begin(), dims.end(), 0) != dims.end()) count = 0;
+  std::string bytes;
+  if (external) bytes = read_external(p, base_dir);
+  else if (p.has_raw_data()) bytes = p.raw_data();
+  const bool raw = external || p.has_raw_data();
+  if (raw && count * dtype_size(dtype) != bytes.size())
+    throw Error("tensor '" + p.name() + "' has " + std::to_string(bytes.size()) + " bytes of data but its shape " +
+                dims_to_string(dims) + " needs " + std::to_string(count * dtype_size(dtype)));
+  if (!raw && count > p.ByteSizeLong())
+    throw Error("tensor '" + p.name() + "' has shape " + dims_to_string(dims) + " but not the data for it");
+  Tensor t(dtype, dims);
+  if (raw) {
     if (!bytes.empty()) std::memcpy(t.raw(), bytes.data(), bytes.size());
     return t;
   }

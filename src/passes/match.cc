@@ -36,7 +36,9 @@ bool near(double a, double b, double tol) { return std::abs(a - b) <= tol * std:
 
 std::optional<std::vector<int64_t>> reduce_axes(const FusionContext& ctx, const Node& node, size_t rank) {
   std::vector<int64_t> axes;
-  if (node.inputs.size() > 1 && node.inputs[1] >= 0) {
+  // The axes input exists from opset 18 on (13 for ReduceSum); before, only the attribute.
+  const int input_from = node.op == Op::ReduceSum ? 13 : 18;
+  if (node.opset >= input_from && node.inputs.size() > 1 && node.inputs[1] >= 0) {
     const Tensor* t = ctx.constant(node.inputs[1]);
     if (!t) return std::nullopt;
     for (int64_t i = 0; i < t->numel(); ++i) axes.push_back(t->data<int64_t>()[i]);

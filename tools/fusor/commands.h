@@ -7,5 +7,14 @@ namespace fusor::cli {
 void add_run_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_check_command(CLI::App& app);
+void add_optimize_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
+
+// Thrown by a command that ran to completion but must exit non-zero (check: 1 when the plan
+// still fails); main returns the code without printing an error.
+struct ExitCode {
+  int code;
+};
 
 }  // namespace fusor::cli

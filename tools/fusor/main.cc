@@ -10,10 +10,16 @@ int main(int argc, char** argv) {
   fusor::cli::add_run_command(app);
   fusor::cli::add_bench_command(app);
   fusor::cli::add_profile_command(app);
+  fusor::cli::add_check_command(app);
+  fusor::cli::add_optimize_command(app);
+  fusor::cli::add_serve_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;  // usage errors exit 2, like argparse; --help exits 0
+  } catch (const fusor::cli::ExitCode& e) {
+    return e.code;
   } catch (const fusor::Error& e) {
     std::cerr << "fusor: error: " << e.what() << "\n";
     return 1;
