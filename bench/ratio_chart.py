@@ -1,8 +1,8 @@
 """A small dependency-free SVG bar chart of throughput per batch size and engine, for reports."""
 from html import escape
 
-COLORS = {"fusor": "#2b7bb9", "all": "#e08a2c", "disabled": "#9a9a9a"}
-LABELS = {"fusor": "fusor", "all": "ORT all", "disabled": "ORT disabled"}
+COLORS = {"fusor": "#2b7bb9", "unfused": "#8fc1e3", "all": "#e08a2c", "disabled": "#9a9a9a"}
+LABELS = {"fusor": "fusor", "unfused": "fusor unfused", "all": "ORT all", "disabled": "ORT disabled"}
 
 
 def throughput_svg(title, rows, engines):
