@@ -9,10 +9,8 @@
 // there every assumption (perms, reshape targets, heads, softmax axis, scale, mask broadcast,
 // causal condition) is checked and a near miss is declined with its reason.
 //
-// Reshape targets come from Shape/Gather/Concat subgraphs that fold at plan time; they are
-// stored as constants first, so that those subgraphs die, and a folded Shape that reads a value
-// inside the pattern (BERT's output Reshape takes its target from Shape of the Transpose) is
-// replaced by its value: otherwise that value would look used outside the fused node.
+// Reshape targets come from Shape/Gather/Concat subgraphs that fold at plan time. Those that
+// read the pattern's own values join the fused node's body; the rest stay outside as inputs.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -206,48 +204,37 @@ Result match_at(const FusionContext& ctx, int softmax, const std::vector<int>& p
 // Stores the set's plan-time inputs (reshape targets, scale, causal condition) as constants and
 // replaces folded nodes outside the set that read its values (Shape) by their values. Returns
 // whether the graph changed; node indices are then invalid.
-bool freeze_plan_time_values(FusionContext& ctx, const AttentionMatch& m) {
-  Graph& g = ctx.mutable_graph();
+// Shape subgraphs that read a value inside the pattern (BERT's output Reshape takes its target
+// from Shape of the transposed product) join the group, when all they compute is used inside it:
+// otherwise that value would look used outside the fused node. Everything stays symbolic, so the
+// fused graph still runs at any batch and sequence length (fusor optimize writes it as is).
+void absorb_shape_readers(const FusionContext& ctx, AttentionMatch& m) {
+  const Graph& g = ctx.graph();
   const Binding& b = ctx.binding();
-  std::set<int> in_set(m.nodes.begin(), m.nodes.end());
-  std::set<int> produced, to_remove;
+  std::set<int> in_set(m.nodes.begin(), m.nodes.end()), extra;
+  std::vector<int> frontier;
   for (int n : m.nodes)
-    for (int v : g.nodes[static_cast<size_t>(n)].outputs) produced.insert(v);
-  bool changed = false;
-  for (int n : m.nodes) {
-    for (int& v : g.nodes[static_cast<size_t>(n)].inputs) {
-      if (v < 0 || produced.count(v) || v == m.q || v == m.k || v == m.v || v == m.mask) continue;
-      if (!b.is_constant(v) || g.values[static_cast<size_t>(v)].constant) continue;
-      Value c;
-      c.name = g.values[static_cast<size_t>(v)].name + "/frozen";
-      while (g.find_value(c.name) >= 0) c.name += "_";
-      c.dtype = b.constants[static_cast<size_t>(v)].dtype();
-      c.constant = b.constants[static_cast<size_t>(v)];
-      v = g.add_value(std::move(c));
-      changed = true;
+    for (int v : ctx.node(n).outputs)
+      if (v >= 0) frontier.push_back(v);
+  while (!frontier.empty()) {
+    int v = frontier.back();
+    frontier.pop_back();
+    if (extra.size() > 64) return;
+    for (int c : ctx.consumers(v)) {
+      if (in_set.count(c) || extra.count(c) || !b.folded(ctx.node(c))) continue;  // real readers stay out
+      extra.insert(c);
+      for (int o : ctx.node(c).outputs)
+        if (o >= 0) frontier.push_back(o);
     }
   }
-  auto consumers = g.consumers();
-  for (int v : produced)
-    for (int c : consumers[static_cast<size_t>(v)])
-      if (!in_set.count(c) && b.folded(g.nodes[static_cast<size_t>(c)])) to_remove.insert(c);
-  for (auto it = to_remove.rbegin(); it != to_remove.rend(); ++it) {
-    for (int o : g.nodes[static_cast<size_t>(*it)].outputs)
-      if (o >= 0) g.values[static_cast<size_t>(o)].constant = b.constants[static_cast<size_t>(o)];
-    g.nodes.erase(g.nodes.begin() + *it);
-    changed = true;
-  }
-  if (changed) {
-    g.reorder_nodes();
-    ctx.refresh();
-  }
-  return changed;
-}
-
-int find_node(const FusionContext& ctx, const std::string& name) {
-  for (size_t i = 0; i < ctx.graph().nodes.size(); ++i)
-    if (ctx.graph().nodes[i].name == name) return static_cast<int>(i);
-  return -1;
+  for (int n : extra)  // everything the absorbed nodes compute must be used inside the group
+    for (int o : ctx.node(n).outputs) {
+      if (o < 0) continue;
+      if (std::find(g.outputs.begin(), g.outputs.end(), o) != g.outputs.end()) return;
+      for (int c : ctx.consumers(o))
+        if (!in_set.count(c) && !extra.count(c)) return;
+    }
+  m.nodes.insert(m.nodes.end(), extra.begin(), extra.end());
 }
 
 }  // namespace
@@ -257,14 +244,8 @@ void fuse_attention(FusionContext& ctx) {
     if (ctx.node(i).op != Op::Softmax) continue;
     std::vector<int> path;
     if (!score_path(ctx, ctx.node(i).inputs[0], path)) continue;  // not the softmax of a product
-    const std::string softmax_name = ctx.node(i).name;
     Result r = match_at(ctx, i, path);
-    if (auto* m = std::get_if<AttentionMatch>(&r); m && freeze_plan_time_values(ctx, *m)) {
-      i = find_node(ctx, softmax_name);
-      path.clear();
-      if (i < 0 || !score_path(ctx, ctx.node(i).inputs[0], path)) return;
-      r = match_at(ctx, i, path);
-    }
+    if (auto* m = std::get_if<AttentionMatch>(&r)) absorb_shape_readers(ctx, *m);
     if (auto* why = std::get_if<std::string>(&r)) {
       ctx.decline(kPass, {i}, *why);
       continue;
