@@ -1,6 +1,8 @@
 """fusor check: the precision gate on MiniLM, its report formats, and fault injection that must
 be caught at the right tier and rolled back while the rest of the plan stays fused."""
 import json
+import shutil
+from pathlib import Path
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -71,3 +73,34 @@ def test_usage_errors_exit_2(args):
     extra = [model_path("minilm-l6")] if args else []
     r = run_fusor("check", *extra, *args)
     assert r.returncode == 2, (r.returncode, r.stderr)
+
+
+def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
+    model = tmp_path / "minilm.onnx"
+    shutil.copyfile(model_path("minilm-l6"), model)
+    r = run_fusor("check", model, "--seq", 8, "--no-edge-cases", timeout=300)
+    assert r.returncode == 0, r.stderr
+    verdicts = Path(str(model) + ".fusor-verdicts.json")
+    saved = json.loads(verdicts.read_text())
+    (key, verdict), = saved["verdicts"].items()
+    assert verdict == {"passed": True, "rolled_back": []} and "mode=strict" in key
+
+    # run/profile apply the saved rollbacks: pretend the gate had rolled one item back.
+    verdict["rolled_back"] = ["embeddings.layernorm"]
+    verdicts.write_text(json.dumps(saved))
+    report = tmp_path / "p.json"
+    r = run_fusor("profile", model, "--seq", 8, "--runs", 1, "--quick", "--json", report, timeout=300)
+    assert r.returncode == 0, r.stderr
+    p = json.loads(report.read_text())
+    assert "embeddings.layernorm" not in [i["name"] for i in p["fusion_items"]]
+    assert any("embeddings.layernorm" in d["reason"] and "disabled" in d["reason"] for d in p["not_fused"])
+
+    # With a config that asks for the gate and no verdict for it yet, the gate runs first.
+    cfg = tmp_path / "relaxed.yaml"
+    cfg.write_text("fusion:\n  precision_check: relaxed\n")
+    r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "running the gate first" in r.stderr
+    assert len(json.loads(verdicts.read_text())["verdicts"]) == 2
+    r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode == 0 and "running the gate first" not in r.stderr

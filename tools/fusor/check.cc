@@ -6,6 +6,7 @@
 
 #include "check/faults.h"
 #include "check/gate.h"
+#include "check/verdict.h"
 #include "commands.h"
 #include "fusor/npy.h"
 #include "model_args.h"
@@ -92,6 +93,11 @@ int check(const CheckArgs& a) {
                 << i.vs_native.max_abs << " vs threshold " << i.threshold << ", error against truth " << i.fused_vs_truth
                 << " (native " << i.native_vs_truth << ")\n";
   if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
+  // Only an unmodified plan's verdict is worth keeping: not one with a deliberate fault in it.
+  if (a.fault.empty()) {
+    Verdict v{model_file_hash(a.model.model), verdict_config_key(o.fusion), r.passed, r.rolled_back};
+    std::cout << "  verdict saved to " << save_verdict(a.model.model, v) << "\n";
+  }
   if (!a.report_path.empty()) write_file(a.report_path, check_report_json(r), "report");
   if (!a.junit_path.empty()) write_file(a.junit_path, check_report_junit(r), "JUnit file");
   return r.passed ? 0 : 1;

@@ -2,7 +2,10 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <sstream>
+
+#include "check/verdict.h"
 
 namespace fusor::cli {
 
@@ -33,6 +36,14 @@ SessionOptions ModelArgs::session_options() const {
   o.reorder = config.kernel.reorder_for_coalesce;
   if (no_fusion) o.fusion.reset();
   else o.fusion = config.fusion;
+  return o;
+}
+
+SessionOptions ModelArgs::session_options(const Engine& engine, const std::string& model_path) const {
+  SessionOptions o = session_options();
+  if (o.fusion && !reference)
+    apply_precision_verdict(engine, model_path, *o.fusion, !config_path.empty(),
+                            [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); });
   return o;
 }
 

@@ -30,6 +30,10 @@ struct ModelArgs {
   // The flags and the config together. A switch is on only when both leave it on: flags such as
   // --no-mem-reuse can turn an optimization off, never back on against the config.
   SessionOptions session_options() const;
+  // The same, with the precision gate's saved verdict for `model_path` applied (its rollbacks
+  // join fusion.disabled, docs/check.md). With --config and precision_check strict or relaxed,
+  // a missing verdict runs the gate first and saves it.
+  SessionOptions session_options(const Engine& engine, const std::string& model_path) const;
   // Sets the OpenMP thread count (shared with oneDNN) when --threads was given.
   void apply_threads() const;
 };

@@ -66,7 +66,7 @@ void optimize(const OptimizeArgs& a) {
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   auto dims = engine.bind_dims(a.model.parsed_shapes(), a.batch, a.seq);
-  Session session = engine.session(dims, a.model.session_options());
+  Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   const Plan& plan = session.plan();
   auto baked = items_with_plan_time_values(engine.graph(), *plan.graph);
   if (baked.empty()) {

@@ -61,7 +61,7 @@ void profile(const ProfileArgs& a) {
   po.runs = runs;
   po.warmup = a.warmup;
   po.by_shape = a.by_shape;
-  po.session = a.model.session_options();
+  po.session = a.model.session_options(engine, a.model.model);
   std::fprintf(stderr, "profiling: %d warm-up + %d runs...\n", po.warmup, po.runs);
   ProfileReport report = profile_model(engine, dims, po, ceilings);
 

@@ -60,7 +60,7 @@ void run(const RunArgs& a) {
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
 
-  Session session = engine.session(dims, a.model.session_options());
+  Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   auto outputs = session.run(feeds);
 
   std::filesystem::create_directories(a.output_dir);

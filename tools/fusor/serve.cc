@@ -35,16 +35,16 @@ void serve_command(const ServeArgs& a) {
   int cores = a.options.threads > 0 ? a.options.threads : omp_get_max_threads();
   int per_context = std::max<int>(1, cores / static_cast<int>(config.execution_contexts));
   std::vector<std::unique_ptr<serve::ServedModel>> models;
-  auto add = [&](const std::string& name, Engine engine) {
-    models.push_back(std::make_unique<serve::ServedModel>(name, std::move(engine), config,
-                                                          a.options.session_options(), per_context));
+  auto add = [&](const std::string& name, Engine engine, const std::string& path) {
+    SessionOptions options = path.empty() ? a.options.session_options() : a.options.session_options(engine, path);
+    models.push_back(std::make_unique<serve::ServedModel>(name, std::move(engine), config, options, per_context));
   };
-  if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model());
+  if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model(), "");
   for (const auto& spec : a.models) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       throw Error("--model '" + spec + "' must look like NAME=PATH");
-    add(spec.substr(0, eq), Engine::load(spec.substr(eq + 1)));
+    add(spec.substr(0, eq), Engine::load(spec.substr(eq + 1)), spec.substr(eq + 1));
   }
   serve::Listen listen = a.listen;
   listen.max_body_bytes = config.max_body_bytes;
