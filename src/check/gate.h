@@ -5,12 +5,14 @@
 // and truth (reference kernels, float64 accumulation). The tiers:
 //   1. each item's outputs against its own unfused body run on the very same boundary inputs,
 //      captured inside the optimized run by an executor observer (the plan is not changed);
+//   2. each item's outputs against the same values of whole-model native and truth runs: the
+//      block and layer outputs, with the drift accumulated before them;
 //   3. the model's outputs end to end;
 //   4. edge-case inputs (padding, fully masked rows, huge, tiny, zero, negative, denormal values).
 // An item fails when it differs from native beyond the tolerance AND is further from the truth
 // than native is by more than the margin; a NaN/Inf that only one side has always fails. Failing
 // items are rolled back (added to fusion.disabled) and the plan is rebuilt and checked again until
-// it is clean. (Tier 2, per-block outputs, is not built yet.)
+// it is clean.
 #pragma once
 #include <functional>
 #include <map>
