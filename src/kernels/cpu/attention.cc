@@ -9,7 +9,8 @@
 // unfused graph's: s * scale, then the causal fill (a causally masked score takes the value
 // `fill`, as Where does), then the additive mask. With fill = -inf whole key blocks above the
 // diagonal are skipped (they contribute exp(-inf) = 0). A row whose scores are all -inf gives
-// NaN, as the reference softmax does.
+// NaN, as the reference softmax does. The first key block writes the output accumulators
+// instead of rescaling zeros, so at S <= 256 (one block) this is a plain softmax.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -51,9 +52,9 @@ class AttentionKernel final : public Kernel {
     nkb_pad_ = round_up(nkb_, L_);
     dpad_ = round_up(p_.Dh, L_);
     pack_v_ = p_.Dh % L_ != 0;
-    // Per thread: K^T [D][nkb_pad], packed V [nkb][dpad] (when D is not whole vectors),
+    // Per thread: the K^T cache tag, K^T [D][nkb_pad], packed V [nkb][dpad] (when D is not whole vectors),
     // scores [rows][nkb_pad], output accumulators [rows][dpad], max and sum per row.
-    per_thread_ = static_cast<size_t>(p_.Dh * nkb_pad_ + (pack_v_ ? nkb_ * dpad_ : 0) + rows_ * nkb_pad_ +
+    per_thread_ = static_cast<size_t>(kTag + p_.Dh * nkb_pad_ + (pack_v_ ? nkb_ * dpad_ : 0) + rows_ * nkb_pad_ +
                                       rows_ * dpad_ + 2 * rows_);
     per_thread_ = static_cast<size_t>(round_up(static_cast<int64_t>(per_thread_), 16));
   }
@@ -80,7 +81,9 @@ class AttentionKernel final : public Kernel {
 #pragma omp parallel num_threads(threads)
     {
       float* ws = base + per_thread_ * static_cast<size_t>(omp_get_thread_num());
-#pragma omp for schedule(dynamic, 1)
+      set_tag(ws, -1);  // K^T cached by an earlier run is stale
+      // Static chunks keep a head's query blocks on one thread, so they share its K^T.
+#pragma omp for schedule(static)
       for (int64_t t = 0; t < tasks; ++t) {
         const int64_t qb = t % qblocks, bh = t / qblocks;
         run_task(bh / p_.H, bh % p_.H, qb * rows_, std::min(rows_, p_.Sq - qb * rows_), q, k, v, mask, o, ws);
@@ -89,11 +92,20 @@ class AttentionKernel final : public Kernel {
   }
 
  private:
+  // The (batch*head, key block) whose K^T the thread's workspace holds, in its first floats.
+  static constexpr int64_t kTag = 16;
+  static void set_tag(float* ws, int64_t tag) { std::memcpy(ws, &tag, sizeof(tag)); }
+  static int64_t get_tag(const float* ws) {
+    int64_t tag;
+    std::memcpy(&tag, ws, sizeof(tag));
+    return tag;
+  }
+
   void run_task(int64_t b, int64_t h, int64_t q0, int64_t rows, const float* q, const float* k, const float* v,
                 const float* mask, float* o, float* ws) const {
     const D d;
     const int64_t hd = p_.H * p_.Dh, Dh = p_.Dh;
-    float* kt = ws;
+    float* kt = ws + kTag;
     float* vp = kt + Dh * nkb_pad_;
     float* s = vp + (pack_v_ ? nkb_ * dpad_ : 0);
     float* acc = s + rows_ * nkb_pad_;
@@ -102,7 +114,6 @@ class AttentionKernel final : public Kernel {
     const float* qh = q + (b * p_.Sq + q0) * hd + h * Dh;
     const float* kh = k + b * p_.Sk * hd + h * Dh;
     const float* vh = v + b * p_.Sk * hd + h * Dh;
-    std::fill(acc, acc + rows * dpad_, 0.f);
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.f);
     // Query row i may see keys up to i + offset; with fill -inf the keys past the last row's
@@ -113,11 +124,16 @@ class AttentionKernel final : public Kernel {
       key_end = std::clamp<int64_t>(q0 + rows + offset, 0, p_.Sk);
     const V vscale = hn::Set(d, p_.scale);
     for (int64_t k0 = 0; k0 < key_end; k0 += nkb_) {
+      const bool first = k0 == 0;  // acc is written, not accumulated, and needs no rescaling
       const int64_t nk = std::min(nkb_, key_end - k0), nk_pad = round_up(nk, L_);
-      // K^T for this block, zero-padded to whole vectors.
-      for (int64_t j = 0; j < nk; ++j)
-        for (int64_t c = 0; c < Dh; ++c) kt[c * nk_pad + j] = kh[(k0 + j) * hd + c];
-      for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * nk_pad + nk, kt + (c + 1) * nk_pad, 0.f);
+      // K^T for this block, zero-padded to whole vectors; reused while the thread stays on this
+      // head (nk is in the tag because a causal query block's key_end shortens the last block).
+      const int64_t tag = ((b * p_.H + h) * (p_.Sk + 1) + k0) * (p_.Sk + 1) + nk;
+      if (get_tag(ws) != tag) {
+        attention::transpose(kh + k0 * hd, hd, nk, Dh, kt, nk_pad);
+        for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * nk_pad + nk, kt + (c + 1) * nk_pad, 0.f);
+        set_tag(ws, tag);
+      }
       attention::gemm(rows, nk_pad, Dh, qh, hd, kt, nk_pad, s, nk_pad, false);
 
       for (int64_t r = 0; r < rows; ++r) {
@@ -132,13 +148,17 @@ class AttentionKernel final : public Kernel {
           if (p_.causal) x = hn::IfThenElse(hn::Gt(idx, hn::Set(d, static_cast<float>(limit))), hn::Set(d, p_.fill), x);
           if (mr) {
             if (p_.ms[3] == 1) {
-              auto valid = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, std::min(L_, nk - j))));
-              x = hn::Add(x, hn::MaskedLoad(valid, d, mr + j));
+              if (j + L_ <= nk) {
+                x = hn::Add(x, hn::LoadU(d, mr + j));
+              } else {  // the mask row ends at nk: the tail is a masked load
+                auto valid = hn::FirstN(d, static_cast<size_t>(std::max<int64_t>(0, nk - j)));
+                x = hn::Add(x, hn::MaskedLoad(valid, d, mr + j));
+              }
             } else {
               x = hn::Add(x, hn::Set(d, *mr));
             }
           }
-          x = hn::IfThenElse(hn::Lt(idx, hn::Set(d, static_cast<float>(nk))), x, hn::Set(d, kNegInf));
+          if (j + L_ > nk) x = hn::IfThenElse(hn::Lt(idx, hn::Set(d, static_cast<float>(nk))), x, hn::Set(d, kNegInf));
           hn::StoreU(x, d, sr + j);
           vmax = hn::Max(vmax, x);
         }
@@ -147,17 +167,17 @@ class AttentionKernel final : public Kernel {
           std::fill(sr, sr + nk_pad, 0.f);
           continue;
         }
-        const float alpha = std::exp(m[r] - m_new);
+        const float alpha = first ? 0.f : std::exp(m[r] - m_new);
         m[r] = m_new;
         const V vm = hn::Set(d, m_new);
         V vsum = hn::Zero(d);
         for (int64_t j = 0; j < nk_pad; j += L_) {
-          V p = simd::exp(hn::Sub(hn::LoadU(d, sr + j), vm));
+          V p = attention::exp_nonpositive(hn::Sub(hn::LoadU(d, sr + j), vm));
           hn::StoreU(p, d, sr + j);
           vsum = hn::Add(vsum, p);
         }
         l[r] = l[r] * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
-        if (alpha != 1.f) {
+        if (!first && alpha != 1.f) {
           const V va = hn::Set(d, alpha);
           float* ar = acc + r * dpad_;
           for (int64_t c = 0; c < dpad_; c += L_) hn::StoreU(hn::Mul(hn::LoadU(d, ar + c), va), d, ar + c);
@@ -174,7 +194,7 @@ class AttentionKernel final : public Kernel {
         vb = vp;
         ldv = dpad_;
       }
-      attention::gemm(rows, dpad_, nk, s, nk_pad, vb, ldv, acc, dpad_, true);
+      attention::gemm(rows, dpad_, nk, s, nk_pad, vb, ldv, acc, dpad_, !first);
     }
     for (int64_t r = 0; r < rows; ++r) {
       // All scores -inf: the reference's softmax is NaN (0/0); l is 0 here, so 0 * inf = NaN too.

@@ -6,6 +6,7 @@
 // dominate; a 6x16 tile keeps 12 accumulators and 2 B vectors in AVX2's 16 registers.
 #pragma once
 #include <cstdint>
+#include <limits>
 
 #include "kernels/cpu/simd.h"
 
@@ -14,6 +15,70 @@ namespace fusor::cpu::attention {
 namespace hn = simd::hn;
 using simd::D;
 using simd::V;
+
+// e^x for the softmax's x - max, so x <= 0, -inf or NaN (no overflow branch needed). Highway's
+// reduction and polynomial (same accuracy as simd::exp), but one power-of-two scale instead of
+// two: below ln(2^-126) the result (subnormal, < 1.2e-38) is flushed to 0, which also maps -inf
+// to 0. NaN stays NaN.
+inline V exp_nonpositive(V x) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  const V lo = hn::Set(d, -87.33654f);  // ln(2^-126)
+  const V xc = hn::Max(x, lo);
+  // n = round(x / ln 2) by adding 1.5 * 2^23: n lands in t's low mantissa bits, so the scale
+  // 2^n needs no float-to-int conversion (|n| <= 126).
+  const V magic = hn::Set(d, 12582912.f);
+  const V t = hn::MulAdd(xc, hn::Set(d, 1.442695040888963407359924681f), magic);
+  const V n = hn::Sub(t, magic);
+  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), xc);
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  const V r2 = hn::Mul(r, r);
+  const V p01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
+  const V p23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r, hn::Set(d, 0.0416664853692054748535156f));
+  const V p45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r, hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(p45, r2, p23), r2, p01);
+  const V y1 = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.f));
+  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127 - 0x4B400000))));
+  const V y = hn::IfThenZeroElse(hn::Lt(x, lo), hn::Mul(y1, scale));
+  return hn::IfThenElse(hn::Ne(x, x), x, y);
+}
+
+// dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: K^T for the score product. 8x8
+// tiles go through registers (unpack, 64-bit unpack, 128-bit concat) when vectors hold 8 floats;
+// the edges are scalar.
+inline void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  const D d;
+  int64_t r8 = 0, c8 = 0;
+  if (hn::Lanes(d) == 8) {
+    const hn::Repartition<double, D> dd;
+    r8 = rows / 8 * 8;
+    c8 = cols / 8 * 8;
+    for (int64_t j = 0; j < r8; j += 8) {
+      for (int64_t c = 0; c < c8; c += 8) {
+        V r[8], t[8], u[8];
+        for (int i = 0; i < 8; ++i) r[i] = hn::LoadU(d, src + (j + i) * lds + c);
+        for (int i = 0; i < 8; i += 2) {
+          t[i] = hn::InterleaveLower(d, r[i], r[i + 1]);
+          t[i + 1] = hn::InterleaveUpper(d, r[i], r[i + 1]);
+        }
+        for (int i = 0; i < 8; i += 4) {
+          for (int h = 0; h < 2; ++h) {
+            const auto a = hn::BitCast(dd, t[i + h]), b = hn::BitCast(dd, t[i + 2 + h]);
+            u[i + 2 * h] = hn::BitCast(d, hn::InterleaveLower(dd, a, b));
+            u[i + 2 * h + 1] = hn::BitCast(d, hn::InterleaveUpper(dd, a, b));
+          }
+        }
+        // u[0..3] hold columns 0..3 (low half) and 4..7 (high half) of rows 0-3; u[4..7] of rows 4-7.
+        for (int i = 0; i < 4; ++i) {
+          hn::StoreU(hn::ConcatLowerLower(d, u[4 + i], u[i]), d, dst + (c + i) * ldd + j);
+          hn::StoreU(hn::ConcatUpperUpper(d, u[4 + i], u[i]), d, dst + (c + 4 + i) * ldd + j);
+        }
+      }
+    }
+  }
+  for (int64_t j = 0; j < rows; ++j)
+    for (int64_t c = j < r8 ? c8 : 0; c < cols; ++c) dst[c * ldd + j] = src[j * lds + c];
+}
 
 template <int MR, int NV>
 inline void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t k,
