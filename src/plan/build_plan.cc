@@ -3,6 +3,7 @@
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
 #include "kernels/cpu/backend.h"
+#include "plan/layouts.h"
 #include "plan/plan.h"
 #include "passes/pipeline.h"
 #include "plan/schedule.h"
@@ -150,6 +151,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   plan.fusion = std::move(report);
   plan.source_graph = source;
   if (options.memory_aware_order) schedule_for_memory(plan);
+  if (options.blocked_layouts && options.kernels == KernelChoice::Fast) assign_blocked_layouts(plan);
   return plan;
 }
 

@@ -34,6 +34,8 @@ struct PlanOptions {
   std::optional<FusionConfig> fusion;
   // Replaces the kernel chosen for a fused step (the precision gate's fault injection).
   KernelWrapper wrap_fused_kernel;
+  // Let kernels pass values in their blocked layouts (plan/layouts.h; fast plans only).
+  bool blocked_layouts = true;
 };
 
 struct Step {
@@ -53,6 +55,9 @@ struct Plan {
   std::vector<int> alias_of;
   // What fusion did: the items in this plan and the opportunities declined, with reasons.
   FusionReport fusion;
+  // Per value id: the kernel that stores it in its blocked layout (output 0), or nullptr for
+  // row-major; empty when no value is blocked. Only kernels read such values directly.
+  std::vector<const Kernel*> blocked_by;
   // The graph as imported, before fusion (graph is the fused one when fusion ran).
   std::shared_ptr<const Graph> source_graph;
 

@@ -106,6 +106,21 @@ void Executor::poison_dead(size_t s) {
   }
 }
 
+// Observers see row-major tensors: values stored in a kernel's blocked layout are converted.
+void Executor::observe(size_t s) const {
+  const Step& step = plan_.steps[s];
+  auto plain = [&](const std::vector<int>& ids, const std::vector<Tensor>& stored) {
+    std::vector<Tensor> out = stored;
+    for (size_t i = 0; i < ids.size() && !plan_.blocked_by.empty(); ++i)
+      if (ids[i] >= 0 && plan_.blocked_by[static_cast<size_t>(ids[i])]) {
+        out[i] = Tensor(stored[i].dtype(), stored[i].dims());
+        plan_.blocked_by[static_cast<size_t>(ids[i])]->output_to_plain(stored[i], out[i]);
+      }
+    return out;
+  };
+  observer_(s, step, plain(step.inputs, step_inputs_[s]), plain(step.outputs, step_outputs_[s]));
+}
+
 void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   bind_inputs(inputs);
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
@@ -118,7 +133,7 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     } else {
       step.kernel->run(step_inputs_[s], step_outputs_[s], scratch_of(s));
     }
-    if (observer_) observer_(s, step, step_inputs_[s], step_outputs_[s]);
+    if (observer_) observe(s);
     if (options_.mem_guard) {
       check_guards(s);
       poison_dead(s);

@@ -53,6 +53,7 @@ class Executor {
   void arm_guards(size_t step);
   void check_guards(size_t step) const;
   void poison_dead(size_t step);
+  void observe(size_t step) const;
 
   const Plan& plan_;
   ExecutorOptions options_;

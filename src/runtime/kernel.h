@@ -24,6 +24,17 @@ class Kernel {
   virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs, std::span<std::byte> scratch) = 0;
   // Names carry parameters: "matmul_f32_onednn", "add_f32_avx512", "ref.Softmax".
   virtual std::string name() const = 0;
+
+  // Blocked layouts between kernels (plan/layouts.h), so consecutive oneDNN convolutions skip
+  // their reorders. A kernel that can write output 0 in a non-row-major layout of the same byte
+  // size names it ("" when it cannot); consumers say which inputs may arrive in it.
+  virtual std::string offered_output_layout() const { return {}; }
+  virtual bool accepts_input_layout(size_t /*index*/, const std::string& /*layout*/) const { return false; }
+  // At plan time, before any run: input i arrives in `inputs[i]` ("" = row-major); output 0 is
+  // written in the offered layout when `output_blocked`.
+  virtual void use_layouts(std::span<const std::string> /*inputs*/, bool /*output_blocked*/) {}
+  // Converts an output 0 written in the offered layout to row-major (for step observers).
+  virtual void output_to_plain(const Tensor& /*stored*/, Tensor& /*plain*/) const {}
 };
 
 // Everything kernel selection may look at for one node, with shapes bound.

@@ -3,7 +3,10 @@
 // what the unfused reference plan computes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
 #include <random>
 
 #include "plan/plan.h"
@@ -247,6 +250,91 @@ TEST(FuseConv, ConvReluAndConvResidualRelu) {
     EXPECT_NE(r.kernels.find("conv2d_f32_bias_residual_relu"), std::string::npos) << r.kernels;
     EXPECT_EQ(r.plan.steps.size(), 2u);
   }
+}
+
+// Every value a step reads or writes, by name, as a step observer sees it.
+std::map<std::string, Tensor> observed_values(const Plan& plan, const std::vector<Tensor>& inputs) {
+  std::map<std::string, Tensor> seen;
+  Executor ex(plan);
+  ex.set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
+    auto keep = [&](const std::vector<int>& ids, std::span<const Tensor> ts) {
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] >= 0 && ts[i].defined()) {
+          Tensor copy(ts[i].dtype(), ts[i].dims());
+          std::memcpy(copy.raw(), ts[i].raw(), ts[i].nbytes());
+          seen[plan.graph->values[static_cast<size_t>(ids[i])].name] = std::move(copy);
+        }
+    };
+    keep(step.inputs, in);
+    keep(step.outputs, out);
+  });
+  ex.run(inputs);
+  return seen;
+}
+
+// r1 = Relu(Conv(x)) feeds a convolution and, as its residual, the one after; every reader of r1
+// and r2 takes oneDNN's blocked layout, so they stay blocked between the steps, while the graph output
+// and what step observers (the precision gate) see stay row-major.
+TEST(FuseConv, BlockedLayoutBetweenConvolutions) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::map<std::string, Attribute> attrs = {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}};
+  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({16, 8, 3, 3}, 50)), b.constant("B1", random({16}, 1.f, 51))},
+                  "c1", DType::Float32, attrs);
+  int r1 = b.node(Op::Relu, {c1}, "r1");
+  int c2 = b.node(Op::Conv, {r1, b.constant("W2", weight({16, 16, 3, 3}, 52)), b.constant("B2", random({16}, 1.f, 53))},
+                  "c2", DType::Float32, attrs);
+  int r2 = b.node(Op::Relu, {c2}, "r2");
+  int c3 = b.node(Op::Conv, {r2, b.constant("W3", weight({16, 16, 3, 3}, 55))}, "c3", DType::Float32, attrs);
+  int s = b.node(Op::Add, {c3, r1}, "s");
+  int y = b.node(Op::Relu, {s}, "y");
+  auto g = b.finish({y});
+  const std::string r1_name = g->values[static_cast<size_t>(r1)].name;
+  const std::string r2_name = g->values[static_cast<size_t>(r2)].name;
+  for (int64_t batch : {1, 3}) {
+    std::map<std::string, Dims> dims = {{"x", {batch, 8, 9, 11}}};
+    std::vector<Tensor> in = {random({batch, 8, 9, 11}, 1.f, 54)};
+    Result r = expect_matches_reference(g, dims, in, only_gemm());
+    ASSERT_EQ(r.plan.steps.size(), 3u) << r.kernels;
+    if (!r.plan.steps[0].kernel->offered_output_layout().empty()) {
+      std::vector<std::string> blocked;
+      for (size_t v = 0; v < r.plan.blocked_by.size(); ++v)
+        if (r.plan.blocked_by[v]) blocked.push_back(r.plan.graph->values[v].name);
+      std::sort(blocked.begin(), blocked.end());
+      std::vector<std::string> want = {r1_name, r2_name};
+      std::sort(want.begin(), want.end());
+      EXPECT_EQ(blocked, want) << r.kernels;
+    }
+    Result ref = plan_and_run(g, dims, in, std::nullopt);
+    auto fast_seen = observed_values(r.plan, in), ref_seen = observed_values(ref.plan, in);
+    for (const std::string& name : {r1_name, r2_name}) {
+      ASSERT_TRUE(fast_seen.count(name) && ref_seen.count(name)) << name;
+      const Tensor& got = fast_seen[name];
+      const Tensor& want = ref_seen[name];
+      ASSERT_EQ(got.dims(), want.dims());
+      int bad = 0;
+      for (int64_t i = 0; i < want.numel(); ++i)
+        if (!(std::fabs(got.data<float>()[i] - want.data<float>()[i]) <= 1e-5 + 1e-4 * std::fabs(want.data<float>()[i])))
+          ++bad;
+      EXPECT_EQ(bad, 0) << "observed " << name << " differs from the reference";
+    }
+  }
+}
+
+// Switched off, the same plan keeps every value row-major.
+TEST(FuseConv, BlockedLayoutsCanBeSwitchedOff) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::map<std::string, Attribute> attrs = {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}};
+  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({16, 8, 3, 3}, 60))}, "c1", DType::Float32, attrs);
+  int r1 = b.node(Op::Relu, {c1}, "r1");
+  int c2 = b.node(Op::Conv, {r1, b.constant("W2", weight({16, 16, 3, 3}, 61))}, "c2", DType::Float32, attrs);
+  int y = b.node(Op::Relu, {c2}, "y");
+  PlanOptions o;
+  o.fusion = only_gemm();
+  o.blocked_layouts = false;
+  Plan p = build_plan(b.finish({y}), {{"x", {1, 8, 8, 8}}}, o);
+  EXPECT_TRUE(p.blocked_by.empty());
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Conv (float32, 1-D or 2-D, groups, pads, strides, dilations, bias) on oneDNN's convolution.
 // Weights are a plan-time constant, reordered once into the layout the primitive prefers; src
 // and dst stay plain NCHW for the caller and are reordered per run (in scratch) when oneDNN
-// picks a blocked layout. FusedConv adds post-ops: the residual as a sum (dst starts as the
+// picks a blocked layout, unless the plan keeps them in that layout (plan/layouts.h). FusedConv adds post-ops: the residual as a sum (dst starts as the
 // residual, reordered into dst's layout), then an eltwise activation.
 #include "kernels/cpu/conv_onednn.h"
 

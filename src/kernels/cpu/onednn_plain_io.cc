@@ -1,6 +1,7 @@
 #include "kernels/cpu/onednn_plain_io.h"
 
 #include <cstring>
+#include <string>
 
 #include "kernels/cpu/onednn_context.h"
 
@@ -8,6 +9,17 @@ namespace fusor::cpu {
 namespace {
 
 size_t aligned64(size_t n) { return (n + 63) / 64 * 64; }
+
+// A name that tells two blocked layouts apart: dims, strides, inner blocks, padding.
+std::string layout_name(const dnnl::memory::desc& md) {
+  const dnnl_memory_desc_t& c = md.data;
+  std::string s = onednn::md_key(md) + ":p";
+  for (int i = 0; i < c.ndims; ++i) s += "," + std::to_string(c.padded_dims[i]);
+  s += ":b";
+  const auto& b = c.format_desc.blocking;
+  for (int i = 0; i < b.inner_nblks; ++i) s += "," + std::to_string(b.inner_idxs[i]) + "x" + std::to_string(b.inner_blks[i]);
+  return s + ":o" + std::to_string(c.offset0);
+}
 
 }  // namespace
 
@@ -40,30 +52,65 @@ OnednnPlainIo::OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dn
 
 size_t OnednnPlainIo::scratch_bytes() const { return src_bytes_ + dst_bytes_ + entry_->scratchpad.get_size(); }
 
+std::string OnednnPlainIo::src_layout() const {
+  return entry_->src_reorder && entry_->src.get_size() == user_src_.get_desc().get_size() ? layout_name(entry_->src)
+                                                                                         : std::string();
+}
+
+std::string OnednnPlainIo::dst_layout() const {
+  return entry_->dst_reorder && entry_->dst.get_size() == user_dst_.get_desc().get_size() ? layout_name(entry_->dst)
+                                                                                         : std::string();
+}
+
+void OnednnPlainIo::use_blocked(bool src, bool dst, bool accumulate) {
+  src_blocked_ = src && !src_layout().empty();
+  dst_blocked_ = dst && !dst_layout().empty();
+  acc_blocked_ = accumulate && !dst_layout().empty();
+  if (src_blocked_) src_bytes_ = 0;
+  if (dst_blocked_) dst_bytes_ = 0;
+}
+
+void OnednnPlainIo::dst_to_plain(const void* stored, void* plain) const {
+  auto& eng = onednn::engine();
+  dnnl::memory from(entry_->dst, eng, const_cast<void*>(stored)), to(user_dst_.get_desc(), eng, plain);
+  if (entry_->dst_reorder) onednn::execute_reorder(*entry_->dst_reorder, from, to);
+  else std::memcpy(plain, stored, entry_->dst.get_size());
+  onednn::stream().wait();
+}
+
 void OnednnPlainIo::run(const float* src, float* dst, std::span<std::byte> scratch, const float* accumulate) {
   std::byte* at = scratch.data();
   user_src_.set_data_handle(const_cast<float*>(src));
   user_dst_.set_data_handle(dst);
   if (entry_->src_reorder) {
-    src_.set_data_handle(at);
-    at += src_bytes_;
-    onednn::execute_reorder(*entry_->src_reorder, user_src_, src_);
+    if (src_blocked_) {
+      src_.set_data_handle(const_cast<float*>(src));
+    } else {
+      src_.set_data_handle(at);
+      at += src_bytes_;
+      onednn::execute_reorder(*entry_->src_reorder, user_src_, src_);
+    }
   }
   if (entry_->dst_reorder) {
-    dst_.set_data_handle(at);
-    at += dst_bytes_;
+    if (dst_blocked_) {
+      dst_.set_data_handle(dst);
+    } else {
+      dst_.set_data_handle(at);
+      at += dst_bytes_;
+    }
   }
   if (accumulate) {
-    if (entry_->dst_reorder) {
+    if (entry_->dst_reorder && !acc_blocked_) {
       user_acc_.set_data_handle(const_cast<float*>(accumulate));
       onednn::execute_reorder(*entry_->dst_in_reorder, user_acc_, dst_);
-    } else if (accumulate != dst) {
-      std::memcpy(dst, accumulate, user_dst_.get_desc().get_size());
+    } else if (accumulate != dst_.get_data_handle()) {
+      // Same layout on both sides (plain, or dst's blocked one): a copy.
+      std::memcpy(dst_.get_data_handle(), accumulate, entry_->dst.get_size());
     }
   }
   scratchpad_.set_data_handle(at);
   onednn::execute(entry_->prim, arg_list_);
-  if (entry_->dst_reorder) onednn::execute_reorder(*entry_->dst_reorder, dst_, user_dst_);
+  if (entry_->dst_reorder && !dst_blocked_) onednn::execute_reorder(*entry_->dst_reorder, dst_, user_dst_);
   onednn::stream().wait();
 }
 

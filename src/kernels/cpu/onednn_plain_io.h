@@ -2,7 +2,8 @@
 // callers that hold plain NCHW tensors: src is reordered into scratch before, dst out of it
 // after. A primitive with a sum post-op (a fused residual) starts from dst's old contents: the
 // caller's tensor to accumulate is copied or reordered into dst first. The primitive's scratchpad and the blocked copies live in the kernel's scratch (the
-// executor's arena), and every memory object is built once, so a run allocates nothing.
+// executor's arena), and every memory object is built once, so a run allocates nothing. When the
+// plan stores a value in the primitive's blocked layout (plan/layouts.h), that reorder is skipped.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -40,12 +41,22 @@ class OnednnPlainIo {
   // `accumulate`, when set, is a tensor of dst's plain shape that dst starts from (sum post-op).
   void run(const float* src, float* dst, std::span<std::byte> scratch, const float* accumulate = nullptr);
 
+  // Blocked layouts between kernels (plan/layouts.h): the names of src's and dst's blocked
+  // layouts ("" when the primitive uses the plain one, or dst's is larger than the plain).
+  std::string src_layout() const;
+  std::string dst_layout() const;
+  // src, dst and the accumulated tensor already are / may stay in those layouts: skip reorders.
+  void use_blocked(bool src, bool dst, bool accumulate);
+  // Reorders a dst stored in dst_layout() to the plain layout.
+  void dst_to_plain(const void* stored, void* plain) const;
+
  private:
   std::shared_ptr<const PlainIoEntry> entry_;
   dnnl::memory user_src_, user_dst_, user_acc_, src_, dst_, scratchpad_;
   std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
   std::vector<dnnl_exec_arg_t> arg_list_;
   size_t src_bytes_ = 0, dst_bytes_ = 0;  // blocked copies in scratch (0 when not needed)
+  bool src_blocked_ = false, dst_blocked_ = false, acc_blocked_ = false;
 };
 
 // A kernel that is one such primitive: input 0 in, output 0 out (Conv, pooling), plus input
@@ -60,6 +71,19 @@ class PlainIoKernel final : public Kernel {
             accumulate_ >= 0 ? in[static_cast<size_t>(accumulate_)].data<float>() : nullptr);
   }
   std::string name() const override { return name_; }
+  std::string offered_output_layout() const override { return io_.dst_layout(); }
+  bool accepts_input_layout(size_t index, const std::string& layout) const override {
+    if (layout.empty()) return false;
+    if (index == 0) return layout == io_.src_layout();
+    return accumulate_ >= 0 && index == static_cast<size_t>(accumulate_) && layout == io_.dst_layout();
+  }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    auto blocked = [&](int i) { return i >= 0 && static_cast<size_t>(i) < inputs.size() && !inputs[i].empty(); };
+    io_.use_blocked(blocked(0), output_blocked, blocked(accumulate_));
+  }
+  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
+    io_.dst_to_plain(stored.raw(), plain.raw());
+  }
 
  private:
   OnednnPlainIo io_;

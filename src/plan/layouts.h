@@ -1,0 +1,14 @@
+// Blocked layouts between kernels: a value whose producer can write it in a blocked layout
+// (oneDNN's nChw8c) and whose every reader accepts that layout is stored that way, so the
+// reorders to and from row-major disappear between consecutive convolutions and pools. Graph
+// outputs, viewed values and values read by any other kernel stay row-major; step observers
+// still see row-major tensors (the executor converts them).
+#pragma once
+#include "plan/plan.h"
+
+namespace fusor {
+
+// Chooses the blocked values of `plan`, tells the kernels, and fills plan.blocked_by.
+void assign_blocked_layouts(Plan& plan);
+
+}  // namespace fusor
