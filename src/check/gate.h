@@ -33,6 +33,10 @@ struct CheckOptions {
   // Fused is "further from the truth" when its error exceeds native's by this factor (plus atol/10).
   double margin = 1.25;
   std::string inject_fault;               // "KIND[@item]", empty for none
+  // Other input shapes to check the settled plan at (sequence length 1, the largest batch).
+  std::vector<std::map<std::string, Dims>> edge_dims;
+  // Per model output, a tolerance other than the mode's (tiers 3 and 4).
+  std::map<std::string, Tolerance> output_tolerances;
   int max_rounds = 8;
   std::function<void(const std::string&)> progress;
 };

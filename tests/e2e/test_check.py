@@ -29,6 +29,8 @@ def test_clean_model_passes_with_every_item_kept(tmp_path):
     # Edge cases ran: padding on both sides and fully masked rows.
     assert {"random", "right_padding", "left_padding", "fully_masked"} <= set(rep["samples"])
     assert all(o["passed"] for o in rep["outputs"])
+    # ...and the settled plan at sequence length 1 (tier 4 shapes).
+    assert any(o["sample"].startswith("shape ") and "[1, 1]" in o["sample"] for o in rep["outputs"])
     suites = ET.parse(junit).getroot().findall("testsuite")
     assert [s.get("name") for s in suites] == ["fusion items", "model outputs"]
     assert int(suites[0].get("tests")) == len(rep["items"])
@@ -104,3 +106,10 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     assert len(json.loads(verdicts.read_text())["verdicts"]) == 2
     r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode == 0 and "running the gate first" not in r.stderr
+
+
+def test_custom_output_tolerance_and_bad_spec(tmp_path):
+    r, rep, _ = check(tmp_path, "--no-edge-cases", "--tolerance", "last_hidden_state=1e-3,1e-2,100000")
+    assert r.returncode == 0 and rep["passed"] is True
+    r = run_fusor("check", model_path("minilm-l6"), "--tolerance", "last_hidden_state=abc")
+    assert r.returncode == 2

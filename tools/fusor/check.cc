@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "check/faults.h"
 #include "check/gate.h"
@@ -17,9 +18,27 @@ namespace {
 struct CheckArgs {
   ModelArgs model;
   std::string samples_dir, report_path, junit_path, fault;
+  std::vector<std::string> tolerances;  // NAME=ATOL,RTOL[,ULP]
+  std::string edge_seqs = "1", edge_batch;
   int64_t batch = 1, seq = 16;
   bool list_faults = false, no_edge_cases = false;
 };
+
+// "1e-4,1e-3,64" -> {1e-4, 1e-3, 64}; empty on any malformed number.
+std::vector<double> parse_numbers(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) return {};
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+  return out;
+}
 
 // A directory of NAME.npy files is one sample; a directory of directories is one sample each.
 std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, const std::string& dir) {
@@ -78,6 +97,21 @@ int check(const CheckArgs& a) {
   }
   o.dims = engine.bind_dims(shapes, a.batch, a.seq);
   o.edge_cases = !a.no_edge_cases;
+  if (o.edge_cases && a.samples_dir.empty()) {
+    for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
+      if (s != a.seq) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), a.batch, s));
+    if (!a.edge_batch.empty())
+      for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
+        if (b != a.batch) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), b, a.seq));
+  }
+  for (const auto& spec : a.tolerances) {
+    auto eq = spec.find('=');
+    auto nums = eq == std::string::npos ? std::vector<double>{} : parse_numbers(spec.substr(eq + 1));
+    if (eq == std::string::npos || nums.size() < 2 || nums.size() > 3 || nums[0] < 0 || nums[1] < 0)
+      throw CLI::ValidationError("--tolerance", "'" + spec + "' must look like OUTPUT=ATOL,RTOL[,MAX_ULP]");
+    Tolerance t{nums[0], nums[1], nums.size() == 3 ? static_cast<int64_t>(nums[2]) : tolerance_for(o.mode).max_ulp};
+    o.output_tolerances[spec.substr(0, eq)] = t;
+  }
   o.inject_fault = a.fault;
   o.progress = [](const std::string& line) { std::cerr << "check: " << line << "\n"; };
   CheckReport r = run_precision_gate(engine, o);
@@ -117,7 +151,10 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI");
   cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");
   cmd->add_flag("--list-faults", args->list_faults, "Print the fault kinds and exit");
-  cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples");
+  cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples and shapes");
+  cmd->add_option("--edge-seq", args->edge_seqs, "Sequence lengths also checked (tier 4), e.g. 1,512; default 1");
+  cmd->add_option("--edge-batch", args->edge_batch, "Batch sizes also checked (tier 4), e.g. the largest bucket");
+  cmd->add_option("--tolerance", args->tolerances, "Per-output tolerance OUTPUT=ATOL,RTOL[,MAX_ULP] (repeatable)");
   cmd->callback([args] {
     int code = check(*args);
     if (code != 0) throw ExitCode(code);
