@@ -30,7 +30,8 @@ struct CheckOptions {
   std::map<std::string, Dims> dims;       // bound input shapes
   std::vector<std::map<std::string, Tensor>> samples;  // empty: generated (see gate.cc)
   bool edge_cases = true;                 // add tier-4 edge-case samples
-  // Fused is "further from the truth" when its error exceeds native's by this factor (plus atol/10).
+  // Fused is "further from the truth" when its error exceeds native's by this factor, plus atol/10
+  // and 16 ULP of the output's largest magnitude (order-of-summation noise).
   double margin = 1.25;
   std::string inject_fault;               // "KIND[@item]", empty for none
   // Other input shapes to check the settled plan at (sequence length 1, the largest batch).

@@ -40,17 +40,26 @@ bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes,
     decline(pass, nodes, *why);
     return false;
   }
-  std::string scope = common_scope(graph_, scope_nodes.empty() ? nodes : scope_nodes);
-  std::set<std::string> probe = taken_names_;
-  std::string name = unique_item_name(scope, suffix, probe);
+  // The same group proposed again (passes rescan) gets the same name, so a disabled item stays
+  // disabled instead of coming back as "<name>.2".
+  std::vector<std::string> key = {kind};
+  for (int n : nodes) key.push_back(node(n).name);
+  std::sort(key.begin() + 1, key.end());
+  auto known = names_by_group_.find(key);
+  std::string name;
+  if (known != names_by_group_.end()) {
+    name = known->second;
+  } else {
+    std::string scope = common_scope(graph_, scope_nodes.empty() ? nodes : scope_nodes);
+    name = unique_item_name(scope, suffix, taken_names_);
+    names_by_group_[key] = name;
+  }
   if (std::find(config_.disabled.begin(), config_.disabled.end(), name) != config_.disabled.end()) {
-    taken_names_.insert(name);  // keeps the names of later items stable
     decline(pass, nodes, "item '" + name + "' is disabled in the config (fusion.disabled)");
     return false;
   }
   FusionItem item{name, kind, pass, {}, intermediate_bytes_saved(graph_, binding_, nodes)};
   for (int n : nodes) item.nodes.push_back(node(n).name);
-  taken_names_.insert(name);
   std::vector<DType> dtypes;
   for (const TensorType& t : binding_.types) dtypes.push_back(t.dtype);
   fuse_nodes(graph_, nodes, kind, name, std::move(attrs), leading_inputs, dtypes);

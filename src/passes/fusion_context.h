@@ -55,6 +55,7 @@ class FusionContext {
   Binding binding_;
   std::vector<std::vector<int>> consumers_;
   std::set<std::string> taken_names_;
+  std::map<std::vector<std::string>, std::string> names_by_group_;  // kind + sorted node names
 };
 
 }  // namespace fusor
