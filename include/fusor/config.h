@@ -24,11 +24,15 @@
 //     classes:                       # name -> class; absent: one class "default"
 //       interactive: {batch_window_ms: 1, max_batch: 4, preferred_batch_sizes: [1, 2, 4],
 //                     priority: 0, timeout_ms: 1000, max_queue_size: 64}
+//     matrix:                        # fusion per batch-size bucket; absent: fusion: for all
+//       - {max_batch: 1, fusion: {fuse_attention: false}}
+//       - {max_batch: 32, fusion: {disabled: [layer0.attention]}}
 //
 // Invariants of a Config returned by load_config/parse_config: batch_window_ms is finite and
 // >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order;
 // serve.classes is never empty, holds serve.default_class, and every class has max_batch >= 1,
-// max_queue_size >= 1 and preferred_batch_sizes ascending, each within 1..max_batch.
+// max_queue_size >= 1 and preferred_batch_sizes ascending, each within 1..max_batch;
+// serve.matrix has strictly ascending max_batch >= 1, each entry's fusion fully resolved.
 // Anything else in the file (an unknown or duplicate key, a wrong type or value, a YAML syntax
 // error, more than one document) throws fusor::Error with a one-line message that starts with
 // "SOURCE:LINE:COLUMN: " and names the key path; no other exception escapes.
@@ -77,6 +81,16 @@ struct TrafficClass {
   bool operator==(const TrafficClass&) const = default;
 };
 
+// One row of serve.matrix: batches of up to max_batch rows (and more than the previous row's)
+// build their sessions with `fusion`: the top-level fusion section with this row's keys over it,
+// its disabled list joined to the top-level one. precision_check is always the top level's.
+struct MatrixEntry {
+  int64_t max_batch = 1;
+  FusionConfig fusion;
+
+  bool operator==(const MatrixEntry&) const = default;
+};
+
 struct ServeConfig {
   std::string default_class = "default";     // requests without a "class" parameter
   int64_t execution_contexts = 1;             // worker threads, each with its own sessions
@@ -84,6 +98,7 @@ struct ServeConfig {
   int64_t seq_bucket = 16;                    // sequence lengths pad up to a multiple of this
   std::map<std::string, double> pad_values;   // input name -> pad value (others pad with 0)
   std::map<std::string, TrafficClass> classes = {{"default", {}}};
+  std::vector<MatrixEntry> matrix;            // ascending max_batch; larger batches: top-level fusion
 
   bool operator==(const ServeConfig&) const = default;
 };

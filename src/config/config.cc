@@ -42,7 +42,7 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-enum class Kind { Section, Bool, Number, Precision, NameList, Count, Name, PadValues, Classes };
+enum class Kind { Section, Bool, Number, Precision, NameList, Count, Name, PadValues, Classes, Matrix };
 
 struct Key {
   std::string_view path;
@@ -72,11 +72,14 @@ const Key kKeys[] = {
     {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
+    {"serve.matrix", Kind::Matrix},
 };
 
 // The keys of one traffic class inside serve.classes.NAME.
 constexpr std::string_view kClassKeys[] = {"batch_window_ms", "max_batch",  "preferred_batch_sizes",
                                            "priority",        "timeout_ms", "max_queue_size"};
+// The keys of one serve.matrix entry.
+constexpr std::string_view kMatrixKeys[] = {"max_batch", "fusion"};
 
 const Key* find_key(std::string_view path) {
   for (const Key& k : kKeys)
@@ -274,12 +277,18 @@ class Parser {
           config.serve.classes = parse_classes(value, at, path);
           classes_mark_ = at;
           break;
+        case Kind::Matrix: config.serve.matrix = parse_matrix(value, at, path); break;
       }
     }
   }
 
   // Serving defaults that depend on other keys, and checks across keys.
   void finish_serve(Config& config) const {
+    // The top-level fusion section may come after serve.matrix in the file: resolve here.
+    for (size_t i = 0; i < config.serve.matrix.size(); ++i) {
+      config.serve.matrix[i].fusion = config.fusion;
+      apply_fusion(matrix_fusion_[i], "serve.matrix[" + std::to_string(i) + "].fusion", config.serve.matrix[i].fusion);
+    }
     for (auto& [name, c] : config.serve.classes)
       if (!window_set_.count(name)) c.batch_window_ms = config.batch_window_ms;
     const std::string& d = config.serve.default_class;
@@ -383,6 +392,83 @@ class Parser {
     return c;
   }
 
+  // serve.matrix: a list of {max_batch, fusion} with strictly ascending max_batch. Each entry's
+  // fusion keys are checked now (against a scratch config) and applied in finish_serve.
+  std::vector<MatrixEntry> parse_matrix(const YAML::Node& v, const YAML::Mark& at, const std::string& path) {
+    if (!v.IsSequence()) fail(at, "'" + path + "' must be a list of {max_batch, fusion} entries, got " + described(v));
+    std::vector<MatrixEntry> out;
+    matrix_fusion_.clear();
+    for (const YAML::Node entry : v) {
+      std::string epath = path + "[" + std::to_string(out.size()) + "]";
+      const YAML::Mark& eat = entry.IsNull() ? at : entry.Mark();
+      if (!entry.IsMap()) fail(eat, "'" + epath + "' must be a mapping with max_batch and fusion, got " + described(entry));
+      MatrixEntry e;
+      YAML::Node fusion;
+      bool has_max = false;
+      std::map<std::string, int> seen;
+      for (const auto& pair : entry) {
+        const YAML::Node key = pair.first;
+        const YAML::Node value = pair.second;
+        if (!key.IsScalar()) fail(key.Mark(), "keys must be names, got " + described(key) + " in '" + epath + "'");
+        const std::string& k = key.Scalar();
+        std::string kpath = epath + "." + k;
+        auto [first, inserted] = seen.emplace(k, key.Mark().line + 1);
+        if (!inserted) fail(key.Mark(), "duplicate key '" + shown(kpath) + "' (first at line " + std::to_string(first->second) + ")");
+        const YAML::Mark& vat = value.IsNull() ? key.Mark() : value.Mark();
+        if (k == "max_batch") {
+          e.max_batch = parse_count(value, vat, kpath, 1), has_max = true;
+          if (!out.empty() && e.max_batch <= out.back().max_batch)
+            fail(vat, "'" + kpath + "' must be greater than the previous entry's (" + std::to_string(out.back().max_batch) +
+                          "): entries are batch-size buckets in ascending order");
+        } else if (k == "fusion") {
+          FusionConfig scratch;
+          apply_fusion(value, kpath, scratch);
+          fusion = value;
+        } else {
+          std::string hint;
+          for (std::string_view known : kMatrixKeys)
+            if (k.size() <= 64 && edit_distance(k, known) <= std::max<size_t>(2, k.size() / 3))
+              hint = " (did you mean '" + std::string(known) + "'?)";
+          fail(key.Mark(), "unknown key '" + shown(kpath) + "'" + hint);
+        }
+      }
+      if (!has_max) fail(eat, "'" + epath + "' needs max_batch (the largest batch this entry applies to)");
+      out.push_back(e);
+      matrix_fusion_.push_back(fusion);
+    }
+    return out;
+  }
+
+  // Applies a fusion mapping (serve.matrix[i].fusion) over `f`: switches replace, disabled
+  // names join f.disabled. precision_check stays the top level's: one verdict covers all buckets.
+  void apply_fusion(const YAML::Node& v, const std::string& path, FusionConfig& f) const {
+    if (!v.IsDefined() || v.IsNull()) return;
+    if (!v.IsMap()) fail(v.Mark(), "'" + path + "' must be a mapping of fusion keys, got " + described(v));
+    std::map<std::string, int> seen;
+    for (const auto& pair : v) {
+      const YAML::Node key = pair.first;
+      const YAML::Node value = pair.second;
+      if (!key.IsScalar()) fail(key.Mark(), "keys must be names, got " + described(key) + " in '" + path + "'");
+      std::string kpath = path + "." + key.Scalar();
+      auto [first, inserted] = seen.emplace(key.Scalar(), key.Mark().line + 1);
+      if (!inserted) fail(key.Mark(), "duplicate key '" + shown(kpath) + "' (first at line " + std::to_string(first->second) + ")");
+      const Key* k = find_key("fusion." + key.Scalar());
+      if (!k) fail(key.Mark(), "unknown key '" + shown(kpath) + "'" + suggestion("fusion", key.Scalar()));
+      const YAML::Mark& at = value.IsNull() ? key.Mark() : value.Mark();
+      if (k->kind == Kind::Precision)
+        fail(key.Mark(), "'" + kpath + "' cannot be set per bucket: the top-level fusion.precision_check applies to all");
+      if (k->kind == Kind::Bool) {
+        Config scratch;
+        scratch.fusion = f;
+        k->flag(scratch) = parse_bool(value, at, kpath);
+        f = scratch.fusion;
+      } else {  // Kind::NameList
+        for (std::string& name : parse_names(value, at, kpath))
+          if (std::find(f.disabled.begin(), f.disabled.end(), name) == f.disabled.end()) f.disabled.push_back(name);
+      }
+    }
+  }
+
   bool parse_bool(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
     if (is_plain(v)) {
       const std::string& s = v.Scalar();
@@ -445,6 +531,7 @@ class Parser {
 
   std::string source_;
   std::set<std::string> window_set_;  // classes whose batch_window_ms the file sets
+  std::vector<YAML::Node> matrix_fusion_;  // per serve.matrix entry: its fusion mapping (or none)
   YAML::Mark default_class_mark_ = YAML::Mark::null_mark(), classes_mark_ = YAML::Mark::null_mark();
 };
 

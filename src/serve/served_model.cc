@@ -2,7 +2,10 @@
 
 #include <omp.h>
 
+#include <cstdio>
 #include <future>
+
+#include "plan/plan.h"
 
 namespace fusor::serve {
 namespace {
@@ -13,14 +16,28 @@ std::vector<std::string> class_names(const ServeConfig& c) {
   return names;
 }
 
+std::string dims_string(const std::map<std::string, Dims>& dims) {
+  std::string s;
+  for (const auto& [name, d] : dims) s += (s.empty() ? "" : " ") + name + "=" + shape_string(d);
+  return s;
+}
+
 }  // namespace
 
 ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& config, const SessionOptions& options,
                          int threads_per_context)
     : name_(std::move(name)), engine_(std::move(engine)), sig_(Signature::of(engine_.inputs(), engine_.outputs())), config_(config),
-      stats_(class_names(config)) {
-  for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i)
-    contexts_.push_back(std::make_unique<SessionCache>(engine_, options));
+      stats_(class_names(config)), matrix_(std::make_shared<OptionsMatrix>(OptionsMatrix::of(config, options))) {
+  for (const std::string& line : matrix_->describe())
+    std::fprintf(stderr, "fusor serve: model %s: batch sizes %s\n", name_.c_str(), line.c_str());
+  for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i) {
+    auto log = [this, i](int64_t rows, const std::map<std::string, Dims>& dims, const Session& s) {
+      std::fprintf(stderr, "fusor serve: model %s context %lld: session for %lld row(s) %s: %zu fused item(s), %zu kernel(s); fusion %s\n",
+                   name_.c_str(), static_cast<long long>(i), static_cast<long long>(rows), dims_string(dims).c_str(),
+                   s.plan().fusion.items.size(), s.kernels_per_inference(), describe_fusion(matrix_->for_rows(rows).fusion).c_str());
+    };
+    contexts_.push_back(std::make_unique<SessionCache>(engine_, matrix_, sig_.batched, log));
+  }
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
       [threads_per_context](size_t) { omp_set_num_threads(std::max(1, threads_per_context)); });

@@ -14,7 +14,9 @@ namespace fusor::serve {
 class ServedModel {
  public:
   // `threads_per_context`: each context's OpenMP thread count (the ICV is per thread), so N
-  // contexts together use the cores without oversubscribing them.
+  // contexts together use the cores without oversubscribing them. `options` hold the top-level
+  // fusion config with the saved precision verdict applied; config.matrix refines it per bucket.
+  // The matrix, and each session as it is built, is logged to stderr.
   ServedModel(std::string name, Engine engine, const ServeConfig& config, const SessionOptions& options,
               int threads_per_context);
   ~ServedModel();
@@ -25,6 +27,9 @@ class ServedModel {
   ModelStats& stats() { return stats_; }
   int64_t max_batch() const { return batcher_->max_batch(); }
   size_t contexts() const { return contexts_.size(); }
+  const SessionCache& context(size_t i) const { return *contexts_.at(i); }
+  // Which session options (fusion config) each batch-size bucket uses (serve.matrix).
+  const OptionsMatrix& options_matrix() const { return *matrix_; }
 
   void infer(Tensors inputs, const std::string& cls, Done done) { batcher_->submit(std::move(inputs), cls, std::move(done)); }
   // infer() for a protocol thread that waits for the answer (the batcher always answers).
@@ -37,6 +42,7 @@ class ServedModel {
   Signature sig_;
   ServeConfig config_;
   ModelStats stats_;
+  std::shared_ptr<const OptionsMatrix> matrix_;
   std::vector<std::unique_ptr<SessionCache>> contexts_;
   std::unique_ptr<Batcher> batcher_;
 };

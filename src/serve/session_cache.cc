@@ -1,12 +1,57 @@
 #include "serve/session_cache.h"
 
+#include <algorithm>
+
 namespace fusor::serve {
+
+OptionsMatrix OptionsMatrix::of(const ServeConfig& config, const SessionOptions& base) {
+  OptionsMatrix m;
+  m.fallback = base;
+  if (!base.fusion || base.reference) return m;
+  for (const MatrixEntry& e : config.matrix) {
+    SessionOptions o = base;
+    o.fusion = e.fusion;
+    o.fusion->precision_check = base.fusion->precision_check;
+    for (const std::string& name : base.fusion->disabled)
+      if (std::find(o.fusion->disabled.begin(), o.fusion->disabled.end(), name) == o.fusion->disabled.end())
+        o.fusion->disabled.push_back(name);
+    m.buckets.push_back({e.max_batch, std::move(o)});
+  }
+  return m;
+}
+
+const SessionOptions& OptionsMatrix::for_rows(int64_t rows) const {
+  for (const Bucket& b : buckets)
+    if (rows <= b.max_batch) return b.options;
+  return fallback;
+}
+
+std::string describe_fusion(const std::optional<FusionConfig>& f) {
+  if (!f) return "off";
+  std::string s = std::string("elemwise=") + (f->fuse_elemwise ? "1" : "0") + " norm_act=" + (f->fuse_norm_act ? "1" : "0") +
+                  " gemm_epilogue=" + (f->fuse_gemm_epilogue ? "1" : "0") + " attention=" + (f->fuse_attention ? "1" : "0") +
+                  " disabled=[";
+  for (size_t i = 0; i < f->disabled.size(); ++i) s += (i ? "," : "") + f->disabled[i];
+  return s + "]";
+}
+
+std::vector<std::string> OptionsMatrix::describe() const {
+  std::vector<std::string> out;
+  for (const Bucket& b : buckets) out.push_back("<=" + std::to_string(b.max_batch) + ": " + describe_fusion(b.options.fusion));
+  std::string rest = buckets.empty() ? "all" : ">" + std::to_string(buckets.back().max_batch);
+  out.push_back(rest + ": " + describe_fusion(fallback.fusion));
+  return out;
+}
 
 std::map<std::string, Tensor> SessionCache::run(const std::map<std::string, Tensor>& inputs) {
   std::map<std::string, Dims> dims;
   for (const auto& [name, t] : inputs) dims[name] = t.dims();
   auto it = sessions_.find(dims);
-  if (it == sessions_.end()) it = sessions_.emplace(dims, engine_.session(dims, options_)).first;
+  if (it == sessions_.end()) {
+    int64_t rows = batched_ && !inputs.empty() && !inputs.begin()->second.dims().empty() ? inputs.begin()->second.dims()[0] : 1;
+    it = sessions_.emplace(dims, engine_.session(dims, options_->for_rows(rows))).first;
+    if (on_build_) on_build_(rows, dims, it->second);
+  }
   return it->second.run(inputs);
 }
 

@@ -2,7 +2,9 @@
 // padded sequence length), created on first use and kept: plans are built per shape, and
 // building one costs far more than running it. Not thread-safe: one cache per context thread.
 #pragma once
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,15 +12,44 @@
 
 namespace fusor::serve {
 
+// The options each batch size builds its sessions with (config serve.matrix): the first bucket
+// whose max_batch holds the batch's rows, else `fallback`. Shared, read-only, by the contexts.
+struct OptionsMatrix {
+  struct Bucket {
+    int64_t max_batch;
+    SessionOptions options;
+  };
+  std::vector<Bucket> buckets;  // ascending max_batch
+  SessionOptions fallback;
+
+  // Resolves serve.matrix over `base` (the session options with the saved verdict applied):
+  // each bucket gets its fusion config plus base's disabled names (the verdict's rollbacks and
+  // the top-level list). With fusion off (--no-fusion, --reference) there are no buckets.
+  static OptionsMatrix of(const ServeConfig& config, const SessionOptions& base);
+  const SessionOptions& for_rows(int64_t rows) const;
+  // "<=1: elemwise=1 ... disabled=[a,b]" per bucket, then ">N: ..." (or "all: ...") for the fallback.
+  std::vector<std::string> describe() const;
+};
+
+// "elemwise=1 norm_act=1 gemm_epilogue=1 attention=0 disabled=[a,b]", or "off".
+std::string describe_fusion(const std::optional<FusionConfig>& fusion);
+
 class SessionCache {
  public:
-  SessionCache(const Engine& engine, SessionOptions options) : engine_(engine), options_(std::move(options)) {}
+  // `batched`: dimension 0 of every input is the batch (rows); else every batch has 1 row.
+  // `on_build(rows, session)` runs after each new session is built (the server logs it).
+  using OnBuild = std::function<void(int64_t rows, const std::map<std::string, Dims>& dims, const Session& session)>;
+  SessionCache(const Engine& engine, std::shared_ptr<const OptionsMatrix> options, bool batched, OnBuild on_build = {})
+      : engine_(engine), options_(std::move(options)), batched_(batched), on_build_(std::move(on_build)) {}
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   size_t size() const { return sessions_.size(); }
+  const std::map<std::map<std::string, Dims>, Session>& sessions() const { return sessions_; }
 
  private:
   const Engine& engine_;
-  SessionOptions options_;
+  std::shared_ptr<const OptionsMatrix> options_;
+  bool batched_;
+  OnBuild on_build_;
   std::map<std::map<std::string, Dims>, Session> sessions_;
 };
 

@@ -2,6 +2,7 @@
 gRPC) and raw sockets. Every call has a timeout; each server is stopped with SIGTERM and must
 exit 0."""
 import json
+import re
 import socket
 import threading
 import time
@@ -13,6 +14,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+from conftest import model_path
+from ort_compare import make_inputs, run_ort
 from serve_util import Served, get, post
 
 TWO_CLASSES = """
@@ -253,3 +256,40 @@ def test_soak_shows_no_memory_growth(server):
         burst(200)
     growth = server.rss_kib() - before
     assert growth < 8 * 1024, f"RSS grew by {growth} KiB over the soak"
+
+
+def test_matrix_picks_the_fusion_config_per_batch_bucket(tmp_path):
+    """serve.matrix: a batch of 1 runs a session built without attention/GEMM-epilogue fusion, a
+    batch of 8 one with every pass; both match ONNX Runtime."""
+    model = model_path("minilm-l6")
+    config = """
+fusion: {precision_check: off}
+serve:
+  classes:
+    default: {batch_window_ms: 0, max_batch: 8, preferred_batch_sizes: [1, 8]}
+  matrix:
+    - {max_batch: 1, fusion: {fuse_attention: false, fuse_gemm_epilogue: false}}
+    - {max_batch: 8}
+"""
+    s = Served(tmp_path, config, models=[("minilm", model)])
+    try:
+        client = httpclient.InferenceServerClient(s.url, network_timeout=120)
+        for batch in (1, 8):
+            inputs = make_inputs(model, batch, 16, seed=batch)
+            tensors = []
+            for name, value in inputs.items():
+                t = httpclient.InferInput(name, list(value.shape), "INT64")
+                t.set_data_from_numpy(value)
+                tensors.append(t)
+            r = client.infer("minilm", tensors, timeout=120)
+            for name, want in run_ort(model, inputs).items():
+                np.testing.assert_allclose(r.as_numpy(name), want, atol=1e-3, rtol=1e-3, err_msg=f"{name} batch {batch}")
+    finally:
+        assert s.stop() == 0, s.output()
+    log = s.output()
+    assert "batch sizes <=1: elemwise=1 norm_act=1 gemm_epilogue=0 attention=0" in log, log
+    built = {int(m[0]): (int(m[1]), m[2]) for m in re.findall(
+        r"session for (\d+) row\(s\) .*?: (\d+) fused item\(s\), \d+ kernel\(s\); fusion (.*)", log)}
+    assert set(built) == {1, 8}, log
+    assert "attention=0" in built[1][1] and "attention=1" in built[8][1], log
+    assert built[1][0] < built[8][0], f"batch 8 should fuse more items than batch 1: {built}"

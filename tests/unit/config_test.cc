@@ -332,5 +332,68 @@ TEST(Config, ServeSectionErrorsNameTheKey) {
                       "config.yaml:2:27: 'serve.pad_values.input_ids' must be a number, got 'x'");
 }
 
+TEST(Config, ServeMatrixResolvesOverTheTopLevelFusion) {
+  // The top-level fusion section comes after the matrix on purpose: entries resolve over it anyway.
+  Config c = parse_config(
+      "serve:\n"
+      "  matrix:\n"
+      "    - {max_batch: 1, fusion: {fuse_attention: false}}\n"
+      "    - {max_batch: 32, fusion: {fuse_gemm_epilogue: true, disabled: [layer0.attention.self.qkv, a]}}\n"
+      "    - max_batch: 64\n"
+      "fusion:\n"
+      "  fuse_gemm_epilogue: false\n"
+      "  precision_check: relaxed\n"
+      "  disabled: [a]\n",
+      "c.yaml");
+  ASSERT_EQ(c.serve.matrix.size(), 3u);
+  FusionConfig top = c.fusion;
+  EXPECT_FALSE(top.fuse_gemm_epilogue);
+  FusionConfig one = top;
+  one.fuse_attention = false;
+  EXPECT_EQ(c.serve.matrix[0], (MatrixEntry{1, one}));
+  FusionConfig two = top;
+  two.fuse_gemm_epilogue = true;
+  two.disabled = {"a", "layer0.attention.self.qkv"};  // joins the top-level list, each name once
+  EXPECT_EQ(c.serve.matrix[1], (MatrixEntry{32, two}));
+  EXPECT_EQ(c.serve.matrix[2], (MatrixEntry{64, top}));  // no fusion key: the top level's
+  EXPECT_EQ(c.serve.matrix[1].fusion.precision_check, PrecisionCheck::Relaxed);
+  EXPECT_TRUE(parse_config("serve:\n  matrix: []\n", "c.yaml").serve.matrix.empty());
+  EXPECT_TRUE(parse_config("", "c.yaml").serve.matrix.empty());
+}
+
+TEST(Config, ServeMatrixErrorsNameTheEntryAndKey) {
+  EXPECT_CONFIG_ERROR("serve:\n  matrix: {max_batch: 1}\n",
+                      "config.yaml:2:11: 'serve.matrix' must be a list of {max_batch, fusion} entries, got a mapping");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix: [3]\n",
+                      "config.yaml:2:12: 'serve.matrix[0]' must be a mapping with max_batch and fusion, got '3'");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {fusion: {fuse_attention: false}}\n",
+                      "config.yaml:3:7: 'serve.matrix[0]' needs max_batch (the largest batch this entry applies to)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 0}\n",
+                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: \"4\"}\n",
+                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer, got '4' (quoted or tagged, so a string)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 8}\n    - {max_batch: 8}\n",
+                      "config.yaml:4:19: 'serve.matrix[1].max_batch' must be greater than the previous entry's (8): "
+                      "entries are batch-size buckets in ascending order");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 8}\n    - {max_batch: 2}\n",
+                      "config.yaml:4:19: 'serve.matrix[1].max_batch' must be greater than the previous entry's (8): "
+                      "entries are batch-size buckets in ascending order");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_bach: 8}\n",
+                      "config.yaml:3:8: unknown key 'serve.matrix[0].max_bach' (did you mean 'max_batch'?)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, max_batch: 2}\n",
+                      "config.yaml:3:22: duplicate key 'serve.matrix[0].max_batch' (first at line 3)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: {fuse_atention: false}}\n",
+                      "config.yaml:3:31: unknown key 'serve.matrix[0].fusion.fuse_atention' (did you mean 'fuse_attention'?)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: {fuse_attention: 0}}\n",
+                      "config.yaml:3:47: 'serve.matrix[0].fusion.fuse_attention' must be true or false, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: [fuse_attention]}\n",
+                      "config.yaml:3:30: 'serve.matrix[0].fusion' must be a mapping of fusion keys, got a list");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: {disabled: [a, a]}}\n",
+                      "config.yaml:3:45: 'serve.matrix[0].fusion.disabled' lists 'a' twice (first at line 3)");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: {precision_check: off}}\n",
+                      "config.yaml:3:31: 'serve.matrix[0].fusion.precision_check' cannot be set per bucket: the "
+                      "top-level fusion.precision_check applies to all");
+}
+
 }  // namespace
 }  // namespace fusor
