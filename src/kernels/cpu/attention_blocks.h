@@ -40,7 +40,7 @@ inline V exp_nonpositive(V x) {
   const V y1 = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.f));
   const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127 - 0x4B400000))));
   const V y = hn::IfThenZeroElse(hn::Lt(x, lo), hn::Mul(y1, scale));
-  return hn::IfThenElse(hn::Ne(x, x), x, y);
+  return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 
 // dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: K^T for the score product. 8x8

@@ -20,7 +20,7 @@ V erf(V a) {
   q = hn::MulAdd(x2, q, hn::Set(d, -1.68282697438203e-03f));
   q = hn::MulAdd(x2, q, hn::Set(d, -7.37332916720468e-03f));
   q = hn::MulAdd(x2, q, hn::Set(d, -1.42647390514189e-02f));
-  return hn::IfThenElse(hn::Ne(a, a), a, hn::Div(p, q));
+  return hn::IfThenElse(hn::Not(hn::Eq(a, a)), a, hn::Div(p, q));
 }
 
 }  // namespace fusor::cpu::simd

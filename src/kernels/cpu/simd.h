@@ -55,7 +55,7 @@ inline V exp(V x) {
   const D d;
   V y = hn::Exp(d, hn::Min(x, hn::Set(d, 88.72283f)));
   y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283f)), hn::Set(d, std::numeric_limits<float>::infinity()), y);
-  return hn::IfThenElse(hn::Ne(x, x), x, y);
+  return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 
 // erf(x): a rational approximation, max abs error ~1e-7 (see simd.cc).

@@ -64,7 +64,7 @@ struct LogOp {
     y = hn::IfThenElse(hn::Eq(x, hn::Zero(d)), hn::Set(d, -inf), y);
     y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, std::numeric_limits<float>::quiet_NaN()), y);
     y = hn::IfThenElse(hn::Eq(x, hn::Set(d, inf)), x, y);
-    return hn::IfThenElse(hn::Ne(x, x), x, y);
+    return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
   }
 };
 #undef FUSOR_UNARY

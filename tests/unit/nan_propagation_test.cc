@@ -1,0 +1,31 @@
+// NaN in, NaN out: the fast kernels propagate NaN like the reference does (Highway's Ne is an
+// ordered compare, so a NaN test must be written as !(x == x)).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "plan/plan.h"
+#include "runtime/executor.h"
+#include "graph_builder.h"
+
+namespace fusor {
+namespace {
+
+class NanPropagation : public ::testing::TestWithParam<Op> {};
+
+TEST_P(NanPropagation, FastKernelGivesNaNForNaN) {
+  test::GraphBuilder b;
+  auto g = b.finish({b.node(GetParam(), {b.input("x")}, "y")});
+  Tensor x(DType::Float32, {64});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i % 3 == 0 ? NAN : 0.25f * static_cast<float>(i % 5);
+  Plan plan = build_plan(g, {{"x", {64}}}, {});
+  Tensor y = Executor(plan).run({x})[0];
+  for (int64_t i = 0; i < y.numel(); ++i)
+    if (i % 3 == 0) EXPECT_TRUE(std::isnan(y.data<float>()[i])) << op_info(GetParam()).name << " at " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, NanPropagation, ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid),
+                         [](const auto& info) { return std::string(op_info(info.param).name); });
+
+}  // namespace
+}  // namespace fusor
