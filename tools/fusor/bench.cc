@@ -24,7 +24,13 @@ struct BenchArgs {
   std::string json_path;
 };
 
+// This process's peak resident memory: VmHWM, not getrusage's ru_maxrss, which Linux carries
+// over exec from the parent (a benchmark driver holding ONNX Runtime sessions reported its own
+// peak as fusor's).
 int64_t peak_rss_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<int64_t>(u.ru_maxrss) * 1024;
