@@ -21,12 +21,6 @@ bool applies(const std::string& kind, const Node& node, const KernelRequest& r) 
   return true;
 }
 
-Tensor copy_of(const Tensor& t) {
-  Tensor c(t.dtype(), t.dims());
-  if (t.nbytes()) std::memcpy(c.raw(), t.raw(), t.nbytes());
-  return c;
-}
-
 class FaultyKernel final : public Kernel {
  public:
   FaultyKernel(std::string kind, std::unique_ptr<Kernel> inner) : kind_(std::move(kind)), inner_(std::move(inner)) {}
@@ -37,10 +31,10 @@ class FaultyKernel final : public Kernel {
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     std::vector<Tensor> inputs(in.begin(), in.end());
     if (kind_ == "dropped_bias") {
-      inputs[2] = copy_of(in[2]);
+      inputs[2] = in[2].clone();
       std::memset(inputs[2].raw(), 0, inputs[2].nbytes());
     } else if (kind_ == "off_by_one_mask") {
-      inputs[3] = copy_of(in[3]);
+      inputs[3] = in[3].clone();
       shift_last_axis(inputs[3]);
     }
     inner_->run(inputs, out, scratch);
@@ -49,7 +43,7 @@ class FaultyKernel final : public Kernel {
         if (t.defined() && t.dtype() == DType::Float32) round_to_bf16(t);
     if (kind_ == "stale_buffer") {
       std::vector<Tensor> fresh;
-      for (Tensor& t : out) fresh.push_back(t.defined() ? copy_of(t) : Tensor());
+      for (Tensor& t : out) fresh.push_back(t.defined() ? t.clone() : Tensor());
       if (!previous_.empty())
         for (size_t i = 0; i < out.size(); ++i)
           if (out[i].defined() && previous_[i].nbytes() == out[i].nbytes())

@@ -27,12 +27,6 @@ Tolerance block_tolerance(PrecisionCheck mode) {
   return t;
 }
 
-Tensor copy_of(const Tensor& t) {
-  Tensor c(t.dtype(), t.dims());
-  if (t.nbytes()) std::memcpy(c.raw(), t.raw(), t.nbytes());
-  return c;
-}
-
 Tensor reshaped(const Tensor& t, const Dims& dims) {
   Tensor c(t.dtype(), dims);
   if (t.nbytes()) std::memcpy(c.raw(), t.raw(), t.nbytes());
@@ -49,7 +43,7 @@ std::vector<Sample> edge_samples(const Feeds& base) {
     Feeds f;
     bool changed = false;
     for (const auto& [k, v] : base) {
-      Tensor t = copy_of(v);
+      Tensor t = v.clone();
       changed |= change(k, t);
       f[k] = t;
     }
@@ -104,7 +98,7 @@ using Values = std::map<int, Tensor>;
 std::vector<Tensor> run_keeping_values(Session& session, const std::vector<Tensor>& feeds, Values& values) {
   session.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor>, std::span<const Tensor> out) {
     for (size_t o = 0; o < out.size(); ++o)
-      if (step.outputs[o] >= 0 && out[o].defined()) values[step.outputs[o]] = copy_of(out[o]);
+      if (step.outputs[o] >= 0 && out[o].defined()) values[step.outputs[o]] = out[o].clone();
   });
   std::vector<Tensor> result = session.executor().run(feeds);
   session.executor().set_step_observer(nullptr);
@@ -296,10 +290,10 @@ class Gate {
         if (node.op != Op::Fused) return;
         Capture c{&node, {}, {}, {}, step.outputs, step.inputs};
         for (size_t i = 0; i < in.size(); ++i) {
-          c.inputs.push_back(copy_of(in[i]));
+          c.inputs.push_back(in[i].clone());
           c.constant.push_back(step.inputs[i] >= 0 && plan.is_constant(step.inputs[i]));
         }
-        for (const Tensor& t : out) c.outputs.push_back(copy_of(t));
+        for (const Tensor& t : out) c.outputs.push_back(t.clone());
         captures.push_back(std::move(c));
       });
       std::vector<Tensor> got = opt.executor().run(ordered(engine_, s.feeds));
