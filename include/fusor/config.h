@@ -27,6 +27,8 @@
 //     matrix:                        # fusion per batch-size bucket; absent: fusion: for all
 //       - {max_batch: 1, fusion: {fuse_attention: false}}
 //       - {max_batch: 32, fusion: {disabled: [layer0.attention]}}
+//   tuned: {...}                     # written by fusor tune, read by fusor plan (src/tune);
+//                                    # must be a mapping, otherwise not read here
 //
 // Invariants of a Config returned by load_config/parse_config: batch_window_ms is finite and
 // >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order;
@@ -119,5 +121,7 @@ struct Config {
 Config load_config(const std::string& path);
 // Parses YAML text; `source_name` starts every error message (a file name, or "<string>").
 Config parse_config(const std::string& yaml_text, const std::string& source_name);
+// The config as YAML that parse_config reads back to an equal Config; every key is written.
+std::string config_yaml(const Config& config);
 
 }  // namespace fusor

@@ -42,7 +42,8 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = 1 << 20;
 
-enum class Kind { Section, Bool, Number, Precision, NameList, Count, Name, PadValues, Classes, Matrix };
+enum class Kind { Section, Bool, Number, Precision, NameList, Count, Name, PadValues, Classes, Matrix,
+                  Record };  // Record: fusor tune's measurements, read by fusor plan (src/tune)
 
 struct Key {
   std::string_view path;
@@ -73,6 +74,7 @@ const Key kKeys[] = {
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
     {"serve.matrix", Kind::Matrix},
+    {"tuned", Kind::Record},
 };
 
 // The keys of one traffic class inside serve.classes.NAME.
@@ -278,6 +280,9 @@ class Parser {
           classes_mark_ = at;
           break;
         case Kind::Matrix: config.serve.matrix = parse_matrix(value, at, path); break;
+        case Kind::Record:
+          if (!value.IsMap()) fail(at, "'" + path + "' must be a mapping (written by fusor tune), got " + described(value));
+          break;
       }
     }
   }

@@ -1,0 +1,83 @@
+// Config -> YAML text that parse_config reads back to an equal Config (fusor tune writes its
+// result this way). Every key is written, so a tuned file says exactly what it sets.
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include "fusor/config.h"
+
+namespace fusor {
+namespace {
+
+std::string number(double x) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);  // shortest text that reads back exactly
+  return std::string(buf, end);
+}
+
+const char* flag(bool b) { return b ? "true" : "false"; }
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string s = "[";
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  return s + "]";
+}
+
+std::string int_list(const std::vector<int64_t>& values) {
+  std::string s = "[";
+  for (size_t i = 0; i < values.size(); ++i) s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "]";
+}
+
+// The switches of `f` as a flow mapping; `disabled` is written as given.
+std::string fusion_switches(const FusionConfig& f, const std::vector<std::string>& disabled) {
+  return std::string("{fuse_elemwise: ") + flag(f.fuse_elemwise) + ", fuse_norm_act: " + flag(f.fuse_norm_act) +
+         ", fuse_gemm_epilogue: " + flag(f.fuse_gemm_epilogue) + ", fuse_attention: " + flag(f.fuse_attention) +
+         ", disabled: " + name_list(disabled) + "}";
+}
+
+}  // namespace
+
+std::string config_yaml(const Config& c) {
+  std::ostringstream y;
+  y << "fusion:\n"
+    << "  fuse_elemwise: " << flag(c.fusion.fuse_elemwise) << "\n"
+    << "  fuse_norm_act: " << flag(c.fusion.fuse_norm_act) << "\n"
+    << "  fuse_gemm_epilogue: " << flag(c.fusion.fuse_gemm_epilogue) << "\n"
+    << "  fuse_attention: " << flag(c.fusion.fuse_attention) << "\n"
+    << "  precision_check: " << precision_check_name(c.fusion.precision_check) << "\n"
+    << "  disabled: " << name_list(c.fusion.disabled) << "\n"
+    << "kernel:\n  reorder_for_coalesce: " << flag(c.kernel.reorder_for_coalesce) << "\n"
+    << "batch_window_ms: " << number(c.batch_window_ms) << "\n"
+    << "mem_reuse: " << flag(c.mem_reuse) << "\n"
+    << "fold_constants: " << flag(c.fold_constants) << "\n"
+    << "serve:\n"
+    << "  default_class: " << c.serve.default_class << "\n"
+    << "  execution_contexts: " << c.serve.execution_contexts << "\n"
+    << "  max_body_bytes: " << c.serve.max_body_bytes << "\n"
+    << "  seq_bucket: " << c.serve.seq_bucket << "\n";
+  if (!c.serve.pad_values.empty()) {
+    y << "  pad_values:\n";
+    for (const auto& [name, v] : c.serve.pad_values) y << "    " << name << ": " << number(v) << "\n";
+  }
+  y << "  classes:\n";
+  for (const auto& [name, t] : c.serve.classes) {
+    y << "    " << name << ": {batch_window_ms: " << number(t.batch_window_ms) << ", max_batch: " << t.max_batch;
+    if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
+    y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size
+      << "}\n";
+  }
+  if (!c.serve.matrix.empty()) {
+    y << "  matrix:\n";
+    for (const MatrixEntry& e : c.serve.matrix) {
+      // A row's disabled list joins the top-level one when read: write only its own names.
+      std::vector<std::string> own;
+      for (const auto& n : e.fusion.disabled)
+        if (std::find(c.fusion.disabled.begin(), c.fusion.disabled.end(), n) == c.fusion.disabled.end()) own.push_back(n);
+      y << "    - {max_batch: " << e.max_batch << ", fusion: " << fusion_switches(e.fusion, own) << "}\n";
+    }
+  }
+  return y.str();
+}
+
+}  // namespace fusor
