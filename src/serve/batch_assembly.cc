@@ -1,5 +1,6 @@
 #include "serve/batch_assembly.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace fusor::serve {
@@ -36,6 +37,21 @@ void copy_padded(const Tensor& src, std::byte* dst, const Dims& d, int axis, dou
 }
 
 }  // namespace
+
+int64_t padded_rows(const TrafficClass& cls, bool batched, int64_t rows) {
+  if (!batched) return rows;
+  for (int64_t p : cls.preferred_batch_sizes)
+    if (p >= rows) return p;
+  int64_t p = 1;
+  while (p < rows) p *= 2;
+  return std::max(rows, std::min(p, cls.max_batch));
+}
+
+int64_t padded_seq(int64_t seq, int64_t seq_bucket) {
+  if (seq < 0) return seq;
+  int64_t b = std::max<int64_t>(1, seq_bucket);
+  return (seq + b - 1) / b * b;
+}
 
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values) {

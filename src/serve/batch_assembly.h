@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fusor/config.h"
 #include "serve/signature.h"
 
 namespace fusor::serve {
@@ -18,6 +19,13 @@ struct Part {
   const Tensors* inputs;
   RequestShape shape;
 };
+
+// The batch-size bucket a batch of `rows` rows pads up to: the smallest preferred batch size that
+// fits, else the next power of two up to max_batch (an unbatched model: rows). A bounded set of
+// sizes keeps each context's plans few; the tuner's simulator pads the same way.
+int64_t padded_rows(const TrafficClass& cls, bool batched, int64_t rows);
+// A sequence length rounded up to a multiple of `seq_bucket` (-1, no sequence axis, stays -1).
+int64_t padded_seq(int64_t seq, int64_t seq_bucket);
 
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values);

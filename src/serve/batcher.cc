@@ -144,21 +144,6 @@ void Batcher::work(size_t context) {
   }
 }
 
-int64_t Batcher::bucket_rows(const TrafficClass& c, int64_t rows) const {
-  if (!sig_.batched) return rows;
-  for (int64_t p : c.preferred_batch_sizes)
-    if (p >= rows) return p;
-  int64_t p = 1;
-  while (p < rows) p *= 2;
-  return std::max(rows, std::min(p, c.max_batch));
-}
-
-int64_t Batcher::bucket_seq(int64_t seq) const {
-  if (seq < 0) return seq;
-  int64_t b = std::max<int64_t>(1, config_.seq_bucket);
-  return (seq + b - 1) / b * b;
-}
-
 void Batcher::run(size_t context, std::vector<Request>& requests) {
   const Queue& q = *requests.front().queue;
   std::vector<Part> parts;
@@ -168,14 +153,14 @@ void Batcher::run(size_t context, std::vector<Request>& requests) {
     rows += r.shape.rows;
     seq = std::max(seq, r.shape.seq);
   }
-  int64_t padded_rows = bucket_rows(q.cls, rows);
+  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows);
   std::vector<Tensors> outputs;
   Status failure;
   try {
     auto t0 = Clock::now();
-    Tensors out = run_(context, assemble(sig_, parts, padded_rows, bucket_seq(seq), config_.pad_values));
+    Tensors out = run_(context, assemble(sig_, parts, batch_rows, padded_seq(seq, config_.seq_bucket), config_.pad_values));
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-    stats_.batch_ran(q.name, padded_rows, requests.size(), static_cast<uint64_t>(ns));
+    stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(ns));
     outputs = split(sig_, out, parts);
   } catch (const Error& e) {  // the model rejected the values (e.g. a token id out of range)
     failure = {Code::BadRequest, std::string("inference failed: ") + e.what()};

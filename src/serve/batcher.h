@@ -88,8 +88,6 @@ class Batcher {
   // Runs requests (one class, one group) as one batch and completes each of them.
   void run(size_t context, std::vector<Request>& requests);
   void complete(const std::string& cls, Request& r, Completion c);
-  int64_t bucket_rows(const TrafficClass& c, int64_t rows) const;
-  int64_t bucket_seq(int64_t seq) const;
 
   const ServeConfig config_;
   const Signature sig_;
