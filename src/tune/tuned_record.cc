@@ -1,0 +1,84 @@
+// The tuned record as YAML (inside tuned.yaml) and as JSON (inside onboard.json): one field list,
+// walked by both, so the two can never drift apart.
+#include "tune/tuned_record.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "fusor/error.h"
+#include "tune/tuned_record_json.h"
+
+namespace fusor::tune {
+
+bool meets(const CurvePoint& p, const Slo& slo) {
+  return p.errors == 0 && p.p99_ms <= slo.p99_ms && p.achieved_qps >= 0.9 * p.offered_qps;
+}
+
+const Candidate* ClassRecord::chosen_candidate() const {
+  for (const Candidate& c : candidates)
+    if (c.setting == chosen) return &c;
+  return nullptr;
+}
+
+const ClassRecord* TunedRecord::find(const std::string& cls) const {
+  for (const ClassRecord& c : classes)
+    if (c.name == cls) return &c;
+  return nullptr;
+}
+
+namespace {
+
+// Block style for the record's structure; the small leaf mappings (a curve point, a setting)
+// stay on one line each, so a curve reads as a table.
+void set_styles(YAML::Node node, int depth) {
+  if (node.IsMap()) {
+    bool leaf = std::all_of(node.begin(), node.end(), [](const auto& kv) { return kv.second.IsScalar(); });
+    node.SetStyle(leaf && depth > 1 ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block);
+    for (auto kv : node) set_styles(kv.second, depth + 1);
+  } else if (node.IsSequence()) {
+    bool scalars = std::all_of(node.begin(), node.end(), [](const YAML::Node& n) { return n.IsScalar(); });
+    node.SetStyle(scalars ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block);
+    for (auto item : node) set_styles(item, depth + 1);
+  }
+}
+
+}  // namespace
+
+std::string tuned_yaml(const Config& config, const TunedRecord& record, const std::string& header_comment) {
+  std::string out;
+  std::istringstream header(header_comment);
+  for (std::string line; std::getline(header, line);) out += "# " + line + "\n";
+  out += config_yaml(config);
+  // JSON is valid YAML: one field list (tuned_record_json) serves both formats.
+  YAML::Node node = YAML::Load(tuned_record_json(record).dump());
+  set_styles(node, 0);
+  YAML::Emitter e;
+  e << YAML::BeginMap << YAML::Key << "tuned" << YAML::Value << node << YAML::EndMap;
+  return out + e.c_str() + "\n";
+}
+
+TunedRecord parse_tuned_record(const std::string& yaml_text, const std::string& source_name) {
+  YAML::Node top;
+  try {
+    top = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw Error(source_name + ": YAML syntax error: " + e.msg);
+  }
+  if (!top.IsMap() || !top["tuned"] || !top["tuned"].IsMap())
+    throw Error(source_name + ": no 'tuned:' section; write the file with fusor tune");
+  return tuned_record_from_json(yaml_to_json(top["tuned"]), source_name);
+}
+
+TunedRecord load_tuned_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read tuned file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_tuned_record(text.str(), path);
+}
+
+}  // namespace fusor::tune

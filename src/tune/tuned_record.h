@@ -1,0 +1,117 @@
+// What fusor tune measured, kept in the `tuned:` section of the tuned.yaml it writes (the rest
+// of that file is the config fusor serve reads). fusor plan and the onboard report read it back:
+// every capacity they state comes from these measurements, never from a guess.
+//
+//   tuned:
+//     model: models/minilm-l6/model.onnx
+//     model_hash: 9c0f...                 # FNV-1a 64 of the model file (check/verdict.h)
+//     machine: "AMD EPYC, 2 threads"
+//     threads: 2                          # cores one instance uses
+//     request: {input_ids: [1, 32], attention_mask: [1, 32], token_type_ids: [1, 32]}
+//     arrivals: poisson                   # or trace:PATH
+//     duration_s: 4                       # per measured point
+//     interrupted: false                  # true: stopped early, the best found so far
+//     classes:
+//       - name: interactive
+//         slo: {p99_ms: 20}               # or {throughput: true, p99_ms: 2000}
+//         capacity_qps: 131.5             # highest offered rate measured within the SLO
+//         chosen: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
+//         candidates:                     # every measured setting, the chosen one included
+//           - setting: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
+//             predicted_qps: 140          # the simulator's capacity, which picked it for measuring
+//             capacity_qps: 131.5
+//             curve:                      # ascending offered rate
+//               - {offered_qps: 66, achieved_qps: 65.8, p50_ms: 9.1, p99_ms: 14.2, utilisation: 0.42,
+//                  mean_batch: 1.3, errors: 0}
+//     baseline:                           # the default: no fusion, no reuse, no batching
+//       name: interactive
+//       ...                               # a class record as above
+//     matrix:                             # service time per batch size and fusion option
+//       - {rows: 1, option: all, ms: 9.8, chosen: true}
+//       - {rows: 1, option: no-attention, ms: 10.1, chosen: false}
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusor/config.h"
+#include "fusor/tensor.h"
+
+namespace fusor::tune {
+
+// One measured point of an open-loop run at a fixed offered rate.
+struct CurvePoint {
+  double offered_qps = 0;   // the arrival rate sent
+  double achieved_qps = 0;  // answered requests per second
+  double p50_ms = 0, p99_ms = 0;  // latency from each request's scheduled arrival to its answer
+  double utilisation = 0;   // compute time / (wall time x execution contexts), 0..1
+  double mean_batch = 0;    // requests per executed batch
+  int64_t errors = 0;       // requests answered with an error (503: queue full, timed out)
+};
+
+// A class's objective: p99 within p99_ms; `throughput` classes maximise rate with p99_ms only as
+// a bound against unbounded queueing.
+struct Slo {
+  double p99_ms = 0;
+  bool throughput = false;
+};
+
+// Whether a measured point meets the SLO: every request answered, p99 within it, and the
+// offered rate carried.
+bool meets(const CurvePoint& p, const Slo& slo);
+
+struct Setting {
+  double batch_window_ms = 0;
+  int64_t max_batch = 1;
+  int64_t execution_contexts = 1;
+  bool operator==(const Setting&) const = default;
+};
+
+struct Candidate {
+  Setting setting;
+  double predicted_qps = 0;  // the simulator's capacity estimate
+  double capacity_qps = 0;   // measured: highest offered rate within the SLO (0: none was)
+  std::vector<CurvePoint> curve;  // ascending offered_qps
+};
+
+struct ClassRecord {
+  std::string name;
+  Slo slo;
+  double capacity_qps = 0;
+  Setting chosen;
+  std::vector<Candidate> candidates;
+
+  const Candidate* chosen_candidate() const;  // the candidate whose setting is `chosen`, or null
+};
+
+struct MatrixTiming {
+  int64_t rows = 1;
+  std::string option;  // a fusion option's name: all, no-attention, no-gemm-epilogue, none
+  double ms = 0;       // median service time of one batch of `rows` rows
+  bool chosen = false;
+};
+
+struct TunedRecord {
+  std::string model, model_hash, machine;
+  int threads = 1;
+  std::map<std::string, Dims> request;  // one request's input dims
+  std::string arrivals = "poisson";
+  double duration_s = 0;
+  bool interrupted = false;
+  std::vector<ClassRecord> classes;
+  std::optional<ClassRecord> baseline;
+  std::vector<MatrixTiming> matrix;
+
+  const ClassRecord* find(const std::string& cls) const;  // null when absent
+};
+
+// tuned.yaml: config_yaml(config) followed by the record's `tuned:` section.
+std::string tuned_yaml(const Config& config, const TunedRecord& record, const std::string& header_comment);
+// Reads the `tuned:` section of a tuned.yaml; throws fusor::Error with "PATH: ..." (one line)
+// when the file is missing, has no such section, or a field has the wrong type.
+TunedRecord load_tuned_record(const std::string& path);
+TunedRecord parse_tuned_record(const std::string& yaml_text, const std::string& source_name);
+
+}  // namespace fusor::tune

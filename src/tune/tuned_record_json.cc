@@ -1,0 +1,196 @@
+#include "tune/tuned_record_json.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "fusor/error.h"
+
+namespace fusor::tune {
+namespace {
+
+using nlohmann::json;
+
+json setting_json(const Setting& s) {
+  return {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
+}
+
+json curve_json(const std::vector<CurvePoint>& curve) {
+  json out = json::array();
+  for (const CurvePoint& p : curve)
+    out.push_back({{"offered_qps", p.offered_qps}, {"achieved_qps", p.achieved_qps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
+                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors}});
+  return out;
+}
+
+json class_json(const ClassRecord& c) {
+  json slo = {{"p99_ms", c.slo.p99_ms}};
+  if (c.slo.throughput) slo["throughput"] = true;
+  json candidates = json::array();
+  for (const Candidate& k : c.candidates)
+    candidates.push_back({{"setting", setting_json(k.setting)}, {"predicted_qps", k.predicted_qps},
+                          {"capacity_qps", k.capacity_qps}, {"curve", curve_json(k.curve)}});
+  return {{"name", c.name}, {"slo", slo}, {"capacity_qps", c.capacity_qps}, {"chosen", setting_json(c.chosen)},
+          {"candidates", candidates}};
+}
+
+// Reads fields by name under a path for messages; numbers may arrive as text (from YAML).
+class Reader {
+ public:
+  Reader(const json& j, std::string path, const std::string& source) : j_(j), path_(std::move(path)), source_(source) {}
+
+  const json& at(const std::string& key) const {
+    if (!j_.is_object() || !j_.contains(key)) fail(key, "is missing");
+    return j_.at(key);
+  }
+  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
+  Reader child(const std::string& key) const { return Reader(at(key), path_ + "." + key, source_); }
+  std::vector<Reader> items(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_array()) fail(key, "must be a list");
+    std::vector<Reader> out;
+    for (size_t i = 0; i < v.size(); ++i) out.emplace_back(v[i], path_ + "." + key + "[" + std::to_string(i) + "]", source_);
+    return out;
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    double x = 0;
+    if (v.is_number()) x = v.get<double>();
+    else if (!v.is_string() || !parse(v.get<std::string>(), x)) fail(key, "must be a number");
+    if (!std::isfinite(x)) fail(key, "must be finite");
+    return x;
+  }
+  int64_t integer(const std::string& key) const {
+    double x = number(key);
+    if (x != std::floor(x)) fail(key, "must be an integer");
+    return static_cast<int64_t>(x);
+  }
+  bool flag(const std::string& key) const {
+    const json& v = at(key);
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_string() && (v == "true" || v == "false")) return v == "true";
+    fail(key, "must be true or false");
+  }
+  std::string text(const std::string& key) const {
+    const json& v = at(key);
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_number()) return v.dump();
+    fail(key, "must be text");
+  }
+  const json& raw() const { return j_; }
+  const std::string& path() const { return path_; }
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw Error(source_ + ": " + path_ + "." + key + " " + what);
+  }
+
+ private:
+  static bool parse(const std::string& s, double& x) {
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+    return ec == std::errc() && end == s.data() + s.size();
+  }
+  const json& j_;
+  std::string path_;
+  const std::string& source_;
+};
+
+Setting read_setting(const Reader& r) {
+  Setting s;
+  s.batch_window_ms = r.number("batch_window_ms");
+  s.max_batch = r.integer("max_batch");
+  s.execution_contexts = r.integer("execution_contexts");
+  if (s.batch_window_ms < 0 || s.max_batch < 1 || s.execution_contexts < 1) r.fail("max_batch", "or a sibling is out of range");
+  return s;
+}
+
+ClassRecord read_class(const Reader& r) {
+  ClassRecord c;
+  c.name = r.text("name");
+  Reader slo = r.child("slo");
+  c.slo.p99_ms = slo.number("p99_ms");
+  c.slo.throughput = slo.has("throughput") && slo.flag("throughput");
+  c.capacity_qps = r.number("capacity_qps");
+  c.chosen = read_setting(r.child("chosen"));
+  for (const Reader& k : r.items("candidates")) {
+    Candidate cand;
+    cand.setting = read_setting(k.child("setting"));
+    cand.predicted_qps = k.number("predicted_qps");
+    cand.capacity_qps = k.number("capacity_qps");
+    for (const Reader& p : k.items("curve")) {
+      CurvePoint pt;
+      pt.offered_qps = p.number("offered_qps");
+      pt.achieved_qps = p.number("achieved_qps");
+      pt.p50_ms = p.number("p50_ms");
+      pt.p99_ms = p.number("p99_ms");
+      pt.utilisation = p.number("utilisation");
+      pt.mean_batch = p.number("mean_batch");
+      pt.errors = p.integer("errors");
+      if (!cand.curve.empty() && pt.offered_qps < cand.curve.back().offered_qps)
+        p.fail("offered_qps", "must not be below the previous point's (curves ascend)");
+      cand.curve.push_back(pt);
+    }
+    c.candidates.push_back(std::move(cand));
+  }
+  return c;
+}
+
+}  // namespace
+
+json tuned_record_json(const TunedRecord& r) {
+  json request = json::object();
+  for (const auto& [name, dims] : r.request) request[name] = dims;
+  json classes = json::array();
+  for (const ClassRecord& c : r.classes) classes.push_back(class_json(c));
+  json matrix = json::array();
+  for (const MatrixTiming& m : r.matrix)
+    matrix.push_back({{"rows", m.rows}, {"option", m.option}, {"ms", m.ms}, {"chosen", m.chosen}});
+  json j = {{"model", r.model},       {"model_hash", r.model_hash}, {"machine", r.machine},
+            {"threads", r.threads},   {"request", request},         {"arrivals", r.arrivals},
+            {"duration_s", r.duration_s}, {"interrupted", r.interrupted}, {"classes", classes},
+            {"matrix", matrix}};
+  j["baseline"] = r.baseline ? class_json(*r.baseline) : json(nullptr);
+  return j;
+}
+
+TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
+  Reader r(j, "tuned", source);
+  TunedRecord t;
+  t.model = r.text("model");
+  t.model_hash = r.text("model_hash");
+  t.machine = r.text("machine");
+  t.threads = static_cast<int>(r.integer("threads"));
+  for (const auto& [name, dims] : r.at("request").items()) {
+    Reader d(r.at("request"), "tuned.request", source);
+    for (const Reader& x : d.items(name)) {
+      double v = 0;
+      if (x.raw().is_number()) v = x.raw().get<double>();
+      else if (!x.raw().is_string() || (v = std::atof(x.raw().get<std::string>().c_str())) <= 0) d.fail(name, "must list dims");
+      t.request[name].push_back(static_cast<int64_t>(v));
+    }
+  }
+  t.arrivals = r.text("arrivals");
+  t.duration_s = r.number("duration_s");
+  t.interrupted = r.flag("interrupted");
+  for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
+  if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
+  for (const Reader& m : r.items("matrix"))
+    t.matrix.push_back({m.integer("rows"), m.text("option"), m.number("ms"), m.flag("chosen")});
+  return t;
+}
+
+json yaml_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& kv : node) out[kv.first.Scalar()] = yaml_to_json(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const auto& item : node) out.push_back(yaml_to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar: return node.Scalar();
+    default: return nullptr;
+  }
+}
+
+}  // namespace fusor::tune

@@ -1,0 +1,263 @@
+// The tuner's parts that need no model: arrival schedules, the batcher model, the tuned record's
+// round trip through YAML, and config_yaml's round trip through the config parser.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <mutex>
+#include <thread>
+
+#include "fusor/error.h"
+#include "tune/arrivals.h"
+#include "tune/open_loop.h"
+#include "tune/simulate.h"
+#include "tune/tuned_record.h"
+#include "tune/tuner.h"
+
+namespace fusor::tune {
+namespace {
+
+TEST(Arrivals, PoissonHasTheRateAndExponentialGaps) {
+  auto a = poisson_arrivals(200, 50, 7);
+  EXPECT_NEAR(static_cast<double>(a.size()) / 50, 200, 200 * 0.05);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  // Exponential gaps: the coefficient of variation is 1 (a fixed-rate schedule would give 0).
+  std::vector<double> gaps;
+  for (size_t i = 1; i < a.size(); ++i) gaps.push_back(a[i] - a[i - 1]);
+  double mean = 0, var = 0;
+  for (double g : gaps) mean += g;
+  mean /= static_cast<double>(gaps.size());
+  for (double g : gaps) var += (g - mean) * (g - mean);
+  EXPECT_NEAR(std::sqrt(var / static_cast<double>(gaps.size())) / mean, 1.0, 0.1);
+  EXPECT_EQ(a, poisson_arrivals(200, 50, 7));  // deterministic per seed
+  EXPECT_NE(a, poisson_arrivals(200, 50, 8));
+}
+
+TEST(Arrivals, TraceParsesSkipsHeaderAndRejectsBadLines) {
+  Trace t = parse_trace("arrival_s,class\n0.0,a\n# a comment\n\n0.5\n1.0,b\n", "t.csv");
+  EXPECT_EQ(t.times_s, (std::vector<double>{0.0, 0.5, 1.0}));
+  EXPECT_DOUBLE_EQ(t.mean_rate(), 2.0);
+  EXPECT_THROW(parse_trace("0\n1\nabc\n", "t"), Error);
+  EXPECT_THROW(parse_trace("0\n2\n1\n", "t"), Error);  // backwards
+  EXPECT_THROW(parse_trace("5\n", "t"), Error);         // one arrival
+  try {
+    parse_trace("0\n1\n-3\n", "t.csv");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("t.csv:3:"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Arrivals, ReplayKeepsTheShapeAtTheAskedRate) {
+  Trace waves = wave_trace(100, 20, 5, 0.8, 3);
+  // The wave trace has peaks: its busiest second carries several times its quietest.
+  std::vector<int> per_second(20);
+  for (double t : waves.times_s) ++per_second[static_cast<size_t>(t)];
+  auto [lo, hi] = std::minmax_element(per_second.begin(), per_second.end());
+  EXPECT_GT(*hi, 3 * std::max(1, *lo));
+  // Replayed at 400/s for 12 s: the rate is scaled and the (5 s of trace at 4x) repeats.
+  auto r = replay_arrivals(waves, 400, 12);
+  EXPECT_NEAR(static_cast<double>(r.size()) / 12, 400, 400 * 0.1);
+  EXPECT_TRUE(std::is_sorted(r.begin(), r.end()));
+  EXPECT_LT(r.back(), 12);
+  EXPECT_GT(r.back(), 11);
+}
+
+TrafficClass cls(double window_ms, int64_t max_batch) {
+  TrafficClass c;
+  c.batch_window_ms = window_ms;
+  c.max_batch = max_batch;
+  return c;
+}
+
+TEST(Simulate, LightLoadLatencyIsTheServiceTimePlusTheWindow) {
+  ServiceTimes t{{{1, 10.0}, {2, 14.0}, {4, 20.0}}};
+  auto a = poisson_arrivals(1, 200, 1);  // 1/s against a 10 ms service: nearly never queued
+  SimResult s = simulate_batcher(cls(0, 1), 1, t, a);
+  EXPECT_NEAR(s.p50_ms, 10.0, 1e-9);
+  EXPECT_NEAR(s.utilisation, 0.01, 0.003);
+  SimResult w = simulate_batcher(cls(5, 4), 1, t, a);
+  EXPECT_NEAR(w.p50_ms, 15.0, 1e-9);  // alone in its batch: waits the whole window
+  EXPECT_NEAR(w.mean_batch, 1.0, 0.02);
+}
+
+TEST(Simulate, BatchingRaisesCapacityWhenBatchesAreCheaperPerRow) {
+  ServiceTimes t{{{1, 10.0}, {2, 12.0}, {4, 16.0}, {8, 24.0}}};
+  double one = simulated_capacity(cls(0, 1), 1, t, 50);
+  double eight = simulated_capacity(cls(2, 8), 1, t, 50);
+  EXPECT_LT(one, 100);       // never beyond 1 / service time
+  EXPECT_GT(one, 40);        // and M/D/1 reaches well into it within 5x the service time
+  EXPECT_GT(eight, 2 * one);
+  // Two contexts double the capacity of unbatched service.
+  EXPECT_GT(simulated_capacity(cls(0, 1), 2, t, 50), 1.7 * one);
+  // An SLO tighter than one service time can never be met.
+  EXPECT_EQ(simulated_capacity(cls(0, 1), 1, t, 5), 0);
+}
+
+TEST(Simulate, ServiceTimesInterpolate) {
+  ServiceTimes t{{{1, 10.0}, {4, 16.0}}};
+  EXPECT_DOUBLE_EQ(t.at(2), 12.0);
+  EXPECT_DOUBLE_EQ(t.at(8), 24.0);  // the last slope extended
+}
+
+TEST(OpenLoop, PercentileIsNearestRank) {
+  EXPECT_EQ(percentile({}, 99), 0);
+  std::vector<double> v;
+  for (int i = 1; i <= 100; ++i) v.push_back(i);
+  EXPECT_EQ(percentile(v, 99), 99);
+  EXPECT_EQ(percentile(v, 50), 50);
+  EXPECT_EQ(percentile(v, 100), 100);
+}
+
+TEST(OpenLoop, SendsOnScheduleAndCountsErrors) {
+  std::atomic<bool> stop{false};
+  int n = 0;
+  LoadResult r = run_open_loop({0.0, 0.01, 0.02, 0.03}, [&](std::function<void(bool)> done) { done(++n % 2 == 0); }, stop, 100);
+  EXPECT_EQ(r.sent, 4);
+  EXPECT_EQ(r.errors, 2);
+  EXPECT_EQ(r.latencies_ms.size(), 2u);
+  EXPECT_GE(r.send_s, 0.03);
+  EXPECT_FALSE(r.overloaded);
+}
+
+TEST(OpenLoop, StopsSendingWhenTheBacklogOnlyGrows) {
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::function<void(bool)>> held;  // unanswered until the sender has given up
+  std::thread answer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::lock_guard lock(mu);
+    for (auto& done : held) done(true);
+  });
+  std::vector<double> schedule(50, 0.0);
+  LoadResult r = run_open_loop(
+      schedule, [&](std::function<void(bool)> done) { std::lock_guard lock(mu); held.push_back(std::move(done)); }, stop, 5);
+  answer.join();
+  EXPECT_TRUE(r.overloaded);
+  EXPECT_LE(r.sent, 7);
+  EXPECT_EQ(static_cast<int64_t>(r.latencies_ms.size()), r.sent);  // and every sent one was waited for
+}
+
+TEST(Slo, Parses) {
+  ClassGoal g = parse_slo("interactive:p99=20ms");
+  EXPECT_EQ(g.name, "interactive");
+  EXPECT_DOUBLE_EQ(g.slo.p99_ms, 20);
+  EXPECT_FALSE(g.slo.throughput);
+  g = parse_slo("batch:throughput");
+  EXPECT_TRUE(g.slo.throughput);
+  EXPECT_GT(g.slo.p99_ms, 0);
+  EXPECT_DOUBLE_EQ(parse_slo("b:throughput,p99=1.5s").slo.p99_ms, 1500);
+  for (const char* bad : {"interactive", ":p99=1ms", "x:", "x:p99=", "x:p99=-1ms", "x:p99=1h", "x:fast", "x y:throughput"})
+    EXPECT_THROW(parse_slo(bad), Error) << bad;
+}
+
+TunedRecord sample_record() {
+  TunedRecord r;
+  r.model = "models/m.onnx";
+  r.model_hash = "0123456789";  // digits only: must stay text through YAML
+  r.machine = "CPU: x, 2 thread(s)";
+  r.threads = 2;
+  r.request = {{"input_ids", {1, 32}}, {"mask", {1, 32}}};
+  r.duration_s = 2.5;
+  ClassRecord c;
+  c.name = "interactive";
+  c.slo = {20, false};
+  c.capacity_qps = 131.5;
+  c.chosen = {2, 4, 1};
+  Candidate k;
+  k.setting = c.chosen;
+  k.predicted_qps = 140.25;
+  k.capacity_qps = 131.5;
+  k.curve = {{66, 65.8, 9.1, 14.2, 0.42, 1.3, 0}, {131.5, 130, 12, 19.5, 0.81, 2.2, 0}, {160, 120, 40, 95, 0.97, 3.9, 12}};
+  c.candidates = {k};
+  r.classes = {c};
+  ClassRecord b = c;
+  b.name = "batch";
+  b.slo = {2000, true};
+  r.classes.push_back(b);
+  r.baseline = c;
+  r.matrix = {{1, "all", 9.8, true}, {1, "none", 10.1, false}};
+  return r;
+}
+
+void expect_same(const TunedRecord& a, const TunedRecord& b) {
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.model_hash, b.model_hash);
+  EXPECT_EQ(a.machine, b.machine);
+  EXPECT_EQ(a.request, b.request);
+  ASSERT_EQ(a.classes.size(), b.classes.size());
+  for (size_t i = 0; i < a.classes.size(); ++i) {
+    EXPECT_EQ(a.classes[i].name, b.classes[i].name);
+    EXPECT_EQ(a.classes[i].slo.throughput, b.classes[i].slo.throughput);
+    EXPECT_EQ(a.classes[i].chosen, b.classes[i].chosen);
+    ASSERT_EQ(a.classes[i].candidates.size(), b.classes[i].candidates.size());
+    const auto& ca = a.classes[i].candidates[0].curve;
+    const auto& cb = b.classes[i].candidates[0].curve;
+    ASSERT_EQ(ca.size(), cb.size());
+    for (size_t j = 0; j < ca.size(); ++j) {
+      EXPECT_DOUBLE_EQ(ca[j].p99_ms, cb[j].p99_ms);
+      EXPECT_EQ(ca[j].errors, cb[j].errors);
+    }
+  }
+  ASSERT_TRUE(b.baseline.has_value());
+  EXPECT_DOUBLE_EQ(a.baseline->capacity_qps, b.baseline->capacity_qps);
+  ASSERT_EQ(a.matrix.size(), b.matrix.size());
+  EXPECT_EQ(a.matrix[1].option, b.matrix[1].option);
+  EXPECT_EQ(a.matrix[0].chosen, b.matrix[0].chosen);
+}
+
+TEST(TunedRecord, RoundTripsThroughTheTunedYamlWhichIsAlsoAServeConfig) {
+  Config config;
+  config.serve.classes = {{"interactive", {2, 4, {}, 0, 1000, 64}}, {"batch", {20, 32, {8, 32}, 1, 30000, 256}}};
+  config.serve.default_class = "interactive";
+  config.serve.execution_contexts = 2;
+  config.fusion.disabled = {"layer0.attention"};
+  FusionConfig small = config.fusion;
+  small.fuse_attention = false;
+  small.disabled.push_back("layer1.qkv");
+  config.serve.matrix = {{1, small}, {8, config.fusion}};
+  std::string text = tuned_yaml(config, sample_record(), "a comment\nover two lines");
+  EXPECT_EQ(text.rfind("# a comment\n# over two lines\n", 0), 0u);
+  expect_same(sample_record(), parse_tuned_record(text, "t.yaml"));
+  Config back = parse_config(text, "t.yaml");
+  EXPECT_EQ(back, config);  // every serve setting survives, the record is skipped
+}
+
+TEST(TunedRecord, MissingOrMistypedFieldsAreOneLineErrors) {
+  EXPECT_THROW(parse_tuned_record("fusion: {}\n", "t.yaml"), Error);
+  EXPECT_THROW(parse_tuned_record("tuned: [1, 2]\n", "t.yaml"), Error);
+  std::string text = tuned_yaml(Config{}, sample_record(), "");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return t;
+  };
+  try {
+    parse_tuned_record(replace("capacity_qps: 131.5", "capacity_qps: lots"), "t.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("capacity_qps must be a number"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(parse_tuned_record(replace("threads: 2", "threadz: 2"), "t.yaml"), Error);
+  EXPECT_THROW(load_tuned_record("/nonexistent/tuned.yaml"), Error);
+}
+
+TEST(ConfigYaml, RoundTripsEveryKey) {
+  Config c;
+  c.fusion.fuse_elemwise = false;
+  c.fusion.precision_check = PrecisionCheck::Relaxed;
+  c.kernel.reorder_for_coalesce = false;
+  c.batch_window_ms = 0.125;
+  c.mem_reuse = false;
+  c.fold_constants = false;
+  c.serve.max_body_bytes = 1234;
+  c.serve.seq_bucket = 8;
+  c.serve.pad_values = {{"input_ids", 3}};
+  c.serve.classes = {{"default", {0.125, 8, {}, 0, 30000, 256}}};
+  EXPECT_EQ(parse_config(config_yaml(c), "c"), c);
+  EXPECT_EQ(parse_config(config_yaml(Config{}), "c"), Config{});
+}
+
+}  // namespace
+}  // namespace fusor::tune

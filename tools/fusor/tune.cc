@@ -1,0 +1,175 @@
+// fusor tune: batching per traffic class and fusion per batch size, measured under each class's
+// SLO; writes tuned.yaml, the config fusor serve reads with the measurements fusor plan reads
+// (docs/tune.md). Ctrl-C stops early and still writes the best found so far (exit 130).
+#include <omp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+#include "model_args.h"
+#include "profile/ceilings.h"
+#include "tune_args.h"
+
+namespace fusor::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_interrupt(int) {
+  g_stop.store(true);
+  signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends it at once
+}
+
+}  // namespace
+
+TuneArgs::TuneArgs() = default;
+
+void TuneArgs::add_to(CLI::App& cmd) {
+  model.add_to(cmd);
+  cmd.add_option("--slo", slos, "CLASS:p99=20ms or CLASS:throughput (repeatable)")->required();
+  cmd.add_option("--seq", seq, "Binds the non-batch symbolic dimensions of a request")->check(CLI::PositiveNumber);
+  cmd.add_option("--duration", duration_s, "Seconds per measured point")->check(CLI::Range(0.2, 3600.0));
+  cmd.add_option("--trace", trace_path, "Replay this arrival trace (seconds, one per line) instead of Poisson arrivals");
+  cmd.add_option("--windows", windows, "Batch windows to try, ms, e.g. 0,1,2,5,10,20,50");
+  cmd.add_option("--max-batch", max_batches, "Max batch sizes to try, e.g. 1,2,4,8,16,32");
+  cmd.add_option("--measure", measure_per_class, "Settings measured per class (best predicted first)")
+      ->check(CLI::Range(1, 20));
+  cmd.add_flag("--no-baseline", no_baseline, "Skip measuring the default (no fusion, no reuse, no batching)");
+}
+
+tune::TuneOptions TuneArgs::options(const Engine& engine) const {
+  tune::TuneOptions o;
+  o.model_path = model.model;
+  o.base = model.config;
+  if (model.no_fusion) {
+    o.base.fusion.fuse_elemwise = o.base.fusion.fuse_norm_act = false;
+    o.base.fusion.fuse_gemm_epilogue = o.base.fusion.fuse_attention = false;
+  }
+  if (model.no_mem_reuse) o.base.mem_reuse = false;
+  o.request = engine.bind_dims(model.parsed_shapes(), 1, seq);
+  for (const auto& s : slos) o.goals.push_back(tune::parse_slo(s));
+  for (size_t i = 0; i < o.goals.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (o.goals[i].name == o.goals[j].name) throw Error("--slo: class '" + o.goals[i].name + "' is given twice");
+  o.duration_s = duration_s;
+  o.threads = model.threads > 0 ? model.threads : omp_get_max_threads();
+  if (!trace_path.empty()) {
+    o.trace = tune::load_trace(trace_path);
+    o.arrivals_name = "trace:" + trace_path;
+  }
+  if (!windows.empty()) {
+    o.windows_ms.clear();
+    for (const std::string& w : split_list(windows)) {
+      try {
+        size_t used = 0;
+        double x = std::stod(w, &used);
+        if (used != w.size() || x < 0 || x > 60000) throw std::invalid_argument(w);
+        o.windows_ms.push_back(x);
+      } catch (const std::logic_error&) {
+        throw Error("--windows: '" + windows + "' must be a comma-separated list of milliseconds >= 0");
+      }
+    }
+  }
+  if (!max_batches.empty()) o.max_batches = parse_int_list(max_batches, "--max-batch");
+  o.measure_per_class = measure_per_class;
+  o.baseline = !no_baseline;
+  o.machine = cpu_model() + ", " + std::to_string(o.threads) + " thread(s)";
+  return o;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t end; (end = text.find(',', start)) != std::string::npos; start = end + 1) out.push_back(text.substr(start, end - start));
+  out.push_back(text.substr(start));
+  return out;
+}
+
+std::string tuned_summary(const tune::TunedRecord& r) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-12s %-10s %9s %9s %9s %11s %9s %9s\n", "class", "slo", "window", "max_batch", "contexts",
+                "capacity/s", "p50 ms", "p99 ms");
+  out += line;
+  auto row = [&](const std::string& label, const tune::ClassRecord& c) {
+    const tune::Candidate* k = c.chosen_candidate();
+    const tune::CurvePoint* at = nullptr;
+    if (k)
+      for (const auto& p : k->curve)
+        if (tune::meets(p, c.slo) && (!at || p.offered_qps > at->offered_qps)) at = &p;
+    std::string slo = c.slo.throughput ? "throughput" : "p99<=" + std::to_string(static_cast<int>(c.slo.p99_ms)) + "ms";
+    std::snprintf(line, sizeof line, "%-12s %-10s %9g %9lld %9lld %11.1f %9.2f %9.2f\n", label.c_str(), slo.c_str(),
+                  c.chosen.batch_window_ms, static_cast<long long>(c.chosen.max_batch),
+                  static_cast<long long>(c.chosen.execution_contexts), c.capacity_qps, at ? at->p50_ms : 0.0,
+                  at ? at->p99_ms : 0.0);
+    out += line;
+  };
+  for (const auto& c : r.classes) row(c.name, c);
+  if (r.baseline) {
+    row("default", *r.baseline);
+    if (r.baseline->capacity_qps > 0)
+      if (const tune::ClassRecord* c = r.find(r.baseline->name)) {
+        std::snprintf(line, sizeof line, "tuned / default throughput at the %s SLO: %.2fx\n", c->name.c_str(),
+                      c->capacity_qps / r.baseline->capacity_qps);
+        out += line;
+      }
+  }
+  return out;
+}
+
+tune::TuneResult run_tune(const TuneArgs& a, const Engine& engine, tune::Progress& progress) {
+  g_stop.store(false);
+  signal(SIGINT, on_interrupt);
+  tune::TuneOptions o = a.options(engine);
+  auto result = tune::tune(engine, o, progress, g_stop);
+  signal(SIGINT, SIG_DFL);
+  return result;
+}
+
+void write_tuned(const std::string& path, const tune::TuneResult& r, const std::string& model_path) {
+  std::ofstream f(path);
+  if (!f) throw Error("cannot write " + path);
+  f << tune::tuned_yaml(r.config, r.record,
+                        "written by fusor tune for " + model_path +
+                            std::string(r.record.interrupted ? " (interrupted: the best found so far)" : "") +
+                            "\nfusor serve --config " + path + " serves with it; fusor plan --tuned " + path +
+                            " plans capacity from it");
+  if (!f) throw Error("cannot write " + path);
+}
+
+namespace {
+
+void tune_command(const TuneArgs& a, const std::string& out_path) {
+  {  // fail on an unwritable output now, not after minutes of measuring
+    std::ofstream probe(out_path, std::ios::app);
+    if (!probe) throw Error("cannot write " + out_path);
+  }
+  a.model.apply_threads();
+  Engine engine = Engine::load(a.model.model);
+  tune::Progress progress;
+  tune::TuneResult r = run_tune(a, engine, progress);
+  write_tuned(out_path, r, a.model.model);
+  std::cout << tuned_summary(r.record);
+  if (r.record.interrupted) {
+    std::fprintf(stderr, "fusor tune: interrupted; wrote the best found so far to %s\n", out_path.c_str());
+    throw ExitCode{130};
+  }
+  std::fprintf(stderr, "fusor tune: wrote %s\n", out_path.c_str());
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  auto out = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("tune", "Tune batch windows per traffic class and fusion per batch size under SLOs");
+  args->add_to(*cmd);
+  cmd->add_option("-o,--output", *out, "Where to write the tuned config (YAML)")->required();
+  cmd->callback([args, out] { tune_command(*args, *out); });
+}
+
+}  // namespace fusor::cli
