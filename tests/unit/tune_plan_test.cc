@@ -1,0 +1,291 @@
+// fusor plan's arithmetic on hand-built tuned records, and its Kubernetes manifests parsed back.
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fusor/error.h"
+#include "tune/capacity_plan.h"
+#include "tune/k8s_manifests.h"
+
+namespace fusor::tune {
+namespace {
+
+CurvePoint point(double offered, double achieved, double p50, double p99, double util, int64_t errors = 0) {
+  return {offered, achieved, p50, p99, util, 1.5, errors};
+}
+
+// interactive (SLO p99 20 ms): p99 crosses 20 ms halfway between 80 and 120 qps -> capacity 100.
+ClassRecord interactive() {
+  ClassRecord c;
+  c.name = "interactive";
+  c.slo = {20, false};
+  c.chosen = {2, 4, 1};
+  c.capacity_qps = 80;
+  Candidate other{{8, 8, 1}, 300, 0, {point(50, 50, 30, 90, 0.3)}};  // not chosen: never read
+  Candidate k{{2, 4, 1}, 110, 80,
+              {point(20, 20, 5, 8, 0.1), point(40, 40, 6, 10, 0.2), point(80, 79.5, 8, 16, 0.4),
+               point(120, 118, 10, 24, 0.6), point(160, 150, 30, 80, 0.8, 3)}};
+  c.candidates = {other, k};
+  return c;
+}
+
+ClassRecord batch() {
+  ClassRecord c;
+  c.name = "batch";
+  c.slo = {2000, true};
+  c.chosen = {20, 16, 1};
+  c.candidates = {{{20, 16, 1}, 400, 300, {point(100, 100, 50, 90, 0.3), point(300, 295, 80, 200, 0.9)}}};
+  c.capacity_qps = 300;
+  return c;
+}
+
+TunedRecord record() {
+  TunedRecord r;
+  r.model = "models/minilm-l6/model.onnx";
+  r.machine = "AMD EPYC, 2 threads";
+  r.threads = 2;
+  r.classes = {batch(), interactive()};  // a throughput class first: not the default
+  return r;
+}
+
+PlanRequest req(double qps, double headroom = 0.3) {
+  PlanRequest q;
+  q.qps = qps;
+  q.headroom = headroom;
+  return q;
+}
+
+TEST(TunePlan, InterpolatesCapacityAndPredictsAtThePerInstanceLoad) {
+  PlanRequest q = req(1000);
+  q.cost_per_hour = 1.2;
+  CapacityPlan p = plan_capacity(record(), q);
+  EXPECT_EQ(p.class_name, "interactive");  // the first latency class
+  EXPECT_DOUBLE_EQ(p.p99_target_ms, 20);
+  EXPECT_NEAR(p.capacity_qps_per_instance, 100, 1e-9);
+  EXPECT_EQ(p.instances, 15);  // ceil(1000 / 70)
+  EXPECT_NEAR(p.per_instance_qps, 1000.0 / 15, 1e-9);
+  // 66.67 qps is 2/3 of the way from 40 to 80 qps.
+  EXPECT_NEAR(p.utilisation, 0.2 + 0.2 * 2 / 3, 1e-9);
+  EXPECT_NEAR(p.p50_ms, 6 + 2.0 * 2 / 3, 1e-9);
+  EXPECT_NEAR(p.p99_ms, 10 + 6.0 * 2 / 3, 1e-9);
+  EXPECT_NEAR(p.cost_per_hour_total, 18, 1e-9);
+  EXPECT_NEAR(p.cost_per_million, 18 / (1000.0 * 3600) * 1e6, 1e-9);
+  EXPECT_EQ(p.threads_per_instance, 2);
+  EXPECT_EQ(p.setting, (Setting{2, 4, 1}));
+  EXPECT_NE(p.capacity_basis.find("interpolated"), std::string::npos) << p.capacity_basis;
+}
+
+TEST(TunePlan, AnExactFitDoesNotRoundUpToOneMoreInstance) {
+  EXPECT_EQ(plan_capacity(record(), req(700)).instances, 10);  // 700 / (100 x 0.7) = 10
+  EXPECT_EQ(plan_capacity(record(), req(700.1)).instances, 11);
+}
+
+TEST(TunePlan, BelowTheFirstPointUtilisationScalesFromZero) {
+  CapacityPlan p = plan_capacity(record(), req(10, 0));
+  EXPECT_EQ(p.instances, 1);
+  EXPECT_NEAR(p.utilisation, 0.05, 1e-12);
+  EXPECT_DOUBLE_EQ(p.p50_ms, 5);
+  EXPECT_DOUBLE_EQ(p.p99_ms, 8);
+}
+
+TEST(TunePlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
+  PlanRequest q = req(1000);
+  q.p99_ms = 100;  // every p99 is within; 160 qps had errors, so 120 is the last usable point
+  CapacityPlan p = plan_capacity(record(), q);
+  EXPECT_DOUBLE_EQ(p.capacity_qps_per_instance, 120);
+  EXPECT_EQ(p.instances, 12);  // ceil(1000 / 84)
+}
+
+TEST(TunePlan, WhenEveryPointIsWithinTheTunersCapacityBoundsTheSloTarget) {
+  TunedRecord r = record();
+  Candidate& k = r.classes[1].candidates[1];
+  k.curve.pop_back();  // no errors left: every point is within p99 <= 30 ms
+  k.capacity_qps = 110;
+  r.classes[1].slo.p99_ms = 30;
+  EXPECT_DOUBLE_EQ(plan_capacity(r, req(100)).capacity_qps_per_instance, 110);
+  PlanRequest looser = req(100);
+  looser.p99_ms = 50;  // beyond the SLO the tuner judged: the highest measured rate
+  EXPECT_DOUBLE_EQ(plan_capacity(r, looser).capacity_qps_per_instance, 120);
+}
+
+TEST(TunePlan, ExplicitClassAndDefaultWithoutLatencyClasses) {
+  PlanRequest q = req(600);
+  q.class_name = "batch";
+  CapacityPlan p = plan_capacity(record(), q);
+  EXPECT_EQ(p.class_name, "batch");
+  EXPECT_DOUBLE_EQ(p.p99_target_ms, 2000);
+  EXPECT_DOUBLE_EQ(p.capacity_qps_per_instance, 300);
+  TunedRecord only_batch = record();
+  only_batch.classes.pop_back();
+  EXPECT_EQ(plan_capacity(only_batch, req(10)).class_name, "batch");
+}
+
+TEST(TunePlan, ACurveThatNeverMeetsTheTargetIsAClearError) {
+  PlanRequest q = req(100);
+  q.p99_ms = 5;
+  try {
+    plan_capacity(record(), q);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "the tuned curve for class interactive never reaches p99 <= 5 ms; lowest measured p99 is 8 ms at 20 qps");
+  }
+}
+
+TEST(TunePlan, BadRequestsAreOneLineErrors) {
+  PlanRequest unknown = req(100);
+  unknown.class_name = "bulk";
+  try {
+    plan_capacity(record(), unknown);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "unknown class 'bulk'; the tuned record has: batch, interactive");
+  }
+  EXPECT_THROW(plan_capacity(record(), req(0)), Error);
+  EXPECT_THROW(plan_capacity(record(), req(-5)), Error);
+  EXPECT_THROW(plan_capacity(record(), req(100, 0.95)), Error);
+  EXPECT_THROW(plan_capacity(record(), req(100, -0.1)), Error);
+  TunedRecord no_curve = record();
+  no_curve.classes[1].chosen = {1, 1, 1};
+  EXPECT_THROW(plan_capacity(no_curve, req(100)), Error);
+  EXPECT_THROW(plan_capacity(TunedRecord{}, req(100)), Error);
+}
+
+TEST(TunePlan, ParsesDurations) {
+  EXPECT_EQ(parse_duration_ms("30ms"), 30);
+  EXPECT_EQ(parse_duration_ms("0.03s"), 30);
+  EXPECT_EQ(parse_duration_ms("30"), 30);
+  EXPECT_EQ(parse_duration_ms("250us"), 0.25);
+  for (const char* bad : {"", "ms", "s", "-5ms", "0", "abc", "30 ms", "30m", "nan", "inf", "1e999", "3.0.1"})
+    EXPECT_FALSE(parse_duration_ms(bad)) << bad;
+}
+
+TEST(TunePlan, JsonHasExactlyTheReportsFields) {
+  CapacityPlan p = plan_capacity(record(), req(1000));
+  p.manifests = {"deployment.yaml"};
+  nlohmann::json j = capacity_plan_json(p);
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+  EXPECT_EQ(keys, (std::set<std::string>{"class", "qps", "p99_target_ms", "headroom", "capacity_qps_per_instance",
+                                         "instances", "per_instance_qps", "predicted", "cost_per_hour",
+                                         "cost_per_hour_total", "cost_per_million", "threads_per_instance", "setting",
+                                         "manifests"}));
+  EXPECT_EQ(j["predicted"].size(), 3u);
+  EXPECT_DOUBLE_EQ(j["predicted"]["p99_ms"].get<double>(), p.p99_ms);
+  EXPECT_EQ(j["setting"]["max_batch"], 4);
+  EXPECT_EQ(j["instances"], 15);
+  EXPECT_EQ(j["manifests"][0], "deployment.yaml");
+  std::string table = capacity_plan_table(p);
+  EXPECT_NE(table.find("15"), std::string::npos) << table;
+}
+
+TEST(TunePlan, LittlesLawGivesTheRequestsInFlight) {
+  CapacityPlan p;
+  p.per_instance_qps = 100;
+  p.p50_ms = 25;
+  EXPECT_EQ(planned_requests_in_flight(p), 3);  // 2.5 rounded up
+  p.p50_ms = 20;
+  EXPECT_EQ(planned_requests_in_flight(p), 2);  // exactly 2
+  p.p50_ms = 1;
+  EXPECT_EQ(planned_requests_in_flight(p), 1);  // at least one
+}
+
+YAML::Node find(const std::vector<Manifest>& ms, const std::string& file) {
+  for (const Manifest& m : ms)
+    if (m.file_name == file) return YAML::Load(m.text);
+  ADD_FAILURE() << "no " << file;
+  return {};
+}
+
+TEST(TunePlan, ManifestsParseAndCarryThePlan) {
+  PlanRequest q = req(2000, 0);
+  CapacityPlan p = plan_capacity(record(), q);  // 20 instances at 100 qps: p50 9 ms
+  ASSERT_EQ(p.instances, 20);
+  p.p50_ms = 25;  // 2.5 requests in flight -> target 3
+  ManifestOptions o;
+  o.model_name = "MiniLM_L6";
+  o.image = "registry.example/fusor:1.0";
+  o.tuned_yaml = "  # starts with spaces\nserve: {default_class: interactive}\ntuned:\n  threads: 2\n";
+  auto ms = k8s_manifests(p, o);
+  ASSERT_EQ(ms.size(), 5u);
+
+  YAML::Node cm = find(ms, "configmap.yaml");
+  EXPECT_EQ(cm["kind"].as<std::string>(), "ConfigMap");
+  EXPECT_EQ(cm["data"]["tuned.yaml"].as<std::string>(), o.tuned_yaml);
+
+  YAML::Node d = find(ms, "deployment.yaml");
+  EXPECT_EQ(d["kind"].as<std::string>(), "Deployment");
+  EXPECT_EQ(d["metadata"]["name"].as<std::string>(), "fusor-minilm-l6");
+  EXPECT_EQ(d["spec"]["replicas"].as<int>(), 20);
+  YAML::Node c = d["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(c["image"].as<std::string>(), o.image);
+  auto args = c["args"].as<std::vector<std::string>>();
+  EXPECT_EQ(args[1], "MiniLM_L6=/models/model.onnx");
+  EXPECT_EQ(args[3], "/etc/fusor/tuned.yaml");
+  EXPECT_EQ(args[4], "--threads");
+  EXPECT_EQ(args[5], "2");
+  EXPECT_EQ(c["resources"]["limits"]["cpu"].as<std::string>(), "2");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/v2/health/ready");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"].as<std::string>(), "/v2/health/live");
+  EXPECT_EQ(c["ports"].size(), 3u);
+  EXPECT_EQ(d["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"].as<std::string>(), "8002");
+  EXPECT_EQ(d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"].as<std::string>(),
+            cm["metadata"]["name"].as<std::string>());
+
+  YAML::Node s = find(ms, "service.yaml");
+  EXPECT_EQ(s["spec"]["type"].as<std::string>(), "ClusterIP");
+  EXPECT_EQ(s["spec"]["ports"][1]["port"].as<int>(), 8001);
+
+  YAML::Node h = find(ms, "hpa.yaml");
+  EXPECT_EQ(h["apiVersion"].as<std::string>(), "autoscaling/v2");
+  EXPECT_EQ(h["spec"]["minReplicas"].as<int>(), 20);
+  EXPECT_EQ(h["spec"]["maxReplicas"].as<int>(), 80);
+  YAML::Node m = h["spec"]["metrics"][0];
+  EXPECT_EQ(m["type"].as<std::string>(), "Pods");
+  EXPECT_EQ(m["pods"]["metric"]["name"].as<std::string>(), "nv_inference_pending_request_count");
+  EXPECT_EQ(m["pods"]["target"]["averageValue"].as<std::string>(), "3");
+
+  YAML::Node isvc = find(ms, "inferenceservice.yaml");
+  EXPECT_EQ(isvc["kind"].as<std::string>(), "InferenceService");
+  EXPECT_EQ(isvc["spec"]["predictor"]["minReplicas"].as<int>(), 20);
+  EXPECT_EQ(isvc["spec"]["predictor"]["scaleTarget"].as<int>(), 3);
+  EXPECT_EQ(isvc["spec"]["predictor"]["containers"][0]["args"].as<std::vector<std::string>>(), args);
+}
+
+TEST(TunePlan, OneInstanceStillGetsRoomToScale) {
+  auto ms = k8s_manifests(plan_capacity(record(), req(10)), {"m", "img", "tuned: {}\n", ""});
+  YAML::Node h = find(ms, "hpa.yaml");
+  EXPECT_EQ(h["spec"]["minReplicas"].as<int>(), 1);
+  EXPECT_EQ(h["spec"]["maxReplicas"].as<int>(), 4);
+}
+
+TEST(TunePlan, ResourceNamesAreDns1123) {
+  EXPECT_EQ(k8s_resource_name("MiniLM_L6"), "fusor-minilm-l6");
+  EXPECT_EQ(k8s_resource_name("__a..b__"), "fusor-a-b");
+  EXPECT_LE(k8s_resource_name(std::string(200, 'x')).size(), 63u - 6);
+}
+
+TEST(TunePlan, WritesManifestsAndRefusesAnUnwritableDirectory) {
+  auto dir = std::filesystem::temp_directory_path() / ("tune_plan_test_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto names = write_manifests({{"a.yaml", "x: 1\n"}}, (dir / "k8s").string());
+  EXPECT_EQ(names, std::vector<std::string>{"a.yaml"});
+  EXPECT_TRUE(std::filesystem::exists(dir / "k8s" / "a.yaml"));
+  std::ofstream(dir / "file") << "not a directory";
+  EXPECT_THROW(write_manifests({{"a.yaml", "x: 1\n"}}, (dir / "file" / "k8s").string()), Error);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TunePlan, PlansFromATunedYamlReadBack) {
+  TunedRecord r = parse_tuned_record(tuned_yaml(Config{}, record(), "test"), "tuned.yaml");
+  CapacityPlan p = plan_capacity(r, req(1000));
+  EXPECT_NEAR(p.capacity_qps_per_instance, 100, 1e-9);
+  EXPECT_EQ(p.instances, 15);
+}
+
+}  // namespace
+}  // namespace fusor::tune

@@ -1,0 +1,111 @@
+// fusor plan: instances, utilisation, latency and cost for a target rate, from the curves fusor
+// tune measured (src/tune/capacity_plan.h); --k8s writes manifests that serve the tuned config.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "commands.h"
+#include "fusor/config.h"
+#include "fusor/error.h"
+#include "tune/capacity_plan.h"
+#include "tune/k8s_manifests.h"
+
+namespace fusor::cli {
+namespace {
+
+struct PlanArgs {
+  std::string tuned_path, json_path, k8s_dir, image = "fusor:latest", model_name;
+  tune::PlanRequest request;
+};
+
+// models/minilm-l6/model.onnx -> minilm-l6; resnet.onnx -> resnet.
+std::string default_model_name(const std::string& model_path) {
+  std::filesystem::path p(model_path);
+  std::string name = p.stem().string();
+  if ((name == "model" || name.empty()) && !p.parent_path().filename().empty()) name = p.parent_path().filename().string();
+  return name.empty() ? "model" : name;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot read tuned file");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void plan(PlanArgs& a) {
+  tune::TunedRecord record = tune::load_tuned_record(a.tuned_path);
+  Config config = load_config(a.tuned_path);  // the manifests serve this file: it must parse
+  tune::CapacityPlan p = tune::plan_capacity(record, a.request);
+  if (!config.serve.classes.count(p.class_name))
+    std::fprintf(stderr, "fusor plan: note: %s serves no class '%s'; requests naming it will be refused\n",
+                 a.tuned_path.c_str(), p.class_name.c_str());
+  if (!a.k8s_dir.empty()) {
+    tune::ManifestOptions m;
+    m.model_name = a.model_name.empty() ? default_model_name(record.model) : a.model_name;
+    m.image = a.image;
+    m.tuned_yaml = read_text(a.tuned_path);
+    m.tuned_path = a.tuned_path;
+    p.manifests = tune::write_manifests(tune::k8s_manifests(p, m), a.k8s_dir);
+  }
+  std::cout << tune::capacity_plan_table(p);
+  if (!a.k8s_dir.empty()) std::cout << "  written to " << a.k8s_dir << "\n";
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    f << tune::capacity_plan_json(p).dump(2) << "\n";
+    f.close();
+    if (!f) throw Error("cannot write " + a.json_path);
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  CLI::App* cmd = app.add_subcommand("plan", "Instances, utilisation and cost for a target rate, from fusor tune's measurements");
+  cmd->add_option("--tuned", args->tuned_path, "tuned.yaml written by fusor tune")->required()->type_name("FILE");
+  cmd->add_option("--qps", args->request.qps, "Total requests per second to serve")->required()->check(CLI::PositiveNumber);
+  cmd->add_option("--class", args->request.class_name, "Traffic class (default: the first latency class)");
+  cmd->add_option_function<std::string>(
+         "--p99",
+         [args](const std::string& text) { args->request.p99_ms = tune::parse_duration_ms(text); },
+         "p99 target: 30ms, 0.03s or 30 (ms); default: the class's SLO")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return tune::parse_duration_ms(text) ? std::string() : "'" + text + "' is not a positive duration such as 30ms or 0.03s";
+          },
+          "DURATION"));
+  cmd->add_option("--headroom", args->request.headroom, "Fraction of capacity kept free, in [0, 0.95)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            try {
+              size_t used = 0;
+              double h = std::stod(text, &used);
+              if (used == text.size() && h >= 0 && h < 0.95) return std::string();
+            } catch (const std::exception&) {
+            }
+            return "must be a number in [0, 0.95), got '" + text + "'";
+          },
+          "[0, 0.95)"));
+  cmd->add_option("--cost-per-hour", args->request.cost_per_hour, "Cost of one instance per hour (0: not shown)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--k8s", args->k8s_dir, "Write Kubernetes and KServe manifests into this directory")->type_name("DIR");
+  cmd->add_option("--json", args->json_path, "Write the plan as JSON")->type_name("FILE");
+  cmd->add_option("--image", args->image, "Container image for the manifests (fusor on PATH, model at /models/model.onnx)")
+      ->capture_default_str();
+  cmd->add_option("--model-name", args->model_name, "Served model name in the manifests (default: from the tuned model path)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return !text.empty() && text.find_first_of("= \t/") == std::string::npos
+                       ? std::string()
+                       : "'" + text + "' is not a model name (no '=', '/' or whitespace)";
+          },
+          "NAME"));
+  cmd->callback([args] { plan(*args); });
+}
+
+}  // namespace fusor::cli
