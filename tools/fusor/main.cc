@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   fusor::cli::add_check_command(app);
   fusor::cli::add_optimize_command(app);
   fusor::cli::add_serve_command(app);
+  fusor::cli::add_tune_command(app);
+  fusor::cli::add_onboard_command(app);
+  fusor::cli::add_plan_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,121 @@
+// The onboard report page: reads the document's parts (report_inputs.h), writes the header with
+// the verdict, and joins the sections (report_*_sections.cc) under one style block.
+#include "tune/onboard_report.h"
+
+#include "fusor/error.h"
+#include "tune/html.h"
+#include "tune/report_sections.h"
+#include "tune/tuned_record_json.h"
+
+namespace fusor::tune {
+namespace {
+
+constexpr const char* kSource = "onboard report";
+
+constexpr const char* kStyle = R"(
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif;
+       color: #1f2933; max-width: 1000px; margin: 24px auto; padding: 0 16px; line-height: 1.45; }
+h1 { font-size: 1.6em; margin-bottom: 4px; } h2 { margin-top: 36px; border-bottom: 1px solid #d5dbe1; padding-bottom: 4px; }
+h3 { margin-top: 22px; } dl.meta { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; margin: 8px 0; }
+dl.meta dt { color: #52606d; } dl.meta dd { margin: 0; font-family: ui-monospace, Menlo, Consolas, monospace; overflow-wrap: anywhere; }
+.verdict { font-size: 1.1em; background: #eef4ff; border-left: 4px solid #2f6fde; padding: 10px 14px; }
+table { border-collapse: collapse; margin: 10px 0; font-size: 0.92em; display: block; max-width: 100%; overflow-x: auto; }
+th, td { border-bottom: 1px solid #e4e7eb; padding: 4px 10px; text-align: left; vertical-align: top; }
+th { background: #f5f7fa; } td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+tr.chosen td, span.pick { background: #fff4d6; font-weight: 600; }
+.good { color: #19743b; font-weight: 600; } .bad { color: #b42318; font-weight: 600; }
+.note { color: #616e7c; font-style: italic; } .warn { color: #8a4b00; background: #fff7e6; padding: 6px 10px; }
+.footnote { color: #52606d; font-size: 0.88em; }
+figure { margin: 12px 0; } figcaption { color: #52606d; font-size: 0.88em; }
+svg.chart { max-width: 100%; height: auto; font-family: inherit; }
+svg .grid { stroke: #e4e7eb; stroke-width: 1; } svg .frame { fill: none; stroke: #9aa5b1; } svg .axis { stroke: #9aa5b1; }
+svg .tick, svg .bar-value { font-size: 11px; fill: #52606d; } svg .axis-label { font-size: 12px; fill: #323f4b; }
+svg .legend, svg .bar-label { font-size: 12px; fill: #1f2933; } svg .dot-label { font-size: 11px; fill: #1f2933; }
+svg .ref-label { font-size: 11px; } svg .no-data { font-size: 14px; fill: #9aa5b1; }
+details { margin: 8px 0; } summary { cursor: pointer; color: #2f6fde; }
+@media print { body { max-width: none; margin: 0; } h2 { break-after: avoid; } figure, table { break-inside: avoid; } }
+)";
+
+std::string request_text(const JsonField& doc) {
+  if (!doc.has("request")) return "-";
+  JsonField request = doc.object("request");
+  std::string out;
+  for (const auto& [name, dims] : request.raw().items()) {
+    if (!out.empty()) out += ", ";
+    out += name + " " + dims.dump();
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string verdict(const Comparison& cmp, const CheckView& check, const ProfileView& before, const ProfileView& after,
+                    const TunedRecord& record) {
+  std::string v;
+  const ClassRecord* c = cmp.class_name.empty() ? nullptr : record.find(cmp.class_name);
+  const std::string slo = cmp.slo_p99_ms > 0 ? " at p99 &le; " + short_number(cmp.slo_p99_ms) + " ms" : "";
+  if (cmp.throughput_ratio > 0) {
+    const ClassRecord& b = *record.baseline;
+    v = "Tuned: <b>" + fixed_number(cmp.throughput_ratio, 2) + "x</b> the default's throughput" + slo + " (" +
+        short_number(c->capacity_qps, 4) + " vs " + short_number(b.capacity_qps, 4) + " requests/s)";
+  } else if (c) {
+    v = "Tuned: " + short_number(c->capacity_qps, 4) + " requests/s" + slo + " (" +
+        html_escape(cmp.note.empty() ? "the baseline met no point of the SLO" : cmp.note) + ")";
+  } else {
+    v = "Nothing was tuned";
+  }
+  size_t kept = 0;
+  for (const CheckItemView& i : check.items) kept += i.status != "rolled_back";
+  v += "; " + std::to_string(kept) + " fusions kept, " + std::to_string(check.rolled_back.size()) + " rolled back";
+  v += "; " + std::to_string(before.kernels_per_inference) + " &rarr; " + std::to_string(after.kernels_per_inference) +
+       " kernels per inference.";
+  if (!check.passed) v += " <b class=\"bad\">The precision gate still fails: do not launch.</b>";
+  if (record.interrupted) v += " <b class=\"bad\">Tuning was stopped early: these are the best results found so far.</b>";
+  return v;
+}
+
+}  // namespace
+
+std::string onboard_report_html(const nlohmann::json& onboard) {
+  const JsonField doc(onboard, "", kSource);
+  if (!onboard.is_object()) doc.fail("must be a JSON object");
+  const std::string model = doc.text("model");
+  const std::string machine = doc.text_or("machine", "unknown machine");
+  const std::string generated_at = doc.text_or("generated_at", "");
+  JsonField profile = doc.object("profile");
+  const ProfileView before = read_profile(profile.at("before"));
+  const ProfileView after = read_profile(profile.at("after"));
+  const CheckView check = read_check(doc.at("check"));
+  const TunedRecord record = tuned_record_from_json(doc.object("tuned").raw(), kSource);
+  std::optional<PlanView> plan;
+  if (doc.has("plan")) plan = read_plan(doc.at("plan"));
+  const std::vector<NamedFile> files = doc.has("files") ? read_files(doc.at("files")) : std::vector<NamedFile>{};
+
+  ComparisonInputs inputs;
+  inputs.flops_per_inference = after.model_flops / after.batch;
+  inputs.peak_gflops = after.sgemm_gflops;
+  inputs.cost_per_hour = plan ? plan->cost_per_hour : 0;
+  const Comparison comparison = compare_to_baseline(record, inputs);
+
+  std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+                     "<title>fusor onboard: " + html_escape(model) + "</title><style>" + kStyle + "</style></head><body>";
+  html += "<header id=\"summary\"><h1>Pre-launch report: " + html_escape(model) + "</h1><dl class=\"meta\">";
+  html += "<dt>machine</dt><dd>" + html_escape(machine) + "</dd>";
+  html += "<dt>generated</dt><dd>" + html_escape(generated_at.empty() ? "-" : generated_at) + "</dd>";
+  html += "<dt>request</dt><dd>" + html_escape(request_text(doc)) + "</dd>";
+  html += "<dt>checklist</dt><dd>profile &rarr; optimize &rarr; check &rarr; tune &rarr; plan</dd></dl>";
+  html += "<p class=\"verdict\">" + verdict(comparison, check, before, after, record) + "</p>";
+  html += "<p>Sections: 2. per-op breakdown, 3. roofline, 4. fusions rolled back and not taken, 5. latency&ndash;throughput "
+          "curves, 6. the chosen matrix, 7. baseline vs tuned, 8. capacity plan and files. Absolute times come from one "
+          "machine and vary run to run; compare the ratios.</p></header>";
+  html += breakdown_section(before, after);
+  html += roofline_section(after);
+  html += fusions_section(check, after);
+  html += curves_section(record);
+  html += matrix_section(record);
+  html += comparison_section(comparison);
+  html += plan_section(plan, files);
+  return html + "<footer class=\"footnote\"><p>Written by fusor onboard. Self-contained: no scripts, no external "
+                "resources.</p></footer></body></html>\n";
+}
+
+}  // namespace fusor::tune

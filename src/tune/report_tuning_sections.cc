@@ -1,0 +1,212 @@
+// Sections 5-8 of the onboard report: latency-throughput curves, the chosen matrix, baseline vs
+// tuned, and the capacity plan with the files written.
+#include <algorithm>
+#include <cmath>
+
+#include "tune/html.h"
+#include "tune/report_sections.h"
+#include "tune/svg_chart.h"
+
+namespace fusor::tune {
+namespace {
+
+constexpr const char* kPalette[] = {"#2f6fde", "#e8743b", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#b8860b"};
+// A latency chart's y axis stops at this multiple of the SLO, so overload points do not flatten it.
+constexpr double kSloZoom = 3;
+
+std::string ms(double v) { return short_number(v, 3) + " ms"; }
+
+std::string slo_text(const Slo& s) {
+  if (s.throughput) return "throughput" + (s.p99_ms > 0 ? " (p99 bound " + ms(s.p99_ms) + ")" : std::string());
+  return "p99 &le; " + ms(s.p99_ms);
+}
+
+void add_curve(svg::LineChart& chart, const Candidate& k, const std::string& name, const std::string& color, bool chosen) {
+  svg::Series p99{name, color, {}, false, true, chosen}, p50{"", color, {}, true, false, chosen};
+  for (const CurvePoint& pt : k.curve) {
+    p99.points.push_back({pt.achieved_qps, pt.p99_ms});
+    p50.points.push_back({pt.achieved_qps, pt.p50_ms});
+  }
+  chart.series.push_back(std::move(p50));
+  chart.series.push_back(std::move(p99));
+}
+
+std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size_t index) {
+  svg::LineChart chart;
+  chart.id = "curve" + std::to_string(index);
+  chart.title = "Latency against throughput, class " + c.name;
+  chart.x = {"achieved throughput (requests/s)"};
+  // A throughput class's latencies span decades up to its loose bound: a log axis keeps them apart.
+  chart.y = {c.slo.throughput ? "latency (ms, log scale)" : "latency (ms)", c.slo.throughput};
+  double top = 0;
+  std::vector<TableRow> rows;
+  for (size_t i = 0; i < c.candidates.size(); ++i) {
+    const Candidate& k = c.candidates[i];
+    const bool chosen = k.setting == c.chosen;
+    add_curve(chart, k, (chosen ? "chosen: " : "") + setting_label(k.setting), kPalette[i % std::size(kPalette)], chosen);
+    for (const CurvePoint& p : k.curve) top = std::max(top, p.p99_ms);
+    rows.push_back({{html_escape(setting_label(k.setting)), short_number(k.predicted_qps, 4), short_number(k.capacity_qps, 4),
+                     std::to_string(k.curve.size()), chosen ? "&#9733;" : ""},
+                    chosen});
+  }
+  if (baseline) {
+    const Candidate* k = baseline->chosen_candidate();
+    if (!k && !baseline->candidates.empty()) k = &baseline->candidates.front();
+    if (k) {
+      add_curve(chart, *k, "baseline: the default (" + setting_label(k->setting) + ", no fusion)", kColorBaseline, false);
+      for (const CurvePoint& p : k->curve) top = std::max(top, p.p99_ms);
+      rows.push_back({{"baseline: " + html_escape(setting_label(k->setting)) + ", no fusion", short_number(k->predicted_qps, 4),
+                       short_number(baseline->capacity_qps, 4), std::to_string(k->curve.size()), ""}});
+    }
+  }
+  std::string zoom;
+  if (c.slo.p99_ms > 0) {
+    chart.references.push_back({c.slo.p99_ms, (c.slo.throughput ? "p99 bound " : "SLO p99 ") + ms(c.slo.p99_ms), kColorSlo});
+    if (!c.slo.throughput && top > kSloZoom * c.slo.p99_ms) {
+      chart.y.min = 0;
+      chart.y.max = kSloZoom * c.slo.p99_ms;
+      zoom = " The latency axis stops at " + short_number(kSloZoom) + "x the SLO; overload points beyond it are cut off.";
+    }
+  }
+  std::string out = "<h3>Class " + html_escape(c.name) + " &mdash; " + slo_text(c.slo) + ", capacity " +
+                    short_number(c.capacity_qps, 4) + " requests/s</h3>";
+  out += "<figure>" + svg::line_chart(chart) + "<figcaption>Solid lines: p99; dashed: p50 (same colour). One line per "
+         "measured setting, one point per offered rate (open-loop " "arrivals); the chosen setting is drawn thick." +
+         zoom + "</figcaption></figure>";
+  if (c.candidates.empty()) out += "<p class=\"warn\">No setting was measured for this class.</p>";
+  out += html_table({"setting", "predicted capacity (qps)", "measured capacity (qps)", "points", "chosen"}, rows, "lrrrl");
+  return out;
+}
+
+}  // namespace
+
+std::string setting_label(const Setting& s) {
+  return "window " + short_number(s.batch_window_ms) + " ms, max batch " + std::to_string(s.max_batch) + ", " +
+         std::to_string(s.execution_contexts) + (s.execution_contexts == 1 ? " context" : " contexts");
+}
+
+std::string curves_section(const TunedRecord& r) {
+  std::string out = "<section id=\"curves\"><h2>5. Latency&ndash;throughput curves</h2>";
+  out += "<p>For each traffic class, every batching setting fusor tune measured: the load generator offered rising rates (" +
+         html_escape(r.arrivals) + " arrivals, " + short_number(r.duration_s) + " s per point) and recorded the "
+         "answered rate and the latency percentiles. A setting's capacity is the highest offered rate that kept the "
+         "class's SLO. The baseline (no fusion, no reuse, no batching) is drawn on its class's chart.</p>";
+  if (r.classes.empty()) out += "<p class=\"warn\">No class was tuned.</p>";
+  for (size_t i = 0; i < r.classes.size(); ++i) {
+    const ClassRecord& c = r.classes[i];
+    const ClassRecord* baseline = r.baseline && r.baseline->name == c.name ? &*r.baseline : nullptr;
+    out += class_curves(c, baseline, i);
+  }
+  return out + "</section>";
+}
+
+std::string matrix_section(const TunedRecord& r) {
+  std::string out = "<section id=\"matrix\"><h2>6. The chosen matrix</h2><h3>Batching per class</h3>";
+  std::vector<TableRow> rows;
+  for (const ClassRecord& c : r.classes)
+    rows.push_back({{html_escape(c.name), slo_text(c.slo), short_number(c.chosen.batch_window_ms), std::to_string(c.chosen.max_batch),
+                     std::to_string(c.chosen.execution_contexts), short_number(c.capacity_qps, 4)}});
+  out += html_table({"class", "objective", "batch window (ms)", "max batch", "execution contexts", "capacity (qps)"}, rows, "llrrrr");
+
+  // Rows: batch sizes; columns: fusion options in order of first appearance.
+  std::vector<std::string> options;
+  std::vector<int64_t> sizes;
+  for (const MatrixTiming& m : r.matrix) {
+    if (std::find(options.begin(), options.end(), m.option) == options.end()) options.push_back(m.option);
+    if (std::find(sizes.begin(), sizes.end(), m.rows) == sizes.end()) sizes.push_back(m.rows);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  out += "<h3>Fusion per batch size</h3><p>The median service time of one batch of each size under each fusion option; "
+         "the highlighted cell is the option chosen for that size (written to serve.matrix). Small and large batches "
+         "can prefer different fusion strategies.</p>";
+  if (r.matrix.empty()) return out + "<p>No per-batch-size timings were measured.</p></section>";
+  std::vector<std::string> header = {"batch rows"};
+  for (const std::string& o : options) header.push_back(o + " (ms)");
+  header.push_back("chosen");
+  std::vector<TableRow> cells;
+  for (int64_t n : sizes) {
+    TableRow row{{std::to_string(n)}};
+    std::string chosen = "-";
+    for (const std::string& o : options) {
+      auto it = std::find_if(r.matrix.begin(), r.matrix.end(), [&](const MatrixTiming& m) { return m.rows == n && m.option == o; });
+      if (it == r.matrix.end()) {
+        row.cells.push_back("-");
+      } else if (it->chosen) {
+        row.cells.push_back("<span class=\"pick\">" + short_number(it->ms, 3) + "</span>");
+        chosen = html_escape(o);
+      } else {
+        row.cells.push_back(short_number(it->ms, 3));
+      }
+    }
+    row.cells.push_back(chosen);
+    cells.push_back(std::move(row));
+  }
+  return out + html_table(header, cells, "r" + std::string(options.size(), 'r') + "l") + "</section>";
+}
+
+std::string comparison_section(const Comparison& c) {
+  std::string out = "<section id=\"comparison\"><h2>7. Baseline vs tuned</h2>";
+  if (c.class_name.empty()) return out + "<p class=\"warn\">" + html_escape(c.note) + ".</p></section>";
+  out += "<p>Class " + html_escape(c.class_name) + (c.slo_p99_ms > 0 ? " at its SLO, p99 &le; " + ms(c.slo_p99_ms) : "") +
+         ". The baseline is the default setting: no fusion, no buffer reuse, no batching. Latency, efficiency and "
+         "utilisation are read at each side's capacity point (the measured point at the capacity, or the highest one "
+         "below it). Compute efficiency = achieved inferences/s &times; FLOPs per inference &divide; the machine's "
+         "sgemm peak. Cost per million = cost per instance-hour &divide; (capacity &times; 3600) &times; 10<sup>6</sup>.</p>";
+  std::vector<TableRow> rows;
+  for (const ComparisonRow& r : c.rows) {
+    std::string change = r.change.empty() ? "" : "<span class=\"" + std::string(r.improved ? "good" : "bad") + "\">" +
+                                                     html_escape(r.change) + "</span>";
+    if (!r.note.empty()) change += (change.empty() ? "" : " ") + std::string("<span class=\"note\">") + html_escape(r.note) + "</span>";
+    rows.push_back({{html_escape(r.measure), html_escape(r.baseline_text), html_escape(r.tuned_text), change}});
+  }
+  out += html_table({"measure", "baseline", "tuned", "change"}, rows, "lrrl");
+  if (!c.note.empty()) out += "<p class=\"warn\">" + html_escape(c.note) + ".</p>";
+  return out + "<p class=\"footnote\">" + html_escape(kProductionReference) + "</p></section>";
+}
+
+std::string plan_section(const std::optional<PlanView>& plan, const std::vector<NamedFile>& files) {
+  // Links only to relative paths: the report travels with its folder.
+  auto link = [](const std::string& path) {
+    const bool relative = !path.empty() && path.front() != '/' && path.find(':') == std::string::npos;
+    return relative ? "<a href=\"" + html_escape(path) + "\">" + html_escape(path) + "</a>" : html_escape(path);
+  };
+  std::string out = "<section id=\"plan\"><h2>8. Capacity plan and files</h2>";
+  if (!plan) {
+    out += "<p>No capacity plan was made (give fusor onboard a target rate with --qps).</p>";
+  } else {
+    const PlanView& p = *plan;
+    out += "<p>Class " + html_escape(p.class_name) + " at " + short_number(p.qps, 4) + " requests/s, from the measured "
+           "curve of its chosen setting (" + html_escape(setting_label({p.batch_window_ms, p.max_batch, p.execution_contexts})) +
+           "), keeping " + short_number(100 * p.headroom) + "% headroom.</p>";
+    std::vector<TableRow> rows = {
+        {{"instances", "<b>" + std::to_string(p.instances) + "</b>"}},
+        {{"capacity per instance", short_number(p.capacity_qps_per_instance, 4) + " qps" +
+                                       (p.p99_target_ms > 0 ? " at p99 &le; " + ms(p.p99_target_ms) : "")}},
+        {{"load per instance", short_number(p.per_instance_qps, 4) + " qps"}},
+        {{"predicted utilisation", short_number(100 * p.utilisation) + "%"}},
+        {{"predicted p50 / p99", ms(p.p50_ms) + " / " + ms(p.p99_ms)}},
+        {{"threads per instance", std::to_string(p.threads_per_instance)}},
+    };
+    if (p.cost_per_hour > 0) {
+      rows.push_back({{"cost per hour", "$" + short_number(p.cost_per_hour_total, 4) + " ($" + short_number(p.cost_per_hour, 4) +
+                                            " per instance)"}});
+      rows.push_back({{"cost per million inferences", "$" + short_number(p.cost_per_million, 4)}});
+    } else {
+      rows.push_back({{"cost", "<span class=\"note\">set --cost-per-hour</span>"}});
+    }
+    out += html_table({"", ""}, rows, "lr");
+    if (!p.manifests.empty()) {
+      out += "<p>Kubernetes manifests (Deployment, Service, HPA on the queue metric):</p><ul>";
+      for (const std::string& m : p.manifests) out += "<li>" + link(m) + "</li>";
+      out += "</ul>";
+    }
+  }
+  if (!files.empty()) {
+    out += "<h3>Files written</h3><ul>";
+    for (const NamedFile& f : files) out += "<li>" + html_escape(f.what) + ": " + link(f.path) + "</li>";
+    out += "</ul>";
+  }
+  return out + "</section>";
+}
+
+}  // namespace fusor::tune

@@ -1,0 +1,200 @@
+// fusor onboard: the pre-launch checklist in one command. Each step is the fusor subcommand a
+// user would run by hand (profile before and after fusion, optimize, check, tune, plan), run as
+// a child process with its output in DIR, so every artifact can be reproduced from the command
+// lines the report lists. The report (DIR/report.html) is rendered from DIR/onboard.json.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tune/comparison.h"
+#include "tune/onboard_report.h"
+#include "tune/tuned_record_json.h"
+#include "tune_args.h"
+
+extern char** environ;
+
+namespace fusor::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct OnboardArgs {
+  TuneArgs tune;
+  std::string out_dir, render_only;
+  double qps = 1000, headroom = 0.3, cost_per_hour = 0;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "fusor" : p.string();
+}
+
+std::string quoted(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + (a.find(' ') == std::string::npos ? a : "'" + a + "'");
+  return s;
+}
+
+// Runs `fusor ARGS...`; returns its exit code. The child gets Ctrl-C as usual (tune then writes
+// its best so far); onboard itself ignores it meanwhile, so it can still write the report.
+int run_step(const std::vector<std::string>& args, json& commands) {
+  std::vector<std::string> argv = {self_exe()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  commands.push_back("fusor " + quoted(args));
+  std::vector<char*> cargv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGINT);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0].c_str(), nullptr, &attr, cargv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) throw Error("cannot start " + argv[0] + ": " + std::strerror(rc));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+json read_json(const fs::path& path) {
+  std::ifstream f(path);
+  if (!f) throw Error("cannot read " + path.string());
+  try {
+    return json::parse(f);
+  } catch (const json::exception& e) {
+    throw Error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text;
+  if (!f) throw Error("cannot write " + path.string());
+}
+
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+void render(const fs::path& dir) {
+  json onboard = read_json(dir / "onboard.json");
+  write_text(dir / "report.html", tune::onboard_report_html(onboard));
+}
+
+void onboard(const OnboardArgs& a) {
+  if (!a.render_only.empty()) {
+    render(a.render_only);
+    std::printf("report: %s\n", (fs::path(a.render_only) / "report.html").c_str());
+    return;
+  }
+  const ModelArgs& m = a.tune.model;
+  if (m.model.empty()) throw Error("give the MODEL to onboard (or --render-only DIR)");
+  if (!fs::is_regular_file(m.model)) throw Error(m.model + ": no such model file");
+  fs::path dir = a.out_dir.empty() ? fs::path("onboard-" + fs::path(m.model).parent_path().filename().string()) : fs::path(a.out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw Error("cannot create output folder " + dir.string());
+
+  std::vector<std::string> common;  // the options every step shares
+  if (!m.config_path.empty()) common.insert(common.end(), {"--config", m.config_path});
+  if (m.threads > 0) common.insert(common.end(), {"--threads", std::to_string(m.threads)});
+  for (const auto& s : m.shapes) common.insert(common.end(), {"--shape", s});
+  const std::string seq = std::to_string(a.tune.seq);
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin() + 2, common.begin(), common.end());  // after the subcommand and model
+    return args;
+  };
+  json commands = json::array();
+  auto step = [&](const char* title, const std::vector<std::string>& args, bool required) {
+    std::fprintf(stderr, "\n== onboard: %s\n", title);
+    int rc = run_step(args, commands);
+    if (rc != 0 && required) throw Error(std::string(title) + " failed (exit " + std::to_string(rc) + "); see above");
+    return rc;
+  };
+  signal(SIGINT, SIG_IGN);
+  const std::string p = (dir / "").string();
+  step("1/6 profile, unfused", with({"profile", m.model, "--batch", "1", "--seq", seq, "--runs", "20", "--no-fusion", "--json", p + "profile-before.json"}), true);
+  step("2/6 profile, fused", with({"profile", m.model, "--batch", "1", "--seq", seq, "--runs", "20", "--json", p + "profile-after.json"}), true);
+  step("3/6 optimize", with({"optimize", m.model, "--seq", seq, "-o", p + "model.fused.onnx"}), true);
+  int check_rc = step("4/6 precision gate", with({"check", m.model, "--seq", seq, "--report", p + "check.json", "--junit", p + "check.junit.xml"}), false);
+  if (check_rc != 0 && check_rc != 1) throw Error("the precision gate could not run (exit " + std::to_string(check_rc) + ")");
+
+  std::vector<std::string> tune = with({"tune", m.model, "--seq", seq, "-o", p + "tuned.yaml"});
+  for (const auto& s : a.tune.slos) tune.insert(tune.end(), {"--slo", s});
+  char duration[32];
+  std::snprintf(duration, sizeof duration, "%g", a.tune.duration_s);
+  tune.insert(tune.end(), {"--duration", duration, "--measure", std::to_string(a.tune.measure_per_class)});
+  if (!a.tune.trace_path.empty()) tune.insert(tune.end(), {"--trace", a.tune.trace_path});
+  if (!a.tune.windows.empty()) tune.insert(tune.end(), {"--windows", a.tune.windows});
+  if (!a.tune.max_batches.empty()) tune.insert(tune.end(), {"--max-batch", a.tune.max_batches});
+  int tune_rc = step("5/6 tune", tune, false);
+  if (tune_rc != 0 && !(tune_rc == 130 && fs::exists(p + "tuned.yaml"))) throw Error("tune failed (exit " + std::to_string(tune_rc) + ")");
+
+  char number[3][32];
+  std::snprintf(number[0], 32, "%g", a.qps);
+  std::snprintf(number[1], 32, "%g", a.headroom);
+  std::snprintf(number[2], 32, "%g", a.cost_per_hour);
+  int plan_rc = step("6/6 plan", {"plan", "--tuned", p + "tuned.yaml", "--qps", number[0], "--headroom", number[1],
+                                  "--cost-per-hour", number[2], "--json", p + "plan.json", "--k8s", p + "k8s"}, false);
+  signal(SIGINT, SIG_DFL);
+
+  tune::TunedRecord record = tune::load_tuned_record(p + "tuned.yaml");
+  json request = json::object();
+  for (const auto& [name, dims] : record.request) request[name] = dims;
+  json doc = {{"model", m.model},
+              {"machine", record.machine},
+              {"generated_at", utc_now()},
+              {"request", request},
+              {"profile", {{"before", read_json(p + "profile-before.json")}, {"after", read_json(p + "profile-after.json")}}},
+              {"check", read_json(p + "check.json")},
+              {"tuned", tune::tuned_record_json(record)},
+              {"plan", plan_rc == 0 ? read_json(p + "plan.json") : json(nullptr)},
+              {"commands", commands},
+              {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
+  write_text(dir / "onboard.json", doc.dump(1) + "\n");
+  render(dir);
+  std::printf("\n%s", tuned_summary(record).c_str());
+  std::printf("report: %s\n", (dir / "report.html").c_str());
+  if (record.interrupted) throw ExitCode{130};
+}
+
+}  // namespace
+
+void add_onboard_command(CLI::App& app) {
+  auto args = std::make_shared<OnboardArgs>();
+  CLI::App* cmd = app.add_subcommand("onboard", "The pre-launch checklist: profile, optimize, check, tune, plan, and an HTML report");
+  args->tune.add_to(*cmd);
+  cmd->get_option("model")->required(false);
+  cmd->get_option("--slo")->required(false);
+  cmd->add_option("--out", args->out_dir, "Output folder (default onboard-<model folder>)");
+  cmd->add_option("--qps", args->qps, "Traffic to plan capacity for")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--headroom", args->headroom, "Capacity kept free for peaks")->check(CLI::Range(0.0, 0.95))->capture_default_str();
+  cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
+  cmd->callback([args] {
+    if (args->tune.slos.empty()) args->tune.slos = {"interactive:p99=50ms", "batch:throughput"};
+    onboard(*args);
+  });
+}
+
+}  // namespace fusor::cli
