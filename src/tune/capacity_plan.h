@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tune/duration.h"
 #include "tune/tuned_record.h"
 
 namespace fusor::tune {
@@ -59,9 +60,6 @@ const ClassRecord* default_plan_class(const TunedRecord& record);
 // mean-latency estimate), rounded up, at least 1. The HPA's queue-metric target.
 int64_t planned_requests_in_flight(const CapacityPlan& plan);
 
-// "30ms", "0.03s", "30us", or a bare number of milliseconds -> milliseconds; nullopt when the
-// text is not a positive finite duration.
-std::optional<double> parse_duration_ms(const std::string& text);
 
 // Up to two decimals, trailing zeros dropped (9.1, 20, 131.5): the plan's numbers in text.
 std::string short_number(double x);

@@ -4,12 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 
 #include "check/verdict.h"
 #include "fusor/error.h"
 #include "serve/batch_assembly.h"
 #include "serve/signature.h"
+#include "tune/duration.h"
 #include "tune/load_bench.h"
 #include "tune/service_times.h"
 #include "tune/simulate.h"
@@ -31,19 +31,10 @@ std::string describe(const Setting& s) {
              static_cast<double>(s.execution_contexts));
 }
 
-// Parses "20ms", "0.5s", "20" (ms) into milliseconds; throws on anything else.
 double parse_ms(const std::string& text, const std::string& where) {
-  std::string num = text, unit = "ms";
-  for (const char* u : {"ms", "s"})
-    if (text.size() > std::strlen(u) && text.compare(text.size() - std::strlen(u), std::string::npos, u) == 0) {
-      num = text.substr(0, text.size() - std::strlen(u)), unit = u;
-      break;
-    }
-  double x = 0;
-  auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), x);
-  if (ec != std::errc() || end != num.data() + num.size() || !std::isfinite(x) || x <= 0)
-    throw Error(where + ": '" + text + "' must be a positive duration such as 20ms or 0.5s");
-  return unit == "s" ? x * 1e3 : x;
+  auto ms = parse_duration_ms(text);
+  if (!ms) throw Error(where + ": '" + text + "' must be a positive duration such as 20ms or 0.5s");
+  return *ms;
 }
 
 struct Priced {
