@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -144,10 +145,11 @@ void write_tuned(const std::string& path, const tune::TuneResult& r, const std::
 namespace {
 
 void tune_command(const TuneArgs& a, const std::string& out_path) {
-  {  // fail on an unwritable output now, not after minutes of measuring
-    std::ofstream probe(out_path, std::ios::app);
-    if (!probe) throw Error("cannot write " + out_path);
-  }
+  // Fail on an unwritable output now, not after minutes of measuring (and create nothing yet).
+  std::string parent = std::filesystem::path(out_path).parent_path().string();
+  if (std::filesystem::is_directory(out_path) || access(parent.empty() ? "." : parent.c_str(), W_OK) != 0 ||
+      (access(out_path.c_str(), F_OK) == 0 && access(out_path.c_str(), W_OK) != 0))
+    throw Error("cannot write " + out_path);
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   tune::Progress progress;

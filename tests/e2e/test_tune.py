@@ -1,0 +1,151 @@
+"""fusor tune on the real MiniLM: the tuned file is a serve config that fusor serve and fusor plan
+read, every number in it is a measurement that meets its SLO, Ctrl-C keeps the best found so
+far, a recorded trace can replace Poisson arrivals, and bad arguments fail in one line."""
+import math
+import signal
+import subprocess
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+import yaml
+
+from conftest import FUSOR, model_path, run_fusor
+from serve_util import Served
+
+# A small sweep: the mechanics, not the best setting, are under test here.
+QUICK = ["--seq", "8", "--windows", "0,2", "--max-batch", "1,4", "--duration", "0.5", "--measure", "1"]
+SLOS = ["--slo", "interactive:p99=300ms", "--slo", "batch:throughput"]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tune") / "tuned.yaml"
+    r = run_fusor("tune", model_path("minilm-l6"), *QUICK, *SLOS, "-o", out, timeout=900)
+    assert r.returncode == 0, r.stderr
+    return out, r
+
+
+def test_tuned_file_is_a_serve_config_holding_its_measurements(tuned):
+    path, r = tuned
+    doc = yaml.safe_load(path.read_text())
+    serve = doc["serve"]
+    assert set(serve["classes"]) == {"interactive", "batch"}
+    assert serve["default_class"] == "interactive"
+    assert serve["classes"]["interactive"]["priority"] < serve["classes"]["batch"]["priority"]
+    rec = doc["tuned"]
+    assert rec["interrupted"] is False and rec["arrivals"] == "poisson"
+    assert rec["request"]["input_ids"] == [1, 8]
+    for cls in rec["classes"]:
+        chosen = cls["chosen"]
+        assert serve["classes"][cls["name"]]["max_batch"] == chosen["max_batch"]
+        assert serve["classes"][cls["name"]]["batch_window_ms"] == chosen["batch_window_ms"]
+        assert serve["execution_contexts"] == chosen["execution_contexts"]
+        assert cls["capacity_qps"] > 0, cls
+        cand = next(c for c in cls["candidates"] if c["setting"] == chosen)
+        offered = [p["offered_qps"] for p in cand["curve"]]
+        assert offered == sorted(offered)
+        # The capacity is a measured point, and that point met the SLO.
+        at = [p for p in cand["curve"] if math.isclose(p["offered_qps"], cls["capacity_qps"])]
+        assert at and at[0]["p99_ms"] <= cls["slo"]["p99_ms"] and at[0]["errors"] == 0
+        assert 0 < at[0]["utilisation"] <= 1.05
+    base = rec["baseline"]
+    assert base["chosen"] == {"batch_window_ms": 0.0, "max_batch": 1, "execution_contexts": 1}
+    assert base["capacity_qps"] > 0
+    # One fusion option chosen per batch size, each timed.
+    rows = {m["rows"] for m in rec["matrix"]}
+    assert rows == {1, 2, 4}
+    for n in rows:
+        assert sum(m["chosen"] for m in rec["matrix"] if m["rows"] == n) == 1
+    assert "tuned / default throughput at the interactive SLO" in r.stdout
+
+
+def test_serve_runs_the_tuned_config(tuned, tmp_path):
+    path, _ = tuned
+    server = Served(tmp_path, config=path.read_text(), models=[("minilm", model_path("minilm-l6"))])
+    try:
+        client = httpclient.InferenceServerClient(server.url)
+        ids = np.array([[101, 7592, 2088, 102, 0, 0]], dtype=np.int64)
+        for cls in ("interactive", "batch"):
+            inputs = []
+            for name, data in (("input_ids", ids), ("attention_mask", (ids > 0).astype(np.int64)),
+                               ("token_type_ids", np.zeros_like(ids))):
+                t = httpclient.InferInput(name, list(data.shape), "INT64")
+                t.set_data_from_numpy(data)
+                inputs.append(t)
+            out = client.infer("minilm", inputs, parameters={"class": cls}).as_numpy("last_hidden_state")
+            assert out.shape == (1, 6, 384) and np.isfinite(out).all()
+    finally:
+        assert server.stop() == 0
+    log = server.output()
+    assert "batch sizes" in log  # the matrix the tuner chose was logged
+
+
+def test_plan_reads_the_tuned_file(tuned, tmp_path):
+    path, _ = tuned
+    r = run_fusor("plan", "--tuned", path, "--qps", 500, "--json", tmp_path / "plan.json")
+    assert r.returncode == 0, r.stderr
+    assert "instances" in r.stdout
+
+
+def test_ctrl_c_writes_the_best_found_so_far(tmp_path):
+    out = tmp_path / "tuned.yaml"
+    args = [FUSOR, "tune", str(model_path("minilm-l6")), "--seq", "8", "--windows", "0,2", "--max-batch", "1,4",
+            "--duration", "1", "--measure", "2", "--slo", "interactive:p99=300ms", "-o", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in proc.stderr:  # not a terminal: one line per result
+        seen.append(line)
+        if "measured" in line and "interactive" in line:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest_out, rest_err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + rest_err
+    assert "interrupted" in rest_err
+    doc = yaml.safe_load(out.read_text())
+    assert doc["tuned"]["interrupted"] is True
+    cls = doc["tuned"]["classes"][0]
+    assert cls["capacity_qps"] > 0  # the first candidate's measurement was kept
+    assert doc["serve"]["classes"]["interactive"]["max_batch"] == cls["chosen"]["max_batch"]
+
+
+def test_a_recorded_trace_replaces_poisson_arrivals(tmp_path):
+    trace = tmp_path / "waves.csv"
+    rng = np.random.default_rng(1)
+    t, times = 0.0, []
+    while t < 30:  # waves: the rate swings between 2/s and 18/s every 10 s
+        rate = 10 + 8 * math.sin(2 * math.pi * t / 10)
+        t += rng.exponential(1 / rate)
+        times.append(t)
+    trace.write_text("arrival_s\n" + "\n".join(f"{x:.6f}" for x in times) + "\n")
+    out = tmp_path / "tuned.yaml"
+    r = run_fusor("tune", model_path("minilm-l6"), "--seq", "8", "--windows", "0", "--max-batch", "1,4",
+                  "--duration", "0.5", "--measure", "1", "--no-baseline", "--slo", "interactive:p99=300ms",
+                  "--trace", trace, "-o", out, timeout=600)
+    assert r.returncode == 0, r.stderr
+    rec = yaml.safe_load(out.read_text())["tuned"]
+    assert rec["arrivals"] == f"trace:{trace}"
+    assert rec["classes"][0]["capacity_qps"] > 0 and rec["baseline"] is None
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--slo", "interactive"], 1, "must look like CLASS:p99=20ms"),
+    (["--slo", "interactive:p99=fast"], 1, "must be a positive duration"),
+    (["--slo", "a:throughput", "--slo", "a:p99=5ms"], 1, "class 'a' is given twice"),
+    (["--slo", "a:throughput", "--max-batch", "0"], 1, "--max-batch"),
+    (["--slo", "a:throughput", "--windows", "x"], 1, "--windows"),
+    (["--slo", "a:throughput", "--trace", "/nonexistent.csv"], 1, "cannot read arrival trace"),
+    ([], 2, "--slo is required"),
+])
+def test_bad_arguments_fail_in_one_line(tmp_path, args, code, message):
+    r = run_fusor("tune", model_path("minilm-l6"), *args, "-o", tmp_path / "t.yaml", timeout=60)
+    assert r.returncode == code, r.stderr
+    assert message in r.stderr
+    if code == 1:
+        assert r.stderr.count("\n") == 1, r.stderr
+
+
+def test_unwritable_output_fails_before_measuring(tmp_path):
+    r = run_fusor("tune", model_path("minilm-l6"), "--slo", "a:throughput", "-o", tmp_path / "missing" / "t.yaml",
+                  timeout=30)
+    assert r.returncode == 1 and "cannot write" in r.stderr
