@@ -10,6 +10,7 @@
 #include "serve/batch_assembly.h"
 #include "serve/signature.h"
 #include "tune/duration.h"
+#include "tune/fusion_matrix.h"
 #include "tune/load_bench.h"
 #include "tune/service_times.h"
 #include "tune/simulate.h"
@@ -74,19 +75,6 @@ std::vector<int64_t> buckets_up_to(int64_t max_rows) {
   for (int64_t r = 1; r <= max_rows; r *= 2) rows.push_back(r);
   if (rows.back() != max_rows) rows.push_back(max_rows);
   return rows;
-}
-
-// serve.matrix rows from the fastest option per bucket; buckets that agree merge, and the
-// buckets above the last row fall back to the top-level fusion (option "all").
-std::vector<MatrixEntry> matrix_entries(const std::vector<std::pair<int64_t, const FusionOption*>>& choice) {
-  std::vector<MatrixEntry> out;
-  bool any_other = std::any_of(choice.begin(), choice.end(), [](const auto& c) { return c.second->name != "all"; });
-  if (!any_other) return out;
-  for (const auto& [rows, option] : choice) {
-    if (!out.empty() && out.back().fusion == option->fusion) out.back().max_batch = rows;
-    else out.push_back({rows, option->fusion});
-  }
-  return out;
 }
 
 }  // namespace
@@ -182,34 +170,21 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
     by_option[option.name] = measure_service_times(engine, padded, so, rows, layouts[0], kServiceSecondsPerSize, stop);
     advance(service_s, "timed " + option.name);
   }
-  std::vector<std::pair<int64_t, const FusionOption*>> choice;
-  for (int64_t r : rows) {
-    const FusionOption* best = nullptr;
-    double best_ms = INFINITY;
-    for (const FusionOption& option : options) {
-      auto it = by_option.find(option.name);
-      if (it == by_option.end() || !it->second.ms_by_rows.count(r)) continue;
-      double ms = it->second.ms_by_rows.at(r) * (option.name == "all" ? 0.97 : 1.0);  // switch only for a clear win
-      if (ms < best_ms) best_ms = ms, best = &option;
-    }
-    if (best) choice.push_back({r, best});
-    for (const FusionOption& option : options)
-      if (by_option.count(option.name) && by_option[option.name].ms_by_rows.count(r))
-        rec.matrix.push_back({r, option.name, by_option[option.name].ms_by_rows.at(r), best == &option});
-  }
+  const MatrixChoice choice = choose_matrix(options, by_option, rows);
+  rec.matrix = choice.timings;
   Config& config = result.config;
   config = o.base;
-  config.serve.matrix = matrix_entries(choice);
+  config.serve.matrix = choice.entries();
   SessionOptions top = base_session;
   top.fusion = options.empty() ? o.base.fusion : options.front().fusion;  // "all", gated
   auto matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(config.serve, top));
 
   // Service times of the chosen matrix per layout (layout 1 straight from the table).
   std::vector<ServiceTimes> layout_times(layouts.size());
-  for (const auto& [r, option] : choice) layout_times[0].ms_by_rows[r] = by_option[option->name].ms_by_rows.at(r);
+  for (const auto& [r, option] : choice.per_rows) layout_times[0].ms_by_rows[r] = by_option[option->name].ms_by_rows.at(r);
   for (size_t l = 1; l < layouts.size() && !stop.load(); ++l) {
     progress.update(done_s / total_s, fmt("timing batches on %g contexts", static_cast<double>(layouts[l].contexts)));
-    for (const auto& [r, option] : choice) {
+    for (const auto& [r, option] : choice.per_rows) {
       ServiceTimes t = measure_service_times(engine, padded, matrix->for_rows(r), {r}, layouts[l], kServiceSecondsPerSize, stop);
       if (t.ms_by_rows.count(r)) layout_times[l].ms_by_rows[r] = t.ms_by_rows[r];
     }

@@ -10,6 +10,7 @@
 
 #include "fusor/error.h"
 #include "tune/arrivals.h"
+#include "tune/fusion_matrix.h"
 #include "tune/open_loop.h"
 #include "tune/simulate.h"
 #include "tune/tuned_record.h"
@@ -99,6 +100,28 @@ TEST(Simulate, ServiceTimesInterpolate) {
   ServiceTimes t{{{1, 10.0}, {4, 16.0}}};
   EXPECT_DOUBLE_EQ(t.at(2), 12.0);
   EXPECT_DOUBLE_EQ(t.at(8), 24.0);  // the last slope extended
+}
+
+TEST(FusionMatrix, KeepsAllUnlessAnotherOptionClearlyWinsAndMergesAgreeingSizes) {
+  auto options = fusion_options(FusionConfig{});
+  ASSERT_EQ(options.size(), 3u);  // all, no-attention, none
+  std::map<std::string, ServiceTimes> t = {
+      {"all", {{{1, 10.0}, {2, 14.0}, {4, 20.0}, {8, 30.0}}}},
+      {"no-attention", {{{1, 9.8}, {2, 12.0}, {4, 18.0}, {8, 31.0}}}},  // 2% faster at 1: noise; clear wins at 2, 4
+      {"none", {{{1, 11.0}, {2, 15.0}, {4, 22.0}, {8, 33.0}}}}};
+  MatrixChoice c = choose_matrix(options, t, {1, 2, 4, 8});
+  std::vector<std::string> chosen;
+  for (const auto& [rows, o] : c.per_rows) chosen.push_back(o->name);
+  EXPECT_EQ(chosen, (std::vector<std::string>{"all", "no-attention", "no-attention", "all"}));
+  auto rows = c.entries();
+  ASSERT_EQ(rows.size(), 3u);  // <=1 all, <=4 no-attention, <=8 all
+  EXPECT_EQ(rows[1].max_batch, 4);
+  EXPECT_FALSE(rows[1].fusion.fuse_attention);
+  EXPECT_EQ(c.timings.size(), 12u);
+  EXPECT_EQ(std::count_if(c.timings.begin(), c.timings.end(), [](const MatrixTiming& m) { return m.chosen; }), 4);
+  // Nothing beats "all": no matrix rows at all.
+  t["no-attention"] = t["all"];
+  EXPECT_TRUE(choose_matrix(options, t, {1, 2, 4, 8}).entries().empty());
 }
 
 TEST(OpenLoop, PercentileIsNearestRank) {
