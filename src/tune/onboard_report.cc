@@ -74,6 +74,26 @@ std::string verdict(const Comparison& cmp, const CheckView& check, const Profile
 
 }  // namespace
 
+namespace {
+
+ComparisonInputs comparison_inputs(const ProfileView& after, const std::optional<PlanView>& plan) {
+  ComparisonInputs inputs;
+  inputs.flops_per_inference = after.model_flops / static_cast<double>(std::max<int64_t>(1, after.batch));
+  inputs.peak_gflops = after.sgemm_gflops;
+  inputs.cost_per_hour = plan ? plan->cost_per_hour : 0;
+  return inputs;
+}
+
+}  // namespace
+
+Comparison onboard_comparison(const nlohmann::json& onboard) {
+  JsonField doc(onboard, "", kSource);
+  std::optional<PlanView> plan;
+  if (doc.has("plan")) plan = read_plan(doc.at("plan"));
+  return compare_to_baseline(tuned_record_from_json(doc.object("tuned").raw(), kSource),
+                             comparison_inputs(read_profile(doc.object("profile").at("after")), plan));
+}
+
 std::string onboard_report_html(const nlohmann::json& onboard) {
   const JsonField doc(onboard, "", kSource);
   if (!onboard.is_object()) doc.fail("must be a JSON object");
@@ -89,11 +109,7 @@ std::string onboard_report_html(const nlohmann::json& onboard) {
   if (doc.has("plan")) plan = read_plan(doc.at("plan"));
   const std::vector<NamedFile> files = doc.has("files") ? read_files(doc.at("files")) : std::vector<NamedFile>{};
 
-  ComparisonInputs inputs;
-  inputs.flops_per_inference = after.model_flops / after.batch;
-  inputs.peak_gflops = after.sgemm_gflops;
-  inputs.cost_per_hour = plan ? plan->cost_per_hour : 0;
-  const Comparison comparison = compare_to_baseline(record, inputs);
+  const Comparison comparison = compare_to_baseline(record, comparison_inputs(after, plan));
 
   std::string html = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -114,6 +130,12 @@ std::string onboard_report_html(const nlohmann::json& onboard) {
   html += matrix_section(record);
   html += comparison_section(comparison);
   html += plan_section(plan, files);
+  if (doc.has("commands")) {  // the command lines that reproduce every artifact
+    html += "<details class=\"commands\"><summary>The commands onboard ran</summary><pre>";
+    for (const nlohmann::json& c : doc.at("commands").raw())
+      if (c.is_string()) html += html_escape(c.get<std::string>()) + "\n";
+    html += "</pre></details>";
+  }
   return html + "<footer class=\"footnote\"><p>Written by fusor onboard. Self-contained: no scripts, no external "
                 "resources.</p></footer></body></html>\n";
 }

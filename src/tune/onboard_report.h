@@ -11,11 +11,16 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "tune/comparison.h"
+
 namespace fusor::tune {
 
 // Throws fusor::Error (one line naming the field) when a required part is missing or has the
 // wrong type: model, profile.before, profile.after, check and tuned are required; machine,
 // generated_at, request, plan and files may be absent or null.
 std::string onboard_report_html(const nlohmann::json& onboard);
+
+// The report's baseline-vs-tuned comparison, for the terminal (same inputs, same rows).
+Comparison onboard_comparison(const nlohmann::json& onboard);
 
 }  // namespace fusor::tune

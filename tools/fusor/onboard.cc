@@ -173,7 +173,7 @@ void onboard(const OnboardArgs& a) {
               {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
   write_text(dir / "onboard.json", doc.dump(1) + "\n");
   render(dir);
-  std::printf("\n%s", tuned_summary(record).c_str());
+  std::printf("\n%s\n%s", tuned_summary(record).c_str(), tune::comparison_table(tune::onboard_comparison(doc)).c_str());
   std::printf("report: %s\n", (dir / "report.html").c_str());
   if (record.interrupted) throw ExitCode{130};
 }

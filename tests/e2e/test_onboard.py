@@ -1,0 +1,67 @@
+"""fusor onboard on the real MiniLM: one command runs profile, optimize, check, tune and plan, and
+writes a self-contained report that opens cleanly in headless Chromium, with every artifact the
+report links to."""
+import json
+
+import pytest
+import yaml
+
+import html_render
+from conftest import model_path, run_fusor
+from test_report_render import check_page
+
+
+@pytest.fixture(scope="module")
+def onboarded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("onboard") / "minilm"
+    r = run_fusor("onboard", model_path("minilm-l6"), "--out", out, "--seq", "8", "--windows", "0,2",
+                  "--max-batch", "1,4", "--duration", "0.5", "--measure", "1", "--slo", "interactive:p99=300ms",
+                  "--slo", "batch:throughput", "--qps", "400", "--cost-per-hour", "1.5", timeout=1500)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    return out, r
+
+
+def test_every_step_leaves_its_artifact(onboarded):
+    out, r = onboarded
+    for name in ("profile-before.json", "profile-after.json", "model.fused.onnx", "check.json", "check.junit.xml",
+                 "tuned.yaml", "plan.json", "onboard.json", "report.html"):
+        assert (out / name).is_file(), name
+    for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "ConfigMap"):
+        assert any(doc and doc.get("kind") == kind
+                   for f in (out / "k8s").glob("*.yaml") for doc in yaml.safe_load_all(f.read_text())), kind
+    assert f"report: {out / 'report.html'}" in r.stdout
+    assert "tuned / default throughput" in r.stdout
+
+
+def test_onboard_json_carries_each_steps_output(onboarded):
+    out, _ = onboarded
+    doc = json.loads((out / "onboard.json").read_text())
+    assert doc["profile"]["before"]["kernels_per_inference"] > doc["profile"]["after"]["kernels_per_inference"]
+    assert doc["check"]["passed"] is True
+    assert {c["name"] for c in doc["tuned"]["classes"]} == {"interactive", "batch"}
+    assert doc["tuned"]["baseline"]["capacity_qps"] > 0
+    assert doc["plan"]["instances"] >= 1 and doc["plan"]["cost_per_hour"] == 1.5
+    # The report lists the command lines that reproduce every artifact.
+    assert [c.split()[1] for c in doc["commands"]] == ["profile", "profile", "optimize", "check", "tune", "plan"]
+
+
+def test_report_opens_offline_without_errors(onboarded, tmp_path):
+    out, _ = onboarded
+    check_page(out / "report.html", tmp_path)
+    html = (out / "report.html").read_text()
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+
+
+def test_render_only_rebuilds_the_report(onboarded):
+    out, _ = onboarded
+    before = (out / "report.html").read_text()
+    (out / "report.html").unlink()
+    r = run_fusor("onboard", "--render-only", out)
+    assert r.returncode == 0, r.stderr
+    after = (out / "report.html").read_text()
+    assert after == before
+
+
+def test_a_missing_model_fails_in_one_line(tmp_path):
+    r = run_fusor("onboard", tmp_path / "nope.onnx", "--out", tmp_path / "o")
+    assert r.returncode == 1 and "no such model file" in r.stderr and r.stderr.count("\n") == 1
