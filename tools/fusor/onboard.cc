@@ -192,7 +192,7 @@ void add_onboard_command(CLI::App& app) {
   cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
   cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
   cmd->callback([args] {
-    if (args->tune.slos.empty()) args->tune.slos = {"interactive:p99=50ms", "batch:throughput"};
+    if (args->tune.slos.empty()) args->tune.slos = {"interactive:p99=100ms", "batch:throughput"};
     onboard(*args);
   });
 }
