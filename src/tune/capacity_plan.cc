@@ -16,11 +16,6 @@ double lerp(double x0, double y0, double x1, double y1, double x) {
   return x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
 }
 
-// A point the class could run at: p99 within the target, every request answered, and the
-// server keeping up with the offered rate (an open-loop run that falls behind queues forever).
-bool good(const CurvePoint& p, double target_ms) {
-  return p.p99_ms <= target_ms && p.errors == 0 && p.achieved_qps >= 0.95 * p.offered_qps;
-}
 
 const ClassRecord& pick_class(const TunedRecord& record, const std::string& name) {
   if (record.classes.empty()) throw Error("the tuned record has no classes");
@@ -42,7 +37,7 @@ const Candidate& chosen_curve(const ClassRecord& c) {
 double capacity_of(const ClassRecord& c, const Candidate& k, double target_ms, std::string& basis) {
   const auto& curve = k.curve;
   size_t n_good = 0;  // the good prefix: capacity never rests on a point past a bad one
-  while (n_good < curve.size() && good(curve[n_good], target_ms)) ++n_good;
+  while (n_good < curve.size() && meets(curve[n_good], target_ms)) ++n_good;
   const std::string target = "p99 <= " + num(target_ms) + " ms";
   if (n_good == 0) {
     auto best = std::min_element(curve.begin(), curve.end(),

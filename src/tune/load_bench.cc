@@ -5,35 +5,24 @@
 #include <algorithm>
 #include <cmath>
 
-#include "serve/batch_assembly.h"
-#include "serve/batcher.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
 
 constexpr double kMinRequestsPerPoint = 300;
 
-LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared_ptr<const serve::OptionsMatrix> matrix,
-                     Layout layout, const std::map<std::string, Dims>& request, const std::vector<int64_t>& warm_rows)
-    : engine_(engine), serve_(serve), sig_(serve::Signature::of(engine.inputs(), engine.outputs())), layout_(layout) {
-  request_ = engine.sample_inputs(request);
-  serve::RequestShape shape = sig_.check(request_, serve_.seq_bucket);
-  for (int64_t c = 0; c < layout.contexts; ++c)
-    caches_.push_back(std::make_unique<serve::SessionCache>(engine_, matrix, sig_.batched));
-  // Build every bucket's sessions now, on batches assembled exactly as the batcher will.
-  for (int64_t rows : warm_rows) {
-    std::vector<serve::Part> parts(static_cast<size_t>(rows), serve::Part{&request_, shape});
-    serve::Tensors batch = serve::assemble(sig_, parts, rows, serve::padded_seq(shape.seq, serve_.seq_bucket), serve_.pad_values);
-    for (auto& cache : caches_) cache->run(batch);
-  }
+namespace {
+const char* const kClass = "tune";
 }
 
-LoadBench::~LoadBench() = default;
-
-CurvePoint LoadBench::measure(const Setting& setting, const Slo& slo, double rate_qps, double duration_s,
-                              const ArrivalSource& arrivals, uint64_t seed, const std::atomic<bool>& stop) {
-  const std::string name = "tune";
-  ServeConfig config = serve_;
+LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared_ptr<const serve::OptionsMatrix> matrix,
+                     Layout layout, const std::map<std::string, Dims>& request, const Setting& setting, const Slo& slo,
+                     const std::vector<int64_t>& warm_rows)
+    : sig_(serve::Signature::of(engine.inputs(), engine.outputs())), layout_(layout), setting_(setting), slo_(slo) {
+  request_ = engine.sample_inputs(request);
+  for (int64_t c = 0; c < layout.contexts; ++c)
+    caches_.push_back(std::make_unique<serve::SessionCache>(engine, matrix, sig_.batched));
+  ServeConfig config = serve;
   TrafficClass cls;
   cls.batch_window_ms = setting.batch_window_ms;
   cls.max_batch = setting.max_batch;
@@ -41,15 +30,39 @@ CurvePoint LoadBench::measure(const Setting& setting, const Slo& slo, double rat
   // overloaded point.
   cls.timeout_ms = std::max(1000.0, 4 * slo.p99_ms);
   cls.max_queue_size = 1 << 20;
-  config.classes = {{name, cls}};
-  config.default_class = name;
-  config.execution_contexts = layout_.contexts;
-  serve::ModelStats stats({name});
-  const int threads = layout_.threads_per_context;
-  serve::Batcher batcher(
-      config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, stats,
+  config.classes = {{kClass, cls}};
+  config.default_class = kClass;
+  config.execution_contexts = layout.contexts;
+  stats_ = std::make_unique<serve::ModelStats>(std::vector<std::string>{kClass});
+  const int threads = layout.threads_per_context;
+  batcher_ = std::make_unique<serve::Batcher>(
+      config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, *stats_,
       [threads](size_t) { omp_set_num_threads(threads); });
+  // r + 1 at once: the first may leave alone (window 0), the other r then fill bucket r. Once per
+  // context, so each builds its own.
+  for (int64_t rows : warm_rows)
+    if (rows <= setting.max_batch)
+      for (int64_t c = 0; c < layout.contexts; ++c) burst(rows + 1);
+}
 
+LoadBench::~LoadBench() { batcher_->drain(); }
+
+void LoadBench::burst(int64_t requests) {
+  std::atomic<bool> never{false};
+  run_open_loop(std::vector<double>(static_cast<size_t>(requests), 0.0),
+                [&](std::function<void(bool)> done) {
+                  batcher_->submit(request_, kClass, [done = std::move(done)](serve::Completion c) { done(c.status.ok()); });
+                },
+                never, requests + 1);
+}
+
+CurvePoint LoadBench::measure(double rate_qps, double duration_s, const ArrivalSource& arrivals, uint64_t seed,
+                              const std::atomic<bool>& stop) {
+  serve::ModelStats& stats = *stats_;
+  serve::Batcher& batcher = *batcher_;
+  const Setting& setting = setting_;
+  const Slo& slo = slo_;
+  const std::string name = kClass;
   auto before = stats.snapshot();
   // Unanswered requests beyond what the SLO allows to be in flight: the queue only grows.
   const int64_t max_outstanding =
@@ -60,14 +73,17 @@ CurvePoint LoadBench::measure(const Setting& setting, const Slo& slo, double rat
         batcher.submit(request_, name, [done = std::move(done)](serve::Completion c) { done(c.status.ok()); });
       },
       stop, max_outstanding);
-  batcher.drain();
   auto after = stats.snapshot();
 
   CurvePoint p;
   p.offered_qps = static_cast<double>(r.sent) / duration_s;
   if (r.overloaded) p.offered_qps = rate_qps;  // sending stopped early; the rate asked for stands
-  p.achieved_qps = r.total_s > 0 ? static_cast<double>(r.latencies_ms.size()) / std::max(r.total_s, duration_s) : 0;
   p.p50_ms = percentile(r.latencies_ms, 50);
+  // Answers over the time they took to come back: the run's span to the last answer, less the
+  // typical latency (the last request's own time in the system). A server that keeps up answers
+  // at the offered rate; one that falls behind spends longer draining its backlog.
+  double span_s = std::max(duration_s, r.total_s - p.p50_ms / 1e3);
+  p.achieved_qps = r.total_s > 0 ? static_cast<double>(r.latencies_ms.size()) / span_s : 0;
   p.p99_ms = percentile(r.latencies_ms, 99);
   p.errors = r.errors + (r.overloaded ? 1 : 0);
   // Per batch, not per request (the snapshot's compute_ns counts each batch once per request).
@@ -85,24 +101,23 @@ CurvePoint LoadBench::measure(const Setting& setting, const Slo& slo, double rat
   return p;
 }
 
-Candidate search_capacity(LoadBench& bench, const Setting& setting, const Slo& slo, double predicted_qps,
-                          double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
+Candidate search_capacity(LoadBench& bench, double predicted_qps, double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
                           const std::function<void(const CurvePoint&)>& on_point) {
+  const Slo& slo = bench.slo();
   Candidate c;
-  c.setting = setting;
+  c.setting = bench.setting();
   c.predicted_qps = predicted_qps;
   double best_pass = 0, lowest_fail = INFINITY;
   double rate = std::max(0.5, 0.85 * predicted_qps);
   for (int i = 0; i < kMaxSearchPoints && !stop.load(); ++i) {
     // A p99 needs a few hundred requests: low rates run longer (up to 4x the duration).
     double run_s = std::clamp(kMinRequestsPerPoint / rate, duration_s, 4 * duration_s);
-    CurvePoint p = bench.measure(setting, slo, rate, run_s, arrivals, 1000 + static_cast<uint64_t>(i), stop);
+    CurvePoint p = bench.measure(rate, run_s, arrivals, 1000 + static_cast<uint64_t>(i), stop);
     if (stop.load()) break;  // a cut-short point is not a measurement
     c.curve.push_back(p);
     if (on_point) on_point(p);
-    if (meets(p, slo)) {
+    if (meets(p, slo.p99_ms)) {
       best_pass = std::max(best_pass, rate);
-      c.capacity_qps = std::max(c.capacity_qps, p.offered_qps);
     } else {
       lowest_fail = std::min(lowest_fail, rate);
     }
@@ -115,6 +130,7 @@ Candidate search_capacity(LoadBench& bench, const Setting& setting, const Slo& s
     }
   }
   std::sort(c.curve.begin(), c.curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.offered_qps < b.offered_qps; });
+  c.capacity_qps = measured_capacity(c.curve, slo.p99_ms);
   return c;
 }
 

@@ -10,6 +10,7 @@
 
 #include "fusor/engine.h"
 #include "serve/session_cache.h"
+#include "serve/batcher.h"
 #include "serve/signature.h"
 #include "tune/service_times.h"
 #include "tune/tuned_record.h"
@@ -21,32 +22,38 @@ using ArrivalSource = std::function<std::vector<double>(double rate_qps, double 
 
 class LoadBench {
  public:
-  // `serve`: the serve section settings are measured under (seq_bucket, pad values).
-  // `warm_rows`: the batch buckets to build sessions for before any timing.
+  // One setting on the serving path: a Batcher whose context threads build their own sessions
+  // and keep them, as in fusor serve (a session run from another thread than the one that
+  // built it measured slower). Warming sends a burst per bucket size in `warm_rows`, so the
+  // sessions exist before any timing. `serve`: seq_bucket and pad values.
   LoadBench(const Engine& engine, const ServeConfig& serve, std::shared_ptr<const serve::OptionsMatrix> matrix,
-            Layout layout, const std::map<std::string, Dims>& request, const std::vector<int64_t>& warm_rows);
+            Layout layout, const std::map<std::string, Dims>& request, const Setting& setting, const Slo& slo,
+            const std::vector<int64_t>& warm_rows);
   ~LoadBench();
 
-  // One open-loop run of `duration_s` at `rate_qps` under `setting` (its contexts must be this
-  // bench's layout).
-  CurvePoint measure(const Setting& setting, const Slo& slo, double rate_qps, double duration_s,
-                     const ArrivalSource& arrivals, uint64_t seed, const std::atomic<bool>& stop);
-  const Layout& layout() const { return layout_; }
+  // One open-loop run of `duration_s` at `rate_qps`.
+  CurvePoint measure(double rate_qps, double duration_s, const ArrivalSource& arrivals, uint64_t seed,
+                     const std::atomic<bool>& stop);
+  const Setting& setting() const { return setting_; }
+  const Slo& slo() const { return slo_; }
 
  private:
-  const Engine& engine_;
-  ServeConfig serve_;
+  void burst(int64_t requests);  // sends them at once and waits for every answer
+
   serve::Signature sig_;
   Layout layout_;
+  Setting setting_;
+  Slo slo_;
   serve::Tensors request_;
   std::vector<std::unique_ptr<serve::SessionCache>> caches_;
+  std::unique_ptr<serve::ModelStats> stats_;
+  std::unique_ptr<serve::Batcher> batcher_;
 };
 
 // The capacity search for one setting: starts below `predicted_qps`, climbs while points pass,
 // backs off while they fail, then bisects once between the best pass and the lowest fail.
 // `on_point` sees each point as it is measured. Returns with what it has when `stop` is set.
-Candidate search_capacity(LoadBench& bench, const Setting& setting, const Slo& slo, double predicted_qps,
-                          double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
+Candidate search_capacity(LoadBench& bench, double predicted_qps, double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
                           const std::function<void(const CurvePoint&)>& on_point);
 
 // Points the search measures at most (for progress estimates).

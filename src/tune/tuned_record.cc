@@ -14,8 +14,17 @@
 
 namespace fusor::tune {
 
-bool meets(const CurvePoint& p, const Slo& slo) {
-  return p.errors == 0 && p.p99_ms <= slo.p99_ms && p.achieved_qps >= 0.9 * p.offered_qps;
+bool meets(const CurvePoint& p, double p99_ms) {
+  return p.errors == 0 && p.p99_ms <= p99_ms && p.achieved_qps >= 0.95 * p.offered_qps;
+}
+
+double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
+  double capacity = 0;
+  for (const CurvePoint& p : curve) {
+    if (!meets(p, p99_ms)) break;
+    capacity = p.offered_qps;
+  }
+  return capacity;
 }
 
 const Candidate* ClassRecord::chosen_candidate() const {

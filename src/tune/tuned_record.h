@@ -58,9 +58,13 @@ struct Slo {
   bool throughput = false;
 };
 
-// Whether a measured point meets the SLO: every request answered, p99 within it, and the
-// offered rate carried.
-bool meets(const CurvePoint& p, const Slo& slo);
+// Whether a measured point holds a p99 target: every request answered, p99 within it, and the
+// offered rate carried (at least 95% of it; an open-loop run that falls behind queues forever).
+bool meets(const CurvePoint& p, double p99_ms);
+// The capacity a curve (ascending offered rate) shows for a p99 target: the highest offered
+// rate of its leading run of points that meet it. A point past a failed one never counts, so a
+// lucky sample above a failure cannot raise the capacity; 0 when the first point fails.
+double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
 
 struct Setting {
   double batch_window_ms = 0;

@@ -162,6 +162,21 @@ TEST(OpenLoop, StopsSendingWhenTheBacklogOnlyGrows) {
   EXPECT_EQ(static_cast<int64_t>(r.latencies_ms.size()), r.sent);  // and every sent one was waited for
 }
 
+TEST(Curve, CapacityIsTheLastPointOfTheLeadingRunThatMeetsTheTarget) {
+  std::vector<CurvePoint> curve = {{10, 10, 5, 20, 0.1, 1, 0},   // meets 30 ms
+                                   {20, 20, 6, 28, 0.2, 1, 0},   // meets
+                                   {30, 30, 9, 35, 0.3, 1, 0},   // misses
+                                   {40, 40, 9, 29, 0.4, 1, 0}};  // meets, but past a miss: a lucky sample
+  EXPECT_EQ(measured_capacity(curve, 30), 20);
+  EXPECT_EQ(measured_capacity(curve, 40), 40);
+  EXPECT_EQ(measured_capacity(curve, 10), 0);
+  curve[1].errors = 1;  // a 503 fails the point whatever its latency
+  EXPECT_EQ(measured_capacity(curve, 30), 10);
+  curve[1].errors = 0;
+  curve[1].achieved_qps = 18;  // fell behind the offered rate
+  EXPECT_EQ(measured_capacity(curve, 30), 10);
+}
+
 TEST(Slo, Parses) {
   ClassGoal g = parse_slo("interactive:p99=20ms");
   EXPECT_EQ(g.name, "interactive");

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "model_args.h"
 #include "profile/ceilings.h"
+#include "tune/comparison.h"
 #include "tune_args.h"
 
 namespace fusor::cli {
@@ -98,10 +99,7 @@ std::string tuned_summary(const tune::TunedRecord& r) {
   out += line;
   auto row = [&](const std::string& label, const tune::ClassRecord& c) {
     const tune::Candidate* k = c.chosen_candidate();
-    const tune::CurvePoint* at = nullptr;
-    if (k)
-      for (const auto& p : k->curve)
-        if (tune::meets(p, c.slo) && (!at || p.offered_qps > at->offered_qps)) at = &p;
+    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr;
     std::string slo = c.slo.throughput ? "throughput" : "p99<=" + std::to_string(static_cast<int>(c.slo.p99_ms)) + "ms";
     std::snprintf(line, sizeof line, "%-12s %-10s %9g %9lld %9lld %11.1f %9.2f %9.2f\n", label.c_str(), slo.c_str(),
                   c.chosen.batch_window_ms, static_cast<long long>(c.chosen.max_batch),
