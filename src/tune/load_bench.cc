@@ -58,22 +58,17 @@ void LoadBench::burst(int64_t requests) {
 
 CurvePoint LoadBench::measure(double rate_qps, double duration_s, const ArrivalSource& arrivals, uint64_t seed,
                               const std::atomic<bool>& stop) {
-  serve::ModelStats& stats = *stats_;
-  serve::Batcher& batcher = *batcher_;
-  const Setting& setting = setting_;
-  const Slo& slo = slo_;
-  const std::string name = kClass;
-  auto before = stats.snapshot();
+  auto before = stats_->snapshot();
   // Unanswered requests beyond what the SLO allows to be in flight: the queue only grows.
   const int64_t max_outstanding =
-      static_cast<int64_t>(rate_qps * std::max(slo.p99_ms, 1.0) / 1e3 * 4) + 4 * setting.max_batch * layout_.contexts + 16;
+      static_cast<int64_t>(rate_qps * std::max(slo_.p99_ms, 1.0) / 1e3 * 4) + 4 * setting_.max_batch * layout_.contexts + 16;
   LoadResult r = run_open_loop(
       arrivals(rate_qps, duration_s, seed),
       [&](std::function<void(bool)> done) {
-        batcher.submit(request_, name, [done = std::move(done)](serve::Completion c) { done(c.status.ok()); });
+        batcher_->submit(request_, kClass, [done = std::move(done)](serve::Completion c) { done(c.status.ok()); });
       },
       stop, max_outstanding);
-  auto after = stats.snapshot();
+  auto after = stats_->snapshot();
 
   CurvePoint p;
   p.offered_qps = static_cast<double>(r.sent) / duration_s;

@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "model_args.h"
+#include "tune/open_loop.h"
 
 namespace fusor::cli {
 namespace {
@@ -34,12 +35,6 @@ int64_t peak_rss_bytes() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
   return static_cast<int64_t>(u.ru_maxrss) * 1024;
-}
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size()))) ;
-  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
 nlohmann::json memory_json(const Session::MemoryStats& m) {
@@ -78,7 +73,7 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
           {"runs", latencies_ms.size()},
           {"throughput_per_s", throughput},
           {"latency_ms",
-           {{"p50", percentile(latencies_ms, 50)}, {"p90", percentile(latencies_ms, 90)}, {"p99", percentile(latencies_ms, 99)}}},
+           {{"p50", tune::percentile(latencies_ms, 50)}, {"p90", tune::percentile(latencies_ms, 90)}, {"p99", tune::percentile(latencies_ms, 99)}}},
           {"kernels_per_inference", session.kernels_per_inference()},
           {"memory", memory_json(session.memory())},
           {"peak_rss_bytes", peak_rss_bytes()}};
