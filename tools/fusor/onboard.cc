@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "tune/comparison.h"
-#include "tune/onboard_report.h"
+#include "report/comparison.h"
+#include "report/onboard_report.h"
 #include "tune/tuned_record_json.h"
 #include "tune_args.h"
 
@@ -98,7 +98,7 @@ std::string utc_now() {
 
 void render(const fs::path& dir) {
   json onboard = read_json(dir / "onboard.json");
-  write_text(dir / "report.html", tune::onboard_report_html(onboard));
+  write_text(dir / "report.html", report::onboard_report_html(onboard));
 }
 
 void onboard(const OnboardArgs& a) {
@@ -173,7 +173,7 @@ void onboard(const OnboardArgs& a) {
               {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
   write_text(dir / "onboard.json", doc.dump(1) + "\n");
   render(dir);
-  std::printf("\n%s\n%s", tuned_summary(record).c_str(), tune::comparison_table(tune::onboard_comparison(doc)).c_str());
+  std::printf("\n%s\n%s", tuned_summary(record).c_str(), report::comparison_table(report::onboard_comparison(doc)).c_str());
   std::printf("report: %s\n", (dir / "report.html").c_str());
   if (record.interrupted) throw ExitCode{130};
 }

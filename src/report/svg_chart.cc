@@ -1,11 +1,12 @@
-#include "tune/svg_chart.h"
+#include "report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tune/html.h"
+#include "report/html.h"
+#include "report/number_text.h"
 
-namespace fusor::tune::svg {
+namespace fusor::report::svg {
 namespace {
 
 // Text metrics are estimated (no font access): 12 px system sans averages about 6.6 px a glyph.
@@ -14,7 +15,7 @@ constexpr double kLegendRow = 18;
 
 double text_width(const std::string& s, double font_px = 12) { return s.size() * kCharWidth * font_px / 12; }
 
-std::string px(double v) { return fixed_number(v, 1); }
+std::string px(double v) { return fixed_decimals(v, 1); }
 
 std::string truncate(const std::string& s, size_t max_chars) {
   return s.size() <= max_chars ? s : s.substr(0, max_chars - 1) + "~";
@@ -22,9 +23,9 @@ std::string truncate(const std::string& s, size_t max_chars) {
 
 std::string tick_label(double v) {
   const double a = std::fabs(v);
-  if (a >= 1e6) return short_number(v / 1e6) + "M";
-  if (a >= 1e4) return short_number(v / 1e3) + "k";
-  return short_number(v, 3);
+  if (a >= 1e6) return significant_digits(v / 1e6) + "M";
+  if (a >= 1e4) return significant_digits(v / 1e3) + "k";
+  return significant_digits(v, 3);
 }
 
 struct Scale {
@@ -217,7 +218,7 @@ std::string line_chart(const LineChart& c) {
     if (!sx.valid(d.x) || !sy.valid(d.y)) continue;
     double x = sx(d.x), y = sy(d.y);
     o += "<circle cx=\"" + px(x) + "\" cy=\"" + px(y) + "\" r=\"" + px(d.radius) + "\" fill=\"" + html_escape(d.color) +
-         "\" fill-opacity=\"" + fixed_number(d.opacity, 2) + "\" stroke=\"" + html_escape(d.color) + "\">";
+         "\" fill-opacity=\"" + fixed_decimals(d.opacity, 2) + "\" stroke=\"" + html_escape(d.color) + "\">";
     if (!d.tooltip.empty()) o += "<title>" + html_escape(d.tooltip) + "</title>";
     o += "</circle>";
     if (d.label.empty()) continue;
@@ -300,7 +301,7 @@ std::string bar_chart(const BarChart& c) {
            "\" fill=\"" + html_escape(color) + "\"/>";
       if (v > 0)  // an absent bar reads as zero; a "0" beside every one is noise
         o += "<text class=\"bar-value\" x=\"" + px(left + w + 4) + "\" y=\"" + px(y + bar - 2) + "\">" +
-             html_escape(short_number(v, 3)) + "</text>";
+             html_escape(significant_digits(v, 3)) + "</text>";
       y += bar;
     }
     y += gap;
@@ -309,4 +310,4 @@ std::string bar_chart(const BarChart& c) {
   return o + "</svg>";
 }
 
-}  // namespace fusor::tune::svg
+}  // namespace fusor::report::svg
