@@ -45,8 +45,4 @@ Comparison compare_to_baseline(const tune::TunedRecord& record, const Comparison
 // A fixed-width text table of the rows, for a terminal.
 std::string comparison_table(const Comparison& comparison);
 
-// The production rollout's published figures, quoted under the table for context.
-inline constexpr const char* kProductionReference =
-    "Production rollout, for reference: +22% throughput, -15% P99, utilisation 55% -> 80%, about -20% cost.";
-
 }  // namespace fusor::report

@@ -171,7 +171,7 @@ std::string comparison_section(const Comparison& c) {
   }
   out += html_table({"measure", "baseline", "tuned", "change"}, rows, "lrrl");
   if (!c.note.empty()) out += "<p class=\"warn\">" + html_escape(c.note) + ".</p>";
-  return out + "<p class=\"footnote\">" + html_escape(kProductionReference) + "</p></section>";
+  return out + "</section>";
 }
 
 std::string plan_section(const std::optional<PlanView>& plan, const std::vector<NamedFile>& files) {
