@@ -27,6 +27,13 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
   return capacity;
 }
 
+const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps) {
+  const CurvePoint* best = nullptr;
+  for (const CurvePoint& p : curve)
+    if (p.offered_qps <= capacity_qps * (1 + 1e-9) && (!best || p.offered_qps >= best->offered_qps)) best = &p;
+  return best ? best : (curve.empty() ? nullptr : &curve.front());
+}
+
 const Candidate* ClassRecord::chosen_candidate() const {
   for (const Candidate& c : candidates)
     if (c.setting == chosen) return &c;

@@ -65,6 +65,10 @@ bool meets(const CurvePoint& p, double p99_ms);
 // rate of its leading run of points that meet it. A point past a failed one never counts, so a
 // lucky sample above a failure cannot raise the capacity; 0 when the first point fails.
 double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
+// The point a curve's latencies are read at for a capacity: the measured point whose offered
+// rate equals it, or else the highest one below it (the curve's first point when the capacity is
+// below them all); null for an empty curve.
+const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps);
 
 struct Setting {
   double batch_window_ms = 0;

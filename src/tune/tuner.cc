@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <memory>
+#include <optional>
 
 #include "check/verdict.h"
 #include "fusor/error.h"
@@ -77,6 +79,224 @@ std::vector<int64_t> buckets_up_to(int64_t max_rows) {
   return rows;
 }
 
+// What every step of one tuning run shares.
+struct Run {
+  Run(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop);
+
+  const Engine& engine;
+  const TuneOptions& o;
+  Progress& progress;
+  const std::atomic<bool>& stop;
+  std::vector<int64_t> max_batches;    // {1} when the model has no batch axis
+  std::vector<int64_t> rows;           // the batch-size buckets timed
+  std::map<std::string, Dims> padded;  // one request, its sequence padded as the batcher pads it
+  std::vector<Layout> layouts;         // one context with every thread; two with half each
+  ArrivalSource arrivals;              // Poisson, or the replayed trace
+  double service_s = 0;                // estimated seconds to time every bucket once
+  double total_s = 0, done_s = 0;      // the progress bar's work estimate and work done, in seconds
+
+  void status(const std::string& text) { progress.update(done_s / total_s, text); }
+  void advance(double seconds, const std::string& text) {
+    done_s += seconds;
+    status(text);
+  }
+  bool complete(const ServiceTimes& t) const { return t.ms_by_rows.size() == rows.size(); }
+};
+
+Run::Run(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop)
+    : engine(engine), o(o), progress(progress), stop(stop) {
+  const serve::Signature sig = serve::Signature::of(engine.inputs(), engine.outputs());
+  max_batches = sig.batched ? o.max_batches : std::vector<int64_t>{1};
+  rows = buckets_up_to(*std::max_element(max_batches.begin(), max_batches.end()));
+  // Sessions see batches padded as the batcher pads them: the sequence up to its bucket.
+  padded = o.request;
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (sig.input_has_seq[i] && padded.count(sig.inputs[i].name)) {
+      Dims& d = padded[sig.inputs[i].name];
+      if (d.size() > 1) d[1] = serve::padded_seq(d[1], o.base.serve.seq_bucket);
+    }
+  layouts = {{1, o.threads}};
+  if (o.threads >= 2) layouts.push_back({2, o.threads / 2});
+  arrivals = [&o](double rate, double duration, uint64_t seed) {
+    return o.trace ? replay_arrivals(*o.trace, rate, duration) : poisson_arrivals(rate, duration, seed);
+  };
+  // Work estimate in seconds, for the bar: gating, timing, and every point the searches may measure.
+  service_s = static_cast<double>(rows.size()) * (kServiceSecondsPerSize + 0.3);
+  const double curves = static_cast<double>(o.goals.size()) * o.measure_per_class + (o.baseline ? 1 : 0);
+  total_s = 3 * 5.0 + (3 + 1) * service_s + curves * kMaxSearchPoints * (o.duration_s + 0.5);
+}
+
+// The fusion options that pass the precision gate, in fusion_options' order ("all" first).
+std::vector<FusionOption> gated_options(Run& run) {
+  std::vector<FusionOption> options;
+  for (FusionOption option : fusion_options(run.o.base.fusion)) {
+    if (run.stop.load()) break;
+    run.status("gating fusion option " + option.name);
+    try {
+      apply_precision_verdict(run.engine, run.o.model_path, option.fusion, true);
+      options.push_back(option);
+      run.progress.note("tune: fusion option " + option.name + ": passes the gate" +
+                        (option.fusion.disabled.empty() ? ""
+                                                        : fmt(" (%g item(s) rolled back)", option.fusion.disabled.size())));
+    } catch (const Error& e) {
+      run.progress.note("tune: fusion option " + option.name + " dropped: " + e.what());
+    }
+    run.advance(5, "gated " + option.name);
+  }
+  return options;
+}
+
+// Each option's time per bucket on one context. Two passes over the options, the better time of
+// each kept: one hiccup (a co-tenant, a page fault storm) must not hand a bucket to the wrong option.
+std::map<std::string, ServiceTimes> time_options(Run& run, const std::vector<FusionOption>& options,
+                                                 const SessionOptions& base_session) {
+  std::map<std::string, ServiceTimes> by_option;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const FusionOption& option : options) {
+      if (run.stop.load()) break;
+      run.status("timing batches, fusion " + option.name);
+      SessionOptions so = base_session;
+      so.fusion = option.fusion;
+      ServiceTimes t = measure_service_times(run.engine, run.padded, so, run.rows, run.layouts[0],
+                                             kServiceSecondsPerSize / 2, run.stop);
+      for (const auto& [r, ms] : t.ms_by_rows) {
+        auto [it, fresh] = by_option[option.name].ms_by_rows.emplace(r, ms);
+        if (!fresh) it->second = std::min(it->second, ms);
+      }
+      run.advance(run.service_s / 2, "timed " + option.name);
+    }
+  return by_option;
+}
+
+// The chosen matrix's time per bucket on each layout; the first layout's comes from `by_option`.
+std::vector<ServiceTimes> time_layouts(Run& run, const MatrixChoice& choice,
+                                       const std::map<std::string, ServiceTimes>& by_option,
+                                       const serve::OptionsMatrix& matrix) {
+  std::vector<ServiceTimes> layout_times(run.layouts.size());
+  for (const auto& [r, option] : choice.per_rows) layout_times[0].ms_by_rows[r] = by_option.at(option->name).ms_by_rows.at(r);
+  for (size_t l = 1; l < run.layouts.size() && !run.stop.load(); ++l) {
+    run.status(fmt("timing batches on %g contexts", static_cast<double>(run.layouts[l].contexts)));
+    for (const auto& [r, option] : choice.per_rows) {
+      ServiceTimes t = measure_service_times(run.engine, run.padded, matrix.for_rows(r), {r}, run.layouts[l],
+                                             kServiceSecondsPerSize, run.stop);
+      if (t.ms_by_rows.count(r)) layout_times[l].ms_by_rows[r] = t.ms_by_rows[r];
+    }
+    run.advance(run.service_s, "timed layouts");
+  }
+  return layout_times;
+}
+
+// The first latency class, else the first class: it picks the layout and is the baseline's class.
+const ClassGoal& lead_goal(const std::vector<ClassGoal>& goals) {
+  for (const ClassGoal& g : goals)
+    if (!g.slo.throughput) return g;
+  return goals.front();
+}
+
+// The layout whose best setting the lead class prices highest; the first when none was timed fully.
+size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<ServiceTimes>& layout_times) {
+  size_t best = 0;
+  double best_qps = -1;
+  for (size_t l = 0; l < run.layouts.size(); ++l) {
+    if (!run.complete(layout_times[l])) continue;
+    auto ranked = price(run.o, lead.slo, run.layouts[l], layout_times[l], run.max_batches);
+    if (!ranked.empty() && ranked.front().predicted_qps > best_qps) best_qps = ranked.front().predicted_qps, best = l;
+  }
+  return best;
+}
+
+// One setting's curve on `bench`, the bar advancing with each point.
+Candidate measure_curve(Run& run, LoadBench& bench, double predicted_qps, const std::string& label) {
+  return search_capacity(bench, predicted_qps, run.o.duration_s, run.arrivals, run.stop, [&](const CurvePoint& pt) {
+    run.advance(run.o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
+  });
+}
+
+// Prices every setting for the class on `layout`, measures the best few on the serving path and
+// chooses the best measured; with nothing measured yet (stopped early), the best predicted.
+ClassRecord measure_class(Run& run, const ClassGoal& goal, const ServeConfig& serve,
+                          const std::shared_ptr<const serve::OptionsMatrix>& matrix, const Layout& layout,
+                          const ServiceTimes& times) {
+  ClassRecord cr;
+  cr.name = goal.name;
+  cr.slo = goal.slo;
+  std::vector<Priced> picks;
+  if (run.complete(times))
+    picks = pick_distinct(price(run.o, goal.slo, layout, times, run.max_batches), run.o.measure_per_class);
+  for (const Priced& p : picks) {
+    Candidate cand;
+    if (!run.stop.load()) {
+      run.status(goal.name + ": building sessions for " + describe(p.setting));
+      LoadBench bench(run.engine, serve, matrix, layout, run.o.request, p.setting, goal.slo, run.rows);
+      const std::string label = goal.name + ": " + describe(p.setting);
+      cand = measure_curve(run, bench, p.predicted_qps, label);
+      run.progress.note("tune: " + label + fmt(": predicted %.0f qps, measured %.0f qps", p.predicted_qps, cand.capacity_qps));
+    } else {
+      cand.setting = p.setting;
+      cand.predicted_qps = p.predicted_qps;
+    }
+    cr.candidates.push_back(cand);
+  }
+  const Candidate* best = nullptr;
+  for (const Candidate& c : cr.candidates)
+    if (!best || c.capacity_qps > best->capacity_qps ||
+        (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
+      best = &c;
+  if (best) cr.chosen = best->setting, cr.capacity_qps = best->capacity_qps;
+  return cr;
+}
+
+// The default (no fusion, no reuse, no batching) measured like a class under the lead class's SLO;
+// empty when stopped before its curve was complete.
+std::optional<ClassRecord> measure_baseline(Run& run, const ClassGoal& lead) {
+  const TuneOptions& o = run.o;
+  SessionOptions plain;
+  plain.mem_reuse = false;
+  plain.reorder = o.base.kernel.reorder_for_coalesce;
+  plain.fusion.reset();
+  ServeConfig serve = o.base.serve;
+  serve.matrix.clear();
+  auto plain_matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(serve, plain));
+  run.status("baseline: timing the default plan");
+  ServiceTimes t = measure_service_times(run.engine, run.padded, plain, {1}, {1, o.threads}, kServiceSecondsPerSize, run.stop);
+  if (run.stop.load()) return std::nullopt;
+  TrafficClass one;
+  one.batch_window_ms = 0;
+  one.max_batch = 1;
+  const Setting s{0, 1, 1};
+  LoadBench plain_bench(run.engine, serve, plain_matrix, {1, o.threads}, o.request, s, lead.slo, {1});
+  Candidate c = measure_curve(run, plain_bench, simulated_capacity(one, 1, t, lead.slo.p99_ms),
+                              "baseline (no fusion, no reuse, no batching)");
+  run.progress.note(fmt("tune: baseline: measured %.0f qps within p99 %.0f ms", c.capacity_qps, lead.slo.p99_ms));
+  if (run.stop.load()) return std::nullopt;
+  ClassRecord base;
+  base.name = lead.name;
+  base.slo = lead.slo;
+  base.candidates.push_back(c);
+  base.chosen = s;
+  base.capacity_qps = c.capacity_qps;
+  return base;
+}
+
+// The classes fusor serve reads: one per goal with its chosen batching (what else `config` gave a
+// class, such as its timeout, stays), the lead class the default.
+void serve_chosen_classes(Config& config, const TunedRecord& rec, const Layout& layout, const std::string& lead) {
+  const std::map<std::string, TrafficClass> given = config.serve.classes;
+  config.serve.execution_contexts = layout.contexts;
+  config.serve.classes.clear();
+  for (const ClassRecord& cr : rec.classes) {
+    auto it = given.find(cr.name);
+    TrafficClass t = it != given.end() ? it->second : TrafficClass{};
+    t.batch_window_ms = cr.chosen.batch_window_ms;
+    t.max_batch = cr.chosen.max_batch;
+    t.preferred_batch_sizes.clear();
+    t.priority = cr.slo.throughput ? 1 : 0;  // latency classes run first when both have a batch ready
+    config.serve.classes[cr.name] = t;
+  }
+  config.serve.default_class = lead;
+  config.batch_window_ms = config.serve.classes[lead].batch_window_ms;
+}
+
 }  // namespace
 
 ClassGoal parse_slo(const std::string& text) {
@@ -105,31 +325,7 @@ ClassGoal parse_slo(const std::string& text) {
 
 TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop) {
   if (o.goals.empty()) throw Error("give at least one --slo CLASS:...");
-  const serve::Signature sig = serve::Signature::of(engine.inputs(), engine.outputs());
-  std::vector<int64_t> max_batches = sig.batched ? o.max_batches : std::vector<int64_t>{1};
-  const int64_t max_rows = *std::max_element(max_batches.begin(), max_batches.end());
-  const std::vector<int64_t> rows = buckets_up_to(max_rows);
-  // Sessions see batches padded as the batcher pads them: the sequence up to its bucket.
-  std::map<std::string, Dims> padded = o.request;
-  for (size_t i = 0; i < sig.inputs.size(); ++i)
-    if (sig.input_has_seq[i] && padded.count(sig.inputs[i].name)) {
-      Dims& d = padded[sig.inputs[i].name];
-      if (d.size() > 1) d[1] = serve::padded_seq(d[1], o.base.serve.seq_bucket);
-    }
-  std::vector<Layout> layouts = {{1, o.threads}};
-  if (o.threads >= 2) layouts.push_back({2, o.threads / 2});
-
-  // Work estimate in seconds, for the bar.
-  const double service_s = static_cast<double>(rows.size()) * (kServiceSecondsPerSize + 0.3);
-  const double total_s = 3 * 5.0 + (3 + 1) * service_s +
-                         (static_cast<double>(o.goals.size()) * o.measure_per_class + (o.baseline ? 1 : 0)) *
-                             kMaxSearchPoints * (o.duration_s + 0.5);
-  double done_s = 0;
-  auto advance = [&](double s, const std::string& status) {
-    done_s += s;
-    progress.update(done_s / total_s, status);
-  };
-
+  Run run(engine, o, progress, stop);
   TuneResult result;
   TunedRecord& rec = result.record;
   rec.model = o.model_path;
@@ -140,44 +336,14 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   rec.arrivals = o.arrivals_name;
   rec.duration_s = o.duration_s;
 
+  // 1. Gate the fusion options, time them per bucket size, and choose the config matrix.
   SessionOptions base_session;
   base_session.mem_reuse = o.base.mem_reuse;
   base_session.reorder = o.base.kernel.reorder_for_coalesce;
-
-  // 1. Gate the fusion options, then time them per bucket size.
-  std::vector<FusionOption> options;
-  for (FusionOption option : fusion_options(o.base.fusion)) {
-    if (stop.load()) break;
-    progress.update(done_s / total_s, "gating fusion option " + option.name);
-    try {
-      apply_precision_verdict(engine, o.model_path, option.fusion, true);
-      options.push_back(option);
-      progress.note("tune: fusion option " + option.name + ": passes the gate" +
-                    (option.fusion.disabled.empty() ? "" : fmt(" (%g item(s) rolled back)", option.fusion.disabled.size())));
-    } catch (const Error& e) {
-      progress.note("tune: fusion option " + option.name + " dropped: " + e.what());
-    }
-    advance(5, "gated " + option.name);
-  }
+  const std::vector<FusionOption> options = gated_options(run);
   if (options.empty() && !stop.load()) throw Error("no fusion option passes the precision gate");
-
-  // Two passes over the options, the better time of each kept: one hiccup (a co-tenant, a page
-  // fault storm) must not hand a bucket to the wrong option.
-  std::map<std::string, ServiceTimes> by_option;  // layout 1
-  for (int pass = 0; pass < 2; ++pass)
-    for (const FusionOption& option : options) {
-      if (stop.load()) break;
-      progress.update(done_s / total_s, "timing batches, fusion " + option.name);
-      SessionOptions so = base_session;
-      so.fusion = option.fusion;
-      ServiceTimes t = measure_service_times(engine, padded, so, rows, layouts[0], kServiceSecondsPerSize / 2, stop);
-      for (const auto& [r, ms] : t.ms_by_rows) {
-        auto [it, fresh] = by_option[option.name].ms_by_rows.emplace(r, ms);
-        if (!fresh) it->second = std::min(it->second, ms);
-      }
-      advance(service_s / 2, "timed " + option.name);
-    }
-  const MatrixChoice choice = choose_matrix(options, by_option, rows);
+  const std::map<std::string, ServiceTimes> by_option = time_options(run, options, base_session);
+  const MatrixChoice choice = choose_matrix(options, by_option, run.rows);
   rec.matrix = choice.timings;
   Config& config = result.config;
   config = o.base;
@@ -185,123 +351,23 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   SessionOptions top = base_session;
   top.fusion = options.empty() ? o.base.fusion : options.front().fusion;  // "all", gated
   auto matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(config.serve, top));
+  const std::vector<ServiceTimes> layout_times = time_layouts(run, choice, by_option, *matrix);
 
-  // Service times of the chosen matrix per layout (layout 1 straight from the table).
-  std::vector<ServiceTimes> layout_times(layouts.size());
-  for (const auto& [r, option] : choice.per_rows) layout_times[0].ms_by_rows[r] = by_option[option->name].ms_by_rows.at(r);
-  for (size_t l = 1; l < layouts.size() && !stop.load(); ++l) {
-    progress.update(done_s / total_s, fmt("timing batches on %g contexts", static_cast<double>(layouts[l].contexts)));
-    for (const auto& [r, option] : choice.per_rows) {
-      ServiceTimes t = measure_service_times(engine, padded, matrix->for_rows(r), {r}, layouts[l], kServiceSecondsPerSize, stop);
-      if (t.ms_by_rows.count(r)) layout_times[l].ms_by_rows[r] = t.ms_by_rows[r];
-    }
-    advance(service_s, "timed layouts");
-  }
-
-  // 2. Price every setting; the layout is the one the first latency class prefers.
-  const ClassGoal* lead = &o.goals.front();
-  for (const ClassGoal& g : o.goals)
-    if (!g.slo.throughput) {
-      lead = &g;
-      break;
-    }
-  size_t layout_index = 0;
-  double lead_best = -1;
-  for (size_t l = 0; l < layouts.size(); ++l) {
-    if (layout_times[l].ms_by_rows.size() != rows.size()) continue;
-    auto ranked = price(o, lead->slo, layouts[l], layout_times[l], max_batches);
-    if (!ranked.empty() && ranked.front().predicted_qps > lead_best) lead_best = ranked.front().predicted_qps, layout_index = l;
-  }
-  const Layout layout = layouts[layout_index];
+  // 2. Price every setting; the layout is the one the lead class prefers.
+  const ClassGoal& lead = lead_goal(o.goals);
+  const size_t layout_index = best_layout(run, lead, layout_times);
+  const Layout layout = run.layouts[layout_index];
   if (!stop.load())
     progress.note(fmt("tune: %g execution context(s) x %g thread(s); matrix of %g row(s)", static_cast<double>(layout.contexts),
                       layout.threads_per_context, static_cast<double>(config.serve.matrix.size())));
 
   // 3. Measure the best few per class on the serving path, and the baseline.
-  const ArrivalSource arrivals = [&](double rate, double duration, uint64_t seed) {
-    return o.trace ? replay_arrivals(*o.trace, rate, duration) : poisson_arrivals(rate, duration, seed);
-  };
-  for (const ClassGoal& g : o.goals) {
-    ClassRecord cr;
-    cr.name = g.name;
-    cr.slo = g.slo;
-    std::vector<Priced> picks;
-    if (layout_times[layout_index].ms_by_rows.size() == rows.size())
-      picks = pick_distinct(price(o, g.slo, layout, layout_times[layout_index], max_batches), o.measure_per_class);
-    for (const Priced& p : picks) {
-      Candidate cand;
-      if (!stop.load()) {
-        progress.update(done_s / total_s, g.name + ": building sessions for " + describe(p.setting));
-        LoadBench bench(engine, config.serve, matrix, layout, o.request, p.setting, g.slo, rows);
-        const std::string label = g.name + ": " + describe(p.setting);
-        cand = search_capacity(bench, p.predicted_qps, o.duration_s, arrivals, stop,
-                               [&](const CurvePoint& pt) {
-                                 advance(o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
-                               });
-        progress.note("tune: " + label + fmt(": predicted %.0f qps, measured %.0f qps", p.predicted_qps, cand.capacity_qps));
-      } else {
-        cand.setting = p.setting;
-        cand.predicted_qps = p.predicted_qps;
-      }
-      cr.candidates.push_back(cand);
-    }
-    // The best measured; with nothing measured yet (stopped early), the best predicted.
-    const Candidate* best = nullptr;
-    for (const Candidate& c : cr.candidates)
-      if (!best || c.capacity_qps > best->capacity_qps ||
-          (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
-        best = &c;
-    if (best) cr.chosen = best->setting, cr.capacity_qps = best->capacity_qps;
-    rec.classes.push_back(cr);
-  }
-
-  if (o.baseline && !stop.load()) {
-    SessionOptions plain;
-    plain.mem_reuse = false;
-    plain.reorder = o.base.kernel.reorder_for_coalesce;
-    plain.fusion.reset();
-    ServeConfig serve = o.base.serve;
-    serve.matrix.clear();
-    auto plain_matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(serve, plain));
-    progress.update(done_s / total_s, "baseline: timing the default plan");
-    ServiceTimes t = measure_service_times(engine, padded, plain, {1}, {1, o.threads}, kServiceSecondsPerSize, stop);
-    TrafficClass one;
-    one.batch_window_ms = 0;
-    one.max_batch = 1;
-    Setting s{0, 1, 1};
-    ClassRecord base_rec;
-    base_rec.name = lead->name;
-    base_rec.slo = lead->slo;
-    if (!stop.load()) {
-      LoadBench plain_bench(engine, serve, plain_matrix, {1, o.threads}, o.request, s, lead->slo, {1});
-      double predicted = simulated_capacity(one, 1, t, lead->slo.p99_ms);
-      const std::string label = "baseline (no fusion, no reuse, no batching)";
-      Candidate c = search_capacity(plain_bench, predicted, o.duration_s, arrivals, stop, [&](const CurvePoint& pt) {
-        advance(o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
-      });
-      base_rec.candidates.push_back(c);
-      base_rec.chosen = s;
-      base_rec.capacity_qps = c.capacity_qps;
-      progress.note(fmt("tune: baseline: measured %.0f qps within p99 %.0f ms", c.capacity_qps, lead->slo.p99_ms));
-      if (!stop.load()) rec.baseline = base_rec;
-    }
-  }
+  for (const ClassGoal& g : o.goals)
+    rec.classes.push_back(measure_class(run, g, config.serve, matrix, layout, layout_times[layout_index]));
+  if (o.baseline && !stop.load()) rec.baseline = measure_baseline(run, lead);
   rec.interrupted = stop.load();
 
-  // The config fusor serve reads: one class per goal with its chosen setting.
-  config.serve.execution_contexts = layout.contexts;
-  config.serve.classes.clear();
-  for (const ClassRecord& cr : rec.classes) {
-    auto given = o.base.serve.classes.find(cr.name);
-    TrafficClass t = given != o.base.serve.classes.end() ? given->second : TrafficClass{};
-    t.batch_window_ms = cr.chosen.batch_window_ms;
-    t.max_batch = cr.chosen.max_batch;
-    t.preferred_batch_sizes.clear();
-    t.priority = cr.slo.throughput ? 1 : 0;  // latency classes run first when both have a batch ready
-    config.serve.classes[cr.name] = t;
-  }
-  config.serve.default_class = lead->name;
-  config.batch_window_ms = config.serve.classes[lead->name].batch_window_ms;
+  serve_chosen_classes(config, rec, layout, lead.name);
   progress.finish();
   return result;
 }

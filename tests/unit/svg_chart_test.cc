@@ -1,12 +1,13 @@
 // The SVG chart module: ticks, escaping, clipping of out-of-range data, and well-formed output.
-#include "tune/svg_chart.h"
+#include "report/svg_chart.h"
 
 #include <gtest/gtest.h>
 
 #include "markup_check.h"
-#include "tune/html.h"
+#include "report/html.h"
+#include "report/number_text.h"
 
-namespace fusor::tune::svg {
+namespace fusor::report::svg {
 namespace {
 
 size_t count(const std::string& s, const std::string& what) {
@@ -87,14 +88,14 @@ TEST(SvgChart, BarChartHasOneBarPerValue) {
 
 TEST(Html, EscapeAndNumbers) {
   EXPECT_EQ(html_escape("<a href=\"x\">&'</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;&lt;/a&gt;");
-  EXPECT_EQ(short_number(131.5, 4), "131.5");
-  EXPECT_EQ(short_number(0.0021), "0.0021");
-  EXPECT_EQ(short_number(12000), "12000");
-  EXPECT_EQ(short_number(2.0), "2");
-  EXPECT_EQ(short_number(0), "0");
-  EXPECT_EQ(short_number(1e-9), "1e-09");
-  EXPECT_EQ(fixed_number(2.5, 2), "2.50");
+  EXPECT_EQ(significant_digits(131.5, 4), "131.5");
+  EXPECT_EQ(significant_digits(0.0021), "0.0021");
+  EXPECT_EQ(significant_digits(12000), "12000");
+  EXPECT_EQ(significant_digits(2.0), "2");
+  EXPECT_EQ(significant_digits(0), "0");
+  EXPECT_EQ(significant_digits(1e-9), "1e-09");
+  EXPECT_EQ(fixed_decimals(2.5, 2), "2.50");
 }
 
 }  // namespace
-}  // namespace fusor::tune::svg
+}  // namespace fusor::report::svg

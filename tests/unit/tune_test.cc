@@ -10,6 +10,7 @@
 
 #include "fusor/error.h"
 #include "tune/arrivals.h"
+#include "tune/duration.h"
 #include "tune/fusion_matrix.h"
 #include "tune/open_loop.h"
 #include "tune/simulate.h"
@@ -175,6 +176,25 @@ TEST(Curve, CapacityIsTheLastPointOfTheLeadingRunThatMeetsTheTarget) {
   curve[1].errors = 0;
   curve[1].achieved_qps = 18;  // fell behind the offered rate
   EXPECT_EQ(measured_capacity(curve, 30), 10);
+}
+
+TEST(Curve, CapacityPointIsAtOrBelowTheCapacity) {
+  std::vector<CurvePoint> curve(3);
+  curve[0].offered_qps = 40, curve[1].offered_qps = 80, curve[2].offered_qps = 120;
+  EXPECT_EQ(capacity_point(curve, 80), &curve[1]);
+  EXPECT_EQ(capacity_point(curve, 100), &curve[1]);
+  EXPECT_EQ(capacity_point(curve, 500), &curve[2]);
+  EXPECT_EQ(capacity_point(curve, 0), &curve[0]);
+  EXPECT_EQ(capacity_point({}, 10), nullptr);
+}
+
+TEST(Duration, ParsesMillisecondsSecondsAndMicroseconds) {
+  EXPECT_EQ(parse_duration_ms("30ms"), 30);
+  EXPECT_EQ(parse_duration_ms("0.03s"), 30);
+  EXPECT_EQ(parse_duration_ms("30"), 30);
+  EXPECT_EQ(parse_duration_ms("250us"), 0.25);
+  for (const char* bad : {"", "ms", "s", "-5ms", "0", "abc", "30 ms", "30m", "nan", "inf", "1e999", "3.0.1"})
+    EXPECT_FALSE(parse_duration_ms(bad)) << bad;
 }
 
 TEST(Slo, Parses) {

@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "tune/comparison.h"
-#include "tune/onboard_report.h"
+#include "report/comparison.h"
+#include "report/onboard_report.h"
 #include "tune/tuned_record_json.h"
 #include "tune_args.h"
 
@@ -98,23 +98,13 @@ std::string utc_now() {
 
 void render(const fs::path& dir) {
   json onboard = read_json(dir / "onboard.json");
-  write_text(dir / "report.html", tune::onboard_report_html(onboard));
+  write_text(dir / "report.html", report::onboard_report_html(onboard));
 }
 
-void onboard(const OnboardArgs& a) {
-  if (!a.render_only.empty()) {
-    render(a.render_only);
-    std::printf("report: %s\n", (fs::path(a.render_only) / "report.html").c_str());
-    return;
-  }
+// The checklist's steps, each a fusor subcommand writing into `dir`; their command lines go to
+// `commands`. Returns the plan step's exit code (the plan may fail: the report then has none).
+int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   const ModelArgs& m = a.tune.model;
-  if (m.model.empty()) throw Error("give the MODEL to onboard (or --render-only DIR)");
-  if (!fs::is_regular_file(m.model)) throw Error(m.model + ": no such model file");
-  fs::path dir = a.out_dir.empty() ? fs::path("onboard-" + fs::path(m.model).parent_path().filename().string()) : fs::path(a.out_dir);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) throw Error("cannot create output folder " + dir.string());
-
   std::vector<std::string> common;  // the options every step shares
   if (!m.config_path.empty()) common.insert(common.end(), {"--config", m.config_path});
   if (m.threads > 0) common.insert(common.end(), {"--threads", std::to_string(m.threads)});
@@ -124,14 +114,12 @@ void onboard(const OnboardArgs& a) {
     args.insert(args.begin() + 2, common.begin(), common.end());  // after the subcommand and model
     return args;
   };
-  json commands = json::array();
   auto step = [&](const char* title, const std::vector<std::string>& args, bool required) {
     std::fprintf(stderr, "\n== onboard: %s\n", title);
     int rc = run_step(args, commands);
     if (rc != 0 && required) throw Error(std::string(title) + " failed (exit " + std::to_string(rc) + "); see above");
     return rc;
   };
-  signal(SIGINT, SIG_IGN);
   const std::string p = (dir / "").string();
   step("1/6 profile, unfused", with({"profile", m.model, "--batch", "1", "--seq", seq, "--runs", "20", "--no-fusion", "--json", p + "profile-before.json"}), true);
   step("2/6 profile, fused", with({"profile", m.model, "--batch", "1", "--seq", seq, "--runs", "20", "--json", p + "profile-after.json"}), true);
@@ -154,26 +142,51 @@ void onboard(const OnboardArgs& a) {
   std::snprintf(number[0], 32, "%g", a.qps);
   std::snprintf(number[1], 32, "%g", a.headroom);
   std::snprintf(number[2], 32, "%g", a.cost_per_hour);
-  int plan_rc = step("6/6 plan", {"plan", "--tuned", p + "tuned.yaml", "--qps", number[0], "--headroom", number[1],
-                                  "--cost-per-hour", number[2], "--json", p + "plan.json", "--k8s", p + "k8s"}, false);
-  signal(SIGINT, SIG_DFL);
+  return step("6/6 plan", {"plan", "--tuned", p + "tuned.yaml", "--qps", number[0], "--headroom", number[1],
+                           "--cost-per-hour", number[2], "--json", p + "plan.json", "--k8s", p + "k8s"}, false);
+}
 
-  tune::TunedRecord record = tune::load_tuned_record(p + "tuned.yaml");
+// The onboard document (docs/onboard.md) from the steps' outputs in `dir`.
+json onboard_document(const std::string& model, const tune::TunedRecord& record, const fs::path& dir, bool planned,
+                      const json& commands) {
   json request = json::object();
   for (const auto& [name, dims] : record.request) request[name] = dims;
-  json doc = {{"model", m.model},
-              {"machine", record.machine},
-              {"generated_at", utc_now()},
-              {"request", request},
-              {"profile", {{"before", read_json(p + "profile-before.json")}, {"after", read_json(p + "profile-after.json")}}},
-              {"check", read_json(p + "check.json")},
-              {"tuned", tune::tuned_record_json(record)},
-              {"plan", plan_rc == 0 ? read_json(p + "plan.json") : json(nullptr)},
-              {"commands", commands},
-              {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
+  return {{"model", model},
+          {"machine", record.machine},
+          {"generated_at", utc_now()},
+          {"request", request},
+          {"profile", {{"before", read_json(dir / "profile-before.json")}, {"after", read_json(dir / "profile-after.json")}}},
+          {"check", read_json(dir / "check.json")},
+          {"tuned", tune::tuned_record_json(record)},
+          {"plan", planned ? read_json(dir / "plan.json") : json(nullptr)},
+          {"commands", commands},
+          {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
+}
+
+void onboard(const OnboardArgs& a) {
+  if (!a.render_only.empty()) {
+    render(a.render_only);
+    std::printf("report: %s\n", (fs::path(a.render_only) / "report.html").c_str());
+    return;
+  }
+  const ModelArgs& m = a.tune.model;
+  if (m.model.empty()) throw Error("give the MODEL to onboard (or --render-only DIR)");
+  if (!fs::is_regular_file(m.model)) throw Error(m.model + ": no such model file");
+  fs::path dir = a.out_dir.empty() ? fs::path("onboard-" + fs::path(m.model).parent_path().filename().string()) : fs::path(a.out_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) throw Error("cannot create output folder " + dir.string());
+
+  json commands = json::array();
+  signal(SIGINT, SIG_IGN);
+  const int plan_rc = run_checklist(a, dir, commands);
+  signal(SIGINT, SIG_DFL);
+
+  tune::TunedRecord record = tune::load_tuned_record((dir / "tuned.yaml").string());
+  const json doc = onboard_document(m.model, record, dir, plan_rc == 0, commands);
   write_text(dir / "onboard.json", doc.dump(1) + "\n");
   render(dir);
-  std::printf("\n%s\n%s", tuned_summary(record).c_str(), tune::comparison_table(tune::onboard_comparison(doc)).c_str());
+  std::printf("\n%s\n%s", tuned_summary(record).c_str(), report::comparison_table(report::onboard_comparison(doc)).c_str());
   std::printf("report: %s\n", (dir / "report.html").c_str());
   if (record.interrupted) throw ExitCode{130};
 }

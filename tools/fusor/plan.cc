@@ -1,5 +1,5 @@
 // fusor plan: instances, utilisation, latency and cost for a target rate, from the curves fusor
-// tune measured (src/tune/capacity_plan.h); --k8s writes manifests that serve the tuned config.
+// tune measured (src/capacity/capacity_plan.h); --k8s writes manifests that serve the tuned config.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,15 +9,16 @@
 #include "commands.h"
 #include "fusor/config.h"
 #include "fusor/error.h"
-#include "tune/capacity_plan.h"
-#include "tune/k8s_manifests.h"
+#include "capacity/capacity_plan.h"
+#include "capacity/k8s_manifests.h"
+#include "tune/duration.h"
 
 namespace fusor::cli {
 namespace {
 
 struct PlanArgs {
   std::string tuned_path, json_path, k8s_dir, image = "fusor:latest", model_name;
-  tune::PlanRequest request;
+  capacity::PlanRequest request;
 };
 
 // models/minilm-l6/model.onnx -> minilm-l6; resnet.onnx -> resnet.
@@ -39,23 +40,23 @@ std::string read_text(const std::string& path) {
 void plan(PlanArgs& a) {
   tune::TunedRecord record = tune::load_tuned_record(a.tuned_path);
   Config config = load_config(a.tuned_path);  // the manifests serve this file: it must parse
-  tune::CapacityPlan p = tune::plan_capacity(record, a.request);
+  capacity::CapacityPlan p = capacity::plan_capacity(record, a.request);
   if (!config.serve.classes.count(p.class_name))
     std::fprintf(stderr, "fusor plan: note: %s serves no class '%s'; requests naming it will be refused\n",
                  a.tuned_path.c_str(), p.class_name.c_str());
   if (!a.k8s_dir.empty()) {
-    tune::ManifestOptions m;
+    capacity::ManifestOptions m;
     m.model_name = a.model_name.empty() ? default_model_name(record.model) : a.model_name;
     m.image = a.image;
     m.tuned_yaml = read_text(a.tuned_path);
     m.tuned_path = a.tuned_path;
-    p.manifests = tune::write_manifests(tune::k8s_manifests(p, m), a.k8s_dir);
+    p.manifests = capacity::write_manifests(capacity::k8s_manifests(p, m), a.k8s_dir);
   }
-  std::cout << tune::capacity_plan_table(p);
+  std::cout << capacity::capacity_plan_table(p);
   if (!a.k8s_dir.empty()) std::cout << "  written to " << a.k8s_dir << "\n";
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
-    f << tune::capacity_plan_json(p).dump(2) << "\n";
+    f << capacity::capacity_plan_json(p).dump(2) << "\n";
     f.close();
     if (!f) throw Error("cannot write " + a.json_path);
   }

@@ -13,7 +13,6 @@
 #include "commands.h"
 #include "model_args.h"
 #include "profile/ceilings.h"
-#include "tune/comparison.h"
 #include "tune_args.h"
 
 namespace fusor::cli {

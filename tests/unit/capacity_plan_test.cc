@@ -7,12 +7,18 @@
 #include <fstream>
 #include <set>
 
+#include "capacity/capacity_plan.h"
+#include "capacity/k8s_manifests.h"
 #include "fusor/error.h"
-#include "tune/capacity_plan.h"
-#include "tune/k8s_manifests.h"
 
-namespace fusor::tune {
+namespace fusor::capacity {
 namespace {
+
+using tune::Candidate;
+using tune::ClassRecord;
+using tune::CurvePoint;
+using tune::Setting;
+using tune::TunedRecord;
 
 CurvePoint point(double offered, double achieved, double p50, double p99, double util, int64_t errors = 0) {
   return {offered, achieved, p50, p99, util, 1.5, errors};
@@ -59,7 +65,7 @@ PlanRequest req(double qps, double headroom = 0.3) {
   return q;
 }
 
-TEST(TunePlan, InterpolatesCapacityAndPredictsAtThePerInstanceLoad) {
+TEST(CapacityPlan, InterpolatesCapacityAndPredictsAtThePerInstanceLoad) {
   PlanRequest q = req(1000);
   q.cost_per_hour = 1.2;
   CapacityPlan p = plan_capacity(record(), q);
@@ -79,12 +85,12 @@ TEST(TunePlan, InterpolatesCapacityAndPredictsAtThePerInstanceLoad) {
   EXPECT_NE(p.capacity_basis.find("interpolated"), std::string::npos) << p.capacity_basis;
 }
 
-TEST(TunePlan, AnExactFitDoesNotRoundUpToOneMoreInstance) {
+TEST(CapacityPlan, AnExactFitDoesNotRoundUpToOneMoreInstance) {
   EXPECT_EQ(plan_capacity(record(), req(700)).instances, 10);  // 700 / (100 x 0.7) = 10
   EXPECT_EQ(plan_capacity(record(), req(700.1)).instances, 11);
 }
 
-TEST(TunePlan, BelowTheFirstPointUtilisationScalesFromZero) {
+TEST(CapacityPlan, BelowTheFirstPointUtilisationScalesFromZero) {
   CapacityPlan p = plan_capacity(record(), req(10, 0));
   EXPECT_EQ(p.instances, 1);
   EXPECT_NEAR(p.utilisation, 0.05, 1e-12);
@@ -92,7 +98,7 @@ TEST(TunePlan, BelowTheFirstPointUtilisationScalesFromZero) {
   EXPECT_DOUBLE_EQ(p.p99_ms, 8);
 }
 
-TEST(TunePlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
+TEST(CapacityPlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
   PlanRequest q = req(1000);
   q.p99_ms = 100;  // every p99 is within; 160 qps had errors, so 120 is the last usable point
   CapacityPlan p = plan_capacity(record(), q);
@@ -100,7 +106,7 @@ TEST(TunePlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
   EXPECT_EQ(p.instances, 12);  // ceil(1000 / 84)
 }
 
-TEST(TunePlan, WhenEveryPointIsWithinTheTunersCapacityBoundsTheSloTarget) {
+TEST(CapacityPlan, WhenEveryPointIsWithinTheTunersCapacityBoundsTheSloTarget) {
   TunedRecord r = record();
   Candidate& k = r.classes[1].candidates[1];
   k.curve.pop_back();  // no errors left: every point is within p99 <= 30 ms
@@ -112,7 +118,7 @@ TEST(TunePlan, WhenEveryPointIsWithinTheTunersCapacityBoundsTheSloTarget) {
   EXPECT_DOUBLE_EQ(plan_capacity(r, looser).capacity_qps_per_instance, 120);
 }
 
-TEST(TunePlan, ExplicitClassAndDefaultWithoutLatencyClasses) {
+TEST(CapacityPlan, ExplicitClassAndDefaultWithoutLatencyClasses) {
   PlanRequest q = req(600);
   q.class_name = "batch";
   CapacityPlan p = plan_capacity(record(), q);
@@ -124,7 +130,7 @@ TEST(TunePlan, ExplicitClassAndDefaultWithoutLatencyClasses) {
   EXPECT_EQ(plan_capacity(only_batch, req(10)).class_name, "batch");
 }
 
-TEST(TunePlan, ACurveThatNeverMeetsTheTargetIsAClearError) {
+TEST(CapacityPlan, ACurveThatNeverMeetsTheTargetIsAClearError) {
   PlanRequest q = req(100);
   q.p99_ms = 5;
   try {
@@ -136,7 +142,7 @@ TEST(TunePlan, ACurveThatNeverMeetsTheTargetIsAClearError) {
   }
 }
 
-TEST(TunePlan, BadRequestsAreOneLineErrors) {
+TEST(CapacityPlan, BadRequestsAreOneLineErrors) {
   PlanRequest unknown = req(100);
   unknown.class_name = "bulk";
   try {
@@ -155,16 +161,15 @@ TEST(TunePlan, BadRequestsAreOneLineErrors) {
   EXPECT_THROW(plan_capacity(TunedRecord{}, req(100)), Error);
 }
 
-TEST(TunePlan, ParsesDurations) {
-  EXPECT_EQ(parse_duration_ms("30ms"), 30);
-  EXPECT_EQ(parse_duration_ms("0.03s"), 30);
-  EXPECT_EQ(parse_duration_ms("30"), 30);
-  EXPECT_EQ(parse_duration_ms("250us"), 0.25);
-  for (const char* bad : {"", "ms", "s", "-5ms", "0", "abc", "30 ms", "30m", "nan", "inf", "1e999", "3.0.1"})
-    EXPECT_FALSE(parse_duration_ms(bad)) << bad;
+TEST(CapacityPlan, NumbersHaveAtMostTwoDecimals) {
+  EXPECT_EQ(two_decimals(131.456), "131.46");
+  EXPECT_EQ(two_decimals(9.1), "9.1");
+  EXPECT_EQ(two_decimals(20), "20");
+  EXPECT_EQ(two_decimals(0.0021), "0");
+  EXPECT_EQ(two_decimals(-0.001), "0");
 }
 
-TEST(TunePlan, JsonHasExactlyTheReportsFields) {
+TEST(CapacityPlan, JsonHasExactlyTheReportsFields) {
   CapacityPlan p = plan_capacity(record(), req(1000));
   p.manifests = {"deployment.yaml"};
   nlohmann::json j = capacity_plan_json(p);
@@ -183,7 +188,7 @@ TEST(TunePlan, JsonHasExactlyTheReportsFields) {
   EXPECT_NE(table.find("15"), std::string::npos) << table;
 }
 
-TEST(TunePlan, LittlesLawGivesTheRequestsInFlight) {
+TEST(CapacityPlan, LittlesLawGivesTheRequestsInFlight) {
   CapacityPlan p;
   p.per_instance_qps = 100;
   p.p50_ms = 25;
@@ -201,7 +206,7 @@ YAML::Node find(const std::vector<Manifest>& ms, const std::string& file) {
   return {};
 }
 
-TEST(TunePlan, ManifestsParseAndCarryThePlan) {
+TEST(CapacityPlan, ManifestsParseAndCarryThePlan) {
   PlanRequest q = req(2000, 0);
   CapacityPlan p = plan_capacity(record(), q);  // 20 instances at 100 qps: p50 9 ms
   ASSERT_EQ(p.instances, 20);
@@ -256,20 +261,20 @@ TEST(TunePlan, ManifestsParseAndCarryThePlan) {
   EXPECT_EQ(isvc["spec"]["predictor"]["containers"][0]["args"].as<std::vector<std::string>>(), args);
 }
 
-TEST(TunePlan, OneInstanceStillGetsRoomToScale) {
+TEST(CapacityPlan, OneInstanceStillGetsRoomToScale) {
   auto ms = k8s_manifests(plan_capacity(record(), req(10)), {"m", "img", "tuned: {}\n", ""});
   YAML::Node h = find(ms, "hpa.yaml");
   EXPECT_EQ(h["spec"]["minReplicas"].as<int>(), 1);
   EXPECT_EQ(h["spec"]["maxReplicas"].as<int>(), 4);
 }
 
-TEST(TunePlan, ResourceNamesAreDns1123) {
+TEST(CapacityPlan, ResourceNamesAreDns1123) {
   EXPECT_EQ(k8s_resource_name("MiniLM_L6"), "fusor-minilm-l6");
   EXPECT_EQ(k8s_resource_name("__a..b__"), "fusor-a-b");
   EXPECT_LE(k8s_resource_name(std::string(200, 'x')).size(), 63u - 6);
 }
 
-TEST(TunePlan, WritesManifestsAndRefusesAnUnwritableDirectory) {
+TEST(CapacityPlan, WritesManifestsAndRefusesAnUnwritableDirectory) {
   auto dir = std::filesystem::temp_directory_path() / ("tune_plan_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   auto names = write_manifests({{"a.yaml", "x: 1\n"}}, (dir / "k8s").string());
@@ -280,12 +285,12 @@ TEST(TunePlan, WritesManifestsAndRefusesAnUnwritableDirectory) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(TunePlan, PlansFromATunedYamlReadBack) {
-  TunedRecord r = parse_tuned_record(tuned_yaml(Config{}, record(), "test"), "tuned.yaml");
+TEST(CapacityPlan, PlansFromATunedYamlReadBack) {
+  TunedRecord r = tune::parse_tuned_record(tune::tuned_yaml(Config{}, record(), "test"), "tuned.yaml");
   CapacityPlan p = plan_capacity(r, req(1000));
   EXPECT_NEAR(p.capacity_qps_per_instance, 100, 1e-9);
   EXPECT_EQ(p.instances, 15);
 }
 
 }  // namespace
-}  // namespace fusor::tune
+}  // namespace fusor::capacity

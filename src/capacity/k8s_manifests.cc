@@ -1,4 +1,4 @@
-#include "tune/k8s_manifests.h"
+#include "capacity/k8s_manifests.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 
 #include "fusor/error.h"
 
-namespace fusor::tune {
+namespace fusor::capacity {
 namespace {
 
 constexpr int kHttp = 8000, kGrpc = 8001, kMetrics = 8002;
@@ -100,16 +100,16 @@ std::string deployment(const CapacityPlan& p, const ManifestOptions& o, const Na
                         "    initialDelaySeconds: 10\n"
                         "    periodSeconds: 10\n" +
                         indent(resources(p) + volume_mount(), "  ");
-  return "# fusor plan: class " + p.class_name + " at " + short_number(p.qps) + " qps.\n"
+  return "# fusor plan: class " + p.class_name + " at " + two_decimals(p.qps) + " qps.\n"
          "apiVersion: apps/v1\n"
          "kind: Deployment\n"
          "metadata:\n"
          "  name: " + n.app + "\n"
          "  labels: {app: " + n.app + "}\n"
          "spec:\n"
-         "  # replicas = ceil(" + short_number(p.qps) + " qps / (" + short_number(p.capacity_qps_per_instance) +
-         " qps per instance x (1 - headroom " + short_number(p.headroom) + ")))\n"
-         "  # capacity at p99 <= " + short_number(p.p99_target_ms) + " ms: " + p.capacity_basis + "\n"
+         "  # replicas = ceil(" + two_decimals(p.qps) + " qps / (" + two_decimals(p.capacity_qps_per_instance) +
+         " qps per instance x (1 - headroom " + two_decimals(p.headroom) + ")))\n"
+         "  # capacity at p99 <= " + two_decimals(p.p99_target_ms) + " ms: " + p.capacity_basis + "\n"
          "  replicas: " + std::to_string(p.instances) + "\n"
          "  selector:\n"
          "    matchLabels: {app: " + n.app + "}\n"
@@ -140,8 +140,9 @@ std::string service(const Names& n) {
 }
 
 std::string little(const CapacityPlan& p) {
-  return short_number(p.per_instance_qps) + " qps x " + short_number(p.p50_ms) + " ms (predicted p50, the mean estimate) = " +
-         short_number(p.per_instance_qps * p.p50_ms / 1000) + ", rounded up, at least 1";
+  return two_decimals(p.per_instance_qps) + " qps x " + two_decimals(p.p50_ms) +
+         " ms (predicted p50, the mean estimate) = " + two_decimals(p.per_instance_qps * p.p50_ms / 1000) +
+         ", rounded up, at least 1";
 }
 
 int64_t max_replicas(const CapacityPlan& p) { return std::max(4 * p.instances, p.instances + 1); }
@@ -238,4 +239,4 @@ std::vector<std::string> write_manifests(const std::vector<Manifest>& manifests,
   return names;
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::capacity

@@ -1,5 +1,5 @@
 // fusor plan: how many instances a target rate needs, and what each will see, read off the
-// latency-throughput curve fusor tune measured for a class's chosen setting (tuned_record.h).
+// latency-throughput curve fusor tune measured for a class's chosen setting (tune/tuned_record.h).
 // Nothing here is estimated from a model of the server: capacity, utilisation and latency are
 // linear interpolations between measured points, and never extrapolate beyond the last one.
 //
@@ -18,10 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/duration.h"
 #include "tune/tuned_record.h"
 
-namespace fusor::tune {
+namespace fusor::capacity {
 
 struct PlanRequest {
   double qps = 0;                 // total rate to serve, > 0
@@ -42,7 +41,7 @@ struct CapacityPlan {
   double utilisation = 0, p50_ms = 0, p99_ms = 0;  // predicted at per_instance_qps
   double cost_per_hour = 0, cost_per_hour_total = 0, cost_per_million = 0;  // 0: no cost given
   int threads_per_instance = 1;
-  Setting setting;
+  tune::Setting setting;
   std::vector<std::string> manifests;  // file names written by --k8s, filled by the caller
   // Where the numbers came from, for the table and the manifests' comments.
   std::string model, machine;
@@ -51,22 +50,22 @@ struct CapacityPlan {
 
 // Throws fusor::Error (one line) on a request out of range, an unknown class (naming the known
 // ones), a class without a measured curve, or a curve that never meets the p99 target.
-CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request);
+CapacityPlan plan_capacity(const tune::TunedRecord& record, const PlanRequest& request);
 
 // The class plan_capacity picks when request.class_name is empty; null when there is none.
-const ClassRecord* default_plan_class(const TunedRecord& record);
+const tune::ClassRecord* default_plan_class(const tune::TunedRecord& record);
 
 // Requests in one instance at its planned load, by Little's law: per_instance_qps x p50 (the
 // mean-latency estimate), rounded up, at least 1. The HPA's queue-metric target.
 int64_t planned_requests_in_flight(const CapacityPlan& plan);
 
-
-// Up to two decimals, trailing zeros dropped (9.1, 20, 131.5): the plan's numbers in text.
-std::string short_number(double x);
+// At most two decimals, trailing zeros dropped (9.1, 20, 131.46): the plan's numbers in its
+// table and manifests. (The onboard report writes significant digits: report/number_text.h.)
+std::string two_decimals(double x);
 
 // The plan as JSON with exactly the fields the onboard report reads (docs/plan.md).
 nlohmann::json capacity_plan_json(const CapacityPlan& plan);
 // A readable summary for a terminal: a few lines and a small table.
 std::string capacity_plan_table(const CapacityPlan& plan);
 
-}  // namespace fusor::tune
+}  // namespace fusor::capacity

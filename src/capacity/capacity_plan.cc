@@ -1,4 +1,4 @@
-#include "tune/capacity_plan.h"
+#include "capacity/capacity_plan.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,15 +7,18 @@
 
 #include "fusor/error.h"
 
-namespace fusor::tune {
-namespace {
+namespace fusor::capacity {
 
-std::string num(double x) { return short_number(x); }
+using tune::Candidate;
+using tune::ClassRecord;
+using tune::CurvePoint;
+using tune::TunedRecord;
+
+namespace {
 
 double lerp(double x0, double y0, double x1, double y1, double x) {
   return x1 == x0 ? y1 : y0 + (y1 - y0) * (x - x0) / (x1 - x0);
 }
-
 
 const ClassRecord& pick_class(const TunedRecord& record, const std::string& name) {
   if (record.classes.empty()) throw Error("the tuned record has no classes");
@@ -37,33 +40,34 @@ const Candidate& chosen_curve(const ClassRecord& c) {
 double capacity_of(const ClassRecord& c, const Candidate& k, double target_ms, std::string& basis) {
   const auto& curve = k.curve;
   size_t n_good = 0;  // the good prefix: capacity never rests on a point past a bad one
-  while (n_good < curve.size() && meets(curve[n_good], target_ms)) ++n_good;
-  const std::string target = "p99 <= " + num(target_ms) + " ms";
+  while (n_good < curve.size() && tune::meets(curve[n_good], target_ms)) ++n_good;
+  const std::string target = "p99 <= " + two_decimals(target_ms) + " ms";
   if (n_good == 0) {
     auto best = std::min_element(curve.begin(), curve.end(),
                                  [](const CurvePoint& a, const CurvePoint& b) { return a.p99_ms < b.p99_ms; });
     if (best->p99_ms > target_ms)
       throw Error("the tuned curve for class " + c.name + " never reaches " + target + "; lowest measured p99 is " +
-                  num(best->p99_ms) + " ms at " + num(best->offered_qps) + " qps");
+                  two_decimals(best->p99_ms) + " ms at " + two_decimals(best->offered_qps) + " qps");
     throw Error("the tuned curve for class " + c.name + " has no point within " + target +
                 " that answers every request and keeps up with the offered rate (first point: " +
-                num(curve[0].offered_qps) + " qps offered, " + num(curve[0].achieved_qps) + " achieved, " +
-                std::to_string(curve[0].errors) + " errors)");
+                two_decimals(curve[0].offered_qps) + " qps offered, " + two_decimals(curve[0].achieved_qps) +
+                " achieved, " + std::to_string(curve[0].errors) + " errors)");
   }
   const CurvePoint& last = curve[n_good - 1];
   if (n_good < curve.size() && curve[n_good].p99_ms > target_ms && curve[n_good].errors == 0) {
     const CurvePoint& beyond = curve[n_good];
-    basis = "interpolated between p99 " + num(last.p99_ms) + " ms at " + num(last.offered_qps) + " qps and " +
-            num(beyond.p99_ms) + " ms at " + num(beyond.offered_qps) + " qps";
+    basis = "interpolated between p99 " + two_decimals(last.p99_ms) + " ms at " + two_decimals(last.offered_qps) +
+            " qps and " + two_decimals(beyond.p99_ms) + " ms at " + two_decimals(beyond.offered_qps) + " qps";
     return lerp(last.p99_ms, last.offered_qps, beyond.p99_ms, beyond.offered_qps, target_ms);
   }
   double cap = last.offered_qps;
-  basis = n_good == curve.size() ? "every measured point is within " + target + "; the highest is " + num(cap) + " qps"
-                                 : "the last point within " + target + " that keeps up without errors: " + num(cap) + " qps";
+  basis = n_good == curve.size()
+              ? "every measured point is within " + target + "; the highest is " + two_decimals(cap) + " qps"
+              : "the last point within " + target + " that keeps up without errors: " + two_decimals(cap) + " qps";
   // The tuner's own verdict bounds an unmeasured rise when its SLO is the target or looser.
   if (k.capacity_qps > 0 && k.capacity_qps < cap && c.slo.p99_ms > 0 && target_ms <= c.slo.p99_ms) {
     cap = k.capacity_qps;
-    basis += ", bounded by the tuner's capacity_qps " + num(cap);
+    basis += ", bounded by the tuner's capacity_qps " + two_decimals(cap);
   }
   return cap;
 }
@@ -97,8 +101,10 @@ const ClassRecord* default_plan_class(const TunedRecord& record) {
 }
 
 CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& req) {
-  if (!(req.qps > 0) || !std::isfinite(req.qps)) throw Error("--qps must be a positive number, got " + num(req.qps));
-  if (!(req.headroom >= 0 && req.headroom < 0.95)) throw Error("--headroom must be in [0, 0.95), got " + num(req.headroom));
+  if (!(req.qps > 0) || !std::isfinite(req.qps))
+    throw Error("--qps must be a positive number, got " + two_decimals(req.qps));
+  if (!(req.headroom >= 0 && req.headroom < 0.95))
+    throw Error("--headroom must be in [0, 0.95), got " + two_decimals(req.headroom));
   if (!(req.cost_per_hour >= 0) || !std::isfinite(req.cost_per_hour))
     throw Error("--cost-per-hour must be a non-negative number");
   if (req.p99_ms && !(*req.p99_ms > 0 && std::isfinite(*req.p99_ms))) throw Error("--p99 must be a positive duration");
@@ -135,7 +141,7 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& req) {
   return p;
 }
 
-std::string short_number(double x) {
+std::string two_decimals(double x) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f", x);
   std::string s = buf;
@@ -172,23 +178,24 @@ nlohmann::json capacity_plan_json(const CapacityPlan& p) {
 }
 
 std::string capacity_plan_table(const CapacityPlan& p) {
-  std::string out = "Capacity plan for class " + p.class_name + " at " + num(p.qps) + " qps";
+  std::string out = "Capacity plan for class " + p.class_name + " at " + two_decimals(p.qps) + " qps";
   if (!p.model.empty()) out += " (" + p.model + (p.machine.empty() ? "" : ", measured on " + p.machine) + ")";
-  out += "\n  setting: batch_window_ms " + num(p.setting.batch_window_ms) + ", max_batch " +
+  out += "\n  setting: batch_window_ms " + two_decimals(p.setting.batch_window_ms) + ", max_batch " +
          std::to_string(p.setting.max_batch) + ", execution_contexts " + std::to_string(p.setting.execution_contexts) +
          ", " + std::to_string(p.threads_per_instance) + " threads per instance\n";
-  out += "  capacity: " + num(p.capacity_qps_per_instance) + " qps per instance at " +
-         (p.p99_target_ms > 0 ? "p99 <= " + num(p.p99_target_ms) + " ms" : "no latency bound") + " (" +
+  out += "  capacity: " + two_decimals(p.capacity_qps_per_instance) + " qps per instance at " +
+         (p.p99_target_ms > 0 ? "p99 <= " + two_decimals(p.p99_target_ms) + " ms" : "no latency bound") + " (" +
          p.capacity_basis + ")\n\n";
   std::vector<std::pair<std::string, std::string>> rows = {
-      {"instances", std::to_string(p.instances) + "  (headroom " + num(p.headroom * 100) + "%)"},
-      {"load per instance", num(p.per_instance_qps) + " qps"},
-      {"utilisation", num(p.utilisation * 100) + "%"},
-      {"p50", num(p.p50_ms) + " ms"},
-      {"p99", num(p.p99_ms) + " ms"},
+      {"instances", std::to_string(p.instances) + "  (headroom " + two_decimals(p.headroom * 100) + "%)"},
+      {"load per instance", two_decimals(p.per_instance_qps) + " qps"},
+      {"utilisation", two_decimals(p.utilisation * 100) + "%"},
+      {"p50", two_decimals(p.p50_ms) + " ms"},
+      {"p99", two_decimals(p.p99_ms) + " ms"},
   };
   if (p.cost_per_hour > 0) {
-    rows.push_back({"cost per hour", num(p.cost_per_hour_total) + "  (" + num(p.cost_per_hour) + " per instance)"});
+    rows.push_back(
+        {"cost per hour", two_decimals(p.cost_per_hour_total) + "  (" + two_decimals(p.cost_per_hour) + " per instance)"});
     char per_million[32];
     std::snprintf(per_million, sizeof per_million, "%.4g", p.cost_per_million);
     rows.push_back({"cost per million", std::string(per_million) + "  inferences"});
@@ -206,4 +213,4 @@ std::string capacity_plan_table(const CapacityPlan& p) {
   return out;
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::capacity

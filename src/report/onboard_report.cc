@@ -1,13 +1,19 @@
-// The onboard report page: reads the document's parts (report_inputs.h), writes the header with
-// the verdict, and joins the sections (report_*_sections.cc) under one style block.
-#include "tune/onboard_report.h"
+// The onboard report page: reads the document's parts (onboard_inputs.h), writes the header
+// with the verdict, and joins the sections (profile_sections.cc, tuning_sections.cc) under one
+// style block.
+#include "report/onboard_report.h"
 
 #include "fusor/error.h"
-#include "tune/html.h"
-#include "tune/report_sections.h"
+#include "report/html.h"
+#include "report/number_text.h"
+#include "report/sections.h"
 #include "tune/tuned_record_json.h"
 
-namespace fusor::tune {
+namespace fusor::report {
+
+using tune::ClassRecord;
+using tune::TunedRecord;
+
 namespace {
 
 constexpr const char* kSource = "onboard report";
@@ -51,13 +57,13 @@ std::string verdict(const Comparison& cmp, const CheckView& check, const Profile
                     const TunedRecord& record) {
   std::string v;
   const ClassRecord* c = cmp.class_name.empty() ? nullptr : record.find(cmp.class_name);
-  const std::string slo = cmp.slo_p99_ms > 0 ? " at p99 &le; " + short_number(cmp.slo_p99_ms) + " ms" : "";
+  const std::string slo = cmp.slo_p99_ms > 0 ? " at p99 &le; " + significant_digits(cmp.slo_p99_ms) + " ms" : "";
   if (cmp.throughput_ratio > 0) {
     const ClassRecord& b = *record.baseline;
-    v = "Tuned: <b>" + fixed_number(cmp.throughput_ratio, 2) + "x</b> the default's throughput" + slo + " (" +
-        short_number(c->capacity_qps, 4) + " vs " + short_number(b.capacity_qps, 4) + " requests/s)";
+    v = "Tuned: <b>" + fixed_decimals(cmp.throughput_ratio, 2) + "x</b> the default's throughput" + slo + " (" +
+        significant_digits(c->capacity_qps, 4) + " vs " + significant_digits(b.capacity_qps, 4) + " requests/s)";
   } else if (c) {
-    v = "Tuned: " + short_number(c->capacity_qps, 4) + " requests/s" + slo + " (" +
+    v = "Tuned: " + significant_digits(c->capacity_qps, 4) + " requests/s" + slo + " (" +
         html_escape(cmp.note.empty() ? "the baseline met no point of the SLO" : cmp.note) + ")";
   } else {
     v = "Nothing was tuned";
@@ -90,7 +96,7 @@ Comparison onboard_comparison(const nlohmann::json& onboard) {
   JsonField doc(onboard, "", kSource);
   std::optional<PlanView> plan;
   if (doc.has("plan")) plan = read_plan(doc.at("plan"));
-  return compare_to_baseline(tuned_record_from_json(doc.object("tuned").raw(), kSource),
+  return compare_to_baseline(tune::tuned_record_from_json(doc.object("tuned").raw(), kSource),
                              comparison_inputs(read_profile(doc.object("profile").at("after")), plan));
 }
 
@@ -104,7 +110,7 @@ std::string onboard_report_html(const nlohmann::json& onboard) {
   const ProfileView before = read_profile(profile.at("before"));
   const ProfileView after = read_profile(profile.at("after"));
   const CheckView check = read_check(doc.at("check"));
-  const TunedRecord record = tuned_record_from_json(doc.object("tuned").raw(), kSource);
+  const TunedRecord record = tune::tuned_record_from_json(doc.object("tuned").raw(), kSource);
   std::optional<PlanView> plan;
   if (doc.has("plan")) plan = read_plan(doc.at("plan"));
   const std::vector<NamedFile> files = doc.has("files") ? read_files(doc.at("files")) : std::vector<NamedFile>{};
@@ -140,4 +146,4 @@ std::string onboard_report_html(const nlohmann::json& onboard) {
                 "resources.</p></footer></body></html>\n";
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -5,11 +5,11 @@
 #include <string>
 #include <vector>
 
-#include "tune/comparison.h"
-#include "tune/report_inputs.h"
+#include "report/comparison.h"
+#include "report/onboard_inputs.h"
 #include "tune/tuned_record.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 
 // Colours shared by the sections (chart series and the style block).
 inline constexpr const char* kColorBefore = "#9aa5b1";
@@ -20,12 +20,12 @@ inline constexpr const char* kColorSlo = "#c0392b";
 std::string breakdown_section(const ProfileView& before, const ProfileView& after);
 std::string roofline_section(const ProfileView& after);
 std::string fusions_section(const CheckView& check, const ProfileView& after);
-std::string curves_section(const TunedRecord& record);
-std::string matrix_section(const TunedRecord& record);
+std::string curves_section(const tune::TunedRecord& record);
+std::string matrix_section(const tune::TunedRecord& record);
 std::string comparison_section(const Comparison& comparison);
 std::string plan_section(const std::optional<PlanView>& plan, const std::vector<NamedFile>& files);
 
 // "window 2 ms, max batch 4, 1 context"
-std::string setting_label(const Setting& s);
+std::string setting_label(const tune::Setting& s);
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

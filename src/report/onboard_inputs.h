@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/json_field.h"
+#include "report/json_field.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 
 // One row of a profile's kernels or ops table (src/profile/report.cc).
 struct ProfileRowView {
@@ -69,4 +69,4 @@ CheckView read_check(const JsonField& check);
 PlanView read_plan(const JsonField& plan);
 std::vector<NamedFile> read_files(const JsonField& files);
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -1,10 +1,8 @@
-#include "tune/html.h"
+#include "report/html.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 
-namespace fusor::tune {
+namespace fusor::report {
 
 std::string html_escape(std::string_view text) {
   std::string out;
@@ -21,38 +19,6 @@ std::string html_escape(std::string_view text) {
   }
   return out;
 }
-
-std::string short_number(double value, int significant) {
-  if (!std::isfinite(value)) return "n/a";
-  if (value == 0) return "0";
-  const double magnitude = std::fabs(value);
-  char buf[64];
-  if (magnitude >= 1e-4 && magnitude < 1e15) {
-    // Digits after the point so that `significant` digits show, none for large values.
-    int decimals = significant - 1 - static_cast<int>(std::floor(std::log10(magnitude)));
-    if (decimals < 0) decimals = 0;
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-    std::string s = buf;
-    if (s.find('.') != std::string::npos) {
-      while (s.back() == '0') s.pop_back();
-      if (s.back() == '.') s.pop_back();
-    }
-    return s == "-0" ? "0" : s;
-  }
-  std::snprintf(buf, sizeof buf, "%.*g", significant, value);
-  return buf;
-}
-
-std::string fixed_number(double value, int decimals) {
-  if (!std::isfinite(value)) return "n/a";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, value);
-  return buf;
-}
-
-}  // namespace fusor::tune
-
-namespace fusor::tune {
 
 std::string html_table(const std::vector<std::string>& header, const std::vector<TableRow>& rows, const std::string& align) {
   auto cls = [&](size_t i) { return i < align.size() && align[i] == 'r' ? std::string(" class=\"n\"") : std::string(); };
@@ -71,4 +37,4 @@ std::string html_table(const std::vector<std::string>& header, const std::vector
   return out + "</tbody></table>";
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

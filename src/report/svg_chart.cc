@@ -1,11 +1,12 @@
-#include "tune/svg_chart.h"
+#include "report/svg_chart.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tune/html.h"
+#include "report/html.h"
+#include "report/number_text.h"
 
-namespace fusor::tune::svg {
+namespace fusor::report::svg {
 namespace {
 
 // Text metrics are estimated (no font access): 12 px system sans averages about 6.6 px a glyph.
@@ -14,7 +15,7 @@ constexpr double kLegendRow = 18;
 
 double text_width(const std::string& s, double font_px = 12) { return s.size() * kCharWidth * font_px / 12; }
 
-std::string px(double v) { return fixed_number(v, 1); }
+std::string px(double v) { return fixed_decimals(v, 1); }
 
 std::string truncate(const std::string& s, size_t max_chars) {
   return s.size() <= max_chars ? s : s.substr(0, max_chars - 1) + "~";
@@ -22,9 +23,9 @@ std::string truncate(const std::string& s, size_t max_chars) {
 
 std::string tick_label(double v) {
   const double a = std::fabs(v);
-  if (a >= 1e6) return short_number(v / 1e6) + "M";
-  if (a >= 1e4) return short_number(v / 1e3) + "k";
-  return short_number(v, 3);
+  if (a >= 1e6) return significant_digits(v / 1e6) + "M";
+  if (a >= 1e4) return significant_digits(v / 1e3) + "k";
+  return significant_digits(v, 3);
 }
 
 struct Scale {
@@ -124,120 +125,134 @@ std::vector<double> log_ticks(double lo, double hi) {
   return ticks;
 }
 
-std::string line_chart(const LineChart& c) {
-  // Legend rows below the plot, wrapped to the width.
-  const double left = 70, right = 24, top = 16, axis_space = 52;
-  std::vector<std::vector<const Series*>> legend_rows(1);
+namespace {
+
+// The plot area of a line chart, in pixels; the scales map data into it.
+struct Plot {
+  Scale x, y;
+  double left, top, right, bottom;
+};
+
+// Legend entries (the named series) in rows below the plot, wrapped to the chart's width.
+std::vector<std::vector<const Series*>> legend_rows(const LineChart& c, double left) {
+  std::vector<std::vector<const Series*>> rows(1);
   double row_width = 0;
   for (const Series& s : c.series) {
     if (s.name.empty()) continue;
     double w = 30 + text_width(s.name) + 18;
-    if (row_width + w > c.width - left && !legend_rows.back().empty()) {
-      legend_rows.emplace_back();
+    if (row_width + w > c.width - left && !rows.back().empty()) {
+      rows.emplace_back();
       row_width = 0;
     }
-    legend_rows.back().push_back(&s);
+    rows.back().push_back(&s);
     row_width += w;
   }
-  if (legend_rows.back().empty()) legend_rows.pop_back();
-  const double plot_bottom = c.height - axis_space;
-  const double total_height = c.height + legend_rows.size() * kLegendRow + (legend_rows.empty() ? 0 : 6);
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
 
-  std::vector<double> xs, ys;
-  for (const Series& s : c.series)
-    for (const Point& p : s.points) xs.push_back(p.x), ys.push_back(p.y);
-  for (const Dot& d : c.dots) xs.push_back(d.x), ys.push_back(d.y);
-  for (const ReferenceLine& r : c.references) ys.push_back(r.y);
-  Scale sx = make_scale(c.x, xs), sy = make_scale(c.y, ys);
-  sx.p0 = left, sx.p1 = c.width - right;
-  sy.p0 = plot_bottom, sy.p1 = top;
-  const bool empty = xs.empty();
-
-  const std::string clip = html_escape(c.id) + "-plot";
-  std::string o = "<svg class=\"chart\" viewBox=\"0 0 " + std::to_string(c.width) + " " + px(total_height) +
-                  "\" width=\"" + std::to_string(c.width) + "\" height=\"" + px(total_height) +
-                  "\" role=\"img\" aria-label=\"" + html_escape(c.title) + "\">";
-  o += "<title>" + html_escape(c.title) + "</title>";
-  o += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" +
-       px(sx.p1 - left) + "\" height=\"" + px(plot_bottom - top) + "\"/></clipPath></defs>";
-  // Grid and tick labels.
+// Vertical grid lines with their labels under the plot, at the x scale's ticks.
+std::string x_grid(const Scale& sx, double top, double bottom) {
+  std::string o;
   for (double t : sx.ticks) {
     double x = sx(t);
-    o += "<line class=\"grid\" x1=\"" + px(x) + "\" y1=\"" + px(top) + "\" x2=\"" + px(x) + "\" y2=\"" + px(plot_bottom) + "\"/>";
-    o += "<text class=\"tick\" x=\"" + px(x) + "\" y=\"" + px(plot_bottom + 16) + "\" text-anchor=\"middle\">" +
+    o += "<line class=\"grid\" x1=\"" + px(x) + "\" y1=\"" + px(top) + "\" x2=\"" + px(x) + "\" y2=\"" + px(bottom) + "\"/>";
+    o += "<text class=\"tick\" x=\"" + px(x) + "\" y=\"" + px(bottom + 16) + "\" text-anchor=\"middle\">" +
          html_escape(tick_label(t)) + "</text>";
   }
-  for (double t : sy.ticks) {
-    double y = sy(t);
-    o += "<line class=\"grid\" x1=\"" + px(left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(sx.p1) + "\" y2=\"" + px(y) + "\"/>";
-    o += "<text class=\"tick\" x=\"" + px(left - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" +
+  return o;
+}
+
+// Both grids with their tick labels, the frame, the axis labels, and "no data" when empty.
+std::string axes(const LineChart& c, const Plot& p, bool empty) {
+  std::string o = x_grid(p.x, p.top, p.bottom);
+  for (double t : p.y.ticks) {
+    double y = p.y(t);
+    o += "<line class=\"grid\" x1=\"" + px(p.left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(p.right) + "\" y2=\"" + px(y) + "\"/>";
+    o += "<text class=\"tick\" x=\"" + px(p.left - 6) + "\" y=\"" + px(y + 4) + "\" text-anchor=\"end\">" +
          html_escape(tick_label(t)) + "</text>";
   }
-  o += "<rect class=\"frame\" x=\"" + px(left) + "\" y=\"" + px(top) + "\" width=\"" + px(sx.p1 - left) + "\" height=\"" +
-       px(plot_bottom - top) + "\"/>";
-  o += "<text class=\"axis-label\" x=\"" + px((left + sx.p1) / 2) + "\" y=\"" + px(plot_bottom + 38) +
+  o += "<rect class=\"frame\" x=\"" + px(p.left) + "\" y=\"" + px(p.top) + "\" width=\"" + px(p.right - p.left) +
+       "\" height=\"" + px(p.bottom - p.top) + "\"/>";
+  o += "<text class=\"axis-label\" x=\"" + px((p.left + p.right) / 2) + "\" y=\"" + px(p.bottom + 38) +
        "\" text-anchor=\"middle\">" + html_escape(c.x.label) + "</text>";
-  o += "<text class=\"axis-label\" transform=\"translate(16 " + px((top + plot_bottom) / 2) +
+  o += "<text class=\"axis-label\" transform=\"translate(16 " + px((p.top + p.bottom) / 2) +
        ") rotate(-90)\" text-anchor=\"middle\">" + html_escape(c.y.label) + "</text>";
   if (empty)
-    o += "<text class=\"no-data\" x=\"" + px((left + sx.p1) / 2) + "\" y=\"" + px((top + plot_bottom) / 2) +
+    o += "<text class=\"no-data\" x=\"" + px((p.left + p.right) / 2) + "\" y=\"" + px((p.top + p.bottom) / 2) +
          "\" text-anchor=\"middle\">no data</text>";
+  return o;
+}
 
-  o += "<g clip-path=\"url(#" + clip + ")\">";
-  for (const ReferenceLine& r : c.references) {
-    if (!sy.valid(r.y)) continue;
-    double y = sy(r.y);
-    o += "<line x1=\"" + px(left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(sx.p1) + "\" y2=\"" + px(y) + "\" stroke=\"" +
+std::string reference_lines(const std::vector<ReferenceLine>& references, const Plot& p) {
+  std::string o;
+  for (const ReferenceLine& r : references) {
+    if (!p.y.valid(r.y)) continue;
+    double y = p.y(r.y);
+    o += "<line x1=\"" + px(p.left) + "\" y1=\"" + px(y) + "\" x2=\"" + px(p.right) + "\" y2=\"" + px(y) + "\" stroke=\"" +
          html_escape(r.color) + "\" stroke-width=\"1.5\" stroke-dasharray=\"2 3\"/>";
     // At the left end: curves rise to the right, so that end is usually clear.
-    o += "<text class=\"ref-label\" x=\"" + px(left + 6) + "\" y=\"" + px(y - 5) + "\" fill=\"" +
+    o += "<text class=\"ref-label\" x=\"" + px(p.left + 6) + "\" y=\"" + px(y - 5) + "\" fill=\"" +
          html_escape(r.color) + "\">" + html_escape(r.label) + "</text>";
   }
-  // Emphasised series last, so they are drawn on top.
+  return o;
+}
+
+// Each series as a polyline with its markers; emphasised series last, so they are drawn on top.
+std::string series_lines(const std::vector<Series>& series, const Plot& p) {
   std::vector<const Series*> order;
-  for (const Series& s : c.series) order.push_back(&s);
+  for (const Series& s : series) order.push_back(&s);
   std::stable_partition(order.begin(), order.end(), [](const Series* s) { return !s->emphasis; });
+  std::string o;
   for (const Series* s : order) {
     std::string points;
     std::string markers;
-    for (const Point& p : s->points) {
-      if (!sx.valid(p.x) || !sy.valid(p.y)) continue;
-      points += (points.empty() ? "" : " ") + px(sx(p.x)) + "," + px(sy(p.y));
+    for (const Point& pt : s->points) {
+      if (!p.x.valid(pt.x) || !p.y.valid(pt.y)) continue;
+      points += (points.empty() ? "" : " ") + px(p.x(pt.x)) + "," + px(p.y(pt.y));
       if (s->markers)
-        markers += "<circle cx=\"" + px(sx(p.x)) + "\" cy=\"" + px(sy(p.y)) + "\" r=\"" + (s->emphasis ? "4" : "3") +
+        markers += "<circle cx=\"" + px(p.x(pt.x)) + "\" cy=\"" + px(p.y(pt.y)) + "\" r=\"" + (s->emphasis ? "4" : "3") +
                    "\" fill=\"" + html_escape(s->color) + "\"/>";
     }
     if (points.empty()) continue;
     o += "<polyline fill=\"none\" stroke=\"" + html_escape(s->color) + "\" stroke-width=\"" + (s->emphasis ? "3.5" : "2") +
          "\"" + (s->dashed ? " stroke-dasharray=\"6 4\"" : "") + " points=\"" + points + "\"/>" + markers;
   }
+  return o;
+}
+
+// The dots, then their labels (drawn over every dot).
+std::string dots(const std::vector<Dot>& dots, const Plot& p) {
   std::vector<Box> placed;
-  std::string labels;
-  for (const Dot& d : c.dots) {
-    if (!sx.valid(d.x) || !sy.valid(d.y)) continue;
-    double x = sx(d.x), y = sy(d.y);
+  std::string o, labels;
+  for (const Dot& d : dots) {
+    if (!p.x.valid(d.x) || !p.y.valid(d.y)) continue;
+    double x = p.x(d.x), y = p.y(d.y);
     o += "<circle cx=\"" + px(x) + "\" cy=\"" + px(y) + "\" r=\"" + px(d.radius) + "\" fill=\"" + html_escape(d.color) +
-         "\" fill-opacity=\"" + fixed_number(d.opacity, 2) + "\" stroke=\"" + html_escape(d.color) + "\">";
+         "\" fill-opacity=\"" + fixed_decimals(d.opacity, 2) + "\" stroke=\"" + html_escape(d.color) + "\">";
     if (!d.tooltip.empty()) o += "<title>" + html_escape(d.tooltip) + "</title>";
     o += "</circle>";
     if (d.label.empty()) continue;
     // Beside the dot, on the side with room; moved down until it overlaps no earlier label.
     const double w = text_width(d.label, 11);
-    const bool to_left = x + d.radius + 4 + w > sx.p1;
+    const bool to_left = x + d.radius + 4 + w > p.right;
     double lx = to_left ? x - d.radius - 4 - w : x + d.radius + 4;
     double ly = y + 4;
     for (int tries = 0; tries < 8; ++tries) {
       Box b{lx, ly - 10, lx + w, ly + 2};
-      if (std::none_of(placed.begin(), placed.end(), [&](const Box& p) { return p.overlaps(b); })) break;
+      if (std::none_of(placed.begin(), placed.end(), [&](const Box& other) { return other.overlaps(b); })) break;
       ly += 13;
     }
     placed.push_back({lx, ly - 10, lx + w, ly + 2});
     labels += "<text class=\"dot-label\" x=\"" + px(lx) + "\" y=\"" + px(ly) + "\">" + html_escape(d.label) + "</text>";
   }
-  o += labels + "</g>";
+  return o + labels;
+}
 
-  double ly = c.height + 4;
-  for (const auto& row : legend_rows) {
+std::string legend(const std::vector<std::vector<const Series*>>& rows, double left, double top) {
+  std::string o;
+  double ly = top;
+  for (const auto& row : rows) {
     double lx = left;
     for (const Series* s : row) {
       o += legend_swatch(lx, ly, *s);
@@ -246,7 +261,36 @@ std::string line_chart(const LineChart& c) {
     }
     ly += kLegendRow;
   }
-  return o + "</svg>";
+  return o;
+}
+
+}  // namespace
+
+std::string line_chart(const LineChart& c) {
+  const double left = 70, right = 24, top = 16, axis_space = 52;
+  const std::vector<std::vector<const Series*>> legend_layout = legend_rows(c, left);
+  const double total_height = c.height + legend_layout.size() * kLegendRow + (legend_layout.empty() ? 0 : 6);
+
+  std::vector<double> xs, ys;
+  for (const Series& s : c.series)
+    for (const Point& pt : s.points) xs.push_back(pt.x), ys.push_back(pt.y);
+  for (const Dot& d : c.dots) xs.push_back(d.x), ys.push_back(d.y);
+  for (const ReferenceLine& r : c.references) ys.push_back(r.y);
+  Plot p{make_scale(c.x, xs), make_scale(c.y, ys), left, top, c.width - right, c.height - axis_space};
+  p.x.p0 = p.left, p.x.p1 = p.right;
+  p.y.p0 = p.bottom, p.y.p1 = p.top;
+
+  const std::string clip = html_escape(c.id) + "-plot";
+  std::string o = "<svg class=\"chart\" viewBox=\"0 0 " + std::to_string(c.width) + " " + px(total_height) +
+                  "\" width=\"" + std::to_string(c.width) + "\" height=\"" + px(total_height) +
+                  "\" role=\"img\" aria-label=\"" + html_escape(c.title) + "\">";
+  o += "<title>" + html_escape(c.title) + "</title>";
+  o += "<defs><clipPath id=\"" + clip + "\"><rect x=\"" + px(p.left) + "\" y=\"" + px(p.top) + "\" width=\"" +
+       px(p.right - p.left) + "\" height=\"" + px(p.bottom - p.top) + "\"/></clipPath></defs>";
+  o += axes(c, p, xs.empty());
+  o += "<g clip-path=\"url(#" + clip + ")\">" + reference_lines(c.references, p) + series_lines(c.series, p) +
+       dots(c.dots, p) + "</g>";
+  return o + legend(legend_layout, left, c.height + 4) + "</svg>";
 }
 
 std::string bar_chart(const BarChart& c) {
@@ -277,12 +321,7 @@ std::string bar_chart(const BarChart& c) {
     lx += 40 + text_width(c.series[s]);
   }
   const double plot_bottom = top + plot_height;
-  for (double t : sx.ticks) {
-    double x = sx(t);
-    o += "<line class=\"grid\" x1=\"" + px(x) + "\" y1=\"" + px(top) + "\" x2=\"" + px(x) + "\" y2=\"" + px(plot_bottom) + "\"/>";
-    o += "<text class=\"tick\" x=\"" + px(x) + "\" y=\"" + px(plot_bottom + 16) + "\" text-anchor=\"middle\">" +
-         html_escape(tick_label(t)) + "</text>";
-  }
+  o += x_grid(sx, top, plot_bottom);
   o += "<text class=\"axis-label\" x=\"" + px((left + sx.p1) / 2) + "\" y=\"" + px(plot_bottom + 36) +
        "\" text-anchor=\"middle\">" + html_escape(c.value_label) + "</text>";
   if (c.groups.empty())
@@ -300,7 +339,7 @@ std::string bar_chart(const BarChart& c) {
            "\" fill=\"" + html_escape(color) + "\"/>";
       if (v > 0)  // an absent bar reads as zero; a "0" beside every one is noise
         o += "<text class=\"bar-value\" x=\"" + px(left + w + 4) + "\" y=\"" + px(y + bar - 2) + "\">" +
-             html_escape(short_number(v, 3)) + "</text>";
+             html_escape(significant_digits(v, 3)) + "</text>";
       y += bar;
     }
     y += gap;
@@ -309,4 +348,4 @@ std::string bar_chart(const BarChart& c) {
   return o + "</svg>";
 }
 
-}  // namespace fusor::tune::svg
+}  // namespace fusor::report::svg

@@ -1,10 +1,10 @@
-#include "tune/json_field.h"
+#include "report/json_field.h"
 
 #include <cmath>
 
 #include "fusor/error.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 
 void JsonField::fail(const std::string& what) const {
   throw Error(source_ + ": " + (path_.empty() ? std::string("the document") : path_) + " " + what);
@@ -63,4 +63,4 @@ bool JsonField::flag_or(const std::string& key, bool fallback) const {
   return f.raw().get<bool>();
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "tune/comparison.h"
+#include "report/comparison.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 
 // Throws fusor::Error (one line naming the field) when a required part is missing or has the
 // wrong type: model, profile.before, profile.after, check and tuned are required; machine,
@@ -23,4 +23,4 @@ std::string onboard_report_html(const nlohmann::json& onboard);
 // The report's baseline-vs-tuned comparison, for the terminal (same inputs, same rows).
 Comparison onboard_comparison(const nlohmann::json& onboard);
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace fusor::tune {
+namespace fusor::report {
 
 class JsonField {
  public:
@@ -34,4 +34,4 @@ class JsonField {
   std::string path_, source_;
 };
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -3,18 +3,28 @@
 #include <algorithm>
 #include <cmath>
 
-#include "tune/html.h"
-#include "tune/report_sections.h"
-#include "tune/svg_chart.h"
+#include "report/html.h"
+#include "report/number_text.h"
+#include "report/sections.h"
+#include "report/svg_chart.h"
 
-namespace fusor::tune {
+namespace fusor::report {
+
+using tune::Candidate;
+using tune::ClassRecord;
+using tune::CurvePoint;
+using tune::MatrixTiming;
+using tune::Setting;
+using tune::Slo;
+using tune::TunedRecord;
+
 namespace {
 
 constexpr const char* kPalette[] = {"#2f6fde", "#e8743b", "#19a979", "#945ecf", "#ed4a7b", "#13a4b4", "#b8860b"};
 // A latency chart's y axis stops at this multiple of the SLO, so overload points do not flatten it.
 constexpr double kSloZoom = 3;
 
-std::string ms(double v) { return short_number(v, 3) + " ms"; }
+std::string ms(double v) { return significant_digits(v, 3) + " ms"; }
 
 std::string slo_text(const Slo& s) {
   if (s.throughput) return "throughput" + (s.p99_ms > 0 ? " (p99 bound " + ms(s.p99_ms) + ")" : std::string());
@@ -45,7 +55,7 @@ std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size
     const bool chosen = k.setting == c.chosen;
     add_curve(chart, k, (chosen ? "chosen: " : "") + setting_label(k.setting), kPalette[i % std::size(kPalette)], chosen);
     for (const CurvePoint& p : k.curve) top = std::max(top, p.p99_ms);
-    rows.push_back({{html_escape(setting_label(k.setting)), short_number(k.predicted_qps, 4), short_number(k.capacity_qps, 4),
+    rows.push_back({{html_escape(setting_label(k.setting)), significant_digits(k.predicted_qps, 4), significant_digits(k.capacity_qps, 4),
                      std::to_string(k.curve.size()), chosen ? "&#9733;" : ""},
                     chosen});
   }
@@ -55,8 +65,8 @@ std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size
     if (k) {
       add_curve(chart, *k, "baseline: the default (" + setting_label(k->setting) + ", no fusion)", kColorBaseline, false);
       for (const CurvePoint& p : k->curve) top = std::max(top, p.p99_ms);
-      rows.push_back({{"baseline: " + html_escape(setting_label(k->setting)) + ", no fusion", short_number(k->predicted_qps, 4),
-                       short_number(baseline->capacity_qps, 4), std::to_string(k->curve.size()), ""}});
+      rows.push_back({{"baseline: " + html_escape(setting_label(k->setting)) + ", no fusion", significant_digits(k->predicted_qps, 4),
+                       significant_digits(baseline->capacity_qps, 4), std::to_string(k->curve.size()), ""}});
     }
   }
   std::string zoom;
@@ -65,11 +75,11 @@ std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size
     if (!c.slo.throughput && top > kSloZoom * c.slo.p99_ms) {
       chart.y.min = 0;
       chart.y.max = kSloZoom * c.slo.p99_ms;
-      zoom = " The latency axis stops at " + short_number(kSloZoom) + "x the SLO; overload points beyond it are cut off.";
+      zoom = " The latency axis stops at " + significant_digits(kSloZoom) + "x the SLO; overload points beyond it are cut off.";
     }
   }
   std::string out = "<h3>Class " + html_escape(c.name) + " &mdash; " + slo_text(c.slo) + ", capacity " +
-                    short_number(c.capacity_qps, 4) + " requests/s</h3>";
+                    significant_digits(c.capacity_qps, 4) + " requests/s</h3>";
   out += "<figure>" + svg::line_chart(chart) + "<figcaption>Solid lines: p99; dashed: p50 (same colour). One line per "
          "measured setting, one point per offered rate (open-loop " "arrivals); the chosen setting is drawn thick." +
          zoom + "</figcaption></figure>";
@@ -81,14 +91,14 @@ std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size
 }  // namespace
 
 std::string setting_label(const Setting& s) {
-  return "window " + short_number(s.batch_window_ms) + " ms, max batch " + std::to_string(s.max_batch) + ", " +
+  return "window " + significant_digits(s.batch_window_ms) + " ms, max batch " + std::to_string(s.max_batch) + ", " +
          std::to_string(s.execution_contexts) + (s.execution_contexts == 1 ? " context" : " contexts");
 }
 
 std::string curves_section(const TunedRecord& r) {
   std::string out = "<section id=\"curves\"><h2>5. Latency&ndash;throughput curves</h2>";
   out += "<p>For each traffic class, every batching setting fusor tune measured: the load generator offered rising rates (" +
-         html_escape(r.arrivals) + " arrivals, " + short_number(r.duration_s) + " s per point) and recorded the "
+         html_escape(r.arrivals) + " arrivals, " + significant_digits(r.duration_s) + " s per point) and recorded the "
          "answered rate and the latency percentiles. A setting's capacity is the highest offered rate that kept the "
          "class's SLO. The baseline (no fusion, no reuse, no batching) is drawn on its class's chart.</p>";
   if (r.classes.empty()) out += "<p class=\"warn\">No class was tuned.</p>";
@@ -104,8 +114,8 @@ std::string matrix_section(const TunedRecord& r) {
   std::string out = "<section id=\"matrix\"><h2>6. The chosen matrix</h2><h3>Batching per class</h3>";
   std::vector<TableRow> rows;
   for (const ClassRecord& c : r.classes)
-    rows.push_back({{html_escape(c.name), slo_text(c.slo), short_number(c.chosen.batch_window_ms), std::to_string(c.chosen.max_batch),
-                     std::to_string(c.chosen.execution_contexts), short_number(c.capacity_qps, 4)}});
+    rows.push_back({{html_escape(c.name), slo_text(c.slo), significant_digits(c.chosen.batch_window_ms), std::to_string(c.chosen.max_batch),
+                     std::to_string(c.chosen.execution_contexts), significant_digits(c.capacity_qps, 4)}});
   out += html_table({"class", "objective", "batch window (ms)", "max batch", "execution contexts", "capacity (qps)"}, rows, "llrrrr");
 
   // Rows: batch sizes; columns: fusion options in order of first appearance.
@@ -132,10 +142,10 @@ std::string matrix_section(const TunedRecord& r) {
       if (it == r.matrix.end()) {
         row.cells.push_back("-");
       } else if (it->chosen) {
-        row.cells.push_back("<span class=\"pick\">" + short_number(it->ms, 3) + "</span>");
+        row.cells.push_back("<span class=\"pick\">" + significant_digits(it->ms, 3) + "</span>");
         chosen = html_escape(o);
       } else {
-        row.cells.push_back(short_number(it->ms, 3));
+        row.cells.push_back(significant_digits(it->ms, 3));
       }
     }
     row.cells.push_back(chosen);
@@ -161,7 +171,7 @@ std::string comparison_section(const Comparison& c) {
   }
   out += html_table({"measure", "baseline", "tuned", "change"}, rows, "lrrl");
   if (!c.note.empty()) out += "<p class=\"warn\">" + html_escape(c.note) + ".</p>";
-  return out + "<p class=\"footnote\">" + html_escape(kProductionReference) + "</p></section>";
+  return out + "</section>";
 }
 
 std::string plan_section(const std::optional<PlanView>& plan, const std::vector<NamedFile>& files) {
@@ -175,22 +185,22 @@ std::string plan_section(const std::optional<PlanView>& plan, const std::vector<
     out += "<p>No capacity plan was made (give fusor onboard a target rate with --qps).</p>";
   } else {
     const PlanView& p = *plan;
-    out += "<p>Class " + html_escape(p.class_name) + " at " + short_number(p.qps, 4) + " requests/s, from the measured "
+    out += "<p>Class " + html_escape(p.class_name) + " at " + significant_digits(p.qps, 4) + " requests/s, from the measured "
            "curve of its chosen setting (" + html_escape(setting_label({p.batch_window_ms, p.max_batch, p.execution_contexts})) +
-           "), keeping " + short_number(100 * p.headroom) + "% headroom.</p>";
+           "), keeping " + significant_digits(100 * p.headroom) + "% headroom.</p>";
     std::vector<TableRow> rows = {
         {{"instances", "<b>" + std::to_string(p.instances) + "</b>"}},
-        {{"capacity per instance", short_number(p.capacity_qps_per_instance, 4) + " qps" +
+        {{"capacity per instance", significant_digits(p.capacity_qps_per_instance, 4) + " qps" +
                                        (p.p99_target_ms > 0 ? " at p99 &le; " + ms(p.p99_target_ms) : "")}},
-        {{"load per instance", short_number(p.per_instance_qps, 4) + " qps"}},
-        {{"predicted utilisation", short_number(100 * p.utilisation) + "%"}},
+        {{"load per instance", significant_digits(p.per_instance_qps, 4) + " qps"}},
+        {{"predicted utilisation", significant_digits(100 * p.utilisation) + "%"}},
         {{"predicted p50 / p99", ms(p.p50_ms) + " / " + ms(p.p99_ms)}},
         {{"threads per instance", std::to_string(p.threads_per_instance)}},
     };
     if (p.cost_per_hour > 0) {
-      rows.push_back({{"cost per hour", "$" + short_number(p.cost_per_hour_total, 4) + " ($" + short_number(p.cost_per_hour, 4) +
+      rows.push_back({{"cost per hour", "$" + significant_digits(p.cost_per_hour_total, 4) + " ($" + significant_digits(p.cost_per_hour, 4) +
                                             " per instance)"}});
-      rows.push_back({{"cost per million inferences", "$" + short_number(p.cost_per_million, 4)}});
+      rows.push_back({{"cost per million inferences", "$" + significant_digits(p.cost_per_million, 4)}});
     } else {
       rows.push_back({{"cost", "<span class=\"note\">set --cost-per-hour</span>"}});
     }
@@ -209,4 +219,4 @@ std::string plan_section(const std::optional<PlanView>& plan, const std::vector<
   return out + "</section>";
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -5,19 +5,20 @@
 #include <map>
 #include <regex>
 
-#include "tune/html.h"
-#include "tune/report_sections.h"
-#include "tune/svg_chart.h"
+#include "report/html.h"
+#include "report/number_text.h"
+#include "report/sections.h"
+#include "report/svg_chart.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 namespace {
 
 constexpr size_t kTopOps = 12;
 constexpr size_t kLabelledKernels = 5;
 constexpr size_t kKernelRows = 10;
 
-std::string ms(double v) { return short_number(v, 3); }
-std::string pct(double fraction) { return short_number(100 * fraction, 3) + "%"; }
+std::string ms(double v) { return significant_digits(v, 3); }
+std::string pct(double fraction) { return significant_digits(100 * fraction, 3) + "%"; }
 
 struct OpTimes {
   double before_ms = 0, after_ms = 0;
@@ -69,7 +70,7 @@ std::string breakdown_section(const ProfileView& before, const ProfileView& afte
                    "<b>" + std::to_string(after.kernels_per_inference) + "</b>"}});
   rows.push_back({{"latency (wall, median)", ms(before.latency_ms), "", ms(after.latency_ms), ""}});
 
-  std::string speed = after.steps_ms > 0 ? fixed_number(before.steps_ms / after.steps_ms, 2) + "x" : "n/a";
+  std::string speed = after.steps_ms > 0 ? fixed_decimals(before.steps_ms / after.steps_ms, 2) + "x" : "n/a";
   std::string out = "<section id=\"breakdown\"><h2>2. Where the time goes: per-op breakdown</h2>";
   out += "<p>One inference of the request shape, profiled op by op without fusion (before) and with the fused plan "
          "(after): kernel time " + ms(before.steps_ms) + " ms &rarr; " + ms(after.steps_ms) + " ms (" + speed +
@@ -108,9 +109,9 @@ std::string roofline_section(const ProfileView& p) {
   chart.y = {"GFLOP/s", true, std::pow(10, std::floor(std::log10(ylo / 2))), std::pow(10, std::ceil(std::log10(yhi * 1.5)))};
   chart.height = 420;
   if (peak > 0 && bandwidth > 0) {
-    chart.series.push_back({"memory roof: " + short_number(bandwidth) + " GB/s", "#444",
+    chart.series.push_back({"memory roof: " + significant_digits(bandwidth) + " GB/s", "#444",
                             {{chart.x.min, bandwidth * chart.x.min}, {balance, peak}}, true, false, false});
-    chart.series.push_back({"compute roof: " + short_number(peak) + " GFLOP/s", "#111",
+    chart.series.push_back({"compute roof: " + significant_digits(peak) + " GFLOP/s", "#111",
                             {{balance, peak}, {chart.x.max, peak}}, false, false, false});
   }
   const double total_ms = std::max(p.steps_ms, 1e-12);
@@ -120,7 +121,7 @@ std::string roofline_section(const ProfileView& p) {
     svg::Dot dot{k.intensity, k.gflops, 3 + 14 * std::sqrt(share), 0.25 + 0.6 * std::sqrt(share), kColorAfter, "", ""};
     if (i < kLabelledKernels) dot.label = std::to_string(i + 1);  // the # column of the table below
     dot.tooltip = k.name + " (" + k.op + "): " + ms(k.time_ms) + " ms, " + pct(share) + " of kernel time, " +
-                  short_number(k.gflops) + " GFLOP/s, " + short_number(k.intensity) + " FLOP/B";
+                  significant_digits(k.gflops) + " GFLOP/s, " + significant_digits(k.intensity) + " FLOP/B";
     chart.dots.push_back(std::move(dot));
   }
 
@@ -130,14 +131,14 @@ std::string roofline_section(const ProfileView& p) {
     auto at = std::find(plotted.begin(), plotted.end(), &k);
     const size_t rank = at - plotted.begin();
     rows.push_back({{rank < kLabelledKernels ? std::to_string(rank + 1) : "", html_escape(k.name), html_escape(k.op), std::to_string(k.calls), ms(k.time_ms), pct(k.time_ms / total_ms),
-                     short_number(k.gflops), short_number(k.gbps), short_number(k.intensity), html_escape(k.bound)}});
+                     significant_digits(k.gflops), significant_digits(k.gbps), significant_digits(k.intensity), html_escape(k.bound)}});
   }
   std::string out = "<section id=\"roofline\"><h2>3. Roofline</h2>";
   out += "<p>Each dot is one kernel of the fused plan (all its calls in one inference): x is its arithmetic intensity "
          "(FLOPs per byte read and written, from the cost model), y the GFLOP/s it achieved. Dot size and opacity "
          "grow with its share of kernel time; the numbered dots are the top kernels of the table below. The roofs are this machine's measured ceilings: copy bandwidth " +
-         short_number(bandwidth) + " GB/s (dashed; a kernel below it is memory-bound) and sgemm peak " +
-         short_number(peak) + " GFLOP/s, meeting at " + short_number(balance) + " FLOP/byte. "
+         significant_digits(bandwidth) + " GB/s (dashed; a kernel below it is memory-bound) and sgemm peak " +
+         significant_digits(peak) + " GFLOP/s, meeting at " + significant_digits(balance) + " FLOP/byte. "
          "The distance from a dot to the roof above it is the headroom left in that kernel.</p>";
   out += "<figure>" + svg::line_chart(chart) + "</figure>";
   if (no_flop > 0)
@@ -157,9 +158,9 @@ std::string fusions_section(const CheckView& c, const ProfileView& after) {
       continue;
     }
     rows.push_back({{html_escape(i.name) + "<br><span class=\"note\">sample: " + html_escape(i.sample) + "</span>",
-                     html_escape(i.kind), std::to_string(i.tier), short_number(i.max_abs), short_number(i.threshold),
-                     i.threshold > 0 ? short_number(i.max_abs / i.threshold) + "x" : "-",
-                     short_number(i.fused_vs_truth) + " / " + short_number(i.native_vs_truth)}});
+                     html_escape(i.kind), std::to_string(i.tier), significant_digits(i.max_abs), significant_digits(i.threshold),
+                     i.threshold > 0 ? significant_digits(i.max_abs / i.threshold) + "x" : "-",
+                     significant_digits(i.fused_vs_truth) + " / " + significant_digits(i.native_vs_truth)}});
   }
   out += "<h3>Rolled back by the precision gate</h3>";
   out += "<p>The gate (" + html_escape(c.mode) + " mode, " + std::to_string(c.samples) + " samples, " +
@@ -200,4 +201,4 @@ std::string fusions_section(const CheckView& c, const ProfileView& after) {
   return out + "</section>";
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

@@ -1,8 +1,8 @@
-#include "tune/report_inputs.h"
+#include "report/onboard_inputs.h"
 
 #include <algorithm>
 
-namespace fusor::tune {
+namespace fusor::report {
 namespace {
 
 int64_t integer(const JsonField& f, const std::string& key) { return static_cast<int64_t>(f.number(key)); }
@@ -114,4 +114,4 @@ std::vector<NamedFile> read_files(const JsonField& f) {
   return out;
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

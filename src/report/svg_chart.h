@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace fusor::tune::svg {
+namespace fusor::report::svg {
 
 struct Axis {
   std::string label;
@@ -76,4 +76,4 @@ std::string bar_chart(const BarChart& chart);
 std::vector<double> linear_ticks(double lo, double hi, int target = 5);
 std::vector<double> log_ticks(double lo, double hi);
 
-}  // namespace fusor::tune::svg
+}  // namespace fusor::report::svg

@@ -1,24 +1,30 @@
-#include "tune/comparison.h"
+#include "report/comparison.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
-#include "tune/html.h"
+#include "report/number_text.h"
 
-namespace fusor::tune {
+namespace fusor::report {
+
+using tune::Candidate;
+using tune::ClassRecord;
+using tune::CurvePoint;
+using tune::TunedRecord;
+
 namespace {
 
 enum class Better { Higher, Lower };
 
 std::string percent_change(double before, double after) {
   const double pct = 100 * (after / before - 1);
-  return (pct >= 0 ? "+" : "") + fixed_number(pct, std::fabs(pct) >= 10 ? 0 : 1) + "%";
+  return (pct >= 0 ? "+" : "") + fixed_decimals(pct, std::fabs(pct) >= 10 ? 0 : 1) + "%";
 }
 
 std::string percent(double fraction) {
   const double pct = 100 * fraction;
-  return short_number(pct, pct >= 10 ? 3 : 2) + "%";
+  return significant_digits(pct, pct >= 10 ? 3 : 2) + "%";
 }
 
 ComparisonRow make_row(std::string measure, std::optional<double> baseline, std::optional<double> tuned, Better better,
@@ -50,7 +56,7 @@ Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
   Side s;
   s.capacity = c.capacity_qps;
   const Candidate* k = chosen_or_first(c);
-  if (const CurvePoint* p = k ? capacity_point(k->curve, c.capacity_qps) : nullptr) {
+  if (const CurvePoint* p = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr) {
     s.p50 = p->p50_ms;
     s.p99 = p->p99_ms;
     s.utilisation = p->utilisation;
@@ -71,13 +77,6 @@ const ClassRecord* compared_class(const TunedRecord& r) {
 
 }  // namespace
 
-const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps) {
-  const CurvePoint* best = nullptr;
-  for (const CurvePoint& p : curve)
-    if (p.offered_qps <= capacity_qps * (1 + 1e-9) && (!best || p.offered_qps >= best->offered_qps)) best = &p;
-  return best ? best : (curve.empty() ? nullptr : &curve.front());
-}
-
 Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs& in) {
   Comparison out;
   const ClassRecord* tuned_class = compared_class(record);
@@ -93,11 +92,11 @@ Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs
   if (record.baseline && record.baseline->capacity_qps > 0 && tuned_class->capacity_qps > 0)
     out.throughput_ratio = tuned_class->capacity_qps / record.baseline->capacity_qps;
 
-  auto qps = [](double v) { return short_number(v, 4) + " qps"; };
-  auto ms = [](double v) { return short_number(v, 3) + " ms"; };
-  auto dollars = [](double v) { return "$" + short_number(v, 3); };
+  auto qps = [](double v) { return significant_digits(v, 4) + " qps"; };
+  auto ms = [](double v) { return significant_digits(v, 3) + " ms"; };
+  auto dollars = [](double v) { return "$" + significant_digits(v, 3); };
   out.rows.push_back(make_row("throughput at the SLO", b.capacity, t.capacity, Better::Higher, qps));
-  if (out.throughput_ratio > 0) out.rows.back().change += " (" + fixed_number(out.throughput_ratio, 2) + "x)";
+  if (out.throughput_ratio > 0) out.rows.back().change += " (" + fixed_decimals(out.throughput_ratio, 2) + "x)";
   out.rows.push_back(make_row("p50 at capacity", b.p50, t.p50, Better::Lower, ms));
   out.rows.push_back(make_row("p99 at capacity", b.p99, t.p99, Better::Lower, ms));
   out.rows.push_back(make_row("compute efficiency", b.efficiency, t.efficiency, Better::Higher, percent));
@@ -112,7 +111,7 @@ Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs
 std::string comparison_table(const Comparison& c) {
   if (c.class_name.empty()) return "baseline vs tuned: " + c.note + "\n";
   std::string out = "Baseline vs tuned, class " + c.class_name +
-                    (c.slo_p99_ms > 0 ? " (p99 <= " + short_number(c.slo_p99_ms) + " ms)" : "") + "\n";
+                    (c.slo_p99_ms > 0 ? " (p99 <= " + significant_digits(c.slo_p99_ms) + " ms)" : "") + "\n";
   char line[256];
   std::snprintf(line, sizeof line, "  %-28s %14s %14s  %s\n", "", "baseline", "tuned", "change");
   out += line;
@@ -126,4 +125,4 @@ std::string comparison_table(const Comparison& c) {
   return out;
 }
 
-}  // namespace fusor::tune
+}  // namespace fusor::report

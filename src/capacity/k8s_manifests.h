@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "tune/capacity_plan.h"
+#include "capacity/capacity_plan.h"
 
-namespace fusor::tune {
+namespace fusor::capacity {
 
 struct ManifestOptions {
   std::string model_name;   // the served model's name: fusor serve --model NAME=...
@@ -38,4 +38,4 @@ std::vector<std::string> write_manifests(const std::vector<Manifest>& manifests,
 // turned into '-', at most 63 characters.
 std::string k8s_resource_name(const std::string& model_name);
 
-}  // namespace fusor::tune
+}  // namespace fusor::capacity

@@ -2,11 +2,10 @@
 // prints. The baseline is the default setting (no fusion, no reuse, no batching) measured by
 // fusor tune for the latency class; "tuned" is that class's chosen setting.
 //
-// Every latency figure is read at the capacity point of each curve: the measured point whose
-// offered rate equals the capacity, or else the highest one below it (the curve's first point
-// when the capacity is 0). Compute efficiency is the achieved rate at that point times the FLOPs
-// of one inference, divided by the machine's compute peak; cost per million inferences is the
-// cost of one instance-hour divided by the inferences it serves in that hour at capacity.
+// Every latency figure is read at the capacity point of each curve (tune::capacity_point).
+// Compute efficiency is the achieved rate at that point times the FLOPs of one inference,
+// divided by the machine's compute peak; cost per million inferences is the cost of one
+// instance-hour divided by the inferences it serves in that hour at capacity.
 #pragma once
 #include <optional>
 #include <string>
@@ -14,7 +13,7 @@
 
 #include "tune/tuned_record.h"
 
-namespace fusor::tune {
+namespace fusor::report {
 
 struct ComparisonInputs {
   double flops_per_inference = 0;  // one request's FLOPs (profile model_flops / batch); 0: unknown
@@ -41,16 +40,9 @@ struct Comparison {
 
 // The class compared is the baseline's class (by name), else the first latency class, else the
 // first class. Never throws: what is missing becomes an empty cell with a note.
-Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs& inputs);
+Comparison compare_to_baseline(const tune::TunedRecord& record, const ComparisonInputs& inputs);
 
 // A fixed-width text table of the rows, for a terminal.
 std::string comparison_table(const Comparison& comparison);
 
-// The point of `curve` at `capacity_qps`, as described above; null for an empty curve.
-const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps);
-
-// The production rollout's published figures, quoted under the table for context.
-inline constexpr const char* kProductionReference =
-    "Production rollout, for reference: +22% throughput, -15% P99, utilisation 55% -> 80%, about -20% cost.";
-
-}  // namespace fusor::tune
+}  // namespace fusor::report
