@@ -217,7 +217,7 @@ TEST(Config, LoadConfigReadsFilesAndNamesThem) {
 
 // The reference in docs/config.md shows the full file with every default; it must parse to Config{}.
 TEST(Config, DocumentedExampleParsesToTheDefaults) {
-  auto doc = std::filesystem::path(__FILE__).parent_path() / "../../docs/config.md";
+  auto doc = std::filesystem::path(FUSOR_SOURCE_DIR) / "docs/config.md";
   std::ifstream in(doc);
   ASSERT_TRUE(in) << doc;
   std::stringstream s;

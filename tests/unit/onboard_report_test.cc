@@ -21,7 +21,7 @@ using nlohmann::json;
 using tune::TunedRecord;
 
 json fixture() {
-  const auto path = std::filesystem::path(__FILE__).parent_path() / "../fixtures/onboard/onboard.json";
+  const auto path = std::filesystem::path(FUSOR_SOURCE_DIR) / "tests/fixtures/onboard/onboard.json";
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   return json::parse(in);
