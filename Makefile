@@ -8,7 +8,7 @@ PY        := .venv/bin/python
 NODE_DATA  = $(shell $(PY) -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
 JOBS      ?= $(shell nproc)
 
-.PHONY: all setup build models test test-unit test-e2e test-asan test-tsan fuzz demo bench clean
+.PHONY: all setup build models test test-unit test-e2e test-asan test-tsan fuzz check-layers demo bench clean
 
 all: build
 
@@ -46,6 +46,11 @@ test-tsan: setup
 
 fuzz: setup
 	@./scripts/fuzz-importer
+
+# Includes go downward only, in the layer order held by scripts/check-layers (its self-test first).
+check-layers:
+	@./scripts/check-layers --self-test
+	@./scripts/check-layers
 
 test: test-unit test-e2e test-asan test-tsan fuzz
 

@@ -1,5 +1,6 @@
 #include "check/compare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,10 @@ Tolerance tolerance_for(PrecisionCheck mode) {
   if (mode == PrecisionCheck::Relaxed) return {1e-4, 1e-3, 16384};
   return {};
 }
+
+Tolerance twin_tolerance() { return {1e-5, 1e-4, std::numeric_limits<int64_t>::max()}; }
+
+double allowed_difference(const Tolerance& tol, double expected) { return tol.atol + tol.rtol * std::abs(expected); }
 
 int64_t ulp_distance(float a, float b) {
   // Map the floats onto a monotonic integer line (negative floats mirrored below zero).
@@ -31,9 +36,13 @@ Difference compare_tensors(const Tensor& actual, const Tensor& expected, const T
   }
   const int64_t n = actual.numel();
   if (actual.dtype() != DType::Float32) {
-    bool equal = std::memcmp(actual.raw(), expected.raw(), actual.nbytes()) == 0;
-    d.within = equal;
-    d.max_abs = equal ? 0.0 : 1.0;
+    const size_t width = actual.nbytes() / static_cast<size_t>(std::max<int64_t>(n, 1));
+    const auto* a = static_cast<const unsigned char*>(actual.raw());
+    const auto* b = static_cast<const unsigned char*>(expected.raw());
+    for (int64_t i = 0; i < n; ++i)
+      if (std::memcmp(a + i * width, b + i * width, width) != 0 && d.failing++ == 0) d.first_failing = i;
+    d.within = d.failing == 0;
+    d.max_abs = d.within ? 0.0 : 1.0;
     return d;
   }
   const float* a = actual.data<float>();
@@ -47,6 +56,7 @@ Difference compare_tensors(const Tensor& actual, const Tensor& expected, const T
         d.nonfinite_mismatch = true;
         d.within = false;
         if (d.worst_index < 0) d.worst_index = i;
+        if (d.failing++ == 0) d.first_failing = i;
       }
       continue;
     }
@@ -58,8 +68,10 @@ Difference compare_tensors(const Tensor& actual, const Tensor& expected, const T
     }
     if (b[i] != 0) d.max_rel = std::max(d.max_rel, diff / std::abs(static_cast<double>(b[i])));
     if (diff > tol.atol) d.max_ulp = std::max(d.max_ulp, ulp);
-    if (diff > tol.atol + tol.rtol * std::abs(static_cast<double>(b[i])) || (diff > tol.atol && ulp > tol.max_ulp))
+    if (diff > allowed_difference(tol, b[i]) || (diff > tol.atol && ulp > tol.max_ulp)) {
       d.within = false;
+      if (d.failing++ == 0) d.first_failing = i;
+    }
   }
   return d;
 }

@@ -3,6 +3,9 @@
 //   strict  (fp32): |a - b| <= 1e-5 + 1.3e-6 * |b|   (torch.testing's float32 defaults)
 //                   and, where |a - b| > atol, at most 64 ULP apart
 //   relaxed (fp32): |a - b| <= 1e-4 + 1e-3 * |b|, at most 16384 ULP apart
+//   twin    (fp32): |a - b| <= 1e-5 + 1e-4 * |b|, no ULP bound: the unit tests' rule for a fast
+//                   kernel or plan against the reference kernels, which accumulate in float64
+//                   where fast kernels sum float32 in another order (not a gate mode)
 //
 // A NaN or an Inf where the other side has none (or another one) always fails. Integer and bool
 // tensors must be equal.
@@ -21,6 +24,10 @@ struct Tolerance {
   int64_t max_ulp = 64;
 };
 Tolerance tolerance_for(PrecisionCheck mode);
+Tolerance twin_tolerance();
+
+// The |a - b| allowed where the expected value is `expected` (the ULP bound aside).
+double allowed_difference(const Tolerance& tol, double expected);
 
 // How far `actual` is from `expected`, and where it is worst.
 struct Difference {
@@ -31,6 +38,8 @@ struct Difference {
   bool nonfinite_mismatch = false;
   bool shape_mismatch = false;
   bool within = true;        // every element passes the tolerance
+  int64_t failing = 0;       // elements outside the tolerance
+  int64_t first_failing = -1;  // flat index of the first of them, -1 if none
 };
 Difference compare_tensors(const Tensor& actual, const Tensor& expected, const Tolerance& tol);
 

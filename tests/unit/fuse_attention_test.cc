@@ -8,8 +8,7 @@
 #include <limits>
 #include <random>
 
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "fused_vs_reference.h"
 #include "graph_builder.h"
 
 namespace fusor {
@@ -120,39 +119,13 @@ std::map<std::string, Tensor> inputs_for(const Spec& s, Pad pad, float masked_va
   return in;
 }
 
-struct Outcome {
-  Plan plan;
-  std::vector<Tensor> fused, reference;
-};
-
-Outcome run_both(const Spec& s, Pad pad = Pad::Right, float masked_value = -10000.f) {
-  auto graph = attention_graph(s);
-  std::map<std::string, Dims> dims = {{"q", {s.B, s.S, s.H * s.D}}, {"k", {s.B, s.S, s.H * s.D}}, {"v", {s.B, s.S, s.H * s.D}}};
-  if (s.mask) dims["mask"] = s.mask_dims.empty() ? Dims{s.B, 1, 1, s.S} : s.mask_dims;
-  PlanOptions fused_opts;
-  fused_opts.fusion = FusionConfig{};
-  PlanOptions ref_opts;
-  ref_opts.kernels = KernelChoice::Reference;
-  Outcome o{build_plan(graph, dims, fused_opts), {}, {}};
-  Plan ref = build_plan(graph, dims, ref_opts);
-  auto named = inputs_for(s, pad, masked_value, 7);
-  std::vector<Tensor> in;
-  for (int v : graph->inputs) in.push_back(named.at(graph->values[static_cast<size_t>(v)].name));
-  o.fused = Executor(o.plan).run(in);
-  o.reference = Executor(ref).run(in);
-  return o;
+// The fused plan (every fusion switch on) and the reference plan on the same inputs.
+test::FusedAndReference run_both(const Spec& s, Pad pad = Pad::Right, float masked_value = -10000.f) {
+  return test::run_fused_and_reference(attention_graph(s), inputs_for(s, pad, masked_value, 7));
 }
 
-void expect_close(const Outcome& o) {
-  ASSERT_EQ(o.fused.size(), o.reference.size());
-  const float* a = o.fused[0].data<float>();
-  const float* b = o.reference[0].data<float>();
-  ASSERT_EQ(o.fused[0].dims(), o.reference[0].dims());
-  int bad = 0;
-  for (int64_t i = 0; i < o.fused[0].numel() && bad < 5; ++i) {
-    const bool ok = (std::isnan(a[i]) && std::isnan(b[i])) || std::abs(a[i] - b[i]) <= 1e-5f + 1e-4f * std::abs(b[i]);
-    if (!ok) ADD_FAILURE() << "element " << i << ": fused " << a[i] << ", reference " << b[i] << " (" << ++bad << ")";
-  }
+void expect_close(const test::FusedAndReference& o) {
+  EXPECT_TRUE(test::outputs_agree(o.fused_outputs, o.reference_outputs)) << "kernels: " << o.kernels();
 }
 
 std::string attention_kernel(const Plan& p) {
@@ -162,23 +135,23 @@ std::string attention_kernel(const Plan& p) {
 }
 
 void expect_fused(const Spec& s, Pad pad = Pad::Right, float masked_value = -10000.f) {
-  Outcome o = run_both(s, pad, masked_value);
+  auto o = run_both(s, pad, masked_value);
   std::string declined;
-  for (const NotFused& nf : o.plan.fusion.not_fused) declined += nf.pass + ": " + nf.reason + "\n";
-  ASSERT_EQ(o.plan.fusion.items.size(), 1u) << declined;
-  EXPECT_EQ(o.plan.fusion.items[0].kind, "Attention") << declined;
-  EXPECT_NE(attention_kernel(o.plan), "") << "the fused node fell back to the reference";
+  for (const NotFused& nf : o.fused.fusion.not_fused) declined += nf.pass + ": " + nf.reason + "\n";
+  ASSERT_EQ(o.fused.fusion.items.size(), 1u) << declined;
+  EXPECT_EQ(o.fused.fusion.items[0].kind, "Attention") << declined;
+  EXPECT_NE(attention_kernel(o.fused), "") << "the fused node fell back to the reference";
   // Reshapes, Transposes, both MatMuls, scale, mask, softmax and the Shape subgraph are gone.
-  EXPECT_EQ(o.plan.steps.size(), 1u);
+  EXPECT_EQ(o.fused.steps.size(), 1u);
   expect_close(o);
 }
 
 void expect_declined(const Spec& s, const std::string& reason) {
-  Outcome o = run_both(s);
-  EXPECT_EQ(attention_kernel(o.plan), "");
-  for (const FusionItem& item : o.plan.fusion.items) EXPECT_NE(item.kind, "Attention");
+  auto o = run_both(s);
+  EXPECT_EQ(attention_kernel(o.fused), "");
+  for (const FusionItem& item : o.fused.fusion.items) EXPECT_NE(item.kind, "Attention");
   bool found = false;
-  for (const NotFused& nf : o.plan.fusion.not_fused)
+  for (const NotFused& nf : o.fused.fusion.not_fused)
     found = found || (nf.pass == "fuse_attention" && nf.reason.find(reason) != std::string::npos);
   EXPECT_TRUE(found) << "no decline mentioning '" << reason << "'";
   expect_close(o);
@@ -189,8 +162,8 @@ TEST(FuseAttention, LeftPaddingMask) { expect_fused({}, Pad::Left); }
 TEST(FuseAttention, NoMaskScaleByMul) { expect_fused({.mask = false, .scale_by_mul = true}); }
 TEST(FuseAttention, HeadDim32NamesTheKernel) {
   Spec s{.B = 1, .S = 20, .H = 3, .D = 32};
-  Outcome o = run_both(s);
-  EXPECT_EQ(attention_kernel(o.plan).rfind("attention_f32_d32_mask_", 0), 0u) << attention_kernel(o.plan);
+  auto o = run_both(s);
+  EXPECT_EQ(attention_kernel(o.fused).rfind("attention_f32_d32_mask_", 0), 0u) << attention_kernel(o.fused);
   expect_close(o);
 }
 TEST(FuseAttention, OddHeadDimAndLength) { expect_fused({.B = 3, .S = 7, .H = 3, .D = 12}, Pad::Left); }
@@ -220,8 +193,8 @@ TEST(FuseAttention, CausalMaskedFillWithPadding) {
   expect_fused({.S = 70, .causal = Causal::MaskedFill}, Pad::Left);
 }
 TEST(FuseAttention, CausalKernelName) {
-  Outcome o = run_both({.S = 8, .mask = false, .causal = Causal::Where});
-  EXPECT_NE(attention_kernel(o.plan).find("_causal_"), std::string::npos) << attention_kernel(o.plan);
+  auto o = run_both({.S = 8, .mask = false, .causal = Causal::Where});
+  EXPECT_NE(attention_kernel(o.fused).find("_causal_"), std::string::npos) << attention_kernel(o.fused);
 }
 
 TEST(FuseAttention, DeclinesSoftmaxOverAnotherAxis) {
@@ -236,14 +209,13 @@ TEST(FuseAttention, DeclinesOutputNotTransposedBack) {
 }
 
 TEST(FuseAttention, DisabledItemStaysUnfused) {
-  auto graph = attention_graph({});
-  PlanOptions o;
-  o.fusion = FusionConfig{};
-  Plan first = build_plan(graph, {{"q", {2, 16, 16}}, {"k", {2, 16, 16}}, {"v", {2, 16, 16}}, {"mask", {2, 1, 1, 16}}}, o);
-  ASSERT_EQ(first.fusion.items.size(), 1u);
-  o.fusion->disabled = {first.fusion.items[0].name};
-  Plan second = build_plan(graph, {{"q", {2, 16, 16}}, {"k", {2, 16, 16}}, {"v", {2, 16, 16}}, {"mask", {2, 1, 1, 16}}}, o);
-  EXPECT_EQ(attention_kernel(second), "");
+  auto first = run_both({});
+  ASSERT_EQ(first.fused.fusion.items.size(), 1u);
+  FusionConfig off;
+  off.disabled = {first.fused.fusion.items[0].name};
+  auto second = test::expect_fused_matches_reference(attention_graph({}), inputs_for({}, Pad::Right, -10000.f, 7), off);
+  EXPECT_EQ(attention_kernel(second.fused), "");
+  for (const FusionItem& item : second.fused.fusion.items) EXPECT_NE(item.kind, "Attention");
 }
 
 }  // namespace

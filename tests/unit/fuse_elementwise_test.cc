@@ -3,12 +3,10 @@
 // diamonds, broadcasts, multi-output groups, compares and Where, and casts.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 
 #include "kernels/cpu/common.h"
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "fused_vs_reference.h"
 #include "graph_builder.h"
 
 namespace fusor {
@@ -34,12 +32,6 @@ Tensor scalar(float v) {
   return t;
 }
 
-Plan fused_plan(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims) {
-  PlanOptions o;
-  o.fusion = FusionConfig{};
-  return build_plan(std::move(g), dims, o);
-}
-
 std::vector<const Node*> fused_nodes(const Plan& p, const std::string& kind = "Elementwise") {
   std::vector<const Node*> out;
   for (const Node& n : p.graph->nodes)
@@ -63,34 +55,17 @@ bool declined(const Plan& p, const std::string& reason_part) {
   return false;
 }
 
-// Runs the fused plan and the reference plan on random inputs of `types` and compares outputs.
-void expect_matches_reference(std::shared_ptr<const Graph> g, const std::vector<std::pair<std::string, TensorType>>& types,
-                              const Plan& fused, float tol = 2e-6f) {
-  std::map<std::string, Dims> dims;
-  std::vector<Tensor> inputs;
+// Random inputs of the named types, seeded by their position.
+test::Feeds random_feeds(const std::vector<std::pair<std::string, TensorType>>& types) {
+  test::Feeds feeds;
   unsigned seed = 1;
-  for (const auto& [name, t] : types) {
-    dims[name] = t.dims;
-    inputs.push_back(random_tensor(t.dtype, t.dims, seed++));
-  }
-  PlanOptions ref_options;
-  ref_options.kernels = KernelChoice::Reference;
-  Plan ref = build_plan(g, dims, ref_options);
-  std::vector<Tensor> want = Executor(ref).run(inputs), got = Executor(fused).run(inputs);
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t o = 0; o < want.size(); ++o) {
-    ASSERT_EQ(want[o].dims(), got[o].dims());
-    const float* w = want[o].data<float>();
-    const float* y = got[o].data<float>();
-    for (int64_t i = 0; i < want[o].numel(); ++i) {
-      if (std::isnan(w[i])) {
-        EXPECT_TRUE(std::isnan(y[i])) << "output " << o << " at " << i;
-        continue;
-      }
-      ASSERT_NEAR(y[i], w[i], tol * (1 + std::abs(w[i]))) << "output " << o << " at " << i;
-    }
-  }
+  for (const auto& [name, t] : types) feeds[name] = random_tensor(t.dtype, t.dims, seed++);
+  return feeds;
 }
+
+// Elementwise programs compute what the reference computes element by element: they are held to
+// the gate's strict rule rather than the looser twin rule of reordered sums.
+const Tolerance kStrict = tolerance_for(PrecisionCheck::Strict);
 
 TensorType f32(Dims d) { return {DType::Float32, std::move(d)}; }
 
@@ -109,12 +84,12 @@ std::shared_ptr<const Graph> chain() {
 TEST(FuseElementwise, ChainBecomesOneKernel) {
   auto g = chain();
   for (Dims d : {Dims{4, 1000}, Dims{3, 5, 7}, Dims{1}, Dims{}}) {
-    Plan p = fused_plan(g, {{"x", d}});
+    auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32(d)}}), FusionConfig{}, kStrict);
+    const Plan& p = r.fused;
     ASSERT_EQ(fused_nodes(p).size(), 1u) << dims_to_string(d);
     EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 5u);
     ASSERT_EQ(p.steps.size(), 1u);
     EXPECT_EQ(elementwise_kernels(p), std::vector<std::string>{std::string("elementwise_f32_5ops_") + cpu::kIsa});
-    expect_matches_reference(g, {{"x", f32(d)}}, p);
   }
 }
 
@@ -130,10 +105,9 @@ TEST(FuseElementwise, DiamondWithTranscendentals) {
   int l = b.node(Op::Log, {b.node(Op::Abs, {e}, "ae")}, "l");
   int y = b.node(Op::Mul, {ex, b.node(Op::Add, {l, a}, "la")}, "y");
   auto g = b.finish({y});
-  Plan p = fused_plan(g, {{"x", {17, 33}}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 8u);
-  expect_matches_reference(g, {{"x", f32({17, 33})}}, p, 1e-5f);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({17, 33})}}), FusionConfig{}, kStrict);
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);
+  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 8u);
 }
 
 // y = Relu(x * col + row) / s: a bias row [N], a per-row column [M,1] and a runtime scalar.
@@ -152,11 +126,11 @@ TEST(FuseElementwise, BroadcastRowsColumnsAndScalars) {
   for (Dims xd : {Dims{8, 384}, Dims{64, 5}, Dims{3, 9, 130}, Dims{2, 7, 3}}) {
     Dims row{xd.back()}, col = xd;
     col.back() = 1;
-    Plan p = fused_plan(g, {{"x", xd}, {"row", row}, {"col", col}, {"s", {}}});
-    ASSERT_EQ(fused_nodes(p).size(), 1u) << dims_to_string(xd);
-    ASSERT_EQ(elementwise_kernels(p).size(), 1u);
-    EXPECT_NE(elementwise_kernels(p)[0].find("_bcast_"), std::string::npos);
-    expect_matches_reference(g, {{"x", f32(xd)}, {"row", f32(row)}, {"col", f32(col)}, {"s", f32({})}}, p);
+    auto r = test::expect_fused_matches_reference(
+        g, random_feeds({{"x", f32(xd)}, {"row", f32(row)}, {"col", f32(col)}, {"s", f32({})}}), FusionConfig{}, kStrict);
+    ASSERT_EQ(fused_nodes(r.fused).size(), 1u) << dims_to_string(xd);
+    ASSERT_EQ(elementwise_kernels(r.fused).size(), 1u);
+    EXPECT_NE(elementwise_kernels(r.fused)[0].find("_bcast_"), std::string::npos);
   }
 }
 
@@ -171,11 +145,11 @@ TEST(FuseElementwise, MaskFromIntsBroadcastsOverScores) {
   int scaled = b.node(Op::Mul, {scores, k}, "scaled");
   auto g = b.finish({b.node(Op::Add, {scaled, add}, "y")});
   for (int64_t s : {7, 128}) {
-    Plan p = fused_plan(g, {{"scores", {2, 3, s, s}}, {"mask", {2, 1, 1, s}}});
-    ASSERT_EQ(fused_nodes(p).size(), 1u) << s;
-    EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 5u);
-    ASSERT_EQ(elementwise_kernels(p).size(), 1u);
-    expect_matches_reference(g, {{"scores", f32({2, 3, s, s})}, {"mask", {DType::Int64, {2, 1, 1, s}}}}, p);
+    auto r = test::expect_fused_matches_reference(
+        g, random_feeds({{"scores", f32({2, 3, s, s})}, {"mask", {DType::Int64, {2, 1, 1, s}}}}), FusionConfig{}, kStrict);
+    ASSERT_EQ(fused_nodes(r.fused).size(), 1u) << s;
+    EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 5u);
+    ASSERT_EQ(elementwise_kernels(r.fused).size(), 1u);
   }
 }
 
@@ -188,11 +162,10 @@ TEST(FuseElementwise, ValueUsedOutsideBecomesAnExtraOutput) {
   int t = b.node(Op::Tanh, {a}, "t");
   int y = b.node(Op::Add, {t, x}, "y");
   auto g = b.finish({y, a});
-  Plan p = fused_plan(g, {{"x", {5, 300}}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  EXPECT_EQ(fused_nodes(p)[0]->outputs.size(), 2u);
-  ASSERT_EQ(p.steps.size(), 1u);
-  expect_matches_reference(g, {{"x", f32({5, 300})}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({5, 300})}}), FusionConfig{}, kStrict);
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);
+  EXPECT_EQ(fused_nodes(r.fused)[0]->outputs.size(), 2u);
+  EXPECT_EQ(r.fused.steps.size(), 1u);
 }
 
 // y = Where(x > 0, x, 0.1 * x) + Cast(Not(b)) with b a bool input; compares stay inside.
@@ -209,11 +182,11 @@ TEST(FuseElementwise, CompareWhereNotAndCasts) {
   int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", kOnnxBool}});
   int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", kOnnxFloat}});
   auto g = b.finish({b.node(Op::Add, {b.node(Op::Add, {w, c}, "wc"), cb}, "y")});
-  Plan p = fused_plan(g, {{"x", {6, 200}}, {"flag", {200}}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 11u);
-  ASSERT_EQ(p.steps.size(), 1u);
-  expect_matches_reference(g, {{"x", f32({6, 200})}, {"flag", {DType::Bool, {200}}}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({6, 200})}, {"flag", {DType::Bool, {200}}}}),
+                                                FusionConfig{}, kStrict);
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);
+  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 11u);
+  EXPECT_EQ(r.fused.steps.size(), 1u);
 }
 
 TEST(FuseElementwise, ActivationsWithAttributesAndPow) {
@@ -227,18 +200,17 @@ TEST(FuseElementwise, ActivationsWithAttributesAndPow) {
   int pw = b.node(Op::Pow, {b.node(Op::Abs, {x}, "ax"), e}, "pw");  // tensor exponent
   int y = b.node(Op::Add, {b.node(Op::Add, {h, sw}, "hs"), b.node(Op::Sqrt, {pw}, "sq")}, "y");
   auto g = b.finish({y, b.node(Op::Reciprocal, {b.node(Op::Neg, {y}, "ny")}, "ry")});
-  Plan p = fused_plan(g, {{"x", {4, 77}}, {"e", {77}}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  expect_matches_reference(g, {{"x", f32({4, 77})}, {"e", f32({77})}}, p, 1e-5f);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 77})}, {"e", f32({77})}}), FusionConfig{},
+                                                kStrict);
+  EXPECT_EQ(fused_nodes(r.fused).size(), 1u);
 }
 
 // Outputs over 16 MiB are streamed past the caches: same numbers.
 TEST(FuseElementwise, LargeOutputsAreStreamed) {
   auto g = chain();
   Dims d{1030, 4099};  // 16.1 MiB, rows not a multiple of the vector
-  Plan p = fused_plan(g, {{"x", d}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  expect_matches_reference(g, {{"x", f32(d)}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32(d)}}), FusionConfig{}, kStrict);
+  EXPECT_EQ(fused_nodes(r.fused).size(), 1u);
 }
 
 // A GELU the pattern pass fused joins the bias add in front of it.
@@ -250,13 +222,13 @@ TEST(FuseElementwise, FusedGeluIsAMember) {
   int e = b.node(Op::Erf, {b.node(Op::Div, {a, s2}, "d")}, "e");
   int m = b.node(Op::Mul, {a, b.node(Op::Add, {e, one}, "e1")}, "m");
   auto g = b.finish({b.node(Op::Mul, {m, half}, "y")});
-  Plan p = fused_plan(g, {{"x", {3, 64}}, {"bias", {64}}});
-  ASSERT_EQ(fused_nodes(p).size(), 1u);
-  const Graph& body = *fused_nodes(p)[0]->body;
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({3, 64})}, {"bias", f32({64})}}),
+                                                FusionConfig{}, kStrict);
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);
+  const Graph& body = *fused_nodes(r.fused)[0]->body;
   ASSERT_EQ(body.nodes.size(), 2u);
   EXPECT_EQ(body.nodes[1].op_type, "Gelu");
-  ASSERT_EQ(p.steps.size(), 1u);
-  expect_matches_reference(g, {{"x", f32({3, 64})}, {"bias", f32({64})}}, p, 1e-5f);
+  EXPECT_EQ(r.fused.steps.size(), 1u);
 }
 
 // ---- declines ----------------------------------------------------------------------------
@@ -269,11 +241,11 @@ TEST(FuseElementwise, DeclinesAnOutputOfAnotherShape) {
   int r2 = b.node(Op::Mul, {row, two}, "r2");
   int y = b.node(Op::Relu, {b.node(Op::Add, {x, r2}, "a")}, "y");
   auto g = b.finish({y, r2});
-  Plan p = fused_plan(g, {{"x", {4, 32}}, {"row", {32}}});
-  EXPECT_TRUE(declined(p, "not the iteration shape [4, 32]"));
-  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Add + Relu still fuse
-  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 2u);
-  expect_matches_reference(g, {{"x", f32({4, 32})}, {"row", f32({32})}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 32})}, {"row", f32({32})}}),
+                                                FusionConfig{}, kStrict);
+  EXPECT_TRUE(declined(r.fused, "not the iteration shape [4, 32]"));
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Relu still fuse
+  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
 }
 
 // Relu -> MatMul -> Add(Relu's output, ...): Relu and Add would enclose the MatMul.
@@ -285,7 +257,7 @@ TEST(FuseElementwise, DeclinesACycle) {
   int r = b.node(Op::Relu, {x}, "r");
   int mm = b.node(Op::MatMul, {r, b.constant("w", w)}, "mm");
   auto g = b.finish({b.node(Op::Add, {r, mm}, "y")});
-  Plan p = fused_plan(g, {{"x", {8, 8}}});
+  Plan p = test::fast_plan(g, {{"x", {8, 8}}});
   EXPECT_TRUE(declined(p, "cycle"));
   EXPECT_TRUE(fused_nodes(p).empty());
 }
@@ -297,11 +269,11 @@ TEST(FuseElementwise, DeclinesIntegerArithmetic) {
   int ii = b.node(Op::Add, {i, i}, "ii", DType::Int64);
   int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", kOnnxFloat}});
   auto g = b.finish({b.node(Op::Relu, {b.node(Op::Mul, {x, c}, "m")}, "y")});
-  Plan p = fused_plan(g, {{"x", {4, 16}}, {"i", {4, 16}}});
-  EXPECT_TRUE(declined(p, "makes int64"));
-  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Cast (reading int64 from outside), Mul, Relu
-  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 3u);
-  expect_matches_reference(g, {{"x", f32({4, 16})}, {"i", {DType::Int64, {4, 16}}}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 16})}, {"i", {DType::Int64, {4, 16}}}}),
+                                                FusionConfig{}, kStrict);
+  EXPECT_TRUE(declined(r.fused, "makes int64"));
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Cast (reading int64 from outside), Mul, Relu
+  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 3u);
 }
 
 // A bool result that leaves the group cannot be an output of the float kernel.
@@ -310,7 +282,7 @@ TEST(FuseElementwise, DeclinesABoolOutput) {
   int x = b.input("x");
   int n = b.node(Op::Neg, {x}, "n");
   auto g = b.finish({b.node(Op::Greater, {n, b.constant("zero", scalar(0))}, "pos", DType::Bool)});
-  Plan p = fused_plan(g, {{"x", {4, 16}}});
+  Plan p = test::fast_plan(g, {{"x", {4, 16}}});
   EXPECT_TRUE(declined(p, "would leave the group as bool, not float32"));
   EXPECT_TRUE(fused_nodes(p).empty());
 }
@@ -321,11 +293,11 @@ TEST(FuseElementwise, DeclinesRecomputingAnExpensiveSmallValue) {
   int x = b.input("x"), row = b.input("row");
   int e = b.node(Op::Exp, {row}, "e");
   auto g = b.finish({b.node(Op::Relu, {b.node(Op::Add, {x, e}, "a")}, "y")});
-  Plan p = fused_plan(g, {{"x", {64, 32}}, {"row", {32}}});
-  EXPECT_TRUE(declined(p, "would be recomputed for every element of [64, 32]"));
-  ASSERT_EQ(fused_nodes(p).size(), 1u);  // Add + Relu
-  EXPECT_EQ(fused_nodes(p)[0]->body->nodes.size(), 2u);
-  expect_matches_reference(g, {{"x", f32({64, 32})}, {"row", f32({32})}}, p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
+                                                FusionConfig{}, kStrict);
+  EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
+  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Relu
+  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
 }
 
 // Bounded fusion: a 40-op chain becomes a 32-node group and an 8-node group.
@@ -334,23 +306,21 @@ TEST(FuseElementwise, GroupsAreCapped) {
   int v = b.input("x");
   for (int i = 0; i < 40; ++i) v = b.node(i % 2 ? Op::Neg : Op::Abs, {v}, "v" + std::to_string(i));
   auto g = b.finish({v});
-  Plan p = fused_plan(g, {{"x", {2, 50}}});
-  auto fused = fused_nodes(p);
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({2, 50})}}), FusionConfig{}, kStrict);
+  auto fused = fused_nodes(r.fused);
   ASSERT_EQ(fused.size(), 2u);
   EXPECT_EQ(fused[0]->body->nodes.size() + fused[1]->body->nodes.size(), 40u);
   EXPECT_LE(std::max(fused[0]->body->nodes.size(), fused[1]->body->nodes.size()), 32u);
-  EXPECT_TRUE(declined(p, "exceed 32 nodes"));
-  expect_matches_reference(g, {{"x", f32({2, 50})}}, p);
+  EXPECT_TRUE(declined(r.fused, "exceed 32 nodes"));
 }
 
 // Off in the config: nothing fused.
 TEST(FuseElementwise, SwitchedOff) {
-  PlanOptions o;
-  o.fusion = FusionConfig{};
-  o.fusion->fuse_elemwise = false;
-  Plan p = build_plan(chain(), {{"x", {4, 16}}}, o);
-  EXPECT_TRUE(fused_nodes(p).empty());
-  EXPECT_EQ(p.steps.size(), 5u);
+  FusionConfig off;
+  off.fuse_elemwise = false;
+  auto r = test::expect_fused_matches_reference(chain(), random_feeds({{"x", f32({4, 16})}}), off, kStrict);
+  EXPECT_TRUE(fused_nodes(r.fused).empty());
+  EXPECT_EQ(r.fused.steps.size(), 5u);
 }
 
 }  // namespace

@@ -7,8 +7,7 @@
 #include "ir/graph_edit.h"
 #include "passes/legality.h"
 #include "passes/naming.h"
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "fused_vs_reference.h"
 #include "graph_builder.h"
 
 namespace fusor {
@@ -54,27 +53,6 @@ std::shared_ptr<const Graph> layer_norm_graph(const LayerNormSpec& s) {
   return b.finish(outputs);
 }
 
-struct Outcome {
-  Plan plan;
-  std::vector<Tensor> outputs;
-};
-
-Outcome run(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims, const std::vector<Tensor>& inputs,
-        std::optional<FusionConfig> fusion, KernelChoice kernels = KernelChoice::Fast) {
-  PlanOptions o;
-  o.kernels = kernels;
-  o.fusion = fusion;
-  Outcome r{build_plan(std::move(g), dims, o), {}};
-  r.outputs = Executor(r.plan).run(inputs);
-  return r;
-}
-
-void expect_close(const Tensor& a, const Tensor& b, float tol = 1e-5f) {
-  ASSERT_EQ(a.dims(), b.dims());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    ASSERT_NEAR(a.data<float>()[i], b.data<float>()[i], tol + tol * std::abs(b.data<float>()[i])) << "at " << i;
-}
-
 size_t count_kind(const Plan& p, const std::string& kind) {
   size_t n = 0;
   for (const Step& s : p.steps) n += p.graph->nodes[static_cast<size_t>(s.node)].op_type == kind;
@@ -88,29 +66,25 @@ bool declined_with(const Plan& p, const std::string& fragment) {
 }
 
 const std::map<std::string, Dims> kDims = {{"x", {4, 8, 16}}};
+// A fused LayerNorm or GELU computes what its nodes compute: held to the gate's strict rule.
+const Tolerance kStrict = tolerance_for(PrecisionCheck::Strict);
 
 TEST(FuseLayerNorm, DecomposedFormBecomesOneKernelWithTheSameNumbers) {
   auto g = layer_norm_graph({});
-  Tensor x = filled({4, 8, 16}, 3.0f, 1.0f);
-  Outcome fused = run(g, kDims, {x}, FusionConfig{});
-  Outcome ref = run(g, kDims, {x}, std::nullopt, KernelChoice::Reference);
-  EXPECT_EQ(fused.plan.steps.size(), 1u);
-  EXPECT_EQ(count_kind(fused.plan, "LayerNorm"), 1u);
-  ASSERT_EQ(fused.plan.fusion.items.size(), 1u);
-  EXPECT_EQ(fused.plan.fusion.items[0].kind, "LayerNorm");
-  EXPECT_EQ(fused.plan.fusion.items[0].nodes.size(), 9u);
-  EXPECT_GT(fused.plan.fusion.items[0].bytes_saved, 0u);
-  expect_close(fused.outputs[0], ref.outputs[0]);
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(r.fused.steps.size(), 1u);
+  EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 1u);
+  ASSERT_EQ(r.fused.fusion.items.size(), 1u);
+  EXPECT_EQ(r.fused.fusion.items[0].kind, "LayerNorm");
+  EXPECT_EQ(r.fused.fusion.items[0].nodes.size(), 9u);
+  EXPECT_GT(r.fused.fusion.items[0].bytes_saved, 0u);
 }
 
 TEST(FuseLayerNorm, WithoutAffinePartFallsBackToItsNodesWithAReason) {
   auto g = layer_norm_graph({.affine = false});
-  Tensor x = filled({4, 8, 16}, 3.0f, 1.0f);
-  Outcome fused = run(g, kDims, {x}, FusionConfig{});
-  Outcome ref = run(g, kDims, {x}, std::nullopt, KernelChoice::Reference);
-  EXPECT_EQ(count_kind(fused.plan, "LayerNorm"), 0u);
-  EXPECT_TRUE(declined_with(fused.plan, "no fast LayerNorm kernel"));
-  expect_close(fused.outputs[0], ref.outputs[0]);
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 0u);
+  EXPECT_TRUE(declined_with(r.fused, "no fast LayerNorm kernel"));
 }
 
 struct NearMiss {
@@ -123,12 +97,9 @@ class LayerNormNearMiss : public ::testing::TestWithParam<NearMiss> {};
 
 TEST_P(LayerNormNearMiss, IsDeclinedWithItsReasonAndStaysCorrect) {
   auto g = layer_norm_graph(GetParam().spec);
-  Tensor x = filled({4, 8, 16}, 3.0f, 1.0f);
-  Outcome fused = run(g, kDims, {x}, FusionConfig{});
-  Outcome ref = run(g, kDims, {x}, std::nullopt, KernelChoice::Reference);
-  EXPECT_EQ(count_kind(fused.plan, "LayerNorm"), 0u);
-  EXPECT_TRUE(declined_with(fused.plan, GetParam().reason)) << GetParam().reason;
-  for (size_t i = 0; i < ref.outputs.size(); ++i) expect_close(fused.outputs[i], ref.outputs[i]);
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 0u);
+  EXPECT_TRUE(declined_with(r.fused, GetParam().reason)) << GetParam().reason;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -163,45 +134,38 @@ std::shared_ptr<const Graph> gelu_tanh_graph() {
   return b.finish({b.node(Op::Mul, {halfx, onep}, "y")});
 }
 
-const std::map<std::string, Dims> kGeluDims = {{"x", {4, 64}}};
 
 TEST(FuseGelu, ErfAndTanhFormsBecomeGeluWithTheSameNumbers) {
   Tensor x = filled({4, 64}, 4.0f, 0.0f);
   for (auto g : {gelu_erf_graph(1.4142135f), gelu_tanh_graph()}) {
     FusionConfig only_patterns;
     only_patterns.fuse_elemwise = false;  // what is left must not be swept up by the generic pass
-    Outcome fused = run(g, kGeluDims, {x}, only_patterns);
-    Outcome ref = run(g, kGeluDims, {x}, std::nullopt, KernelChoice::Reference);
-    EXPECT_EQ(fused.plan.steps.size(), 1u);
-    EXPECT_EQ(count_kind(fused.plan, "Gelu"), 1u);
-    expect_close(fused.outputs[0], ref.outputs[0], 2e-5f);
+    auto r = test::expect_fused_matches_reference(g, {{"x", x}}, only_patterns, kStrict);
+    EXPECT_EQ(r.fused.steps.size(), 1u);
+    EXPECT_EQ(count_kind(r.fused, "Gelu"), 1u);
   }
 }
 
 TEST(FuseGelu, LookAlikeWithOtherConstantsIsDeclinedAndStaysCorrect) {
   auto g = gelu_erf_graph(1.5f);
-  Tensor x = filled({4, 64}, 4.0f, 0.0f);
-  Outcome fused = run(g, kGeluDims, {x}, FusionConfig{});
-  Outcome ref = run(g, kGeluDims, {x}, std::nullopt, KernelChoice::Reference);
-  EXPECT_EQ(count_kind(fused.plan, "Gelu"), 0u);
-  EXPECT_TRUE(declined_with(fused.plan, "erf's argument scale"));
-  expect_close(fused.outputs[0], ref.outputs[0], 2e-5f);
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 64}, 4.0f, 0.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(count_kind(r.fused, "Gelu"), 0u);
+  EXPECT_TRUE(declined_with(r.fused, "erf's argument scale"));
 }
 
 TEST(FusionConfig, DisabledItemIsNotFusedAndNamesStayStable) {
   auto g = layer_norm_graph({});
-  Tensor x = filled({4, 8, 16}, 3.0f, 1.0f);
-  Outcome fused = run(g, kDims, {x}, FusionConfig{});
-  ASSERT_EQ(fused.plan.fusion.items.size(), 1u);
-  const std::string name = fused.plan.fusion.items[0].name;
+  Plan fused = test::fast_plan(g, kDims);
+  ASSERT_EQ(fused.fusion.items.size(), 1u);
+  const std::string name = fused.fusion.items[0].name;
   FusionConfig off;
   off.disabled = {name};
-  Outcome disabled = run(g, kDims, {x}, off);
-  EXPECT_EQ(count_kind(disabled.plan, "LayerNorm"), 0u);
-  EXPECT_TRUE(declined_with(disabled.plan, "disabled in the config"));
+  Plan disabled = test::fast_plan(g, kDims, off);
+  EXPECT_EQ(count_kind(disabled, "LayerNorm"), 0u);
+  EXPECT_TRUE(declined_with(disabled, "disabled in the config"));
   FusionConfig none;
   none.fuse_norm_act = none.fuse_elemwise = none.fuse_gemm_epilogue = none.fuse_attention = false;
-  EXPECT_EQ(run(g, kDims, {x}, none).plan.steps.size(), 9u);
+  EXPECT_EQ(test::fast_plan(g, kDims, none).steps.size(), 9u);
 }
 
 TEST(GraphEdit, FuseThenInlineRestoresTheGraph) {

@@ -1,5 +1,7 @@
 // Builds small IR graphs by hand for tests, without an ONNX file: inputs, constants, nodes.
-// Nodes are named "<Op>_<output>" so messages can tell a node from the tensor it writes.
+// Nodes are named "<scope><Op>_<output>" so messages can tell a node from the tensor it writes;
+// a scope such as "/encoder/layer.0/" gives fusion items the stable names exporters' paths give
+// ("layer0.layernorm").
 #pragma once
 #include <map>
 #include <memory>
@@ -33,7 +35,7 @@ class GraphBuilder {
     Node n;
     n.op = op;
     n.op_type = op_info(op).name;
-    n.name = n.op_type + "_" + out;
+    n.name = scope_ + n.op_type + "_" + out;
     n.opset = static_cast<int>(g_->opset);
     n.inputs = std::move(inputs);
     n.attrs = std::move(attrs);
@@ -43,6 +45,9 @@ class GraphBuilder {
     g_->nodes.push_back(std::move(n));
     return id;
   }
+
+  // Prefix of the names of the nodes added from now on.
+  void scope(std::string prefix) { scope_ = std::move(prefix); }
 
   std::shared_ptr<Graph> finish(std::vector<int> outputs) {
     g_->outputs = std::move(outputs);
@@ -58,6 +63,7 @@ class GraphBuilder {
   }
 
   std::shared_ptr<Graph> g_;
+  std::string scope_;
 };
 
 }  // namespace fusor::test
