@@ -43,6 +43,9 @@ struct CeilingOptions {
 // Cached by CPU model + thread count (+ quick); measures and stores on a miss.
 Ceilings machine_ceilings(const CeilingOptions& options = {});
 
+// "model name" from /proc/cpuinfo, or "unknown-cpu": the CPU the ceilings (and a tuned record) belong to.
+std::string cpu_model();
+
 struct ProfileOptions {
   std::string model;       // reported as given
   int64_t batch = 1;       // reported; samples per inference in throughput_per_s

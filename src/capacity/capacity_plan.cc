@@ -213,4 +213,6 @@ std::string capacity_plan_table(const CapacityPlan& p) {
   return out;
 }
 
+std::string capacity_plan_json_text(const CapacityPlan& plan) { return capacity_plan_json(plan).dump(2); }
+
 }  // namespace fusor::capacity

@@ -13,34 +13,17 @@
 #include <cstdint>
 #include <string>
 
-#include "fusor/config.h"
+#include "fusor/check.h"
 #include "fusor/tensor.h"
 
 namespace fusor {
 
-struct Tolerance {
-  double atol = 1e-5;
-  double rtol = 1.3e-6;
-  int64_t max_ulp = 64;
-};
-Tolerance tolerance_for(PrecisionCheck mode);
+// Tolerance, tolerance_for and Difference are public: fusor/check.h.
 Tolerance twin_tolerance();
 
 // The |a - b| allowed where the expected value is `expected` (the ULP bound aside).
 double allowed_difference(const Tolerance& tol, double expected);
 
-// How far `actual` is from `expected`, and where it is worst.
-struct Difference {
-  double max_abs = 0;
-  double max_rel = 0;        // |a - b| / |b| at the worst element (0 where b == 0)
-  int64_t max_ulp = 0;
-  int64_t worst_index = -1;  // flat index of the element with the largest |a - b|, -1 if none
-  bool nonfinite_mismatch = false;
-  bool shape_mismatch = false;
-  bool within = true;        // every element passes the tolerance
-  int64_t failing = 0;       // elements outside the tolerance
-  int64_t first_failing = -1;  // flat index of the first of them, -1 if none
-};
 Difference compare_tensors(const Tensor& actual, const Tensor& expected, const Tolerance& tol);
 
 // ULP distance between two finite floats (0 when equal, huge across signs).

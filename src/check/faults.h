@@ -10,18 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "fusor/check.h"
 #include "runtime/kernel.h"
 
 namespace fusor {
-
-std::vector<std::string> fault_kinds();
-
-struct FaultSpec {
-  std::string kind;
-  std::string item;  // empty: the first fused step the kind applies to
-};
-// Parses "KIND[@item]"; throws fusor::Error naming the known kinds for an unknown one.
-FaultSpec parse_fault(const std::string& text);
 
 // The wrapper for PlanOptions/SessionOptions::wrap_fused_kernel. It injects into one item only:
 // the first that fits is remembered by name in `target`, so rebuilt plans keep hitting the same

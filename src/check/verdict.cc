@@ -1,4 +1,4 @@
-#include "check/verdict.h"
+#include "fusor/check.h"
 
 #include <cstdlib>
 #include <filesystem>

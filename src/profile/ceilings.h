@@ -10,8 +10,6 @@
 
 namespace fusor {
 
-// "model name" from /proc/cpuinfo, or "unknown-cpu".
-std::string cpu_model();
 // The directory ceilings.json lives in (see CeilingOptions::cache_dir); empty when none found.
 std::string ceilings_cache_dir(const std::string& override_dir);
 // The cache key of one entry: "<cpu>|threads=<n>|full" (or "|quick").

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tune/tuned_record.h"
+#include "fusor/tuned_record.h"
 
 namespace fusor::report {
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "fusor/tuned_record.h"
 #include "report/comparison.h"
 #include "report/onboard_inputs.h"
-#include "tune/tuned_record.h"
 
 namespace fusor::report {
 

@@ -1,4 +1,4 @@
-#include "serve/demo_model.h"
+#include "fusor/serve.h"
 
 #include <onnx/onnx_pb.h>
 #include <unistd.h>

@@ -7,15 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "fusor/serve.h"
 #include "serve/served_model.h"
 
 namespace fusor::serve {
-
-struct Listen {
-  std::string host = "127.0.0.1";
-  int http_port = 8000, grpc_port = 8001, metrics_port = 8002;  // 0: that listener is off
-  int64_t max_body_bytes = 64 << 20;
-};
 
 class Models {
  public:

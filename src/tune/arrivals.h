@@ -6,23 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "fusor/tune.h"
+
 namespace fusor::tune {
+
+// Trace and load_trace are public (fusor/tune.h).
 
 // Exponential gaps with mean 1/rate, from a fixed seed: the same schedule on every call.
 std::vector<double> poisson_arrivals(double rate_qps, double duration_s, uint64_t seed);
 
-// A recorded arrival trace: ascending arrival times in seconds.
-struct Trace {
-  std::vector<double> times_s;
-  double span_s() const { return times_s.empty() ? 0 : times_s.back() - times_s.front(); }
-  double mean_rate() const;  // arrivals per second over the span
-};
-
-// Text, one arrival time in seconds per line (ascending; the first column of a CSV line is read;
-// blank lines, '#' comments and a non-numeric header line are skipped). Throws fusor::Error
-// "PATH:LINE: ..." on a bad line, fewer than 2 arrivals, or times that go backwards.
-Trace load_trace(const std::string& path);
-Trace parse_trace(const std::string& text, const std::string& source);
+Trace parse_trace(const std::string& text, const std::string& source);  // as load_trace, from text
 
 // The trace's shape at mean rate `rate_qps` for `duration_s`: time is scaled so the mean rate
 // matches, and the trace repeats when it is shorter than the duration.

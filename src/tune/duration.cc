@@ -1,4 +1,4 @@
-#include "tune/duration.h"
+#include "fusor/tune.h"
 
 #include <cmath>
 #include <stdexcept>

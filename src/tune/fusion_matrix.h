@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "fusor/tuned_record.h"
 #include "tune/service_times.h"
-#include "tune/tuned_record.h"
 
 namespace fusor::tune {
 

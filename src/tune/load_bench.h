@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "fusor/engine.h"
-#include "serve/session_cache.h"
+#include "fusor/tuned_record.h"
 #include "serve/batcher.h"
+#include "serve/session_cache.h"
 #include "serve/signature.h"
 #include "tune/service_times.h"
-#include "tune/tuned_record.h"
 
 namespace fusor::tune {
 

@@ -7,6 +7,8 @@
 #include <functional>
 #include <vector>
 
+#include "fusor/tune.h"  // percentile
+
 namespace fusor::tune {
 
 // Sends one request and returns at once; `done(ok)` runs exactly once, on any thread.
@@ -25,7 +27,5 @@ struct LoadResult {
 // (the queue is clearly growing without bound, so the rest would only measure the backlog).
 LoadResult run_open_loop(const std::vector<double>& arrivals_s, const Submit& submit, const std::atomic<bool>& stop,
                          int64_t max_outstanding);
-
-double percentile(std::vector<double> values, double p);  // nearest-rank; 0 for no values
 
 }  // namespace fusor::tune

@@ -1,4 +1,4 @@
-#include "tune/progress.h"
+#include "fusor/tune.h"
 
 #include <unistd.h>
 

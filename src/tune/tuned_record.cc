@@ -1,6 +1,6 @@
 // The tuned record as YAML (inside tuned.yaml) and as JSON (inside onboard.json): one field list,
 // walked by both, so the two can never drift apart.
-#include "tune/tuned_record.h"
+#include "fusor/tuned_record.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "fusor/error.h"
+#include "fusor/tune.h"
 
 namespace fusor::tune {
 namespace {
@@ -192,5 +193,11 @@ json yaml_to_json(const YAML::Node& node) {
     default: return nullptr;
   }
 }
+
+}  // namespace fusor::tune
+
+namespace fusor::tune {
+
+std::string tuned_record_json_text(const TunedRecord& record) { return tuned_record_json(record).dump(); }
 
 }  // namespace fusor::tune

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
-#include "tune/tuned_record.h"
+#include "fusor/tuned_record.h"
 
 namespace fusor::tune {
 

@@ -7,11 +7,11 @@
 #include <memory>
 #include <optional>
 
-#include "check/verdict.h"
+#include "fusor/check.h"
 #include "fusor/error.h"
 #include "serve/batch_assembly.h"
 #include "serve/signature.h"
-#include "tune/duration.h"
+#include "tune/arrivals.h"
 #include "tune/fusion_matrix.h"
 #include "tune/load_bench.h"
 #include "tune/service_times.h"

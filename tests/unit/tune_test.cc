@@ -9,12 +9,12 @@
 #include <thread>
 
 #include "fusor/error.h"
+#include "fusor/tune.h"
+#include "fusor/tuned_record.h"
 #include "tune/arrivals.h"
-#include "tune/duration.h"
 #include "tune/fusion_matrix.h"
 #include "tune/open_loop.h"
 #include "tune/simulate.h"
-#include "tune/tuned_record.h"
 #include "tune/tuner.h"
 
 namespace fusor::tune {

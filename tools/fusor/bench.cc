@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "fusor/tune.h"
 #include "model_args.h"
-#include "tune/open_loop.h"
 
 namespace fusor::cli {
 namespace {

@@ -5,10 +5,8 @@
 #include <iostream>
 #include <sstream>
 
-#include "check/faults.h"
-#include "check/gate.h"
-#include "check/verdict.h"
 #include "commands.h"
+#include "fusor/check.h"
 #include "fusor/npy.h"
 #include "model_args.h"
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "check/verdict.h"
+#include "fusor/check.h"
 
 namespace fusor::cli {
 

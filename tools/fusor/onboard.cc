@@ -16,9 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "report/comparison.h"
-#include "report/onboard_report.h"
-#include "tune/tuned_record_json.h"
+#include "fusor/report.h"
+#include "fusor/tune.h"
 #include "tune_args.h"
 
 extern char** environ;
@@ -98,7 +97,7 @@ std::string utc_now() {
 
 void render(const fs::path& dir) {
   json onboard = read_json(dir / "onboard.json");
-  write_text(dir / "report.html", report::onboard_report_html(onboard));
+  write_text(dir / "report.html", report::render_onboard_report(onboard.dump()));
 }
 
 // The checklist's steps, each a fusor subcommand writing into `dir`; their command lines go to
@@ -157,7 +156,7 @@ json onboard_document(const std::string& model, const tune::TunedRecord& record,
           {"request", request},
           {"profile", {{"before", read_json(dir / "profile-before.json")}, {"after", read_json(dir / "profile-after.json")}}},
           {"check", read_json(dir / "check.json")},
-          {"tuned", tune::tuned_record_json(record)},
+          {"tuned", json::parse(tune::tuned_record_json_text(record))},
           {"plan", planned ? read_json(dir / "plan.json") : json(nullptr)},
           {"commands", commands},
           {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
@@ -186,7 +185,7 @@ void onboard(const OnboardArgs& a) {
   const json doc = onboard_document(m.model, record, dir, plan_rc == 0, commands);
   write_text(dir / "onboard.json", doc.dump(1) + "\n");
   render(dir);
-  std::printf("\n%s\n%s", tuned_summary(record).c_str(), report::comparison_table(report::onboard_comparison(doc)).c_str());
+  std::printf("\n%s\n%s", tuned_summary(record).c_str(), report::onboard_comparison_table(doc.dump()).c_str());
   std::printf("report: %s\n", (dir / "report.html").c_str());
   if (record.interrupted) throw ExitCode{130};
 }

@@ -1,5 +1,5 @@
 // fusor plan: instances, utilisation, latency and cost for a target rate, from the curves fusor
-// tune measured (src/capacity/capacity_plan.h); --k8s writes manifests that serve the tuned config.
+// tune measured (include/fusor/capacity.h); --k8s writes manifests that serve the tuned config.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -7,11 +7,10 @@
 #include <sstream>
 
 #include "commands.h"
+#include "fusor/capacity.h"
 #include "fusor/config.h"
 #include "fusor/error.h"
-#include "capacity/capacity_plan.h"
-#include "capacity/k8s_manifests.h"
-#include "tune/duration.h"
+#include "fusor/tune.h"
 
 namespace fusor::cli {
 namespace {
@@ -56,7 +55,7 @@ void plan(PlanArgs& a) {
   if (!a.k8s_dir.empty()) std::cout << "  written to " << a.k8s_dir << "\n";
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
-    f << capacity::capacity_plan_json(p).dump(2) << "\n";
+    f << capacity::capacity_plan_json_text(p) << "\n";
     f.close();
     if (!f) throw Error("cannot write " + a.json_path);
   }

@@ -8,9 +8,8 @@
 #include <iostream>
 
 #include "commands.h"
+#include "fusor/serve.h"
 #include "model_args.h"
-#include "serve/demo_model.h"
-#include "serve/server.h"
 
 namespace fusor::cli {
 namespace {
@@ -34,10 +33,10 @@ void serve_command(const ServeArgs& a) {
   const ServeConfig& config = a.options.config.serve;
   int cores = a.options.threads > 0 ? a.options.threads : omp_get_max_threads();
   int per_context = std::max<int>(1, cores / static_cast<int>(config.execution_contexts));
-  std::vector<std::unique_ptr<serve::ServedModel>> models;
+  std::vector<serve::ModelToServe> models;
   auto add = [&](const std::string& name, Engine engine, const std::string& path) {
     SessionOptions options = path.empty() ? a.options.session_options() : a.options.session_options(engine, path);
-    models.push_back(std::make_unique<serve::ServedModel>(name, std::move(engine), config, options, per_context));
+    models.push_back({name, std::move(engine), options});
   };
   if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model(), "");
   for (const auto& spec : a.models) {
@@ -46,10 +45,8 @@ void serve_command(const ServeArgs& a) {
       throw Error("--model '" + spec + "' must look like NAME=PATH");
     add(spec.substr(0, eq), Engine::load(spec.substr(eq + 1)), spec.substr(eq + 1));
   }
-  serve::Listen listen = a.listen;
-  listen.max_body_bytes = config.max_body_bytes;
-  serve::Server server(std::move(models), listen);
-  server.start();
+  const serve::Listen& listen = a.listen;
+  serve::RunningServer server = serve::start_server(std::move(models), config, per_context, listen);
   std::fprintf(stderr, "fusor serve: HTTP %s:%d, gRPC %s:%d, metrics %s:%d; %lld execution context(s) x %d thread(s)\n",
                listen.host.c_str(), listen.http_port, listen.host.c_str(), listen.grpc_port, listen.host.c_str(),
                listen.metrics_port, static_cast<long long>(config.execution_contexts), per_context);

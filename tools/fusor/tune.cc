@@ -11,8 +11,8 @@
 #include <iostream>
 
 #include "commands.h"
+#include "fusor/profile.h"
 #include "model_args.h"
-#include "profile/ceilings.h"
 #include "tune_args.h"
 
 namespace fusor::cli {

@@ -3,9 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "fusor/tune.h"
 #include "model_args.h"
-#include "tune/progress.h"
-#include "tune/tuner.h"
 
 namespace fusor::cli {
 

@@ -1,0 +1,147 @@
+// The precision gate: every fusion item of the optimized plan is checked against what the model
+// computes without it, and rolled back when it is wrong (docs/check.md).
+//
+//   fusor::CheckOptions o;
+//   o.dims = engine.bind_dims({}, 1, 16);
+//   fusor::CheckReport r = fusor::run_precision_gate(engine, o);  // r.rolled_back, r.passed
+//
+// Invariants:
+// - The gate never changes a kept item's numbers: a plan that passes is the plan that runs.
+// - An item is rolled back only when it differs from the unfused plan beyond the mode's tolerance
+//   AND is further from the truth (reference kernels, float64) than the unfused plan is; a
+//   NaN/Inf on one side only always fails. Rollbacks join fusion.disabled by the item's name.
+// - A verdict is keyed by the model file's content hash and the fusion config it was checked
+//   with; run, bench, profile, optimize and serve apply it (apply_precision_verdict).
+// The tiers and the sample set are explained in src/check/gate.h.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusor/config.h"
+#include "fusor/engine.h"
+#include "fusor/tensor.h"
+
+namespace fusor {
+
+// ---- comparison rules (the per-mode table is in src/check/compare.h and docs/check.md)
+
+struct Tolerance {
+  double atol = 1e-5;
+  double rtol = 1.3e-6;
+  int64_t max_ulp = 64;
+};
+Tolerance tolerance_for(PrecisionCheck mode);
+
+// How far `actual` is from `expected`, and where it is worst.
+struct Difference {
+  double max_abs = 0;
+  double max_rel = 0;        // |a - b| / |b| at the worst element (0 where b == 0)
+  int64_t max_ulp = 0;
+  int64_t worst_index = -1;  // flat index of the element with the largest |a - b|, -1 if none
+  bool nonfinite_mismatch = false;
+  bool shape_mismatch = false;
+  bool within = true;        // every element passes the tolerance
+  int64_t failing = 0;       // elements outside the tolerance
+  int64_t first_failing = -1;  // flat index of the first of them, -1 if none
+};
+
+// ---- the gate
+
+struct CheckOptions {
+  PrecisionCheck mode = PrecisionCheck::Strict;
+  FusionConfig fusion;                    // the switches of the plan being checked
+  std::map<std::string, Dims> dims;       // bound input shapes
+  std::vector<std::map<std::string, Tensor>> samples;  // empty: generated (see gate.cc)
+  bool edge_cases = true;                 // add tier-4 edge-case samples
+  // Fused is "further from the truth" when its error exceeds native's by this factor, plus atol/10
+  // and 16 ULP of the output's largest magnitude (order-of-summation noise).
+  double margin = 1.25;
+  std::string inject_fault;               // "KIND[@item]", empty for none
+  // Other input shapes to check the settled plan at (sequence length 1, the largest batch).
+  std::vector<std::map<std::string, Dims>> edge_dims;
+  // Per model output, a tolerance other than the mode's (tiers 3 and 4).
+  std::map<std::string, Tolerance> output_tolerances;
+  int max_rounds = 8;
+  std::function<void(const std::string&)> progress;
+};
+
+struct ItemVerdict {
+  std::string name, kind;
+  int tier = 1;                 // the tier that decided the verdict
+  std::string sample;           // the sample it was decided on
+  Difference vs_native;         // fused against the unfused body
+  double native_vs_truth = 0;   // max abs error of native against the truth
+  double fused_vs_truth = 0;    // max abs error of fused against the truth
+  double threshold = 0;         // atol + rtol * |native| at the worst element
+  std::string status;           // "kept" or "rolled_back"
+  int round = 0;                // the gate round that decided it
+};
+
+struct OutputVerdict {
+  std::string name, sample;
+  Difference vs_native, vs_truth, native_vs_truth;
+  bool passed = true;
+};
+
+struct CheckReport {
+  bool passed = false;
+  std::string mode;
+  std::vector<ItemVerdict> items;
+  std::vector<std::string> rolled_back;
+  std::vector<OutputVerdict> outputs;  // tier 3/4 of the final plan
+  std::vector<std::string> samples;    // sample names, in order
+  std::string injected_into;           // the item a fault went into, if any
+  int rounds = 0;
+  FusionConfig final_fusion;           // the checked config with the rollbacks in fusion.disabled
+};
+
+CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options);
+
+std::string check_report_json(const CheckReport& report);
+std::string check_report_junit(const CheckReport& report);
+
+// ---- deliberately wrong fused kernels, to prove the gate catches them (fusor check --inject-fault)
+//   wrong_epsilon, dropped_bias, reduced_precision, off_by_one_mask, stale_buffer (src/check/faults.h)
+
+std::vector<std::string> fault_kinds();
+
+struct FaultSpec {
+  std::string kind;
+  std::string item;  // empty: the first fused step the kind applies to
+};
+// Parses "KIND[@item]"; throws fusor::Error naming the known kinds for an unknown one.
+FaultSpec parse_fault(const std::string& text);
+
+// ---- the saved verdict
+// The precision gate's verdict, saved beside the model so that run, bench, profile and serve
+// apply it without checking again: the items rolled back for one model file (by content hash)
+// and one fusion config (by its switches and mode). The file is MODEL.fusor-verdicts.json, one
+// entry per config; when the model's folder is not writable, the same file name under the
+// cache folder (FUSOR_CACHE_DIR, XDG_CACHE_HOME/fusor, ~/.cache/fusor).
+
+struct Verdict {
+  std::string model_hash;  // FNV-1a 64 of the model file's bytes, hex
+  std::string config_key;  // the fusion switches, disabled list and mode it was checked with
+  bool passed = false;
+  std::vector<std::string> rolled_back;
+};
+
+std::string model_file_hash(const std::string& model_path);
+std::string verdict_config_key(const FusionConfig& fusion);
+
+std::optional<Verdict> load_verdict(const std::string& model_path, const FusionConfig& fusion);
+// Returns the path written; throws fusor::Error when neither place can be written.
+std::string save_verdict(const std::string& model_path, const Verdict& verdict);
+
+// What run, bench, profile and serve do with `fusion.precision_check`: with `off`, nothing; else
+// the saved verdict's rollbacks join fusion.disabled. When there is none and `gate_if_missing`,
+// the gate runs first (batch 1, seq 16, generated samples), and its verdict is saved. Throws
+// fusor::Error when the gate's final plan still fails.
+void apply_precision_verdict(const Engine& engine, const std::string& model_path, FusionConfig& fusion,
+                             bool gate_if_missing, const std::function<void(const std::string&)>& progress = {});
+
+}  // namespace fusor

@@ -1,0 +1,29 @@
+// fusor/serve.h over the server and its served models.
+#include "fusor/serve.h"
+
+#include "serve/server.h"
+
+namespace fusor::serve {
+
+RunningServer::RunningServer(std::unique_ptr<Server> server) : server_(std::move(server)) {}
+RunningServer::RunningServer(RunningServer&&) noexcept = default;
+RunningServer& RunningServer::operator=(RunningServer&&) noexcept = default;
+RunningServer::~RunningServer() = default;  // ~Server shuts down
+
+void RunningServer::shutdown() {
+  if (server_) server_->shutdown();
+}
+
+RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& config, int threads_per_context,
+                           Listen listen) {
+  std::vector<std::unique_ptr<ServedModel>> served;
+  for (ModelToServe& m : models)
+    served.push_back(
+        std::make_unique<ServedModel>(m.name, std::move(m.engine), config, m.session, threads_per_context));
+  listen.max_body_bytes = config.max_body_bytes;
+  auto server = std::make_unique<Server>(std::move(served), listen);
+  server->start();
+  return RunningServer(std::move(server));
+}
+
+}  // namespace fusor::serve
