@@ -3,13 +3,16 @@ gRPC) and raw sockets. Every call has a timeout; each server is stopped with SIG
 exit 0."""
 import json
 import re
+from pathlib import Path
 import socket
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
@@ -293,3 +296,27 @@ serve:
     assert set(built) == {1, 8}, log
     assert "attention=0" in built[1][1] and "attention=1" in built[8][1], log
     assert built[1][0] < built[8][0], f"batch 8 should fuse more items than batch 1: {built}"
+
+
+def test_config_with_the_gate_on_gates_a_model_without_a_verdict_before_serving(tmp_path):
+    """docs/check.md: with --config and precision_check on, a model with no saved verdict for that
+    config is gated first and its verdict saved beside it; the next start reuses the verdict."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"], name="mm"),
+             helper.make_node("Add", ["xw", "b"], ["xwb"], name="bias"),
+             helper.make_node("Relu", ["xwb"], ["y"], name="relu")]
+    model = tmp_path / "tiny.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], weights),
+                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    verdicts = Path(str(model) + ".fusor-verdicts.json")
+
+    for first in (True, False):
+        s = Served(tmp_path, "fusion: {precision_check: strict}\n", models=[("tiny", model)])
+        assert s.stop() == 0, s.output()
+        assert ("running the gate first" in s.output()) == first, s.output()
+        (key, verdict), = json.loads(verdicts.read_text())["verdicts"].items()
+        assert verdict["passed"] is True and "mode=strict" in key

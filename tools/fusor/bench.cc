@@ -18,8 +18,6 @@ namespace {
 
 struct BenchArgs {
   ModelArgs model;
-  std::string batches = "1";
-  int64_t seq = 128;
   double seconds = 3.0;
   int warmup = 3;
   std::string json_path;
@@ -45,7 +43,7 @@ nlohmann::json memory_json(const Session::MemoryStats& m) {
 }
 
 nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, a.seq);
+  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
@@ -69,7 +67,7 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
   if (progress) std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s\n", static_cast<long long>(batch), latencies_ms.size(), elapsed);
   double throughput = static_cast<double>(batch) * static_cast<double>(latencies_ms.size()) / elapsed;
   return {{"batch", batch},
-          {"seq", a.seq},
+          {"seq", a.model.seq},
           {"runs", latencies_ms.size()},
           {"throughput_per_s", throughput},
           {"latency_ms",
@@ -84,7 +82,7 @@ void bench(const BenchArgs& a) {
   Engine engine = Engine::load(a.model.model);
   nlohmann::json report = {{"model", a.model.model}, {"executor", a.model.reference ? "reference" : "fast"},
                            {"nodes_in_model", engine.node_count()}, {"results", nlohmann::json::array()}};
-  for (int64_t batch : parse_int_list(a.batches, "--batch")) report["results"].push_back(bench_one(engine, a, batch));
+  for (int64_t batch : a.model.batches) report["results"].push_back(bench_one(engine, a, batch));
 
   std::printf("%s (%zu nodes, %s executor)\n", a.model.model.c_str(), engine.node_count(),
               a.model.reference ? "reference" : "fast");
@@ -107,9 +105,9 @@ void bench(const BenchArgs& a) {
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure throughput and latency per batch size");
-  args->model.add_to(*cmd);
-  cmd->add_option("--batch", args->batches, "Batch sizes, e.g. 1,8,32");
-  cmd->add_option("--seq", args->seq, "Binds the non-batch symbolic dimensions")->check(CLI::PositiveNumber);
+  args->model.add_to(*cmd, {.batch = DimFlags::Batch::List,
+                            .batch_help = "Batch sizes, e.g. 1,8,32",
+                            .seq_help = "Binds the non-batch symbolic dimensions"});
   cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", args->json_path, "Write the results as JSON");

@@ -18,7 +18,6 @@ struct CheckArgs {
   std::string samples_dir, report_path, junit_path, fault;
   std::vector<std::string> tolerances;  // NAME=ATOL,RTOL[,ULP]
   std::string edge_seqs = "1", edge_batch;
-  int64_t batch = 1, seq = 16;
   bool list_faults = false, no_edge_cases = false;
 };
 
@@ -93,14 +92,15 @@ int check(const CheckArgs& a) {
     o.samples = read_samples(engine, a.samples_dir);
     for (const auto& [name, t] : o.samples[0]) shapes[name] = t.dims();
   }
-  o.dims = engine.bind_dims(shapes, a.batch, a.seq);
+  const int64_t batch = a.model.batch(), seq = a.model.seq;
+  o.dims = engine.bind_dims(shapes, batch, seq);
   o.edge_cases = !a.no_edge_cases;
   if (o.edge_cases && a.samples_dir.empty()) {
     for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
-      if (s != a.seq) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), a.batch, s));
+      if (s != seq) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), batch, s));
     if (!a.edge_batch.empty())
       for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
-        if (b != a.batch) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), b, a.seq));
+        if (b != batch) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), b, seq));
   }
   for (const auto& spec : a.tolerances) {
     auto eq = spec.find('=');
@@ -140,11 +140,9 @@ int check(const CheckArgs& a) {
 void add_check_command(CLI::App& app) {
   auto args = std::make_shared<CheckArgs>();
   CLI::App* cmd = app.add_subcommand("check", "Precision gate: check every fusion item, roll back the ones that fail");
-  args->model.add_to(*cmd);
+  args->model.add_to(*cmd, {.seq = 16});  // the gate's default binding (docs/check.md)
   cmd->get_option("model")->required(false);
   cmd->add_option("--samples", args->samples_dir, "Directory of NAME.npy inputs (or of such directories)");
-  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions")->check(CLI::PositiveNumber);
   cmd->add_option("--report", args->report_path, "Write the JSON report (docs/check.md)");
   cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI");
   cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");

@@ -9,7 +9,7 @@
 
 namespace fusor::cli {
 
-void ModelArgs::add_to(CLI::App& cmd) {
+void ModelArgs::add_to(CLI::App& cmd, const DimFlags& dims) {
   cmd.add_option("model", model, "ONNX model file")->required();
   cmd.add_option("--shape", shapes, "Input shape, NAME=d0,d1,... (repeatable)");
   cmd.add_option("--threads", threads, "Threads (OpenMP, shared with oneDNN)")->check(CLI::Range(1, 1024));
@@ -17,14 +17,35 @@ void ModelArgs::add_to(CLI::App& cmd) {
   cmd.add_flag("--mem-guard", mem_guard, "Check canaries after each kernel and poison dead buffers");
   cmd.add_flag("--no-mem-reuse", no_mem_reuse, "Give every intermediate its own buffer");
   cmd.add_flag("--no-fusion", no_fusion, "Run the unfused plan (every fusion pass off)");
-  // Throws fusor::Error from inside parsing; main prints it as one line and exits 1.
+  add_config(cmd, "YAML config file: one switch per optimization (docs/config.md)");
+  // The parsers throw fusor::Error from inside parsing; main prints it as one line and exits 1.
+  if (dims.batch == DimFlags::Batch::One)
+    cmd.add_option_function<std::string>(
+           "--batch", [this](const std::string& text) { batches = {one_positive(text, "--batch")}; }, dims.batch_help)
+        ->type_name("INT:POSITIVE");
+  if (dims.batch == DimFlags::Batch::List)
+    cmd.add_option_function<std::string>(
+           "--batch", [this](const std::string& text) { batches = parse_int_list(text, "--batch"); }, dims.batch_help)
+        ->type_name("TEXT");
+  seq = dims.seq;
+  cmd.add_option_function<std::string>(
+         "--seq", [this](const std::string& text) { seq = one_positive(text, "--seq"); }, dims.seq_help)
+      ->type_name("INT:POSITIVE");
+}
+
+void ModelArgs::add_config_and_threads(CLI::App& cmd, const std::string& config_help, const std::string& threads_help) {
+  add_config(cmd, config_help);
+  cmd.add_option("--threads", threads, threads_help)->check(CLI::Range(1, 1024));
+}
+
+void ModelArgs::add_config(CLI::App& cmd, const std::string& help) {
   cmd.add_option_function<std::string>(
          "--config",
          [this](const std::string& path) {
            config_path = path;
            config = load_config(path);
          },
-         "YAML config file: one switch per optimization (docs/config.md)")
+         help)
       ->type_name("FILE");
 }
 
@@ -63,6 +84,12 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
   }
   if (out.empty()) throw Error(what + ": empty list");
   return out;
+}
+
+int64_t one_positive(const std::string& text, const std::string& what) {
+  auto v = parse_int_list(text, what);
+  if (v.size() != 1) throw Error(what + ": '" + text + "' must be one positive integer");
+  return v[0];
 }
 
 std::map<std::string, Dims> ModelArgs::parsed_shapes() const {

@@ -1,4 +1,5 @@
-// Options shared by every subcommand that runs a model: shapes, batch, seq, threads, config.
+// Options shared by every subcommand that runs a model: shapes, batch, seq, threads, config;
+// fusor serve takes its --config and --threads from here too.
 #pragma once
 #include <map>
 #include <string>
@@ -11,9 +12,20 @@
 
 namespace fusor::cli {
 
+// How a subcommand binds the model's symbolic dims: --batch the leading one, --seq the others.
+struct DimFlags {
+  enum class Batch { One, List, None };
+  Batch batch = Batch::One;  // List: bench's sizes "1,8,32"; None: tune, whose requests are one row
+  int64_t seq = 128;         // --seq's default
+  std::string batch_help = "Binds the leading symbolic dimension";
+  std::string seq_help = "Binds the other symbolic dimensions";
+};
+
 struct ModelArgs {
   std::string model;
   std::vector<std::string> shapes;  // NAME=d0,d1,...
+  std::vector<int64_t> batches = {1};  // --batch: one size, or bench's list
+  int64_t seq = 128;                   // --seq (DimFlags::seq unless given)
   int threads = 0;
   bool reference = false;
   bool mem_guard = false;
@@ -24,7 +36,13 @@ struct ModelArgs {
   std::string config_path;
   Config config;
 
-  void add_to(CLI::App& cmd);
+  // Registers the model positional, --shape, --batch/--seq as `dims` says, the session switches
+  // and --config. A bad --batch, --seq or --config value fails while parsing, as a one-line
+  // fusor::Error (exit 1), before the model loads.
+  void add_to(CLI::App& cmd, const DimFlags& dims = {});
+  // fusor serve's share: --config and --threads only (its models come from --model NAME=PATH).
+  void add_config_and_threads(CLI::App& cmd, const std::string& config_help, const std::string& threads_help);
+  int64_t batch() const { return batches.front(); }
   // Parses --shape values; throws fusor::Error on a malformed one.
   std::map<std::string, Dims> parsed_shapes() const;
   // The flags and the config together. A switch is on only when both leave it on: flags such as
@@ -36,9 +54,14 @@ struct ModelArgs {
   SessionOptions session_options(const Engine& engine, const std::string& model_path) const;
   // Sets the OpenMP thread count (shared with oneDNN) when --threads was given.
   void apply_threads() const;
+
+ private:
+  void add_config(CLI::App& cmd, const std::string& help);
 };
 
 // "1,8,32" -> {1, 8, 32}; every value must be a positive integer.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
+// "8" -> 8; exactly one positive integer.
+int64_t one_positive(const std::string& text, const std::string& what);
 
 }  // namespace fusor::cli

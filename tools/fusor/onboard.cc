@@ -108,7 +108,7 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   if (!m.config_path.empty()) common.insert(common.end(), {"--config", m.config_path});
   if (m.threads > 0) common.insert(common.end(), {"--threads", std::to_string(m.threads)});
   for (const auto& s : m.shapes) common.insert(common.end(), {"--shape", s});
-  const std::string seq = std::to_string(a.tune.seq);
+  const std::string seq = std::to_string(m.seq);
   auto with = [&](std::vector<std::string> args) {
     args.insert(args.begin() + 2, common.begin(), common.end());  // after the subcommand and model
     return args;

@@ -18,8 +18,6 @@ namespace {
 
 struct OptimizeArgs {
   ModelArgs model;
-  int64_t batch = 1;
-  int64_t seq = 128;
   std::string output;
 };
 
@@ -65,7 +63,7 @@ void optimize(const OptimizeArgs& a) {
   check_output_path(a.output);
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), a.batch, a.seq);
+  auto dims = engine.bind_dims(a.model.parsed_shapes(), a.model.batch(), a.model.seq);
   Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   const Plan& plan = session.plan();
   auto baked = items_with_plan_time_values(engine.graph(), *plan.graph);
@@ -100,9 +98,8 @@ void optimize(const OptimizeArgs& a) {
 void add_optimize_command(CLI::App& app) {
   auto args = std::make_shared<OptimizeArgs>();
   CLI::App* cmd = app.add_subcommand("optimize", "Write the fused model as ONNX (fused items as functions)");
-  args->model.add_to(*cmd);
-  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension while fusing")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions while fusing")->check(CLI::PositiveNumber);
+  args->model.add_to(*cmd, {.batch_help = "Binds the leading symbolic dimension while fusing",
+                            .seq_help = "Binds the other symbolic dimensions while fusing"});
   cmd->add_option("-o,--output", args->output, "The ONNX file to write")->required();
   cmd->callback([args] { optimize(*args); });
 }

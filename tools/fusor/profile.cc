@@ -14,20 +14,12 @@ namespace {
 
 struct ProfileArgs {
   ModelArgs model;
-  std::string batch = "1";
-  std::string seq = "128";
   std::string runs = "10";
   int warmup = 2;
   size_t top = 15;
   std::string trace_path, json_path, cache_dir;
   bool remeasure = false, quick = false, by_shape = false;
 };
-
-int64_t one_positive(const std::string& text, const std::string& what) {
-  auto v = parse_int_list(text, what);
-  if (v.size() != 1) throw Error(what + ": '" + text + "' must be one positive integer");
-  return v[0];
-}
 
 std::optional<std::ofstream> open_output(const std::string& path, const std::string& what) {
   if (path.empty()) return std::nullopt;
@@ -37,8 +29,7 @@ std::optional<std::ofstream> open_output(const std::string& path, const std::str
 }
 
 void profile(const ProfileArgs& a) {
-  const int64_t batch = one_positive(a.batch, "--batch");
-  const int64_t seq = one_positive(a.seq, "--seq");
+  const int64_t batch = a.model.batch(), seq = a.model.seq;
   const int runs = static_cast<int>(one_positive(a.runs, "--runs"));
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
@@ -82,8 +73,6 @@ void add_profile_command(CLI::App& app) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd = app.add_subcommand("profile", "Time per kernel and per op against the machine's ceilings");
   args->model.add_to(*cmd);
-  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension");
-  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions");
   cmd->add_option("--runs", args->runs, "Profiled runs (times are medians over them)");
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--top", args->top, "Kernels shown in the table");

@@ -13,8 +13,6 @@ namespace {
 struct RunArgs {
   ModelArgs model;
   std::vector<std::string> inputs;  // NAME=FILE.npy
-  int64_t batch = 1;
-  int64_t seq = 128;
   std::string output_dir = "out";
 };
 
@@ -56,7 +54,7 @@ void run(const RunArgs& a) {
   auto given = read_inputs(engine, a.inputs);
   auto shapes = a.model.parsed_shapes();
   for (const auto& [name, t] : given) shapes[name] = t.dims();
-  auto dims = engine.bind_dims(shapes, a.batch, a.seq);
+  auto dims = engine.bind_dims(shapes, a.model.batch(), a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
 
@@ -83,8 +81,6 @@ void add_run_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("run", "Run one inference and write the outputs as .npy files");
   args->model.add_to(*cmd);
   cmd->add_option("--input", args->inputs, "Input from a file, NAME=FILE.npy (repeatable); others are generated");
-  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions")->check(CLI::PositiveNumber);
   cmd->add_option("--output-dir", args->output_dir, "Where outputs are written");
   cmd->callback([args] { run(*args); });
 }

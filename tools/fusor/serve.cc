@@ -63,12 +63,9 @@ void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve models over KServe v2 HTTP and gRPC (Triton-compatible)");
   cmd->add_option("--model", args->models, "NAME=PATH of an ONNX model (repeatable); none: the demo model");
-  cmd->add_option_function<std::string>(
-         "--config", [args](const std::string& path) { args->options.config = load_config(path); },
-         "YAML config file; the serve section sets traffic classes (docs/serve.md)")
-      ->type_name("FILE");
-  cmd->add_option("--threads", args->options.threads, "Threads in all, shared by the execution contexts")
-      ->check(CLI::Range(1, 1024));
+  // Through ModelArgs, so that a --config with the gate on gates each model without a verdict.
+  args->options.add_config_and_threads(*cmd, "YAML config file; the serve section sets traffic classes (docs/serve.md)",
+                                       "Threads in all, shared by the execution contexts");
   cmd->add_option("--host", args->listen.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--http", args->listen.http_port, "HTTP port (0: off)")->capture_default_str()->check(CLI::Range(0, 65535));
   cmd->add_option("--grpc", args->listen.grpc_port, "gRPC port (0: off)")->capture_default_str()->check(CLI::Range(0, 65535));

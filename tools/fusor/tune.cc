@@ -30,9 +30,8 @@ void on_interrupt(int) {
 TuneArgs::TuneArgs() = default;
 
 void TuneArgs::add_to(CLI::App& cmd) {
-  model.add_to(cmd);
+  model.add_to(cmd, {.batch = DimFlags::Batch::None, .seq_help = "Binds the non-batch symbolic dimensions of a request"});
   cmd.add_option("--slo", slos, "CLASS:p99=20ms or CLASS:throughput (repeatable)")->required();
-  cmd.add_option("--seq", seq, "Binds the non-batch symbolic dimensions of a request")->check(CLI::PositiveNumber);
   cmd.add_option("--duration", duration_s, "Seconds per measured point")->check(CLI::Range(0.2, 3600.0));
   cmd.add_option("--trace", trace_path, "Replay this arrival trace (seconds, one per line) instead of Poisson arrivals");
   cmd.add_option("--windows", windows, "Batch windows to try, ms, e.g. 0,1,2,5,10,20,50");
@@ -51,7 +50,7 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
     o.base.fusion.fuse_gemm_epilogue = o.base.fusion.fuse_attention = false;
   }
   if (model.no_mem_reuse) o.base.mem_reuse = false;
-  o.request = engine.bind_dims(model.parsed_shapes(), 1, seq);
+  o.request = engine.bind_dims(model.parsed_shapes(), 1, model.seq);
   for (const auto& s : slos) o.goals.push_back(tune::parse_slo(s));
   for (size_t i = 0; i < o.goals.size(); ++i)
     for (size_t j = 0; j < i; ++j)

@@ -12,7 +12,6 @@ struct TuneArgs {
   TuneArgs();
   ModelArgs model;
   std::vector<std::string> slos;
-  int64_t seq = 128;
   double duration_s = 4;
   std::string trace_path, windows, max_batches;
   int measure_per_class = 3;
