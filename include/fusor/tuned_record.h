@@ -4,7 +4,7 @@
 //
 //   tuned:
 //     model: models/minilm-l6/model.onnx
-//     model_hash: 9c0f...                 # FNV-1a 64 of the model file (check/verdict.h)
+//     model_hash: 9c0f...                 # FNV-1a 64 of the model file (fusor/check.h)
 //     machine: "AMD EPYC, 2 threads"
 //     threads: 2                          # cores one instance uses
 //     request: {input_ids: [1, 32], attention_mask: [1, 32], token_type_ids: [1, 32]}
