@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor {
 

@@ -11,7 +11,7 @@
 #include "fusor/config.h"
 #include "ir/graph.h"
 #include "passes/fusion_report.h"
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor {
 

@@ -1,4 +1,4 @@
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor {
 namespace {

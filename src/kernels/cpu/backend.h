@@ -4,7 +4,7 @@
 #pragma once
 #include <memory>
 
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu {
 
