@@ -48,7 +48,4 @@ struct KernelRequest {
 // Given a request and the kernel chosen for it, returns the kernel to use instead (or the same).
 using KernelWrapper = std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>)>;
 
-// Wraps the node's reference kernel from the op table.
-std::unique_ptr<Kernel> make_reference_kernel(const Node& node);
-
 }  // namespace fusor

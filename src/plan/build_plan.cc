@@ -3,6 +3,7 @@
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
 #include "kernels/cpu/backend.h"
+#include "kernels/ref/reference.h"
 #include "plan/layouts.h"
 #include "plan/plan.h"
 #include "passes/pipeline.h"
@@ -68,7 +69,7 @@ Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType>
   const Graph& g = *graph;
   Plan plan;
   plan.graph = graph;
-  Binding b = bind_graph(g, in_types, frozen);
+  Binding b = bind_graph(g, in_types, frozen, ref::evaluate);
   std::vector<bool> folded;
   for (const Node& n : g.nodes) folded.push_back(b.folded(n));
   plan.types = std::move(b.types);
@@ -126,7 +127,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   FusionReport report;
   std::shared_ptr<const Graph> source = graph;
   if (options.fusion && options.kernels == KernelChoice::Fast) {
-    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion);
+    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion, ref::evaluate);
     graph = fused.graph;
     report = std::move(fused.report);
   }
