@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cpu/backend.h"
 #include "plan/plan.h"
 #include "profile/ceilings.h"
 
@@ -93,6 +94,8 @@ int main(int argc, char** argv) {
   const int64_t kElems = (argc > 2 ? std::atoll(argv[2]) : 64) << 18;  // MiB of float32
   auto g = chain();
   PlanOptions fused_options, unfused_options;
+  fused_options.backend = &cpu::backend();
+  unfused_options.backend = &cpu::backend();
   fused_options.fusion = FusionConfig{};
   Plan fused = build_plan(g, {{"x", {kElems}}}, fused_options);
   Plan unfused = build_plan(g, {{"x", {kElems}}}, unfused_options);

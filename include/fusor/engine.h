@@ -23,6 +23,7 @@ struct Graph;
 struct Plan;
 class Kernel;
 struct KernelRequest;
+class Backend;
 class Executor;
 
 struct TensorInfo {
@@ -41,7 +42,8 @@ struct SessionOptions {
   // Fusion passes and their switches (config: fusion.*); empty runs the unfused plan.
   std::optional<FusionConfig> fusion = FusionConfig{};
   // Testing hook: replaces the kernel chosen for each fused step (precision gate faults).
-  std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>)> wrap_fused_kernel;
+  std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>, const Backend&)>
+      wrap_fused_kernel;
   // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
   std::map<std::string, Tensor> frozen_inputs;
 };

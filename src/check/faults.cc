@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "ir/graph.h"
-#include "kernels/cpu/backend.h"
+#include "kernels/backend.h"
 
 namespace fusor {
 namespace {
@@ -94,7 +94,8 @@ FaultSpec parse_fault(const std::string& text) {
 
 KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target) {
   if (!spec.item.empty()) *target = spec.item;
-  return [spec, target](const KernelRequest& r, std::unique_ptr<Kernel> chosen) -> std::unique_ptr<Kernel> {
+  return [spec, target](const KernelRequest& r, std::unique_ptr<Kernel> chosen,
+                        const Backend& backend) -> std::unique_ptr<Kernel> {
     const Node& node = r.node;
     if (!target->empty() && node.name != *target) return chosen;
     if (!applies(spec.kind, node, r)) return chosen;
@@ -102,8 +103,8 @@ KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::st
     if (spec.kind == "wrong_epsilon") {
       Node wrong = node;
       wrong.attrs["epsilon"] = 0.1f;
-      auto k = cpu::select_kernel(KernelRequest{wrong, r.inputs, r.constants, r.outputs});
-      return k ? std::move(k) : std::move(chosen);
+      KernelSelection k = backend.select(KernelRequest{wrong, r.inputs, r.constants, r.outputs});
+      return k ? std::move(k.kernel) : std::move(chosen);
     }
     return std::make_unique<FaultyKernel>(spec.kind, std::move(chosen));
   };

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "fusor/check.h"
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor {
 
 // The wrapper for PlanOptions/SessionOptions::wrap_fused_kernel. It injects into one item only:
 // the first that fits is remembered by name in `target`, so rebuilt plans keep hitting the same
-// item (and stop once it is rolled back).
+// item (and stop once it is rolled back). A fault that needs another kernel (wrong_epsilon) asks
+// the plan's backend for it.
 KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target);
 
 }  // namespace fusor

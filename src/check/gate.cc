@@ -116,11 +116,12 @@ std::optional<Tensor> value_of(const Plan& plan, const Values& values, int id) {
   return reshaped(it->second, dims);
 }
 
-// Runs a fused node's body as its own plan on the captured inputs.
-std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels) {
+// Runs a fused node's body as its own plan on the captured inputs, with `backend`'s kernels when fast.
+std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels, const Backend* backend) {
   const Graph& body = *c.node->body;
   PlanOptions po;
   po.kernels = kernels;
+  po.backend = backend;
   po.fusion.reset();
   std::map<std::string, Dims> dims;
   for (size_t i = 0; i < body.inputs.size(); ++i) {
@@ -302,7 +303,8 @@ class Gate {
           " fusion items");
 
       for (const Capture& c : captures) {
-        std::vector<Tensor> native = run_body(c, KernelChoice::Fast), truth = run_body(c, KernelChoice::Reference);
+        std::vector<Tensor> native = run_body(c, KernelChoice::Fast, plan.backend),
+                            truth = run_body(c, KernelChoice::Reference, nullptr);
         ItemVerdict v;
         v.name = c.node->name;
         v.kind = c.node->op_type;

@@ -12,7 +12,7 @@ bool foldable(const Node& n, const Binding& b) {
   return true;
 }
 
-void fold(const Node& n, const std::vector<TensorType>& out_types, Binding& b) {
+void fold(const Node& n, const std::vector<TensorType>& out_types, EvaluateFn evaluate, Binding& b) {
   std::vector<Tensor> ins, outs;
   for (int v : n.inputs) {
     if (v < 0) ins.emplace_back();
@@ -20,7 +20,7 @@ void fold(const Node& n, const std::vector<TensorType>& out_types, Binding& b) {
     else ins.push_back(Tensor::view(b.types[v].dtype, b.types[v].dims, nullptr));  // Shape: type only
   }
   for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
-  op_info(n.op).reference(n, ins, outs);
+  evaluate(n, ins, outs);
   for (size_t o = 0; o < n.outputs.size(); ++o)
     if (n.outputs[o] >= 0) b.constants[static_cast<size_t>(n.outputs[o])] = outs[o];
 }
@@ -31,7 +31,8 @@ bool Binding::folded(const Node& n) const {
   return std::all_of(n.outputs.begin(), n.outputs.end(), [&](int v) { return v < 0 || is_constant(v); });
 }
 
-Binding bind_graph(const Graph& g, std::span<const TensorType> inputs, std::span<const Tensor> frozen) {
+Binding bind_graph(const Graph& g, std::span<const TensorType> inputs, std::span<const Tensor> frozen,
+                   EvaluateFn evaluate) {
   Binding b;
   b.types.resize(g.values.size());
   b.constants.resize(g.values.size());
@@ -52,12 +53,12 @@ Binding bind_graph(const Graph& g, std::span<const TensorType> inputs, std::span
       in_types.push_back(v >= 0 ? b.types[static_cast<size_t>(v)] : TensorType{});
       in_consts.push_back(v >= 0 && b.is_constant(v) ? &b.constants[static_cast<size_t>(v)] : nullptr);
     }
-    std::vector<TensorType> out_types = op_info(n.op).infer(InferContext{n, in_types, in_consts});
+    std::vector<TensorType> out_types = op_info(n.op).infer(InferContext{n, in_types, in_consts, evaluate});
     if (out_types.size() < static_cast<size_t>(std::count_if(n.outputs.begin(), n.outputs.end(), [](int v) { return v >= 0; })))
       throw Error(n.describe() + ": shape function returned too few outputs");
     for (size_t o = 0; o < n.outputs.size(); ++o)
       if (n.outputs[o] >= 0 && o < out_types.size()) b.types[static_cast<size_t>(n.outputs[o])] = out_types[o];
-    if (foldable(n, b)) fold(n, out_types, b);
+    if (foldable(n, b)) fold(n, out_types, evaluate, b);
   }
   return b;
 }

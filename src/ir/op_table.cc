@@ -29,7 +29,7 @@ constexpr OpCategory Contraction = OpCategory::Contraction;
 constexpr OpCategory Opaque = OpCategory::Opaque;
 
 const std::array<OpInfo, static_cast<size_t>(Op::Count)> kOps = {{
-#define FUSOR_OP_ROW(name, cat) {Op::name, #name, cat, &shape::name, &ref::name},
+#define FUSOR_OP_ROW(name, cat) {Op::name, #name, cat, &shape::name},
     FUSOR_OPS(FUSOR_OP_ROW)
 #undef FUSOR_OP_ROW
 }};

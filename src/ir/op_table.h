@@ -1,6 +1,7 @@
-// Ops as data: one row per op with its name, category, shape function and reference kernel.
-// The Op enum, the name strings and the op count all come from FUSOR_OPS. Fusion rules are
-// written over categories (TVM's pattern kinds), not over op names.
+// Ops as data: one row per op with its name, category and shape function: metadata only. The
+// Op enum, the name strings and the op count all come from FUSOR_OPS, and so do the tables above
+// ir (the reference kernels in kernels/ref/reference.h). Fusion rules are written over categories
+// (TVM's pattern kinds), not over op names.
 #pragma once
 #include <optional>
 #include <span>
@@ -49,12 +50,20 @@ struct TensorType {
   Dims dims;
 };
 
+// Computes a node's outputs from inputs known at plan time: `outputs` arrive allocated with the
+// shapes the shape function gave, missing optional inputs are undefined Tensors. Binding folds
+// constants with it (ir/bind.h). The one evaluator is the reference kernels' ref::evaluate
+// (kernels/ref/reference.h), a layer above ir, so callers pass it in.
+using EvaluateFn = void (*)(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs);
+
 // What a shape function sees: the node, its input types, and the values of inputs that are
 // constant at plan time (nullptr otherwise). Missing optional inputs have dtype Undefined.
 struct InferContext {
   const Node& node;
   std::span<const TensorType> inputs;
   std::span<const Tensor* const> constants;
+  // For shape functions that bind a subgraph (a fused node's body); may be null for the others.
+  EvaluateFn evaluate = nullptr;
   const Tensor* constant(size_t i) const { return i < constants.size() ? constants[i] : nullptr; }
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].dtype != DType::Undefined; }
 };
@@ -62,17 +71,11 @@ struct InferContext {
 // Returns one TensorType per node output, or throws fusor::Error naming the node.
 using ShapeFn = std::vector<TensorType> (*)(const InferContext&);
 
-// Plain reference kernel: `outputs` arrive allocated with the shapes the shape function gave.
-// Missing optional inputs are undefined Tensors.
-using RefKernelFn = void (*)(const Node& node, std::span<const Tensor> inputs,
-                             std::span<Tensor> outputs);
-
 struct OpInfo {
   Op op;
   const char* name;
   OpCategory category;
   ShapeFn infer;
-  RefKernelFn reference;
 };
 
 const OpInfo& op_info(Op op);

@@ -11,10 +11,11 @@ std::vector<TensorType> Fused(const InferContext& ctx) {
     throw Error(ctx.node.describe() + ": body has " + std::to_string(body.inputs.size()) + " inputs and " +
                 std::to_string(body.outputs.size()) + " outputs, the node " +
                 std::to_string(ctx.inputs.size()) + " and " + std::to_string(ctx.node.outputs.size()));
+  if (!ctx.evaluate) throw Error(ctx.node.describe() + ": binding its body needs an evaluator");
   std::vector<Tensor> frozen;
   for (size_t i = 0; i < ctx.inputs.size(); ++i)
     frozen.push_back(ctx.constant(i) ? *ctx.constant(i) : Tensor());
-  Binding b = bind_graph(body, ctx.inputs, frozen);
+  Binding b = bind_graph(body, ctx.inputs, frozen, ctx.evaluate);
   std::vector<TensorType> out;
   for (int v : body.outputs) out.push_back(b.types[static_cast<size_t>(v)]);
   return out;

@@ -8,8 +8,12 @@
 namespace fusor {
 
 FusionContext::FusionContext(Graph graph, std::vector<TensorType> input_types, std::vector<Tensor> frozen,
-                             const FusionConfig& config)
-    : graph_(std::move(graph)), input_types_(std::move(input_types)), frozen_(std::move(frozen)), config_(config) {
+                             const FusionConfig& config, EvaluateFn evaluate)
+    : graph_(std::move(graph)),
+      input_types_(std::move(input_types)),
+      frozen_(std::move(frozen)),
+      config_(config),
+      evaluate_(evaluate) {
   for (const Node& n : graph_.nodes)
     if (n.op == Op::Fused) taken_names_.insert(n.name);
   refresh();
@@ -20,7 +24,7 @@ const Tensor* FusionContext::constant(int value) const {
 }
 
 void FusionContext::refresh() {
-  binding_ = bind_graph(graph_, input_types_, frozen_);
+  binding_ = bind_graph(graph_, input_types_, frozen_, evaluate_);
   consumers_ = graph_.consumers();
 }
 

@@ -1,5 +1,6 @@
 // The state every fusion pass works on: a mutable copy of the graph, bound to the plan's concrete
-// input types, the config that switches items, and the report the passes write to.
+// input types (folding constants with `evaluate`, see bind_graph), the config that switches
+// items, and the report the passes write to.
 #pragma once
 #include <map>
 #include <optional>
@@ -17,7 +18,7 @@ namespace fusor {
 class FusionContext {
  public:
   FusionContext(Graph graph, std::vector<TensorType> input_types, std::vector<Tensor> frozen,
-                const FusionConfig& config);
+                const FusionConfig& config, EvaluateFn evaluate);
 
   const Graph& graph() const { return graph_; }
   Graph& mutable_graph() { return graph_; }
@@ -51,6 +52,7 @@ class FusionContext {
   std::vector<TensorType> input_types_;
   std::vector<Tensor> frozen_;
   FusionConfig config_;
+  EvaluateFn evaluate_;
   FusionReport report_;
   Binding binding_;
   std::vector<std::vector<int>> consumers_;

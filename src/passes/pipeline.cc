@@ -25,8 +25,9 @@ constexpr Pass kPasses[] = {
 }  // namespace
 
 FusionResult run_fusion_passes(const Graph& graph, std::span<const TensorType> input_types,
-                               std::span<const Tensor> frozen, const FusionConfig& config) {
-  FusionContext ctx(graph, {input_types.begin(), input_types.end()}, {frozen.begin(), frozen.end()}, config);
+                               std::span<const Tensor> frozen, const FusionConfig& config, EvaluateFn evaluate) {
+  FusionContext ctx(graph, {input_types.begin(), input_types.end()}, {frozen.begin(), frozen.end()}, config,
+                    evaluate);
   for (const Pass& pass : kPasses)
     if (config.*pass.enabled) pass.run(ctx);
   Graph out = ctx.graph();

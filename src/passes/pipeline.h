@@ -17,9 +17,10 @@ struct FusionResult {
   FusionReport report;
 };
 
-// `input_types[i]` and `frozen[i]` belong to graph.inputs[i] (see bind_graph).
+// `input_types[i]` and `frozen[i]` belong to graph.inputs[i]; constants fold with `evaluate`
+// (see bind_graph).
 FusionResult run_fusion_passes(const Graph& graph, std::span<const TensorType> input_types,
-                               std::span<const Tensor> frozen, const FusionConfig& config);
+                               std::span<const Tensor> frozen, const FusionConfig& config, EvaluateFn evaluate);
 
 // The pass names, in order (for docs and tests).
 std::vector<std::string> fusion_pass_names();

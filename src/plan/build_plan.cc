@@ -2,7 +2,7 @@
 
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
-#include "kernels/cpu/backend.h"
+#include "kernels/ref/reference.h"
 #include "plan/layouts.h"
 #include "plan/plan.h"
 #include "passes/pipeline.h"
@@ -62,13 +62,37 @@ bool is_view_op(const Node& n) {
   }
 }
 
+// Fused nodes the backend found no kernel for: name, and why (for the fusion report).
+using DeclinedFusions = std::vector<std::pair<std::string, std::string>>;
+
+// The kernel for one step: the backend's in a fast plan (wrapped, for a fused node, by
+// options.wrap_fused_kernel), else its reference kernel. A fused node the backend declines is
+// added to `declined`.
+std::unique_ptr<Kernel> choose_kernel(const KernelRequest& request, const PlanOptions& options,
+                                      DeclinedFusions& declined) {
+  const Node& n = request.node;
+  if (options.kernels == KernelChoice::Reference) return make_reference_kernel(n);
+  const Backend& backend = *options.backend;
+  KernelSelection chosen = backend.select(request);
+  if (!chosen) {
+    if (n.op == Op::Fused)
+      declined.emplace_back(n.name, "no fast " + n.op_type + " kernel" +
+                                        (chosen.reason.empty() ? " for these shapes" : ": " + chosen.reason));
+    return backend.reference_kernel(n);
+  }
+  if (n.op == Op::Fused && options.wrap_fused_kernel)
+    return options.wrap_fused_kernel(request, std::move(chosen.kernel), backend);
+  return std::move(chosen.kernel);
+}
+
 // One plan over `graph` as it is: bind, fold, choose views and kernels.
 Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType> in_types,
-                 std::span<const Tensor> frozen, const PlanOptions& options) {
+                 std::span<const Tensor> frozen, const PlanOptions& options, DeclinedFusions& declined) {
   const Graph& g = *graph;
   Plan plan;
   plan.graph = graph;
-  Binding b = bind_graph(g, in_types, frozen);
+  if (options.kernels == KernelChoice::Fast) plan.backend = options.backend;
+  Binding b = bind_graph(g, in_types, frozen, ref::evaluate);
   std::vector<bool> folded;
   for (const Node& n : g.nodes) folded.push_back(b.folded(n));
   plan.types = std::move(b.types);
@@ -96,49 +120,38 @@ Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType>
     step.outputs = n.outputs;
     std::vector<TensorType> step_out;
     for (int v : n.outputs) step_out.push_back(v >= 0 ? plan.types[static_cast<size_t>(v)] : TensorType{});
-    KernelRequest request{n, in_types_n, in_consts, step_out};
-    if (options.kernels == KernelChoice::Fast) step.kernel = cpu::select_kernel(request);
-    if (step.kernel && n.op == Op::Fused && options.wrap_fused_kernel)
-      step.kernel = options.wrap_fused_kernel(request, std::move(step.kernel));
-    if (!step.kernel) step.kernel = make_reference_kernel(n);
+    step.kernel = choose_kernel(KernelRequest{n, in_types_n, in_consts, step_out}, options, declined);
     plan.steps.push_back(std::move(step));
   }
   return plan;
-}
-
-// Fused steps that found no fast kernel for their shapes (names), in a fast plan.
-std::vector<std::string> fused_without_kernel(const Plan& plan) {
-  std::vector<std::string> names;
-  for (const Step& s : plan.steps) {
-    const Node& n = plan.graph->nodes[static_cast<size_t>(s.node)];
-    if (n.op == Op::Fused && s.kernel->name().rfind("ref.", 0) == 0) names.push_back(n.name);
-  }
-  return names;
 }
 
 }  // namespace
 
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
                 const PlanOptions& options) {
+  if (options.kernels == KernelChoice::Fast && !options.backend)
+    throw Error("build_plan: a fast plan needs a backend (PlanOptions::backend)");
   std::vector<TensorType> in_types(graph->inputs.size());
   std::vector<Tensor> frozen(graph->inputs.size());
   bind_inputs(*graph, input_dims, options.frozen_inputs, in_types, frozen);
   FusionReport report;
   std::shared_ptr<const Graph> source = graph;
   if (options.fusion && options.kernels == KernelChoice::Fast) {
-    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion);
+    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion, ref::evaluate);
     graph = fused.graph;
     report = std::move(fused.report);
   }
-  Plan plan = build_steps(graph, in_types, frozen, options);
+  DeclinedFusions declined;
+  Plan plan = build_steps(graph, in_types, frozen, options, declined);
   // A fused item whose kernel declines these shapes would run its body op by op in reference
   // kernels: put its nodes back instead, and say why.
-  for (auto names = fused_without_kernel(plan); !names.empty(); names = fused_without_kernel(plan)) {
+  while (!declined.empty()) {
     Graph unfused = *plan.graph;
-    for (const std::string& name : names) {
+    for (const auto& [name, reason] : declined) {
       for (size_t n = 0; n < unfused.nodes.size(); ++n)
         if (unfused.nodes[n].op == Op::Fused && unfused.nodes[n].name == name) {
-          NotFused nf{"plan", {}, "no fast " + unfused.nodes[n].op_type + " kernel for these shapes"};
+          NotFused nf{"plan", {}, reason};
           for (const Node& inner : unfused.nodes[n].body->nodes) nf.nodes.push_back(inner.name);
           report.not_fused.push_back(std::move(nf));
           inline_fused(unfused, static_cast<int>(n));
@@ -146,7 +159,8 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
         }
       std::erase_if(report.items, [&](const FusionItem& item) { return item.name == name; });
     }
-    plan = build_steps(std::make_shared<const Graph>(std::move(unfused)), in_types, frozen, options);
+    declined.clear();
+    plan = build_steps(std::make_shared<const Graph>(std::move(unfused)), in_types, frozen, options, declined);
   }
   plan.fusion = std::move(report);
   plan.source_graph = source;

@@ -1,6 +1,7 @@
 // A Plan is a graph bound to concrete input shapes: every value has a concrete type, every
 // value computable at plan time (weights, shape subgraphs) is folded to a constant, and the
-// remaining nodes are steps with kernels chosen and prepared (weights packed).
+// remaining nodes are steps with kernels chosen and prepared (weights packed). A fast plan gets
+// its kernels from a Backend and never names a device.
 #pragma once
 #include <map>
 #include <memory>
@@ -10,18 +11,20 @@
 
 #include "fusor/config.h"
 #include "ir/graph.h"
+#include "kernels/backend.h"
 #include "passes/fusion_report.h"
-#include "runtime/kernel.h"
 
 namespace fusor {
 
 enum class KernelChoice {
-  Reference,  // plain reference kernels only: the ground truth
-  Fast,       // optimized CPU kernels where they apply, reference elsewhere
+  Reference,  // plain reference kernels only (kernels/ref): the ground truth
+  Fast,       // the backend's optimized kernels where they apply, its reference kernels elsewhere
 };
 
 struct PlanOptions {
   KernelChoice kernels = KernelChoice::Fast;
+  // Where a fast plan's kernels come from (required for fast plans, unused by reference ones).
+  const Backend* backend = nullptr;
   // Ops whose output has the input's bytes become views instead of copies (fast plans only).
   bool views = true;
   // Order steps to lower the bytes live at once (see plan/schedule.h).
@@ -47,6 +50,7 @@ struct Step {
 
 struct Plan {
   std::shared_ptr<const Graph> graph;
+  const Backend* backend = nullptr;  // the one that chose the kernels; nullptr in a reference plan
   std::vector<TensorType> types;  // per value id
   std::vector<Tensor> constants;  // per value id; defined for constants and folded values
   std::vector<Step> steps;
@@ -68,7 +72,8 @@ struct Plan {
 };
 
 // Binds `input_dims` (one entry per graph input), folds constants and selects kernels.
-// Throws fusor::Error for missing inputs, shapes that contradict the model, or ops that fail.
+// Throws fusor::Error for missing inputs, shapes that contradict the model, ops that fail, or a
+// fast plan without a backend.
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
                 const PlanOptions& options);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/bind.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor {
 namespace {
@@ -38,7 +39,7 @@ double fused_flops(const Node& node, std::span<const TensorType> inputs, std::sp
     if (constants[i]) frozen[i] = *constants[i];
   Binding b;
   try {
-    b = bind_graph(body, inputs, frozen);
+    b = bind_graph(body, inputs, frozen, ref::evaluate);
   } catch (const Error&) {
     return 0.0;  // a cost model never fails a profile
   }

@@ -1,5 +1,6 @@
 #include "fusor/engine.h"
 
+#include "kernels/cpu/backend.h"
 #include "onnx/importer.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
@@ -103,6 +104,7 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
 Session Engine::session(const std::map<std::string, Dims>& input_dims, const SessionOptions& options) const {
   PlanOptions po;
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
+  po.backend = &cpu::backend();
   po.frozen_inputs = options.frozen_inputs;
   po.memory_aware_order = options.reorder;
   po.fusion = options.fusion;

@@ -1,5 +1,5 @@
 // Twin tests: every optimized CPU kernel against the reference kernel of the same node, on the
-// same seeded random inputs. Each case asserts that cpu::select_kernel picked a fast kernel (not
+// same seeded random inputs. Each case asserts that the CPU backend selected a fast kernel (not
 // the reference fallback) and that outputs agree under check/compare.h's twin rule
 // (|a-b| <= 1e-5 + 1e-4*|b|, tests/unit/fused_vs_reference.h reports where they do not).
 // Adding a case is one line in kCases.
@@ -12,6 +12,7 @@
 #include "ir/graph.h"
 #include "ir/op_table.h"
 #include "kernels/cpu/backend.h"
+#include "kernels/ref/reference.h"
 #include "fused_vs_reference.h"
 
 namespace fusor {
@@ -242,10 +243,10 @@ TEST_P(CpuTwin, MatchesReference) {
   for (size_t i = 0; i < c.inputs.size(); ++i) consts.push_back(c.inputs[i].constant ? &inputs[i] : nullptr);
   for (size_t o = 0; o < c.outputs; ++o) node.outputs.push_back(static_cast<int>(c.inputs.size() + o));
 
-  InferContext ctx{node, in_types, consts};
+  InferContext ctx{node, in_types, consts, ref::evaluate};
   std::vector<TensorType> out_types = op_info(c.op).infer(ctx);
   out_types.resize(c.outputs);
-  std::unique_ptr<Kernel> fast = cpu::select_kernel(KernelRequest{node, in_types, consts, out_types});
+  std::unique_ptr<Kernel> fast = cpu::backend().select(KernelRequest{node, in_types, consts, out_types}).kernel;
   ASSERT_NE(fast, nullptr) << "no fast kernel selected for " << c.name;
   EXPECT_NE(fast->name().find(c.expect_kernel), std::string::npos)
       << "kernel " << fast->name() << " does not contain '" << c.expect_kernel << "'";
@@ -259,7 +260,7 @@ TEST_P(CpuTwin, MatchesReference) {
   std::span<std::byte> scratch_span(static_cast<std::byte*>(scratch.raw()), scratch.nbytes());
   fast->run(inputs, got, scratch_span);
   fast->run(inputs, got, scratch_span);  // a second run must give the same (kernels keep no per-run state)
-  op_info(c.op).reference(node, inputs, want);
+  ref::evaluate(node, inputs, want);
 
   EXPECT_TRUE(test::outputs_agree(got, want)) << c.name << " (" << fast->name() << ")";
   RecordProperty("kernel", fast->name());
@@ -268,7 +269,7 @@ TEST_P(CpuTwin, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Table, CpuTwin, ::testing::ValuesIn(kCases),
                          [](const auto& info) { return std::string(info.param.name); });
 
-// Nodes outside what the fast kernels handle must fall back (nullptr), never run wrongly.
+// Nodes outside what the fast kernels handle must be declined (the reference runs), never run wrongly.
 TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   auto select = [](Op op, std::vector<TensorType> ins, std::vector<TensorType> outs, Attrs attrs = {},
                    int opset = 14) {
@@ -281,7 +282,7 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
     for (size_t i = 0; i < ins.size(); ++i) n.inputs.push_back(static_cast<int>(i));
     n.outputs.push_back(static_cast<int>(ins.size()));
     std::vector<const Tensor*> consts(ins.size(), nullptr);
-    return cpu::select_kernel(KernelRequest{n, ins, consts, outs}) != nullptr;
+    return cpu::backend().select(KernelRequest{n, ins, consts, outs}).kernel != nullptr;
   };
   const TensorType f3{DType::Float32, {2, 3, 5}};
   EXPECT_FALSE(select(Op::Softmax, {f3}, {f3}, {{"axis", int64_t{1}}}));

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fusor/engine.h"
+#include "kernels/cpu/backend.h"
 #include "plan/memory_plan.h"
 #include "runtime/executor.h"
 #include "graph_builder.h"
@@ -69,8 +70,15 @@ class Overflowing final : public Kernel {
   std::string name() const override { return "overflowing_test_kernel"; }
 };
 
+TEST(Plan, AFastPlanNeedsABackend) {
+  EXPECT_THROW(build_plan(small_graph(), {{"x", {4, 16}}}, {}), Error);
+  Plan reference = build_plan(small_graph(), {{"x", {4, 16}}}, {.kernels = KernelChoice::Reference});
+  EXPECT_EQ(reference.backend, nullptr);
+  EXPECT_EQ(build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()}).backend, &cpu::backend());
+}
+
 TEST(Executor, GuardNamesTheKernelAndTensorThatOverflowed) {
-  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   plan.steps[1].kernel = std::make_unique<Overflowing>();  // the Sigmoid writing b
   Executor guarded(plan, {.mem_reuse = true, .mem_guard = true});
   try {
@@ -89,7 +97,7 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
 #ifdef FUSOR_SANITIZE
   GTEST_SKIP() << "allocation counting needs the plain allocator";
 #endif
-  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   Executor ex(plan);
   std::vector<Tensor> inputs{input_x(1)}, outputs;
   ex.run_into(inputs, outputs);  // the first run allocates the outputs
@@ -103,7 +111,7 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
 }
 
 TEST(Executor, ReuseOnOffAndGuardedGiveBitIdenticalOutputs) {
-  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   std::vector<std::vector<Tensor>> results;
   for (ExecutorOptions o : {ExecutorOptions{true, false}, ExecutorOptions{false, false}, ExecutorOptions{true, true}}) {
     Executor ex(plan, o);
@@ -117,12 +125,12 @@ TEST(Executor, ReuseOnOffAndGuardedGiveBitIdenticalOutputs) {
 
 TEST(Executor, ConcurrentExecutorsNeverShareBytes) {
   auto graph = small_graph();
-  Plan plan = build_plan(graph, {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(graph, {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   auto expected_for = [&](float scale) { return Executor(plan).run({input_x(scale)}); };
   auto e1 = expected_for(1), e2 = expected_for(-2);
   std::atomic<int> mismatches{0};
   auto worker = [&](float scale, const std::vector<Tensor>& expected) {
-    Plan own = build_plan(graph, {{"x", {4, 16}}}, {});  // one execution context per stream
+    Plan own = build_plan(graph, {{"x", {4, 16}}}, {.backend = &cpu::backend()});  // one execution context per stream
     Executor ex(own);
     for (int i = 0; i < 200; ++i) {
       auto got = ex.run({input_x(scale)});
@@ -137,7 +145,7 @@ TEST(Executor, ConcurrentExecutorsNeverShareBytes) {
 }
 
 TEST(Executor, APlanServesOneExecutorAtATime) {
-  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   {
     Executor first(plan);
     EXPECT_THROW(Executor second(plan), Error);
@@ -146,7 +154,7 @@ TEST(Executor, APlanServesOneExecutorAtATime) {
 }
 
 TEST(MemoryPlan, OverlappingLifetimesNeverShareBytes) {
-  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {});
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   MemoryPlan mp = plan_memory(plan, {});
   for (size_t a = 0; a < mp.offset.size(); ++a)
     for (size_t b = a + 1; b < mp.offset.size(); ++b) {

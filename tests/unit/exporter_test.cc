@@ -11,6 +11,7 @@
 #include "graph_builder.h"
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
+#include "kernels/ref/reference.h"
 #include "onnx/exporter.h"
 #include "onnx/importer.h"
 #include "passes/pipeline.h"
@@ -60,7 +61,7 @@ std::shared_ptr<Graph> layer_norm_gelu() {
 std::shared_ptr<const Graph> fused(const Graph& g, int64_t batch) {
   std::vector<TensorType> types = {{DType::Float32, {batch, 8}}};
   std::vector<Tensor> frozen(1);
-  return run_fusion_passes(g, types, frozen, FusionConfig{}).graph;
+  return run_fusion_passes(g, types, frozen, FusionConfig{}, ref::evaluate).graph;
 }
 
 std::shared_ptr<const Graph> round_trip(const Graph& g) {
@@ -71,7 +72,7 @@ std::shared_ptr<const Graph> round_trip(const Graph& g) {
 Tensor reference_output(const Graph& g, const Tensor& x) {
   std::vector<TensorType> types = {{x.dtype(), x.dims()}};
   std::vector<Tensor> frozen = {x};
-  Binding b = bind_graph(g, types, frozen);
+  Binding b = bind_graph(g, types, frozen, ref::evaluate);
   return b.constants[static_cast<size_t>(g.outputs[0])];
 }
 

@@ -314,6 +314,22 @@ TEST(FuseElementwise, GroupsAreCapped) {
   EXPECT_TRUE(declined(r.fused, "exceed 32 nodes"));
 }
 
+// The pass takes a Clip bound that is a runtime input; the kernel's compiler does not. The plan
+// puts the nodes back and reports the compiler's reason, not a generic one.
+TEST(FuseElementwise, AKernelDeclineIsReportedWithTheCompilersReason) {
+  test::GraphBuilder b;
+  int x = b.input("x"), lo = b.input("lo");
+  auto g = b.finish({b.node(Op::Clip, {b.node(Op::Relu, {x}, "r"), lo}, "y")});
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 16})}, {"lo", f32({})}}), FusionConfig{},
+                                                kStrict);
+  EXPECT_TRUE(fused_nodes(r.fused).empty());
+  std::vector<std::string> plan_reasons;
+  for (const NotFused& nf : r.fused.fusion.not_fused)
+    if (nf.pass == "plan") plan_reasons.push_back(nf.reason);
+  EXPECT_EQ(plan_reasons, std::vector<std::string>{
+                              "no fast Elementwise kernel: node 'Clip_y' (op Clip): bounds must be scalar constants"});
+}
+
 // Off in the config: nothing fused.
 TEST(FuseElementwise, SwitchedOff) {
   FusionConfig off;

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "kernels/cpu/backend.h"
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
 
@@ -280,6 +281,7 @@ TEST(FuseConv, BlockedLayoutsCanBeSwitchedOff) {
   int c2 = b.node(Op::Conv, {r1, b.constant("W2", weight({16, 16, 3, 3}, 61))}, "c2", DType::Float32, attrs);
   int y = b.node(Op::Relu, {c2}, "y");
   PlanOptions o;
+  o.backend = &cpu::backend();
   o.fusion = only_gemm();
   o.blocked_layouts = false;
   Plan p = build_plan(b.finish({y}), {{"x", {1, 8, 8, 8}}}, o);

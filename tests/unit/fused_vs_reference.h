@@ -25,6 +25,7 @@
 
 #include "check/compare.h"
 #include "fusor/engine.h"
+#include "kernels/cpu/backend.h"
 #include "onnx/exporter.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
@@ -115,11 +116,12 @@ inline std::vector<Tensor> ordered(const Graph& g, const Feeds& feeds) {
   return in;
 }
 
-// The fast plan: fast kernels, the fusion passes with `fusion` (none when empty); `wrap` replaces
+// The fast plan: the CPU backend's kernels, the fusion passes with `fusion` (none when empty); `wrap` replaces
 // fused steps' kernels (check/faults.h).
 inline Plan fast_plan(std::shared_ptr<const Graph> g, const std::map<std::string, Dims>& dims,
                       std::optional<FusionConfig> fusion = FusionConfig{}, KernelWrapper wrap = {}) {
   PlanOptions o;
+  o.backend = &cpu::backend();
   o.fusion = std::move(fusion);
   o.wrap_fused_kernel = std::move(wrap);
   return build_plan(std::move(g), dims, o);

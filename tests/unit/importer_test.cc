@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "fusor/engine.h"
+#include "kernels/cpu/backend.h"
 #include "onnx/importer.h"
 #include "plan/plan.h"
 
@@ -206,13 +207,14 @@ TEST(Importer, ShapeSubgraphFoldsToConstantsOnceShapesAreBound) {
   m.SerializeToString(&bytes);
   auto graph = std::make_shared<const Graph>(import_onnx_bytes(bytes, "."));
   PlanOptions no_views;
+  no_views.backend = &cpu::backend();
   no_views.views = false;
   Plan plan = build_plan(graph, {{"x", {3, 5, 4}}}, no_views);
   ASSERT_EQ(plan.steps.size(), 2u);  // Reshape and Relu; Shape/Gather/Unsqueeze/Concat folded
   EXPECT_EQ(graph->nodes[static_cast<size_t>(plan.steps[0].node)].op, Op::Reshape);
   EXPECT_EQ(plan.types[static_cast<size_t>(graph->find_value("y"))].dims, (Dims{3, 20}));
   // With views, the Reshape is no kernel at all: its output aliases x.
-  Plan viewed = build_plan(graph, {{"x", {3, 5, 4}}}, {});
+  Plan viewed = build_plan(graph, {{"x", {3, 5, 4}}}, {.backend = &cpu::backend()});
   ASSERT_EQ(viewed.steps.size(), 1u);
   EXPECT_EQ(viewed.alias_of[static_cast<size_t>(graph->find_value("r"))], graph->find_value("x"));
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/backend.h"
 #include "plan/plan.h"
 #include "runtime/executor.h"
 #include "graph_builder.h"
@@ -18,7 +19,7 @@ TEST_P(NanPropagation, FastKernelGivesNaNForNaN) {
   auto g = b.finish({b.node(GetParam(), {b.input("x")}, "y")});
   Tensor x(DType::Float32, {64});
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = i % 3 == 0 ? NAN : 0.25f * static_cast<float>(i % 5);
-  Plan plan = build_plan(g, {{"x", {64}}}, {});
+  Plan plan = build_plan(g, {{"x", {64}}}, {.backend = &cpu::backend()});
   Tensor y = Executor(plan).run({x})[0];
   for (int64_t i = 0; i < y.numel(); ++i)
     if (i % 3 == 0) EXPECT_TRUE(std::isnan(y.data<float>()[i])) << op_info(GetParam()).name << " at " << i;

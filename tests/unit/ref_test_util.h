@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/op_functions.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::test {
 
@@ -47,11 +47,11 @@ inline std::vector<Tensor> run_reference(const Node& n, std::vector<Tensor> inpu
     types.push_back(t.defined() ? TensorType{t.dtype(), t.dims()} : TensorType{});
     consts.push_back(t.defined() ? &t : nullptr);
   }
-  InferContext ctx{n, types, consts};
+  InferContext ctx{n, types, consts, ref::evaluate};
   std::vector<TensorType> out_types = op_info(n.op).infer(ctx);
   std::vector<Tensor> outs;
   for (const auto& t : out_types) outs.emplace_back(t.dtype, t.dims);
-  op_info(n.op).reference(n, inputs, outs);
+  ref::evaluate(n, inputs, outs);
   return outs;
 }
 

@@ -217,7 +217,7 @@ class AttentionKernel final : public Kernel {
 // Inputs: Q [B,Sq,H*D], K and V [B,Sk,H*D], then the additive mask (broadcastable to
 // [B,H,Sq,Sk]) when the node's `mask` attribute is "additive"; further inputs (reshape targets,
 // constants of the body) are only for the reference. Declines anything else.
-std::unique_ptr<Kernel> make_attention_kernel(const KernelRequest& r) {
+KernelSelection make_attention_kernel(const KernelRequest& r) {
   const Node& n = r.node;
   Params p;
   p.H = n.attr_int("num_heads", 0);

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "kernels/cpu/factories.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::cpu {
 namespace {
@@ -70,14 +71,16 @@ constexpr StandIn kStandIns[] = {
     {"Gelu", Op::Gelu, 1},
 };
 
-constexpr std::pair<std::string_view, Factory> kFusedFactories[] = {
+using FusedFactory = KernelSelection (*)(const KernelRequest&);
+
+constexpr std::pair<std::string_view, FusedFactory> kFusedFactories[] = {
     {"Elementwise", make_fused_elementwise_kernel},
     {"FusedMatMul", make_fused_matmul_kernel},
     {"FusedConv", make_fused_conv_kernel},
     {"Attention", make_attention_kernel},
 };
 
-std::unique_ptr<Kernel> select_fused_kernel(const KernelRequest& r) {
+KernelSelection select_fused_kernel(const KernelRequest& r) {
   for (const auto& [kind, factory] : kFusedFactories)
     if (r.node.op_type == kind) return factory(r);
   for (const StandIn& s : kStandIns) {
@@ -97,13 +100,25 @@ std::unique_ptr<Kernel> select_fused_kernel(const KernelRequest& r) {
   return nullptr;
 }
 
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return "cpu"; }
+
+  KernelSelection select(const KernelRequest& request) const override {
+    if (request.node.op == Op::Fused) return select_fused_kernel(request);
+    if (!request.node.domain.empty() || request.node.op == Op::Count) return nullptr;
+    Factory f = table()[static_cast<size_t>(request.node.op)];
+    return f ? f(request) : nullptr;
+  }
+
+  std::unique_ptr<Kernel> reference_kernel(const Node& node) const override { return make_reference_kernel(node); }
+};
+
 }  // namespace
 
-std::unique_ptr<Kernel> select_kernel(const KernelRequest& request) {
-  if (request.node.op == Op::Fused) return select_fused_kernel(request);
-  if (!request.node.domain.empty() || request.node.op == Op::Count) return nullptr;
-  Factory f = table()[static_cast<size_t>(request.node.op)];
-  return f ? f(request) : nullptr;
+const Backend& backend() {
+  static const CpuBackend cpu;
+  return cpu;
 }
 
 }  // namespace fusor::cpu

@@ -1,13 +1,11 @@
-// The CPU backend's kernel selection: returns an optimized kernel for a node when one applies
-// (dtype, shapes and attributes supported), or nullptr so the caller falls back to the
-// reference kernel. A CUDA backend would implement the same function shape.
+// The CPU backend: oneDNN GEMM, convolution and pooling, our SIMD kernels, fused elementwise
+// programs and attention; the reference kernels (kernels/ref) for everything else. Its kernels
+// split their work over OpenMP threads.
 #pragma once
-#include <memory>
-
-#include "runtime/kernel.h"
+#include "kernels/backend.h"
 
 namespace fusor::cpu {
 
-std::unique_ptr<Kernel> select_kernel(const KernelRequest& request);
+const Backend& backend();
 
 }  // namespace fusor::cpu

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu {
 

@@ -1,10 +1,11 @@
 // Per-file kernel factories of the CPU backend. Each returns an optimized kernel for the request,
 // or nullptr when the node's dtype, shapes or attributes are outside what the kernel handles
-// (the reference kernel then runs). backend.cc maps ops to these.
+// (the reference kernel then runs); fused kinds decline with a reason where they have one (the
+// plan then puts the body's nodes back and reports it). backend.cc maps ops and kinds to these.
 #pragma once
 #include <memory>
 
-#include "runtime/kernel.h"
+#include "kernels/backend.h"
 
 namespace fusor::cpu {
 
@@ -21,9 +22,9 @@ std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // tran
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
 
 // Fused nodes (op Fused, domain "fusor"), by kind (the node's op_type).
-std::unique_ptr<Kernel> make_fused_elementwise_kernel(const KernelRequest& r);  // fused_elementwise.cc: Elementwise
-std::unique_ptr<Kernel> make_fused_matmul_kernel(const KernelRequest& r);       // fused_matmul.cc: FusedMatMul
-std::unique_ptr<Kernel> make_fused_conv_kernel(const KernelRequest& r);         // fused_conv.cc: FusedConv
-std::unique_ptr<Kernel> make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
+KernelSelection make_fused_elementwise_kernel(const KernelRequest& r);  // fused_elementwise.cc: Elementwise
+KernelSelection make_fused_matmul_kernel(const KernelRequest& r);       // fused_matmul.cc: FusedMatMul
+KernelSelection make_fused_conv_kernel(const KernelRequest& r);         // fused_conv.cc: FusedConv
+KernelSelection make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
 
 }  // namespace fusor::cpu

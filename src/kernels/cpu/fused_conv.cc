@@ -6,7 +6,7 @@
 
 namespace fusor::cpu {
 
-std::unique_ptr<Kernel> make_fused_conv_kernel(const KernelRequest& r) {
+KernelSelection make_fused_conv_kernel(const KernelRequest& r) {
   const Node& n = r.node;
   ConvEpilogue epi;
   epi.has_bias = n.attr_int("has_bias", 0) != 0;

@@ -327,21 +327,24 @@ class FusedElementwiseKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_fused_elementwise_kernel(const KernelRequest& r) {
+KernelSelection make_fused_elementwise_kernel(const KernelRequest& r) {
   const Node& n = r.node;
-  if (!n.body || r.outputs.empty() || used_outputs(r) != r.outputs.size()) return nullptr;
+  if (!n.body) return KernelSelection::declined("the node has no body");
+  if (r.outputs.empty() || used_outputs(r) != r.outputs.size()) return KernelSelection::declined("an output is omitted");
   const Dims& dims = r.outputs[0].dims;
   size_t out_bytes = 0;
   for (const TensorType& o : r.outputs) {
-    if (o.dtype != DType::Float32 || o.dims != dims) return nullptr;  // every output is the full iteration shape
+    if (o.dtype != DType::Float32 || o.dims != dims)  // every output is the full iteration shape
+      return KernelSelection::declined("outputs are not all float32 of one shape");
     out_bytes += static_cast<size_t>(numel_of(o.dims)) * sizeof(float);
   }
-  if (dims.size() > 16) return nullptr;
+  if (dims.size() > 16) return KernelSelection::declined("rank " + std::to_string(dims.size()) + " is above 16");
   auto compiled = ew::compile_program(n, r.inputs, r.constants);
   auto* prog = std::get_if<ew::Program>(&compiled);
-  if (!prog) return nullptr;
+  if (!prog) return KernelSelection::declined(std::get<std::string>(compiled));
   auto layout = plan_layout(r.inputs, dims);
-  if (!layout || layout->total == 0) return nullptr;
+  if (!layout) return KernelSelection::declined("an input does not broadcast to the output shape " + dims_to_string(dims));
+  if (layout->total == 0) return KernelSelection::declined("the output is empty");
   bool broadcast = false;
   for (size_t k = 0; k < r.inputs.size(); ++k)
     broadcast = broadcast || (prog->input_slot[k] >= 0 && numel_of(r.inputs[k].dims) != layout->total &&
@@ -349,7 +352,9 @@ std::unique_ptr<Kernel> make_fused_elementwise_kernel(const KernelRequest& r) {
   const size_t ops = n.body->nodes.size();
   std::string name = "elementwise_f32_" + std::to_string(ops) + "ops" + (broadcast ? "_bcast_" : "_") + kIsa;
   auto k = std::make_unique<FusedElementwiseKernel>(std::move(*prog), std::move(*layout), r.inputs, out_bytes, std::move(name));
-  return k->viable() ? std::move(k) : nullptr;
+  if (!k->viable())
+    return KernelSelection::declined("its program has more live values than L1-sized tiles hold, or operands no variant reads");
+  return k;
 }
 
 }  // namespace fusor::cpu

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "ir/bind.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::cpu::ew {
 namespace {
@@ -273,7 +274,7 @@ std::variant<Program, std::string> compile_program(const Node& fused, std::span<
     frozen.push_back(i < constants.size() && constants[i] ? *constants[i] : Tensor());
   Compiler c{body, {}, {}, std::vector<int>(body.values.size(), -1), std::vector<int>(body.values.size(), -1)};
   try {
-    c.b = bind_graph(body, inputs, frozen);
+    c.b = bind_graph(body, inputs, frozen, ref::evaluate);
     c.p.input_slot.assign(inputs.size(), -1);
     for (size_t i = 0; i < inputs.size(); ++i) {
       c.input_index[static_cast<size_t>(body.inputs[i])] = static_cast<int>(i);

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/unary_ops.h"
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu::ew {
 

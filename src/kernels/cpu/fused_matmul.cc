@@ -195,7 +195,7 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_fused_matmul_kernel(const KernelRequest& r) {
+KernelSelection make_fused_matmul_kernel(const KernelRequest& r) {
   return r.node.has_attr("projections") ? make_merged(r) : make_epilogue(r);
 }
 

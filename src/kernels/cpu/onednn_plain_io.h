@@ -7,7 +7,7 @@
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "runtime/kernel.h"
+#include "kernels/kernel.h"
 
 #include <optional>
 #include <string>

@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "ir/op_functions.h"
 #include "kernels/ref/elementwise.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor {
 

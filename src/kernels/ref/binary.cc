@@ -4,9 +4,9 @@
 #include <cmath>
 #include <type_traits>
 
-#include "ir/op_functions.h"
 #include "kernels/ref/broadcast.h"
 #include "kernels/ref/elementwise.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor {
 namespace {

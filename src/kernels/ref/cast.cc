@@ -2,8 +2,8 @@
 // toward zero like numpy; anything to bool is "x != 0".
 #include <type_traits>
 
-#include "ir/op_functions.h"
 #include "kernels/ref/elementwise.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor {
 namespace {

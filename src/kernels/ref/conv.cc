@@ -5,9 +5,9 @@
 #include <array>
 #include <vector>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 #include "kernels/ref/window.h"
 
 namespace fusor::ref {

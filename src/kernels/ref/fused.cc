@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "ir/bind.h"
-#include "ir/op_functions.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 
@@ -11,7 +11,7 @@ void Fused(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> o
   const Graph& body = *node.body;
   std::vector<TensorType> types;
   for (const Tensor& t : inputs) types.push_back({t.dtype(), t.dims()});
-  Binding b = bind_graph(body, types, inputs);
+  Binding b = bind_graph(body, types, inputs, evaluate);
   for (size_t o = 0; o < outputs.size() && o < body.outputs.size(); ++o) {
     const Tensor& r = b.constants[static_cast<size_t>(body.outputs[o])];
     if (outputs[o].defined() && r.nbytes()) std::memcpy(outputs[o].raw(), r.raw(), r.nbytes());

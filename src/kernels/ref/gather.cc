@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "ir/graph.h"
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 

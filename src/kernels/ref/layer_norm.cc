@@ -2,9 +2,9 @@
 // are taken in double (two passes); stash_type only picks the dtype of Mean and InvStdDev.
 #include <cmath>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 namespace {

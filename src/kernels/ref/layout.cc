@@ -6,8 +6,8 @@
 
 #include "ir/graph.h"
 #include "ir/layout_params.h"
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
+#include "kernels/ref/reference.h"
 #include "kernels/ref/strided_copy.h"
 
 namespace fusor::ref {

@@ -3,9 +3,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 namespace {

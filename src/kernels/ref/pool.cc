@@ -8,9 +8,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 #include "kernels/ref/window.h"
 
 namespace fusor::ref {

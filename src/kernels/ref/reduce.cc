@@ -5,9 +5,9 @@
 #include <limits>
 #include <type_traits>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 namespace {

@@ -2,9 +2,9 @@
 #include <cmath>
 #include <limits>
 
-#include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor::ref {
 namespace {

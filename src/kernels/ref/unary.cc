@@ -7,7 +7,7 @@
 #include <limits>
 #include <numbers>
 
-#include "ir/op_functions.h"
+#include "kernels/ref/reference.h"
 #include "kernels/ref/elementwise.h"
 
 namespace fusor {

@@ -1,10 +1,10 @@
-#include "runtime/kernel.h"
+#include "kernels/ref/reference.h"
 
 namespace fusor {
 namespace {
 class ReferenceKernel final : public Kernel {
  public:
-  explicit ReferenceKernel(const Node& node) : node_(node), fn_(op_info(node.op).reference) {}
+  explicit ReferenceKernel(const Node& node) : node_(node), fn_(ref::kernel_for(node.op)) {}
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
     fn_(node_, in, out);
   }

@@ -2,7 +2,7 @@
 // bound), so they can pack weights and create oneDNN primitives up front; run() does only the
 // work and allocates nothing. A kernel may keep state between runs (cached oneDNN memory
 // handles), so a plan's kernels serve one executor at a time. Every optimized kernel has a
-// plain twin: the reference kernel of the same node.
+// plain twin: the reference kernel of the same node. Kernels come from a Backend (backend.h).
 #pragma once
 #include <functional>
 #include <memory>
@@ -13,6 +13,8 @@
 #include "ir/graph.h"
 
 namespace fusor {
+
+class Backend;
 
 class Kernel {
  public:
@@ -45,10 +47,9 @@ struct KernelRequest {
   std::span<const TensorType> outputs;
 };
 
-// Given a request and the kernel chosen for it, returns the kernel to use instead (or the same).
-using KernelWrapper = std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>)>;
-
-// Wraps the node's reference kernel from the op table.
-std::unique_ptr<Kernel> make_reference_kernel(const Node& node);
+// Given a request, the kernel `backend` chose for it and that backend, returns the kernel to use
+// instead (or the same): the precision gate's fault injection.
+using KernelWrapper =
+    std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel> chosen, const Backend& backend)>;
 
 }  // namespace fusor
