@@ -138,10 +138,8 @@ std::vector<TensorType> Cast(const InferContext& ctx) {
   require_inputs(ctx, 1);
   require_kind(ctx, 0, Kinds::Any);
   if (!ctx.node.has_attr("to")) fail(ctx.node, "missing attribute 'to'");
-  int64_t to = ctx.node.attr_int("to", 0);
-  DType t = dtype_from_onnx(static_cast<int>(to));
-  if (t == DType::Undefined)
-    fail(ctx.node, "unsupported dtype " + onnx_type_name(static_cast<int>(to)) + " for attribute 'to'");
+  DType t = ctx.node.attr_dtype("to", DType::Undefined);  // the importer rejects the types fusor lacks
+  if (t == DType::Undefined) fail(ctx.node, "attribute 'to' names no dtype");
   return {{t, ctx.inputs[0].dims}};
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
 #include "onnx/tensor_proto.h"
 
@@ -46,6 +47,24 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
       throw Error(where + ": attribute '" + a.name() + "' has a kind fusor does not support (" +
                       A::AttributeType_Name(a.type()) + ")",
                   ErrorKind::UnsupportedOp);
+  }
+}
+
+// ONNX attributes that name an element type, by op. The IR holds them as DType, so nothing after
+// import reads ONNX's type codes.
+constexpr std::pair<const char*, const char*> kDTypeAttributes[] = {{"Cast", "to"}};
+
+void dtype_attributes_to_dtype(Node& n, const std::string& where) {
+  for (const auto& [op, name] : kDTypeAttributes) {
+    auto it = n.op_type == op ? n.attrs.find(name) : n.attrs.end();
+    const int64_t* code = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    if (!code) continue;  // absent or of another kind: the op's shape function says so
+    DType t = dtype_from_onnx(static_cast<int>(*code));
+    if (t == DType::Undefined)
+      throw Error(where + ": unsupported dtype " + onnx_type_name(static_cast<int>(*code)) + " for attribute '" +
+                      name + "'",
+                  ErrorKind::UnsupportedOp);
+    it->second = t;
   }
 }
 
@@ -216,6 +235,7 @@ class Importer {
     const bool is_constant = n.domain.empty() && n.op_type == "Constant";
     if (!op && !is_constant) throw Error(where + ": unsupported operator", ErrorKind::UnsupportedOp);
     for (const auto& a : np.attribute()) n.attrs[a.name()] = convert_attribute(a, where, base_dir_);
+    if (n.domain.empty()) dtype_attributes_to_dtype(n, where);
     for (const auto& name : np.input()) {
       if (name.empty()) { n.inputs.push_back(-1); continue; }
       int id = graph.find_value(name);

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "onnx/dtype_codes.h"
+
 namespace fusor {
 namespace {
 

@@ -12,8 +12,6 @@
 namespace fusor {
 namespace {
 
-constexpr int64_t kOnnxFloat = 1, kOnnxBool = 9;
-
 Tensor random_tensor(DType t, const Dims& dims, unsigned seed) {
   Tensor x(t, dims);
   std::mt19937 rng(seed);
@@ -139,7 +137,7 @@ TEST(FuseElementwise, MaskFromIntsBroadcastsOverScores) {
   test::GraphBuilder b;
   int scores = b.input("scores"), mask = b.input("mask", DType::Int64);
   int one = b.constant("one", scalar(1)), big = b.constant("big", scalar(-10000.f)), k = b.constant("k", scalar(.125f));
-  int mf = b.node(Op::Cast, {mask}, "mf", DType::Float32, {{"to", kOnnxFloat}});
+  int mf = b.node(Op::Cast, {mask}, "mf", DType::Float32, {{"to", DType::Float32}});
   int inv = b.node(Op::Sub, {one, mf}, "inv");
   int add = b.node(Op::Mul, {inv, big}, "add");
   int scaled = b.node(Op::Mul, {scores, k}, "scaled");
@@ -178,9 +176,9 @@ TEST(FuseElementwise, CompareWhereNotAndCasts) {
   int w = b.node(Op::Where, {pos, x, small}, "w");
   int nf = b.node(Op::Not, {flag}, "nf", DType::Bool);
   int eq = b.node(Op::Equal, {nf, b.node(Op::Less, {x, tenth}, "lt", DType::Bool)}, "eq", DType::Bool);
-  int c = b.node(Op::Cast, {eq}, "c", DType::Float32, {{"to", kOnnxFloat}});
-  int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", kOnnxBool}});
-  int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", kOnnxFloat}});
+  int c = b.node(Op::Cast, {eq}, "c", DType::Float32, {{"to", DType::Float32}});
+  int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", DType::Bool}});
+  int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", DType::Float32}});
   auto g = b.finish({b.node(Op::Add, {b.node(Op::Add, {w, c}, "wc"), cb}, "y")});
   auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({6, 200})}, {"flag", {DType::Bool, {200}}}}),
                                                 FusionConfig{}, kStrict);
@@ -267,7 +265,7 @@ TEST(FuseElementwise, DeclinesIntegerArithmetic) {
   test::GraphBuilder b;
   int x = b.input("x"), i = b.input("i", DType::Int64);
   int ii = b.node(Op::Add, {i, i}, "ii", DType::Int64);
-  int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", kOnnxFloat}});
+  int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", DType::Float32}});
   auto g = b.finish({b.node(Op::Relu, {b.node(Op::Mul, {x, c}, "m")}, "y")});
   auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 16})}, {"i", {DType::Int64, {4, 16}}}}),
                                                 FusionConfig{}, kStrict);
