@@ -23,7 +23,7 @@ struct FaultSpec {
 // Parses "KIND[@item]"; throws fusor::Error naming the known kinds for an unknown one.
 FaultSpec parse_fault(const std::string& text);
 
-// The wrapper for PlanOptions/SessionOptions::wrap_fused_kernel. It injects into one item only:
+// The wrapper for PlanOptions::wrap_fused_kernel. It injects into one item only:
 // the first that fits is remembered by name in `target`, so rebuilt plans keep hitting the same
 // item (and stop once it is rolled back). A fault that needs another kernel (wrong_epsilon) asks
 // the plan's backend for it.

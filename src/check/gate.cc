@@ -6,8 +6,7 @@
 #include <set>
 
 #include "check/faults.h"
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "engine/internals.h"
 
 namespace fusor {
 namespace {
@@ -96,12 +95,13 @@ using Values = std::map<int, Tensor>;
 
 // Runs `session` on `feeds`, keeping each step's outputs.
 std::vector<Tensor> run_keeping_values(Session& session, const std::vector<Tensor>& feeds, Values& values) {
-  session.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor>, std::span<const Tensor> out) {
+  Executor& executor = executor_of(session);
+  executor.set_step_observer([&](size_t, const Step& step, std::span<const Tensor>, std::span<const Tensor> out) {
     for (size_t o = 0; o < out.size(); ++o)
       if (step.outputs[o] >= 0 && out[o].defined()) values[step.outputs[o]] = out[o].clone();
   });
-  std::vector<Tensor> result = session.executor().run(feeds);
-  session.executor().set_step_observer(nullptr);
+  std::vector<Tensor> result = executor.run(feeds);
+  executor.set_step_observer(nullptr);
   return result;
 }
 
@@ -177,8 +177,10 @@ class Gate {
       report.rounds = round;
       SessionOptions so;
       so.fusion = fusion;
-      if (!o_.inject_fault.empty()) so.wrap_fused_kernel = make_fault_injector(parse_fault(o_.inject_fault), target);
-      Session opt = engine_.session(o_.dims, so);
+      InternalSessionOptions internal;
+      if (!o_.inject_fault.empty())
+        internal.wrap_fused_kernel = make_fault_injector(parse_fault(o_.inject_fault), target);
+      Session opt = build_session(engine_, o_.dims, so, internal);
       std::vector<ItemVerdict> verdicts;
       std::vector<OutputVerdict> outputs;
       check_round(opt, round, verdicts, outputs);
@@ -256,12 +258,12 @@ class Gate {
   void check_block_outputs(const Capture& c, size_t si, ItemVerdict& v) const {
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       if (c.constant[i] || c.input_ids[i] < 0) continue;
-      auto native = value_of(native_session_->plan(), native_values_[si], c.input_ids[i]);
+      auto native = value_of(plan_of(*native_session_), native_values_[si], c.input_ids[i]);
       if (native && !compare_tensors(c.inputs[i], *native, block_tol_).within) return;  // inherited drift
     }
     for (size_t o = 0; o < c.outputs.size(); ++o) {
-      auto native = value_of(native_session_->plan(), native_values_[si], c.output_ids[o]);
-      auto truth = value_of(truth_session_->plan(), truth_values_[si], c.output_ids[o]);
+      auto native = value_of(plan_of(*native_session_), native_values_[si], c.output_ids[o]);
+      auto truth = value_of(plan_of(*truth_session_), truth_values_[si], c.output_ids[o]);
       if (!native || !truth) continue;
       Difference d = compare_tensors(c.outputs[o], *native, block_tol_);
       if (d.within) continue;
@@ -281,12 +283,13 @@ class Gate {
   }
 
   void check_round(Session& opt, int round, std::vector<ItemVerdict>& verdicts, std::vector<OutputVerdict>& outputs) {
-    const Plan& plan = opt.plan();
+    const Plan& plan = plan_of(opt);
+    Executor& executor = executor_of(opt);
     std::map<std::string, size_t> index;  // item name -> verdict
     for (size_t si = 0; si < samples_.size(); ++si) {
       const Sample& s = samples_[si];
       std::vector<Capture> captures;
-      opt.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
+      executor.set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
         const Node& node = plan.graph->nodes[static_cast<size_t>(step.node)];
         if (node.op != Op::Fused) return;
         Capture c{&node, {}, {}, {}, step.outputs, step.inputs};
@@ -297,8 +300,8 @@ class Gate {
         for (const Tensor& t : out) c.outputs.push_back(t.clone());
         captures.push_back(std::move(c));
       });
-      std::vector<Tensor> got = opt.executor().run(ordered(engine_, s.feeds));
-      opt.executor().set_step_observer(nullptr);
+      std::vector<Tensor> got = executor.run(ordered(engine_, s.feeds));
+      executor.set_step_observer(nullptr);
       say("round " + std::to_string(round) + ", sample " + s.name + ": checking " + std::to_string(captures.size()) +
           " fusion items");
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "graph_builder.h"
-#include "runtime/sample_inputs.h"
+#include "engine/sample_inputs.h"
 
 namespace fusor {
 namespace {

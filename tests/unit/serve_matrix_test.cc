@@ -2,21 +2,17 @@
 // verdict's rollbacks reach every bucket, and outputs stay correct whichever config ran them.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 
-#include "plan/plan.h"
 #include "serve/served_model.h"
 
 namespace fusor::serve {
 namespace {
 
 // x float [batch, 4] -> y = relu(x * 2 + 1): one elementwise chain, which fuse_elemwise turns
-// into one fused item. Written to a file in `dir`, as the engine loads from files.
-std::string chain_model(const std::filesystem::path& dir) {
+// into one fused item. Returns the model's bytes.
+std::string chain_model() {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
@@ -44,10 +40,9 @@ std::string chain_model(const std::filesystem::path& dir) {
   node("Mul", {"x", "two"}, "scaled");
   node("Add", {"scaled", "one"}, "shifted");
   node("Relu", {"shifted"}, "y");
-  std::string path = (dir / "chain.onnx").string();
-  std::ofstream out(path, std::ios::binary);
-  EXPECT_TRUE(m.SerializeToOstream(&out));
-  return path;
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  return bytes;
 }
 
 Tensors request(int64_t rows) {
@@ -98,10 +93,7 @@ TEST(ServeMatrix, BucketsPickTheirFusionAndKeepTheVerdictsRollbacks) {
 TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   ServeConfig c = matrix_config();
   c.matrix = {{1, c.matrix[0].fusion}, {8, FusionConfig{}}};
-  auto dir = std::filesystem::temp_directory_path() / ("fusor_serve_matrix_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  Engine engine = Engine::load(chain_model(dir));
-  std::filesystem::remove_all(dir);
+  Engine engine = Engine::load_bytes(chain_model());
   ServedModel model("chain", std::move(engine), c, SessionOptions{}, 1);
   for (int64_t rows : {1, 8}) {
     Tensors in = request(rows);
@@ -113,7 +105,7 @@ TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   ASSERT_EQ(sessions.size(), 2u);
   std::map<int64_t, size_t> items, kernels;  // rows -> fused items, kernels in that session's plan
   for (const auto& [dims, session] : sessions) {
-    items[dims.at("x")[0]] = session.plan().fusion.items.size();
+    items[dims.at("x")[0]] = session.fusion_items().size();
     kernels[dims.at("x")[0]] = session.kernels_per_inference();
   }
   ASSERT_EQ(items.size(), 2u);

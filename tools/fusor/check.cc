@@ -95,14 +95,14 @@ int check(const CheckArgs& a) {
     o.samples = read_samples(engine, a.samples_dir);
     for (const auto& [name, t] : o.samples[0]) shapes[name] = t.dims();
   }
-  o.dims = engine.bind_dims(shapes, a.batch, a.seq);
+  o.dims = bind_dims(engine, shapes, a.batch, a.seq);
   o.edge_cases = !a.no_edge_cases;
   if (o.edge_cases && a.samples_dir.empty()) {
     for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
-      if (s != a.seq) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), a.batch, s));
+      if (s != a.seq) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), a.batch, s));
     if (!a.edge_batch.empty())
       for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
-        if (b != a.batch) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), b, a.seq));
+        if (b != a.batch) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), b, a.seq));
   }
   for (const auto& spec : a.tolerances) {
     auto eq = spec.find('=');

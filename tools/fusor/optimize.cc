@@ -9,9 +9,9 @@
 #include <iostream>
 
 #include "commands.h"
+#include "engine/internals.h"
 #include "model_args.h"
 #include "onnx/exporter.h"
-#include "plan/plan.h"
 
 namespace fusor::cli {
 namespace {
@@ -65,10 +65,10 @@ void optimize(const OptimizeArgs& a) {
   check_output_path(a.output);
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), a.batch, a.seq);
+  auto dims = bind_dims(engine, a.model.parsed_shapes(), a.batch, a.seq);
   Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
-  const Plan& plan = session.plan();
-  auto baked = items_with_plan_time_values(engine.graph(), *plan.graph);
+  const Plan& plan = plan_of(session);
+  auto baked = items_with_plan_time_values(graph_of(engine), *plan.graph);
   if (baked.empty()) {
     export_onnx_file(*plan.graph, a.output);
   } else {
@@ -84,7 +84,7 @@ void optimize(const OptimizeArgs& a) {
   std::string by_kind;
   for (const auto& [kind, count] : kinds) by_kind += (by_kind.empty() ? " (" : ", ") + kind + " " + std::to_string(count);
   if (!by_kind.empty()) by_kind += ")";
-  std::cout << "optimized " << a.model.model << ": " << engine.graph().nodes.size() << " nodes -> "
+  std::cout << "optimized " << a.model.model << ": " << graph_of(engine).nodes.size() << " nodes -> "
             << plan.graph->nodes.size() << ", " << plan.fusion.items.size() << " items fused" << by_kind
             << ", " << plan.fusion.not_fused.size() << " declined; wrote " << a.output
             << (baked.empty() ? " (symbolic input dims)" : " (fixed input dims)") << "\n";

@@ -51,7 +51,7 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
     o.base.fusion.fuse_gemm_epilogue = o.base.fusion.fuse_attention = false;
   }
   if (model.no_mem_reuse) o.base.mem_reuse = false;
-  o.request = engine.bind_dims(model.parsed_shapes(), 1, seq);
+  o.request = bind_dims(engine, model.parsed_shapes(), 1, seq);
   for (const auto& s : slos) o.goals.push_back(tune::parse_slo(s));
   for (size_t i = 0; i < o.goals.size(); ++i)
     for (size_t j = 0; j < i; ++j)
