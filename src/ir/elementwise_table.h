@@ -10,7 +10,8 @@
 // X(name, types, flops, recompute, attributes)
 //   types       element types the input may have: Float (float32, float64), Signed (Float and the
 //               signed integers) or Numeric (every numeric type)
-//   flops       cost per element, as the profiler counts it
+//   flops       cost per element: each arithmetic op, compare-select (max, min, where) and
+//               transcendental function (exp, log, tanh, erf, sqrt) of the spec's formula counts 1
 //   recompute   Expensive (transcendental: the fusion pass never recomputes such a value for every
 //               element it broadcasts to) or Cheap
 //   attributes  FUSOR_ATTR(name, default) for each float attribute; `name` is also its
@@ -31,12 +32,12 @@
   R(A, Neg,         Signed,  1, Cheap,     )                                            \
   R(A, Abs,         Numeric, 1, Cheap,     )                                            \
   R(A, Relu,        Signed,  1, Cheap,     )                                            \
-  R(A, Sigmoid,     Float,   1, Expensive, )                                            \
-  R(A, Gelu,        Float,   1, Cheap,     )                                            \
-  R(A, Clip,        Numeric, 1, Cheap,     )                                            \
-  R(A, HardSigmoid, Float,   1, Cheap,     FUSOR_ATTR(alpha, 0.2f) FUSOR_ATTR(beta, 0.5f)) \
-  R(A, HardSwish,   Float,   1, Cheap,     )                                            \
-  R(A, LeakyRelu,   Float,   1, Cheap,     FUSOR_ATTR(alpha, 0.01f))
+  R(A, Sigmoid,     Float,   4, Expensive, )                                            \
+  R(A, Gelu,        Float,   5, Expensive, )                                            \
+  R(A, Clip,        Numeric, 2, Cheap,     )                                            \
+  R(A, HardSigmoid, Float,   4, Cheap,     FUSOR_ATTR(alpha, 0.2f) FUSOR_ATTR(beta, 0.5f)) \
+  R(A, HardSwish,   Float,   5, Cheap,     )                                            \
+  R(A, LeakyRelu,   Float,   2, Cheap,     FUSOR_ATTR(alpha, 0.01f))
 
 // The rows as X(name, types, flops, recompute, attributes).
 #define FUSOR_UNARY_OPS(X) FUSOR_UNARY_ROWS(FUSOR_UNARY_CALL_, X)

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/common.h"
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
@@ -287,17 +288,22 @@ TEST(FuseElementwise, DeclinesABoolOutput) {
   EXPECT_TRUE(fused_nodes(p).empty());
 }
 
-// An expensive op on a small value is not recomputed for every element it broadcasts to.
+// An expensive op (the elementwise table says which) on a small value is not recomputed for
+// every element it broadcasts to.
 TEST(FuseElementwise, DeclinesRecomputingAnExpensiveSmallValue) {
-  test::GraphBuilder b;
-  int x = b.input("x"), row = b.input("row");
-  int e = b.node(Op::Exp, {row}, "e");
-  auto g = b.finish({b.node(Op::Relu, {b.node(Op::Add, {x, e}, "a")}, "y")});
-  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
-                                                FusionConfig{}, kStrict);
-  EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
-  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Relu
-  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  for (Op op : kUnaryTableOps) {
+    if (!elementwise_cost(op).expensive) continue;
+    SCOPED_TRACE(op_info(op).name);
+    test::GraphBuilder b;
+    int x = b.input("x"), row = b.input("row");
+    int e = b.node(op, {row}, "e");
+    auto g = b.finish({b.node(Op::Neg, {b.node(Op::Add, {x, e}, "a")}, "y")});
+    auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
+                                                  FusionConfig{}, kStrict);
+    EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
+    ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Neg
+    EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  }
 }
 
 // Bounded fusion: a 40-op chain becomes a 32-node group and an 8-node group.
