@@ -55,6 +55,10 @@ In fs(Dims d, float scale) {  // float32 activation with standard deviation `sca
   i.scale = scale;
   return i;
 }
+In fv(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Float32, false, Gen::Values, 0, std::move(v)); }
+// Where exp over- or underflows in float, up to the extremes (21 values).
+const std::vector<double> kExtremes = {-INFINITY, -3.4e38, -1e4, -150, -104, -88.8, -87, -20, -1e-3, -1e-30, 0,
+                                       1e-30, 1e-3, 20, 87, 88.8, 104, 150, 1e4, 3.4e38, INFINITY};
 In pos(Dims d) { return make_in(std::move(d), DType::Float32, false, Gen::Positive); } // in (0.1, 3)
 In idx(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, v); }       // [0, v)
 In idx_neg(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, -v); }  // [-v, v)
@@ -147,6 +151,10 @@ const Case kCases[] = {
     {"leaky_relu", Op::LeakyRelu, {f({3, 41})}, {{"alpha", 0.2f}}, 14, "leakyrelu"},
     {"hard_sigmoid", Op::HardSigmoid, {f({3, 41})}, {}, 14, "hardsigmoid"},
     {"hard_swish", Op::HardSwish, {f({3, 41})}, {}, 14, "hardswish"},
+    {"exp_extremes", Op::Exp, {fv({21}, kExtremes)}, {}, 14, "exp"},
+    {"log_extremes", Op::Log, {fv({21}, kExtremes)}, {}, 14, "log"},
+    {"sigmoid_extremes", Op::Sigmoid, {fv({21}, kExtremes)}, {}, 14, "sigmoid"},
+    {"tanh_extremes", Op::Tanh, {fv({21}, kExtremes)}, {}, 14, "tanh"},
     {"identity", Op::Identity, {f({3, 41})}, {}, 14, "copy"},
     {"identity_i64", Op::Identity, {idx({9}, 100)}, {}, 14, "copy"},
     {"dropout", Op::Dropout, {f({3, 41})}, {}, 13, "copy"},
