@@ -37,7 +37,8 @@
   R(A, Clip,        Numeric, 2, Cheap,     )                                            \
   R(A, HardSigmoid, Float,   4, Cheap,     FUSOR_ATTR(alpha, 0.2f) FUSOR_ATTR(beta, 0.5f)) \
   R(A, HardSwish,   Float,   5, Cheap,     )                                            \
-  R(A, LeakyRelu,   Float,   2, Cheap,     FUSOR_ATTR(alpha, 0.01f))
+  R(A, LeakyRelu,   Float,   2, Cheap,     FUSOR_ATTR(alpha, 0.01f))                    \
+  /* every row ends in a backslash: adding one is a one-line change */
 
 // The rows as X(name, types, flops, recompute, attributes).
 #define FUSOR_UNARY_OPS(X) FUSOR_UNARY_ROWS(FUSOR_UNARY_CALL_, X)
