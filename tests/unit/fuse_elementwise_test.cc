@@ -225,6 +225,7 @@ const UnaryCase kUnaryCases[] = {
     {"hard_sigmoid", Op::HardSigmoid, {{"alpha", 0.3f}, {"beta", 0.4f}}, 3},
     {"hard_swish", Op::HardSwish, {}, 3},
     {"leaky_relu", Op::LeakyRelu, {{"alpha", 0.2f}}},
+    {"softplus", Op::Softplus, {}, 40},
 };
 
 void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }

@@ -102,6 +102,7 @@ const Formula kFormulas[] = {
     {"LeakyRelu", 16, {{"alpha", 0.1f}}, [](double x) { return x < 0 ? double(0.1f) * x : x; }},
     {"HardSigmoid", 6, {}, [](double x) { return std::clamp(double(0.2f) * x + 0.5, 0.0, 1.0); }},
     {"HardSwish", 14, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }},
+    {"Softplus", 1, {}, [](double x) { return std::log1p(std::exp(x)); }},
 };
 
 void PrintTo(const Formula& f, std::ostream* os) { *os << f.op; }

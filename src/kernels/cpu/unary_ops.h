@@ -79,6 +79,16 @@ struct LogOp {
   }
 };
 
+// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): e^-|x| is in (0, 1], so nothing overflows and
+// small results keep their precision; +inf gives +inf.
+struct SoftplusOp {
+  static HWY_INLINE V apply(V x, const Params&) {
+    const D d;
+    const V y = hn::Add(hn::Max(x, hn::Zero(d)), hn::Log1p(d, hn::Exp(d, hn::Neg(hn::Abs(x)))));
+    return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
+  }
+};
+
 #undef FUSOR_UNARY
 
 // An op with several formulas (Gelu: erf, tanh) lists one functor per UnaryParams::variant.
