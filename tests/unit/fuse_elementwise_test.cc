@@ -226,6 +226,7 @@ const UnaryCase kUnaryCases[] = {
     {"hard_swish", Op::HardSwish, {}, 3},
     {"leaky_relu", Op::LeakyRelu, {{"alpha", 0.2f}}},
     {"softplus", Op::Softplus, {}, 40},
+    {"mish", Op::Mish, {}, 40},
 };
 
 void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }

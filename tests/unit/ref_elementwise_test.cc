@@ -103,6 +103,7 @@ const Formula kFormulas[] = {
     {"HardSigmoid", 6, {}, [](double x) { return std::clamp(double(0.2f) * x + 0.5, 0.0, 1.0); }},
     {"HardSwish", 14, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }},
     {"Softplus", 1, {}, [](double x) { return std::log1p(std::exp(x)); }},
+    {"Mish", 18, {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
 };
 
 void PrintTo(const Formula& f, std::ostream* os) { *os << f.op; }

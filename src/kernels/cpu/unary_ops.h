@@ -89,6 +89,18 @@ struct SoftplusOp {
   }
 };
 
+// x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2): one exp and a division. From
+// x = 20 on n / (n + 2) is 1 in float, so the exp's argument is clamped there and never
+// overflows; a NaN stays NaN through the product.
+struct MishOp {
+  static HWY_INLINE V apply(V x, const Params&) {
+    const D d;
+    const V e = hn::Exp(d, hn::Min(x, hn::Set(d, 20.f)));
+    const V n = hn::Mul(e, hn::Add(e, hn::Set(d, 2.f)));
+    return hn::Mul(x, hn::Div(n, hn::Add(n, hn::Set(d, 2.f))));
+  }
+};
+
 #undef FUSOR_UNARY
 
 // An op with several formulas (Gelu: erf, tanh) lists one functor per UnaryParams::variant.

@@ -37,6 +37,7 @@ FUSOR_SCALAR(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
 FUSOR_SCALAR(LeakyRelu, x < T(0) ? T(p.alpha) * x : x)
 // log(exp(x) + 1) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, no loss for small.
 FUSOR_SCALAR(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+FUSOR_SCALAR(Mish, x * std::tanh(Softplus::apply(x, p)))
 
 struct Abs {
   template <class T>
