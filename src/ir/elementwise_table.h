@@ -40,6 +40,7 @@
   R(A, LeakyRelu,   Float,   2, Cheap,     FUSOR_ATTR(alpha, 0.01f))                    \
   R(A, Softplus,    Float,   3, Expensive, )                                            \
   R(A, Mish,        Float,   5, Expensive, )                                            \
+  R(A, Elu,         Float,   4, Expensive, FUSOR_ATTR(alpha, 1.0f))                     \
   /* every row ends in a backslash: adding one is a one-line change */
 
 // The rows as X(name, types, flops, recompute, attributes).

@@ -227,6 +227,7 @@ const UnaryCase kUnaryCases[] = {
     {"leaky_relu", Op::LeakyRelu, {{"alpha", 0.2f}}},
     {"softplus", Op::Softplus, {}, 40},
     {"mish", Op::Mish, {}, 40},
+    {"elu", Op::Elu, {{"alpha", 0.7f}}, 40},
 };
 
 void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }

@@ -104,6 +104,7 @@ const Formula kFormulas[] = {
     {"HardSwish", 14, {}, [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); }},
     {"Softplus", 1, {}, [](double x) { return std::log1p(std::exp(x)); }},
     {"Mish", 18, {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
+    {"Elu", 6, {{"alpha", 0.5f}}, [](double x) { return x < 0 ? 0.5 * (std::exp(x) - 1) : x; }},
 };
 
 void PrintTo(const Formula& f, std::ostream* os) { *os << f.op; }

@@ -101,6 +101,14 @@ struct MishOp {
   }
 };
 
+// x < 0 ? alpha * (e^x - 1) : x, with Highway's expm1 (-1 below its range, so -alpha at -inf).
+struct EluOp {
+  static HWY_INLINE V apply(V x, const Params& p) {
+    const D d;
+    return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Expm1(d, x), hn::Set(d, p.alpha)), x);
+  }
+};
+
 #undef FUSOR_UNARY
 
 // An op with several formulas (Gelu: erf, tanh) lists one functor per UnaryParams::variant.

@@ -38,6 +38,8 @@ FUSOR_SCALAR(LeakyRelu, x < T(0) ? T(p.alpha) * x : x)
 // log(exp(x) + 1) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, no loss for small.
 FUSOR_SCALAR(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
 FUSOR_SCALAR(Mish, x * std::tanh(Softplus::apply(x, p)))
+// alpha * (exp(x) - 1) below 0, with expm1: exact near 0 where exp(x) - 1 cancels.
+FUSOR_SCALAR(Elu, x < T(0) ? T(p.alpha) * std::expm1(x) : x)
 
 struct Abs {
   template <class T>
