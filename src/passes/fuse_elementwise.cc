@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "ir/elementwise.h"
 #include "ir/graph_edit.h"
 #include "passes/passes.h"
 
@@ -87,8 +88,7 @@ std::optional<std::string> why_not_group(const FusionContext& ctx, const std::ve
   // value made by an expensive op would be recomputed for every element it broadcasts to.
   for (int n : nodes) {
     const Node& node = ctx.node(n);
-    const bool expensive = node.op == Op::Fused || node.op == Op::Erf || node.op == Op::Tanh || node.op == Op::Exp ||
-                           node.op == Op::Log || node.op == Op::Sigmoid || node.op == Op::Pow;
+    const bool expensive = node.op == Op::Fused || elementwise_cost(node.op).expensive;
     if (expensive && numel_of(ctx.type(node.outputs[0]).dims) * kMaxRecompute < numel_of(iter))
       return node.describe() + " would be recomputed for every element of " + dims_to_string(iter);
   }

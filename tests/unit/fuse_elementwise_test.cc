@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/common.h"
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
@@ -203,6 +204,48 @@ TEST(FuseElementwise, ActivationsWithAttributesAndPow) {
   EXPECT_EQ(fused_nodes(r.fused).size(), 1u);
 }
 
+// Each op of the elementwise table as the middle of y = op(x * scale) + x, one fused kernel,
+// against the reference plan. x is in [-3, 3]; `scale` stretches it over the op's range (for
+// Softplus, Mish and Elu far past where exp overflows in float). One line per case.
+struct UnaryCase {
+  const char* name;
+  Op op;
+  std::map<std::string, Attribute> attrs = {};
+  float scale = 1;
+};
+
+const UnaryCase kUnaryCases[] = {
+    {"relu", Op::Relu}, {"neg", Op::Neg}, {"abs", Op::Abs}, {"sqrt", Op::Sqrt}, {"reciprocal", Op::Reciprocal},
+    {"exp", Op::Exp}, {"log", Op::Log}, {"erf", Op::Erf, {}, 2}, {"tanh", Op::Tanh, {}, 10},
+    {"sigmoid", Op::Sigmoid, {}, 40},
+    {"gelu", Op::Gelu, {}, 3},
+    {"gelu_tanh", Op::Gelu, {{"approximate", std::string("tanh")}}, 3},
+    {"hard_sigmoid", Op::HardSigmoid, {{"alpha", 0.3f}, {"beta", 0.4f}}, 3},
+    {"hard_swish", Op::HardSwish, {}, 3},
+    {"leaky_relu", Op::LeakyRelu, {{"alpha", 0.2f}}},
+    {"softplus", Op::Softplus, {}, 40},
+    {"mish", Op::Mish, {}, 40},
+    {"elu", Op::Elu, {{"alpha", 0.7f}}, 40},
+};
+
+void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }
+
+class FusedUnary : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(FusedUnary, MatchesReference) {
+  const UnaryCase& c = GetParam();
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int m = b.node(Op::Mul, {x, b.constant("scale", scalar(c.scale))}, "m");
+  int u = b.node(c.op, {m}, "u", DType::Float32, c.attrs);
+  auto g = b.finish({b.node(Op::Add, {u, x}, "y")});
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({5, 203})}}), FusionConfig{}, kStrict);
+  EXPECT_EQ(elementwise_kernels(r.fused), std::vector<std::string>{std::string("elementwise_f32_3ops_") + cpu::kIsa});
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, FusedUnary, ::testing::ValuesIn(kUnaryCases),
+                         [](const auto& info) { return std::string(info.param.name); });
+
 // Outputs over 16 MiB are streamed past the caches: same numbers.
 TEST(FuseElementwise, LargeOutputsAreStreamed) {
   auto g = chain();
@@ -285,17 +328,22 @@ TEST(FuseElementwise, DeclinesABoolOutput) {
   EXPECT_TRUE(fused_nodes(p).empty());
 }
 
-// An expensive op on a small value is not recomputed for every element it broadcasts to.
+// An expensive op (the elementwise table says which) on a small value is not recomputed for
+// every element it broadcasts to.
 TEST(FuseElementwise, DeclinesRecomputingAnExpensiveSmallValue) {
-  test::GraphBuilder b;
-  int x = b.input("x"), row = b.input("row");
-  int e = b.node(Op::Exp, {row}, "e");
-  auto g = b.finish({b.node(Op::Relu, {b.node(Op::Add, {x, e}, "a")}, "y")});
-  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
-                                                FusionConfig{}, kStrict);
-  EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
-  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Relu
-  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  for (Op op : kUnaryTableOps) {
+    if (!elementwise_cost(op).expensive) continue;
+    SCOPED_TRACE(op_info(op).name);
+    test::GraphBuilder b;
+    int x = b.input("x"), row = b.input("row");
+    int e = b.node(op, {row}, "e");
+    auto g = b.finish({b.node(Op::Neg, {b.node(Op::Add, {x, e}, "a")}, "y")});
+    auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
+                                                  FusionConfig{}, kStrict);
+    EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
+    ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Neg
+    EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  }
 }
 
 // Bounded fusion: a 40-op chain becomes a 32-node group and an 8-node group.

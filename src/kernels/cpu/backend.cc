@@ -4,6 +4,7 @@
 #include <array>
 #include <string_view>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/ref/reference.h"
 
@@ -12,7 +13,8 @@ namespace {
 
 using Factory = std::unique_ptr<Kernel> (*)(const KernelRequest&);
 
-// One row per op that has an optimized kernel; every other op runs its reference kernel.
+// One row per op that has an optimized kernel, besides the elementwise table's ops (all
+// make_unary_kernel); every other op runs its reference kernel.
 constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::MatMul, make_matmul_kernel},
     {Op::Gemm, make_gemm_kernel},
@@ -25,21 +27,6 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Mul, make_binary_kernel},
     {Op::Div, make_binary_kernel},
     {Op::Pow, make_binary_kernel},
-    {Op::Relu, make_unary_kernel},
-    {Op::Sigmoid, make_unary_kernel},
-    {Op::Tanh, make_unary_kernel},
-    {Op::Exp, make_unary_kernel},
-    {Op::Log, make_unary_kernel},
-    {Op::Sqrt, make_unary_kernel},
-    {Op::Reciprocal, make_unary_kernel},
-    {Op::Neg, make_unary_kernel},
-    {Op::Abs, make_unary_kernel},
-    {Op::Erf, make_unary_kernel},
-    {Op::Gelu, make_unary_kernel},
-    {Op::Clip, make_unary_kernel},
-    {Op::LeakyRelu, make_unary_kernel},
-    {Op::HardSigmoid, make_unary_kernel},
-    {Op::HardSwish, make_unary_kernel},
     {Op::Identity, make_unary_kernel},
     {Op::Dropout, make_unary_kernel},
     {Op::Softmax, make_softmax_kernel},
@@ -53,6 +40,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
 const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
   static const auto t = [] {
     std::array<Factory, static_cast<size_t>(Op::Count)> a{};
+    for (Op op : kUnaryTableOps) a[static_cast<size_t>(op)] = make_unary_kernel;
     for (const auto& [op, f] : kFactories) a[static_cast<size_t>(op)] = f;
     return a;
   }();
