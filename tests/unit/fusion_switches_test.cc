@@ -1,0 +1,150 @@
+// The fusion switch table (include/fusor/fusion_switches.h) drives every list of switches: the
+// config parser and writer, the precision verdict's key, the server's session description,
+// tune's options, the pass pipeline and the docs. Each test loops over the table, so a new row
+// is covered without a new test line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "check/verdict.h"
+#include "fusor/config.h"
+#include "passes/pipeline.h"
+#include "serve/session_cache.h"
+#include "tune/service_times.h"
+
+namespace fusor {
+namespace {
+
+std::string key_of(const FusionSwitch& s) { return std::string(s.key); }
+
+FusionConfig with_off(const FusionSwitch& s) {
+  FusionConfig f;
+  f.*s.member = false;
+  return f;
+}
+
+std::string read_doc(const std::string& name) {
+  std::ifstream in(std::filesystem::path(FUSOR_SOURCE_DIR) / "docs" / name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The table row of a markdown document that starts with `start`, or "".
+std::string row_starting(const std::string& md, const std::string& start) {
+  size_t at = md.find("\n" + start);
+  if (at == std::string::npos) return "";
+  return md.substr(at + 1, md.find('\n', at + 1) - at - 1);
+}
+
+std::vector<std::string> passes_of(const FusionSwitch& s) {
+  std::vector<std::string> out;
+  std::istringstream in{std::string(s.passes)};
+  for (std::string p; in >> p;) out.push_back(p);
+  return out;
+}
+
+TEST(FusionSwitches, KeysAndLabelsAreUniqueAndAllOnByDefault) {
+  std::set<std::string> keys, labels;
+  for (const FusionSwitch& s : kFusionSwitches) {
+    EXPECT_TRUE(keys.insert(key_of(s)).second) << s.key;
+    EXPECT_TRUE(labels.insert(std::string(s.label)).second) << s.label;
+    EXPECT_TRUE(FusionConfig{}.*s.member) << s.key;
+    EXPECT_FALSE(s.description.empty()) << s.key;
+  }
+  FusionConfig none;
+  set_every_switch(none, false);
+  for (const FusionSwitch& s : kFusionSwitches) EXPECT_FALSE(none.*s.member) << s.key;
+  EXPECT_EQ(none.precision_check, PrecisionCheck::Strict);  // not a switch
+}
+
+TEST(FusionSwitches, EachParsesAloneAtTheTopAndPerBucketAndIsWrittenBack) {
+  for (const FusionSwitch& s : kFusionSwitches) {
+    SCOPED_TRACE(key_of(s));
+    Config c = parse_config("fusion:\n  " + key_of(s) + ": false\n", "c.yaml");
+    Config want;
+    want.fusion = with_off(s);
+    EXPECT_EQ(c, want);
+    const std::string yaml = config_yaml(c);
+    EXPECT_NE(yaml.find("\n  " + key_of(s) + ": false\n"), std::string::npos) << yaml;
+    EXPECT_EQ(parse_config(yaml, "c.yaml"), c);
+    Config m = parse_config("serve:\n  matrix:\n    - {max_batch: 1, fusion: {" + key_of(s) + ": false}}\n", "c.yaml");
+    ASSERT_EQ(m.serve.matrix.size(), 1u);
+    EXPECT_EQ(m.serve.matrix[0].fusion, with_off(s));
+    EXPECT_NE(config_yaml(m).find(key_of(s) + ": false"), std::string::npos);
+    EXPECT_EQ(parse_config(config_yaml(m), "c.yaml"), m);
+  }
+}
+
+// Forgetting a switch in the verdict key would reuse a verdict checked with other switches.
+TEST(FusionSwitches, EachChangesTheVerdictKeyAndTheSessionDescription) {
+  std::set<std::string> keys = {verdict_config_key(FusionConfig{})};
+  std::set<std::string> descriptions = {serve::describe_fusion(FusionConfig{})};
+  for (const FusionSwitch& s : kFusionSwitches) {
+    EXPECT_TRUE(keys.insert(verdict_config_key(with_off(s))).second) << s.key;
+    const std::string d = serve::describe_fusion(with_off(s));
+    EXPECT_NE(d.find(std::string(s.label) + "=0 "), std::string::npos) << d;
+    EXPECT_TRUE(descriptions.insert(d).second) << s.key;
+  }
+}
+
+TEST(FusionSwitches, TunesNoneOptionTurnsEverySwitchOff) {
+  auto options = tune::fusion_options(FusionConfig{});
+  ASSERT_FALSE(options.empty());
+  ASSERT_EQ(options.back().name, "none");
+  FusionConfig none;
+  set_every_switch(none, false);
+  EXPECT_EQ(options.back().fusion, none);
+}
+
+TEST(FusionSwitches, EveryPipelinePassHasExactlyOneSwitchAndEverySwitchRealPasses) {
+  const std::vector<std::string> passes = fusion_pass_names();
+  for (const std::string& p : passes) {
+    size_t n = 0;
+    for (const FusionSwitch& s : kFusionSwitches) n += switches_pass(s, p);
+    EXPECT_EQ(n, 1u) << "pass " << p << " is switched by " << n << " switches";
+  }
+  for (const FusionSwitch& s : kFusionSwitches) {
+    EXPECT_FALSE(passes_of(s).empty()) << s.key << " switches no pass";
+    for (const std::string& p : passes_of(s))
+      EXPECT_NE(std::find(passes.begin(), passes.end(), p), passes.end()) << s.key << ": " << p << " is no pipeline pass";
+  }
+  EXPECT_FALSE(switches_pass(kFusionSwitches[0], "fuse"));  // whole names only
+}
+
+// docs/config.md: every switch in the full file and in the key table, with its passes; the table
+// lists no fusion key that is neither a switch nor precision_check or disabled.
+TEST(FusionSwitches, ConfigDocsListEverySwitchWithItsPasses) {
+  const std::string md = read_doc("config.md");
+  ASSERT_FALSE(md.empty());
+  for (const FusionSwitch& s : kFusionSwitches) {
+    EXPECT_NE(md.find("\n  " + key_of(s) + ": true\n"), std::string::npos) << s.key << " is not in the full file";
+    const std::string row = row_starting(md, "| `fusion." + key_of(s) + "` |");
+    ASSERT_FALSE(row.empty()) << s.key << " has no row in the key table";
+    for (const std::string& p : passes_of(s))
+      EXPECT_NE(row.find("`" + p + "`"), std::string::npos) << "the row of " << s.key << " does not name pass " << p;
+  }
+  for (size_t at = md.find("\n| `fusion."); at != std::string::npos; at = md.find("\n| `fusion.", at + 1)) {
+    const std::string key = md.substr(at + 11, md.find('`', at + 11) - at - 11);
+    bool known = key == "precision_check" || key == "disabled";
+    for (const FusionSwitch& s : kFusionSwitches) known = known || key == s.key;
+    EXPECT_TRUE(known) << "docs/config.md lists fusion." << key << ", which is no switch";
+  }
+}
+
+// docs/fusion.md: the pipeline table gives every pass with the switch that turns it off.
+TEST(FusionSwitches, FusionDocsGiveEachPassItsSwitch) {
+  const std::string md = read_doc("fusion.md");
+  ASSERT_FALSE(md.empty());
+  for (const FusionSwitch& s : kFusionSwitches)
+    for (const std::string& p : passes_of(s))
+      EXPECT_FALSE(row_starting(md, "| `" + p + "` | `fusion." + key_of(s) + "` |").empty())
+          << "docs/fusion.md has no row for pass " << p << " under fusion." << s.key;
+}
+
+}  // namespace
+}  // namespace fusor
