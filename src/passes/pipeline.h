@@ -1,5 +1,5 @@
 // The fusion pipeline: one ordered list of named passes (pipeline.cc), each run only when the
-// fusion switch whose row names it is on (fusor/fusion_switches.h). It rewrites a copy of the
+// fusion switches whose rows name it are on (fusor/fusion_switches.h). It rewrites a copy of the
 // graph for one plan's concrete input types; fused nodes keep the subgraph they replace as their
 // body, so any item can be inlined again.
 #pragma once

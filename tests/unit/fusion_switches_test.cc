@@ -101,12 +101,12 @@ TEST(FusionSwitches, TunesNoneOptionTurnsEverySwitchOff) {
   EXPECT_EQ(options.back().fusion, none);
 }
 
-TEST(FusionSwitches, EveryPipelinePassHasExactlyOneSwitchAndEverySwitchRealPasses) {
+TEST(FusionSwitches, EveryPipelinePassHasASwitchAndEverySwitchRealPasses) {
   const std::vector<std::string> passes = fusion_pass_names();
   for (const std::string& p : passes) {
     size_t n = 0;
     for (const FusionSwitch& s : kFusionSwitches) n += switches_pass(s, p);
-    EXPECT_EQ(n, 1u) << "pass " << p << " is switched by " << n << " switches";
+    EXPECT_GE(n, 1u) << "no switch turns pass " << p << " off";
   }
   for (const FusionSwitch& s : kFusionSwitches) {
     EXPECT_FALSE(passes_of(s).empty()) << s.key << " switches no pass";
@@ -136,14 +136,16 @@ TEST(FusionSwitches, ConfigDocsListEverySwitchWithItsPasses) {
   }
 }
 
-// docs/fusion.md: the pipeline table gives every pass with the switch that turns it off.
-TEST(FusionSwitches, FusionDocsGiveEachPassItsSwitch) {
+// docs/fusion.md: the pipeline table gives every pass with the switches that turn it off.
+TEST(FusionSwitches, FusionDocsGiveEachPassItsSwitches) {
   const std::string md = read_doc("fusion.md");
   ASSERT_FALSE(md.empty());
   for (const FusionSwitch& s : kFusionSwitches)
-    for (const std::string& p : passes_of(s))
-      EXPECT_FALSE(row_starting(md, "| `" + p + "` | `fusion." + key_of(s) + "` |").empty())
-          << "docs/fusion.md has no row for pass " << p << " under fusion." << s.key;
+    for (const std::string& p : passes_of(s)) {
+      const std::string row = row_starting(md, "| `" + p + "` |");
+      ASSERT_FALSE(row.empty()) << "docs/fusion.md has no row for pass " << p;
+      EXPECT_NE(row.find("`fusion." + key_of(s) + "`"), std::string::npos) << "its row does not name fusion." << s.key;
+    }
 }
 
 }  // namespace
