@@ -8,6 +8,7 @@
 //     fuse_norm_act: true
 //     fuse_gemm_epilogue: true
 //     fuse_attention: true
+//     merge_projections: true
 //     precision_check: strict        # strict | relaxed | off
 //     disabled: []                   # fusion item names, e.g. [layer3.attention]
 //   kernel:

@@ -26,5 +26,7 @@
   X(fuse_gemm_epilogue, "gemm_epilogue", "merge_projections fuse_gemm_epilogue",                  \
     "bias / activation / residual into the GEMM; projections sharing an input -> one GEMM")       \
   X(fuse_attention,     "attention",     "fuse_attention",                                        \
-    "the attention block -> one kernel")
+    "the attention block -> one kernel")                                                          \
+  X(merge_projections,  "merge_projections", "merge_projections",                                 \
+    "projections sharing an input (Q, K, V) -> one GEMM; needs fuse_gemm_epilogue as well")
 // clang-format on

@@ -15,6 +15,7 @@
 #include "passes/pipeline.h"
 #include "serve/session_cache.h"
 #include "tune/service_times.h"
+#include "graph_builder.h"
 
 namespace fusor {
 namespace {
@@ -114,6 +115,37 @@ TEST(FusionSwitches, EveryPipelinePassHasASwitchAndEverySwitchRealPasses) {
       EXPECT_NE(std::find(passes.begin(), passes.end(), p), passes.end()) << s.key << ": " << p << " is no pipeline pass";
   }
   EXPECT_FALSE(switches_pass(kFusionSwitches[0], "fuse"));  // whole names only
+}
+
+// Query, key and value projections of one input x [2, 3, 8], each with its bias: the passes
+// that made an item, in order, under `fusion`.
+std::vector<std::string> passes_fusing_projections(const FusionConfig& fusion) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  std::vector<int> outs;
+  for (const char* n : {"q", "k", "v"}) {
+    int mm = b.node(Op::MatMul, {x, b.constant(std::string("W") + n, Tensor(DType::Float32, {8, 8}))}, std::string("mm_") + n);
+    outs.push_back(b.node(Op::Add, {mm, b.constant(std::string("b") + n, Tensor(DType::Float32, {8}))}, n));
+  }
+  auto g = b.finish(outs);
+  std::vector<TensorType> types = {{DType::Float32, {2, 3, 8}}};
+  std::vector<Tensor> frozen(1);
+  std::vector<std::string> passes;
+  for (const FusionItem& i : run_fusion_passes(*g, types, frozen, fusion).report.items) passes.push_back(i.pass);
+  return passes;
+}
+
+// merge_projections refines fuse_gemm_epilogue: off, the projections keep their own bias
+// epilogues; fuse_gemm_epilogue off turns both passes off, with or without the newer key.
+TEST(FusionSwitches, MergeProjectionsHasItsOwnSwitchUnderTheGemmEpilogue) {
+  using Passes = std::vector<std::string>;
+  EXPECT_EQ(passes_fusing_projections(FusionConfig{}), Passes{"merge_projections"});
+  FusionConfig no_merge;
+  no_merge.merge_projections = false;
+  EXPECT_EQ(passes_fusing_projections(no_merge), Passes(3, "fuse_gemm_epilogue"));
+  FusionConfig no_gemm = parse_config("fusion: {fuse_gemm_epilogue: false}\n", "old.yaml").fusion;
+  EXPECT_TRUE(no_gemm.merge_projections);
+  EXPECT_EQ(passes_fusing_projections(no_gemm), Passes{});
 }
 
 // docs/config.md: every switch in the full file and in the key table, with its passes; the table
