@@ -55,10 +55,10 @@ struct Key {
 // The schema. Sections come before their keys; "a.b" is key b inside section a.
 const Key kKeys[] = {
     {"fusion", Kind::Section},
-    {"fusion.fuse_elemwise", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_elemwise; }},
-    {"fusion.fuse_norm_act", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_norm_act; }},
-    {"fusion.fuse_gemm_epilogue", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_gemm_epilogue; }},
-    {"fusion.fuse_attention", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_attention; }},
+#define FUSOR_SWITCH_KEY(member, label, passes, description) \
+  {"fusion." #member, Kind::Bool, [](Config& c) -> bool& { return c.fusion.member; }},
+    FUSOR_FUSION_SWITCHES(FUSOR_SWITCH_KEY)
+#undef FUSOR_SWITCH_KEY
     {"fusion.precision_check", Kind::Precision},
     {"fusion.disabled", Kind::NameList},
     {"kernel", Kind::Section},

@@ -48,7 +48,7 @@ bool is_float_or_bool(const FusionContext& ctx, int v) {
 std::optional<std::string> member_problem(const FusionContext& ctx, int i) {
   const Node& n = ctx.node(i);
   if (n.op == Op::Fused) {
-    if (n.op_type != "Gelu") return std::string();
+    if (!is_fused_kind(n, FusedKind::Gelu)) return std::string();
   } else {
     OpCategory c = op_info(n.op).category;
     if ((c != OpCategory::Elementwise && c != OpCategory::Broadcast) || n.op == Op::Expand ||
@@ -185,7 +185,7 @@ void fuse_elementwise(FusionContext& ctx) {
       continue;
     }
     // fuse() renumbers the nodes: scan again from the start (taken nodes are skipped).
-    if (ctx.fuse(kPass, group, "Elementwise", "elementwise", {}, {.allow_extra_outputs = true})) seed = -1;
+    if (ctx.fuse(kPass, group, FusedKind::Elementwise, "elementwise", {}, {.allow_extra_outputs = true})) seed = -1;
   }
 }
 

@@ -117,12 +117,12 @@ int check(const CheckArgs& a) {
   CheckReport r = run_precision_gate(engine, o);
 
   size_t kept = 0;
-  for (const auto& i : r.items) kept += i.status == "kept";
+  for (const auto& i : r.items) kept += i.status == ItemStatus::Kept;
   std::cout << (r.passed ? "PASSED" : "FAILED") << " (" << r.mode << "): " << r.items.size() << " fusion items, "
             << kept << " kept, " << r.rolled_back.size() << " rolled back, " << r.samples.size() << " samples, "
             << r.rounds << " round(s)\n";
   for (const auto& i : r.items)
-    if (i.status == "rolled_back")
+    if (i.status == ItemStatus::RolledBack)
       std::cout << "  rolled back " << i.name << " (tier " << i.tier << ", sample " << i.sample << "): max abs "
                 << i.vs_native.max_abs << " vs threshold " << i.threshold << ", error against truth " << i.fused_vs_truth
                 << " (native " << i.native_vs_truth << ")\n";
