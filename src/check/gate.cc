@@ -186,7 +186,7 @@ class Gate {
       check_round(opt, round, verdicts, outputs);
       std::vector<std::string> failing;
       for (ItemVerdict& v : verdicts)
-        if (v.status == "rolled_back") failing.push_back(v.name);
+        if (v.status == ItemStatus::RolledBack) failing.push_back(v.name);
       bool outputs_ok = std::all_of(outputs.begin(), outputs.end(), [](const OutputVerdict& v) { return v.passed; });
       if (failing.empty() && !outputs_ok && !verdicts.empty()) {
         // Every item passes alone but the model does not: items interact. Revert the one that
@@ -194,12 +194,12 @@ class Gate {
         auto worst = std::max_element(verdicts.begin(), verdicts.end(), [](const auto& a, const auto& b) {
           return a.vs_native.max_abs / std::max(a.threshold, 1e-30) < b.vs_native.max_abs / std::max(b.threshold, 1e-30);
         });
-        worst->status = "rolled_back";
+        worst->status = ItemStatus::RolledBack;
         worst->tier = 3;
         failing.push_back(worst->name);
       }
       for (const ItemVerdict& v : verdicts)
-        if (!decided.count(v.name) && (v.status == "rolled_back" || failing.empty())) {
+        if (!decided.count(v.name) && (v.status == ItemStatus::RolledBack || failing.empty())) {
           report.items.push_back(v);
           decided.insert(v.name);
         }
@@ -271,7 +271,7 @@ class Gate {
       const double native_err = max_abs_error({*native}, {*truth}, block_tol_);
       const bool nonfinite = d.nonfinite_mismatch || d.shape_mismatch;
       if (nonfinite || fused_err > o_.margin * native_err + block_tol_.atol / 10 + noise_floor({*truth})) {
-        v.status = "rolled_back";
+        v.status = ItemStatus::RolledBack;
         v.tier = 2;
         v.vs_native = d;
         v.threshold = block_tol_.atol + block_tol_.rtol * std::abs(static_cast<double>(native->data<float>()[std::max<int64_t>(d.worst_index, 0)]));
@@ -327,14 +327,14 @@ class Gate {
         v.fused_vs_truth = max_abs_error(c.outputs, truth, tol_);
         const bool nonfinite = v.vs_native.nonfinite_mismatch || v.vs_native.shape_mismatch;
         const bool worse = v.fused_vs_truth > o_.margin * v.native_vs_truth + tol_.atol / 10 + noise_floor(truth);
-        v.status = !within && (nonfinite || worse) ? "rolled_back" : "kept";
-        if (v.status == "kept") check_block_outputs(c, si, v);
+        v.status = !within && (nonfinite || worse) ? ItemStatus::RolledBack : ItemStatus::Kept;
+        if (v.status == ItemStatus::Kept) check_block_outputs(c, si, v);
         auto it = index.find(v.name);
         if (it == index.end()) {
           index[v.name] = verdicts.size();
           verdicts.push_back(v);
-        } else if (verdicts[it->second].status == "kept" &&
-                   (v.status == "rolled_back" || v.vs_native.max_abs > verdicts[it->second].vs_native.max_abs)) {
+        } else if (verdicts[it->second].status == ItemStatus::Kept &&
+                   (v.status == ItemStatus::RolledBack || v.vs_native.max_abs > verdicts[it->second].vs_native.max_abs)) {
           verdicts[it->second] = v;  // keep the worst sample's figures
         }
       }
@@ -386,7 +386,7 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     if (options.progress) options.progress("edge shape " + label);
     CheckReport r = Gate(engine, edge).run();
     for (ItemVerdict v : r.items)
-      if (v.status == "rolled_back") {
+      if (v.status == ItemStatus::RolledBack) {
         v.tier = 4;
         v.sample = "shape " + label + ", " + v.sample;
         report.items.push_back(v);

@@ -44,26 +44,6 @@ struct CheckOptions {
   std::function<void(const std::string&)> progress;
 };
 
-// ItemVerdict::status: an ItemStatus. Transitional: gate.cc still sets and compares it by name
-// ("kept", "rolled_back"), converted through item_status_name; everything else uses ItemStatus.
-// Once gate.cc does too, this becomes a plain `ItemStatus status`.
-struct ItemStatusField {
-  ItemStatus value = ItemStatus::Kept;
-
-  ItemStatusField() = default;
-  ItemStatusField(ItemStatus s) : value(s) {}  // NOLINT: converts like the enum it stands for
-  ItemStatusField(const char* name) : value(named(name)) {}  // NOLINT
-  operator ItemStatus() const { return value; }                // NOLINT
-  bool operator==(ItemStatus s) const { return value == s; }
-  bool operator==(const char* name) const { return value == named(name); }
-
- private:
-  static ItemStatus named(const char* name) {
-    if (auto s = item_status_from_name(name)) return *s;
-    throw Error(std::string("unknown fusion item status '") + name + "'");
-  }
-};
-
 struct ItemVerdict {
   std::string name, kind;
   int tier = 1;                 // the tier that decided the verdict
@@ -72,7 +52,7 @@ struct ItemVerdict {
   double native_vs_truth = 0;   // max abs error of native against the truth
   double fused_vs_truth = 0;    // max abs error of fused against the truth
   double threshold = 0;         // atol + rtol * |native| at the worst element
-  ItemStatusField status;       // ItemStatus::Kept or ItemStatus::RolledBack
+  ItemStatus status = ItemStatus::Kept;       // ItemStatus::Kept or ItemStatus::RolledBack
   int round = 0;                // the gate round that decided it
 };
 

@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 
+#include "kernels/ref/reference.h"
 #include "passes/fused_kinds.h"
 #include "passes/pipeline.h"
 #include "graph_builder.h"
@@ -162,7 +163,7 @@ TEST(FusedKindContract, EveryFusedNodeCarriesTheAttributesOfItsPassContract) {
     std::vector<TensorType> types;
     for (const Dims& d : c.inputs) types.push_back({DType::Float32, d});
     std::vector<Tensor> frozen(types.size());
-    FusionResult r = run_fusion_passes(*g, types, frozen, FusionConfig{});
+    FusionResult r = run_fusion_passes(*g, types, frozen, FusionConfig{}, ref::evaluate);
     std::vector<const Node*> fused;
     collect_fused(*r.graph, fused);
     EXPECT_FALSE(fused.empty()) << "nothing fused";

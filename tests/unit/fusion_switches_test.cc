@@ -12,6 +12,7 @@
 
 #include "check/verdict.h"
 #include "fusor/config.h"
+#include "kernels/ref/reference.h"
 #include "passes/pipeline.h"
 #include "serve/session_cache.h"
 #include "tune/service_times.h"
@@ -131,7 +132,7 @@ std::vector<std::string> passes_fusing_projections(const FusionConfig& fusion) {
   std::vector<TensorType> types = {{DType::Float32, {2, 3, 8}}};
   std::vector<Tensor> frozen(1);
   std::vector<std::string> passes;
-  for (const FusionItem& i : run_fusion_passes(*g, types, frozen, fusion).report.items) passes.push_back(i.pass);
+  for (const FusionItem& i : run_fusion_passes(*g, types, frozen, fusion, ref::evaluate).report.items) passes.push_back(i.pass);
   return passes;
 }
 

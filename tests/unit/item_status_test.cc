@@ -15,18 +15,5 @@ TEST(ItemStatus, NamesRoundTrip) {
   EXPECT_EQ(item_status_from_name(""), std::nullopt);
 }
 
-// ItemVerdict::status still takes the names from gate.cc; both spellings mean the same status.
-TEST(ItemStatus, VerdictStatusTakesNamesAndEnums) {
-  ItemVerdict v;
-  EXPECT_EQ(v.status, ItemStatus::Kept);
-  v.status = "rolled_back";
-  EXPECT_EQ(v.status, ItemStatus::RolledBack);
-  EXPECT_TRUE(v.status == "rolled_back");
-  EXPECT_FALSE(v.status == "kept");
-  v.status = ItemStatus::Kept;
-  EXPECT_STREQ(item_status_name(v.status), "kept");
-  EXPECT_THROW(v.status = "rolled back", Error);
-}
-
 }  // namespace
 }  // namespace fusor

@@ -6,6 +6,7 @@
 
 #include "ir/elementwise.h"
 #include "kernels/cpu/factories.h"
+#include "passes/fused_kinds.h"
 #include "kernels/ref/reference.h"
 
 namespace fusor::cpu {
@@ -50,29 +51,29 @@ const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
 // Fused kinds that one standard op's kernel computes from the fused node's leading inputs and
 // its attributes (the passes put the operands first and copy the attributes over).
 struct StandIn {
-  std::string_view kind;
+  FusedKind kind;
   Op op;
   size_t inputs;
 };
 constexpr StandIn kStandIns[] = {
-    {"LayerNorm", Op::LayerNormalization, 3},
-    {"Gelu", Op::Gelu, 1},
+    {FusedKind::LayerNorm, Op::LayerNormalization, 3},
+    {FusedKind::Gelu, Op::Gelu, 1},
 };
 
 using FusedFactory = KernelSelection (*)(const KernelRequest&);
 
-constexpr std::pair<std::string_view, FusedFactory> kFusedFactories[] = {
-    {"Elementwise", make_fused_elementwise_kernel},
-    {"FusedMatMul", make_fused_matmul_kernel},
-    {"FusedConv", make_fused_conv_kernel},
-    {"Attention", make_attention_kernel},
+constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
+    {FusedKind::Elementwise, make_fused_elementwise_kernel},
+    {FusedKind::FusedMatMul, make_fused_matmul_kernel},
+    {FusedKind::FusedConv, make_fused_conv_kernel},
+    {FusedKind::Attention, make_attention_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {
   for (const auto& [kind, factory] : kFusedFactories)
-    if (r.node.op_type == kind) return factory(r);
+    if (is_fused_kind(r.node, kind)) return factory(r);
   for (const StandIn& s : kStandIns) {
-    if (r.node.op_type != s.kind) continue;
+    if (!is_fused_kind(r.node, s.kind)) continue;
     if (r.node.attr_int("has_scale", 1) == 0 || r.node.attr_int("has_bias", 1) == 0) return nullptr;
     Node stand_in;
     stand_in.name = r.node.name;

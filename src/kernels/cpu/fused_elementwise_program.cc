@@ -7,6 +7,7 @@
 #include "ir/bind.h"
 #include "ir/elementwise.h"
 #include "kernels/ref/reference.h"
+#include "passes/fused_kinds.h"
 
 namespace fusor::cpu::ew {
 namespace {
@@ -141,7 +142,7 @@ struct Compiler {
     };
     Op op = n.op;
     if (op == Op::Fused) {
-      if (n.op_type != "Gelu") return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
+      if (!is_fused_kind(n, FusedKind::Gelu)) return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
       op = Op::Gelu;
     }
     const bool f_in = is(input(0), DType::Float32), f_out = is(out, DType::Float32);
