@@ -159,7 +159,9 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
           inline_fused(unfused, static_cast<int>(n));
           break;
         }
-      std::erase_if(report.items, [&](const FusionItem& item) { return item.name == name; });
+      // Capture by a named reference: clang before 16 cannot capture a structured binding.
+      const std::string& item_name = name;
+      std::erase_if(report.items, [&](const FusionItem& item) { return item.name == item_name; });
     }
     declined.clear();
     plan = build_steps(std::make_shared<const Graph>(std::move(unfused)), in_types, frozen, options, declined);
