@@ -52,7 +52,7 @@ check-layers:
 	@./scripts/check-layers --self-test
 	@./scripts/check-layers
 
-test: test-unit test-e2e test-asan test-tsan fuzz
+test: check-layers test-unit test-e2e test-asan test-tsan fuzz
 
 demo: build models
 	@./scripts/demo

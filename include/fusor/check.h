@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusor/config.h"
@@ -69,6 +70,27 @@ struct CheckOptions {
   std::function<void(const std::string&)> progress;
 };
 
+// What the gate decided for one fusion item. The names are an item's "status" in
+// `fusor check --report` JSON, which the onboard report reads back; nothing else spells them.
+enum class ItemStatus {
+  Kept,        // within tolerance (or no further from the truth than native): stays fused
+  RolledBack,  // failed: added to fusion.disabled, the plan is rebuilt without it
+};
+
+constexpr const char* item_status_name(ItemStatus s) {
+  switch (s) {
+    case ItemStatus::Kept: return "kept";
+    case ItemStatus::RolledBack: return "rolled_back";
+  }
+  return "?";
+}
+
+constexpr std::optional<ItemStatus> item_status_from_name(std::string_view name) {
+  for (ItemStatus s : {ItemStatus::Kept, ItemStatus::RolledBack})
+    if (name == item_status_name(s)) return s;
+  return std::nullopt;
+}
+
 struct ItemVerdict {
   std::string name, kind;
   int tier = 1;                 // the tier that decided the verdict
@@ -77,7 +99,7 @@ struct ItemVerdict {
   double native_vs_truth = 0;   // max abs error of native against the truth
   double fused_vs_truth = 0;    // max abs error of fused against the truth
   double threshold = 0;         // atol + rtol * |native| at the worst element
-  std::string status;           // "kept" or "rolled_back"
+  ItemStatus status = ItemStatus::Kept;
   int round = 0;                // the gate round that decided it
 };
 

@@ -4,10 +4,11 @@
 // component that reads them exists.
 //
 //   fusion:
-//     fuse_elemwise: true
+//     fuse_elemwise: true            # one bool per fusion switch (fusor/fusion_switches.h)
 //     fuse_norm_act: true
 //     fuse_gemm_epilogue: true
 //     fuse_attention: true
+//     merge_projections: true
 //     precision_check: strict        # strict | relaxed | off
 //     disabled: []                   # fusion item names, e.g. [layer3.attention]
 //   kernel:
@@ -42,7 +43,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "fusor/fusion_switches.h"
 
 namespace fusor {
 
@@ -55,15 +59,36 @@ enum class PrecisionCheck {
 const char* precision_check_name(PrecisionCheck p);  // "strict", "relaxed", "off"
 
 struct FusionConfig {
-  bool fuse_elemwise = true;       // chains of elementwise ops -> one kernel
-  bool fuse_norm_act = true;       // normalization followed by its activation
-  bool fuse_gemm_epilogue = true;  // bias / activation / residual into the GEMM
-  bool fuse_attention = true;      // the attention block -> one kernel
+  // One bool per row of FUSOR_FUSION_SWITCHES (fusor/fusion_switches.h), all on by default:
+  // fuse_elemwise, fuse_norm_act, fuse_gemm_epilogue, fuse_attention, ...
+#define FUSOR_SWITCH_MEMBER(member, label, passes, description) bool member = true;
+  FUSOR_FUSION_SWITCHES(FUSOR_SWITCH_MEMBER)
+#undef FUSOR_SWITCH_MEMBER
   PrecisionCheck precision_check = PrecisionCheck::Strict;
   std::vector<std::string> disabled;  // fusion item names (e.g. "layer3.attention") never fused
 
   bool operator==(const FusionConfig&) const = default;
 };
+
+// One row of FUSOR_FUSION_SWITCHES, with its member as a pointer so code can loop over switches.
+struct FusionSwitch {
+  std::string_view key;          // the member's name and the YAML key inside `fusion:`
+  bool FusionConfig::*member;
+  std::string_view label;        // short name in verdict keys and logs
+  std::string_view passes;       // the pipeline passes it switches, space-separated
+  std::string_view description;
+};
+
+inline constexpr FusionSwitch kFusionSwitches[] = {
+#define FUSOR_SWITCH_ROW(member, label, passes, description) {#member, &FusionConfig::member, label, passes, description},
+    FUSOR_FUSION_SWITCHES(FUSOR_SWITCH_ROW)
+#undef FUSOR_SWITCH_ROW
+};
+
+// Whether `s` switches the pipeline pass named `pass`.
+bool switches_pass(const FusionSwitch& s, std::string_view pass);
+// Sets every switch of `f` to `on` (precision_check and disabled stay).
+void set_every_switch(FusionConfig& f, bool on);
 
 struct KernelConfig {
   bool reorder_for_coalesce = true;  // order kernels and lay data out for contiguous access

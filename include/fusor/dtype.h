@@ -2,7 +2,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 namespace fusor {
 
@@ -10,12 +9,6 @@ enum class DType : uint8_t { Undefined, Float32, Float64, Int64, Int32, Int8, UI
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "float32", "int64", ...
-
-// Maps ONNX TensorProto.DataType codes; returns Undefined for types fusor does not support.
-DType dtype_from_onnx(int onnx_type);
-int dtype_to_onnx(DType t);
-// Name of an ONNX type code, including the unsupported ones ("float16", "string").
-std::string onnx_type_name(int onnx_type);
 
 template <class T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<float>() { return DType::Float32; }

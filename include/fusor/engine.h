@@ -5,26 +5,25 @@
 //   auto session = engine.session({{"input_ids", {1, 128}}, ...});
 //   auto outputs = session.run({{"input_ids", ids}, ...});
 //
-// A Session is one execution context: use one per concurrent stream.
+// A Session is one execution context: use one per concurrent stream. What a session does step
+// by step is visible through an observer (Session::set_observer); the plan and executor behind
+// it are not part of the API. Errors are fusor::Error with a kind (fusor/error.h).
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fusor/config.h"
 #include "fusor/tensor.h"
 
 namespace fusor {
-
-struct Graph;
-struct Plan;
-class Kernel;
-struct KernelRequest;
-class Backend;
-class Executor;
 
 struct TensorInfo {
   std::string name;
@@ -41,11 +40,32 @@ struct SessionOptions {
   bool reorder = true;     // memory-aware step order (config: kernel.reorder_for_coalesce)
   // Fusion passes and their switches (config: fusion.*); empty runs the unfused plan.
   std::optional<FusionConfig> fusion = FusionConfig{};
-  // Testing hook: replaces the kernel chosen for each fused step (precision gate faults).
-  std::function<std::unique_ptr<Kernel>(const KernelRequest&, std::unique_ptr<Kernel>, const Backend&)>
-      wrap_fused_kernel;
-  // Inputs whose values are fixed for this session (shape-determining inputs); see PlanOptions.
+  // Inputs whose values are fixed for this session, like TensorRT's shape tensors: they fold as
+  // constants, so values that determine shapes (Slice starts, Reshape targets) may come from
+  // inputs. Each must match its bound dtype and dims, and run() must be given the same values.
   std::map<std::string, Tensor> frozen_inputs;
+};
+
+// One fusion item of a session: model nodes that run as one fused kernel.
+struct FusionItemInfo {
+  std::string name;  // stable, from the model's node names ("layer3.attention"); fusion.disabled takes it
+  std::string kind;  // the fused op: LayerNorm, Gelu, Elementwise, FusedMatMul, Attention, ...
+  std::string pass;  // the fusion pass that made it
+};
+
+// One step of a run, as an observer sees it right after the step's kernel finished. Steps run
+// in a fixed order, the same for every run of a session. Views (Reshape and the like in the
+// fast plan) and values folded when the session was built have no step.
+struct StepEvent {
+  size_t index = 0;          // position in the session's step order, from 0
+  std::string_view node;     // the node's name; for a fused step, the fusion item's name
+  std::string_view op;       // op type ("MatMul"), or the fused kind ("LayerNorm")
+  std::string_view kernel;   // the kernel that ran ("matmul_f32_onednn", "ref.Softmax")
+  // The step's tensors, row-major, in the node's input and output order; an omitted optional
+  // one is an undefined Tensor. They are valid only during the call: clone() what you keep.
+  std::span<const Tensor> inputs;
+  std::span<const Tensor> outputs;
+  double seconds = 0;        // the kernel's wall time
 };
 
 class Session {
@@ -65,27 +85,37 @@ class Session {
     size_t weights_bytes;      // constants the plan holds (weights, folded values)
   };
   MemoryStats memory() const;
-  const Plan& plan() const;
-  Executor& executor();
+  // The fusion items this session runs, in the order the passes made them.
+  std::vector<FusionItemInfo> fusion_items() const;
+
+  // Called after every step of every run until replaced; an empty function removes it. Outputs
+  // are unchanged by observing; the observer's own time adds to run()'s, not to `seconds`.
+  using Observer = std::function<void(const StepEvent&)>;
+  void set_observer(Observer observer);
 
  private:
-  friend class Engine;
-  Session(std::unique_ptr<Plan> plan, const SessionOptions& options);
-  std::unique_ptr<Plan> plan_;
-  std::unique_ptr<Executor> executor_;
+  struct Impl;
+  friend struct EngineInternals;  // src/engine/internals.h: fusor's own stages
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 class Engine {
  public:
+  // Reads an ONNX file; external data files are found next to it.
   static Engine load(const std::string& path);
+  // An ONNX model already in memory (a ModelProto's bytes). External data files are found in
+  // `base_dir`, the folder the model file would be in ("" for the current folder); their
+  // locations must stay inside it.
+  static Engine load_bytes(const std::string& bytes, const std::string& base_dir = "");
 
   std::vector<TensorInfo> inputs() const;
   std::vector<TensorInfo> outputs() const;
   size_t node_count() const;  // nodes in the ONNX file, Constant nodes included
-  const Graph& graph() const { return *graph_; }
 
   // Resolves each input's dims: explicit `shapes` first, then symbolic dims bound as
-  // dimension 0 -> batch, any other symbolic dimension -> seq.
+  // dimension 0 -> batch, any other symbolic dimension -> seq. Throws an InvalidArgument
+  // Error when `shapes` names no model input, or an input without a declared shape has none.
   std::map<std::string, Dims> bind_dims(const std::map<std::string, Dims>& shapes, int64_t batch,
                                         int64_t seq) const;
   Session session(const std::map<std::string, Dims>& input_dims, const SessionOptions& options = {}) const;
@@ -94,8 +124,10 @@ class Engine {
                                               uint64_t seed = 0) const;
 
  private:
-  explicit Engine(std::shared_ptr<const Graph> graph) : graph_(std::move(graph)) {}
-  std::shared_ptr<const Graph> graph_;
+  struct Impl;
+  friend struct EngineInternals;
+  explicit Engine(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
 };
 
 }  // namespace fusor

@@ -5,6 +5,7 @@
 
 #include "ir/graph.h"
 #include "kernels/backend.h"
+#include "passes/fused_kinds.h"
 
 namespace fusor {
 namespace {
@@ -13,11 +14,12 @@ const std::vector<std::string> kKinds = {"wrong_epsilon", "dropped_bias", "reduc
                                          "stale_buffer"};
 
 bool applies(const std::string& kind, const Node& node, const KernelRequest& r) {
-  if (kind == "wrong_epsilon") return node.op_type == "LayerNorm";
+  if (kind == "wrong_epsilon") return is_fused_kind(node, FusedKind::LayerNorm);
+  // Only a LayerNorm's beta: a FusedMatMul packs its bias into the oneDNN primitive when the plan
+  // is built, so zeroing the operand at run time would change nothing and prove nothing.
   if (kind == "dropped_bias")
-    return (node.op_type == "LayerNorm" || node.op_type == "FusedMatMul") && r.inputs.size() > 2 &&
-           node.attr_int("has_bias", 1) != 0;
-  if (kind == "off_by_one_mask") return node.op_type == "Attention" && r.inputs.size() > 3;
+    return is_fused_kind(node, FusedKind::LayerNorm) && r.inputs.size() > 2 && node.attr_int("has_bias", 1) != 0;
+  if (kind == "off_by_one_mask") return is_fused_kind(node, FusedKind::Attention) && r.inputs.size() > 3;
   return true;
 }
 

@@ -1,7 +1,7 @@
 // Deliberately wrong fused kernels, to prove the precision gate catches what it must
 // (`fusor check --inject-fault KIND[@item]`). Each kind wraps the kernel chosen for one fused step:
 //   wrong_epsilon      LayerNorm with epsilon 0.1 instead of the model's
-//   dropped_bias       the item's bias operand (input 2: a GEMM's bias, a LayerNorm's beta) read as zeros
+//   dropped_bias       a LayerNorm's beta (input 2) read as zeros (a GEMM's bias is packed at plan time)
 //   reduced_precision  results rounded to bfloat16, as if accumulated in reduced precision
 //   off_by_one_mask    an attention mask read one key position late
 //   stale_buffer       every run after the first returns the previous run's result
@@ -15,7 +15,7 @@
 
 namespace fusor {
 
-// The wrapper for PlanOptions/SessionOptions::wrap_fused_kernel. It injects into one item only:
+// The wrapper for PlanOptions::wrap_fused_kernel. It injects into one item only:
 // the first that fits is remembered by name in `target`, so rebuilt plans keep hitting the same
 // item (and stop once it is rolled back). A fault that needs another kernel (wrong_epsilon) asks
 // the plan's backend for it.

@@ -6,8 +6,7 @@
 #include <set>
 
 #include "check/faults.h"
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "engine/internals.h"
 
 namespace fusor {
 namespace {
@@ -96,12 +95,13 @@ using Values = std::map<int, Tensor>;
 
 // Runs `session` on `feeds`, keeping each step's outputs.
 std::vector<Tensor> run_keeping_values(Session& session, const std::vector<Tensor>& feeds, Values& values) {
-  session.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor>, std::span<const Tensor> out) {
+  Executor& executor = executor_of(session);
+  executor.set_step_observer([&](size_t, const Step& step, std::span<const Tensor>, std::span<const Tensor> out) {
     for (size_t o = 0; o < out.size(); ++o)
       if (step.outputs[o] >= 0 && out[o].defined()) values[step.outputs[o]] = out[o].clone();
   });
-  std::vector<Tensor> result = session.executor().run(feeds);
-  session.executor().set_step_observer(nullptr);
+  std::vector<Tensor> result = executor.run(feeds);
+  executor.set_step_observer(nullptr);
   return result;
 }
 
@@ -177,14 +177,16 @@ class Gate {
       report.rounds = round;
       SessionOptions so;
       so.fusion = fusion;
-      if (!o_.inject_fault.empty()) so.wrap_fused_kernel = make_fault_injector(parse_fault(o_.inject_fault), target);
-      Session opt = engine_.session(o_.dims, so);
+      InternalSessionOptions internal;
+      if (!o_.inject_fault.empty())
+        internal.wrap_fused_kernel = make_fault_injector(parse_fault(o_.inject_fault), target);
+      Session opt = build_session(engine_, o_.dims, so, internal);
       std::vector<ItemVerdict> verdicts;
       std::vector<OutputVerdict> outputs;
       check_round(opt, round, verdicts, outputs);
       std::vector<std::string> failing;
       for (ItemVerdict& v : verdicts)
-        if (v.status == "rolled_back") failing.push_back(v.name);
+        if (v.status == ItemStatus::RolledBack) failing.push_back(v.name);
       bool outputs_ok = std::all_of(outputs.begin(), outputs.end(), [](const OutputVerdict& v) { return v.passed; });
       if (failing.empty() && !outputs_ok && !verdicts.empty()) {
         // Every item passes alone but the model does not: items interact. Revert the one that
@@ -192,12 +194,12 @@ class Gate {
         auto worst = std::max_element(verdicts.begin(), verdicts.end(), [](const auto& a, const auto& b) {
           return a.vs_native.max_abs / std::max(a.threshold, 1e-30) < b.vs_native.max_abs / std::max(b.threshold, 1e-30);
         });
-        worst->status = "rolled_back";
+        worst->status = ItemStatus::RolledBack;
         worst->tier = 3;
         failing.push_back(worst->name);
       }
       for (const ItemVerdict& v : verdicts)
-        if (!decided.count(v.name) && (v.status == "rolled_back" || failing.empty())) {
+        if (!decided.count(v.name) && (v.status == ItemStatus::RolledBack || failing.empty())) {
           report.items.push_back(v);
           decided.insert(v.name);
         }
@@ -256,12 +258,12 @@ class Gate {
   void check_block_outputs(const Capture& c, size_t si, ItemVerdict& v) const {
     for (size_t i = 0; i < c.inputs.size(); ++i) {
       if (c.constant[i] || c.input_ids[i] < 0) continue;
-      auto native = value_of(native_session_->plan(), native_values_[si], c.input_ids[i]);
+      auto native = value_of(plan_of(*native_session_), native_values_[si], c.input_ids[i]);
       if (native && !compare_tensors(c.inputs[i], *native, block_tol_).within) return;  // inherited drift
     }
     for (size_t o = 0; o < c.outputs.size(); ++o) {
-      auto native = value_of(native_session_->plan(), native_values_[si], c.output_ids[o]);
-      auto truth = value_of(truth_session_->plan(), truth_values_[si], c.output_ids[o]);
+      auto native = value_of(plan_of(*native_session_), native_values_[si], c.output_ids[o]);
+      auto truth = value_of(plan_of(*truth_session_), truth_values_[si], c.output_ids[o]);
       if (!native || !truth) continue;
       Difference d = compare_tensors(c.outputs[o], *native, block_tol_);
       if (d.within) continue;
@@ -269,7 +271,7 @@ class Gate {
       const double native_err = max_abs_error({*native}, {*truth}, block_tol_);
       const bool nonfinite = d.nonfinite_mismatch || d.shape_mismatch;
       if (nonfinite || fused_err > o_.margin * native_err + block_tol_.atol / 10 + noise_floor({*truth})) {
-        v.status = "rolled_back";
+        v.status = ItemStatus::RolledBack;
         v.tier = 2;
         v.vs_native = d;
         v.threshold = block_tol_.atol + block_tol_.rtol * std::abs(static_cast<double>(native->data<float>()[std::max<int64_t>(d.worst_index, 0)]));
@@ -281,12 +283,13 @@ class Gate {
   }
 
   void check_round(Session& opt, int round, std::vector<ItemVerdict>& verdicts, std::vector<OutputVerdict>& outputs) {
-    const Plan& plan = opt.plan();
+    const Plan& plan = plan_of(opt);
+    Executor& executor = executor_of(opt);
     std::map<std::string, size_t> index;  // item name -> verdict
     for (size_t si = 0; si < samples_.size(); ++si) {
       const Sample& s = samples_[si];
       std::vector<Capture> captures;
-      opt.executor().set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
+      executor.set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
         const Node& node = plan.graph->nodes[static_cast<size_t>(step.node)];
         if (node.op != Op::Fused) return;
         Capture c{&node, {}, {}, {}, step.outputs, step.inputs};
@@ -297,8 +300,8 @@ class Gate {
         for (const Tensor& t : out) c.outputs.push_back(t.clone());
         captures.push_back(std::move(c));
       });
-      std::vector<Tensor> got = opt.executor().run(ordered(engine_, s.feeds));
-      opt.executor().set_step_observer(nullptr);
+      std::vector<Tensor> got = executor.run(ordered(engine_, s.feeds));
+      executor.set_step_observer(nullptr);
       say("round " + std::to_string(round) + ", sample " + s.name + ": checking " + std::to_string(captures.size()) +
           " fusion items");
 
@@ -324,14 +327,14 @@ class Gate {
         v.fused_vs_truth = max_abs_error(c.outputs, truth, tol_);
         const bool nonfinite = v.vs_native.nonfinite_mismatch || v.vs_native.shape_mismatch;
         const bool worse = v.fused_vs_truth > o_.margin * v.native_vs_truth + tol_.atol / 10 + noise_floor(truth);
-        v.status = !within && (nonfinite || worse) ? "rolled_back" : "kept";
-        if (v.status == "kept") check_block_outputs(c, si, v);
+        v.status = !within && (nonfinite || worse) ? ItemStatus::RolledBack : ItemStatus::Kept;
+        if (v.status == ItemStatus::Kept) check_block_outputs(c, si, v);
         auto it = index.find(v.name);
         if (it == index.end()) {
           index[v.name] = verdicts.size();
           verdicts.push_back(v);
-        } else if (verdicts[it->second].status == "kept" &&
-                   (v.status == "rolled_back" || v.vs_native.max_abs > verdicts[it->second].vs_native.max_abs)) {
+        } else if (verdicts[it->second].status == ItemStatus::Kept &&
+                   (v.status == ItemStatus::RolledBack || v.vs_native.max_abs > verdicts[it->second].vs_native.max_abs)) {
           verdicts[it->second] = v;  // keep the worst sample's figures
         }
       }
@@ -383,7 +386,7 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     if (options.progress) options.progress("edge shape " + label);
     CheckReport r = Gate(engine, edge).run();
     for (ItemVerdict v : r.items)
-      if (v.status == "rolled_back") {
+      if (v.status == ItemStatus::RolledBack) {
         v.tier = 4;
         v.sample = "shape " + label + ", " + v.sample;
         report.items.push_back(v);

@@ -43,7 +43,7 @@ std::string check_report_json(const CheckReport& r) {
                      {"threshold", i.threshold},
                      {"native_vs_truth_max_abs", i.native_vs_truth},
                      {"fused_vs_truth_max_abs", i.fused_vs_truth},
-                     {"status", i.status}});
+                     {"status", item_status_name(i.status)}});
   for (const auto& o : r.outputs)
     outputs.push_back({{"name", o.name},
                        {"sample", o.sample},
@@ -68,7 +68,7 @@ std::string check_report_junit(const CheckReport& r) {
   for (const auto& i : r.items) {
     x << "    <testcase classname=\"" << xml_escape(i.kind) << "\" name=\"" << xml_escape(i.name) << "\">";
     // A rolled-back item is handled, not a failure: the final plan runs without it.
-    if (i.status == "rolled_back")
+    if (i.status == ItemStatus::RolledBack)
       x << "<system-out>rolled back at tier " << i.tier << " on sample " << xml_escape(i.sample) << ": max abs "
         << i.vs_native.max_abs << " &gt; threshold " << i.threshold << "</system-out>";
     x << "</testcase>\n";

@@ -52,9 +52,9 @@ std::string model_file_hash(const std::string& model_path) {
 }
 
 std::string verdict_config_key(const FusionConfig& f) {
-  std::string key = std::string("elemwise=") + (f.fuse_elemwise ? "1" : "0") + ",norm_act=" + (f.fuse_norm_act ? "1" : "0") +
-                    ",gemm_epilogue=" + (f.fuse_gemm_epilogue ? "1" : "0") + ",attention=" + (f.fuse_attention ? "1" : "0") +
-                    ",mode=" + precision_check_name(f.precision_check) + ",disabled=";
+  std::string key;
+  for (const FusionSwitch& s : kFusionSwitches) key += std::string(s.label) + "=" + (f.*s.member ? "1" : "0") + ",";
+  key += std::string("mode=") + precision_check_name(f.precision_check) + ",disabled=";
   for (const auto& d : f.disabled) key += d + ";";
   return key;
 }

@@ -55,10 +55,10 @@ struct Key {
 // The schema. Sections come before their keys; "a.b" is key b inside section a.
 const Key kKeys[] = {
     {"fusion", Kind::Section},
-    {"fusion.fuse_elemwise", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_elemwise; }},
-    {"fusion.fuse_norm_act", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_norm_act; }},
-    {"fusion.fuse_gemm_epilogue", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_gemm_epilogue; }},
-    {"fusion.fuse_attention", Kind::Bool, [](Config& c) -> bool& { return c.fusion.fuse_attention; }},
+#define FUSOR_SWITCH_KEY(member, label, passes, description) \
+  {"fusion." #member, Kind::Bool, [](Config& c) -> bool& { return c.fusion.member; }},
+    FUSOR_FUSION_SWITCHES(FUSOR_SWITCH_KEY)
+#undef FUSOR_SWITCH_KEY
     {"fusion.precision_check", Kind::Precision},
     {"fusion.disabled", Kind::NameList},
     {"kernel", Kind::Section},
@@ -203,7 +203,7 @@ class Parser {
   [[noreturn]] void fail(const YAML::Mark& m, const std::string& message) const {
     std::string where = source_;
     if (!m.is_null() && m.line >= 0) where += ":" + std::to_string(m.line + 1) + ":" + std::to_string(m.column + 1);
-    throw Error(where + ": " + message);
+    throw Error(where + ": " + message, ErrorKind::InvalidArgument);
   }
 
   Config parse(const std::string& text) {
@@ -549,23 +549,24 @@ Config parse_config(const std::string& yaml_text, const std::string& source_name
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // yaml-cpp outside the parse step; never expected
-    throw Error(source_name + ": cannot read config: " + shown(e.what()));
+    throw Error(source_name + ": cannot read config: " + shown(e.what()), ErrorKind::InvalidArgument);
   }
 }
 
 Config load_config(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw Error(path + ": cannot read config file: is a directory");
+  if (std::filesystem::is_directory(path, ec))
+    throw Error(path + ": cannot read config file: is a directory", ErrorKind::InvalidArgument);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(path + ": cannot read config file: " + std::strerror(errno));
+  if (!in) throw Error(path + ": cannot read config file: " + std::strerror(errno), ErrorKind::InvalidArgument);
   std::string text;
   char buf[64 * 1024];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, static_cast<size_t>(in.gcount()));
     if (text.size() > kMaxConfigBytes)
-      throw Error(path + ": config file is larger than 1 MiB; is it really a config file?");
+      throw Error(path + ": config file is larger than 1 MiB; is it really a config file?", ErrorKind::InvalidArgument);
   }
-  if (in.bad()) throw Error(path + ": cannot read config file: read error");
+  if (in.bad()) throw Error(path + ": cannot read config file: read error", ErrorKind::InvalidArgument);
   return parse_config(text, path);
 }
 

@@ -31,21 +31,18 @@ std::string int_list(const std::vector<int64_t>& values) {
 
 // The switches of `f` as a flow mapping; `disabled` is written as given.
 std::string fusion_switches(const FusionConfig& f, const std::vector<std::string>& disabled) {
-  return std::string("{fuse_elemwise: ") + flag(f.fuse_elemwise) + ", fuse_norm_act: " + flag(f.fuse_norm_act) +
-         ", fuse_gemm_epilogue: " + flag(f.fuse_gemm_epilogue) + ", fuse_attention: " + flag(f.fuse_attention) +
-         ", disabled: " + name_list(disabled) + "}";
+  std::string s = "{";
+  for (const FusionSwitch& w : kFusionSwitches) s += std::string(w.key) + ": " + flag(f.*w.member) + ", ";
+  return s + "disabled: " + name_list(disabled) + "}";
 }
 
 }  // namespace
 
 std::string config_yaml(const Config& c) {
   std::ostringstream y;
-  y << "fusion:\n"
-    << "  fuse_elemwise: " << flag(c.fusion.fuse_elemwise) << "\n"
-    << "  fuse_norm_act: " << flag(c.fusion.fuse_norm_act) << "\n"
-    << "  fuse_gemm_epilogue: " << flag(c.fusion.fuse_gemm_epilogue) << "\n"
-    << "  fuse_attention: " << flag(c.fusion.fuse_attention) << "\n"
-    << "  precision_check: " << precision_check_name(c.fusion.precision_check) << "\n"
+  y << "fusion:\n";
+  for (const FusionSwitch& w : kFusionSwitches) y << "  " << w.key << ": " << flag(c.fusion.*w.member) << "\n";
+  y << "  precision_check: " << precision_check_name(c.fusion.precision_check) << "\n"
     << "  disabled: " << name_list(c.fusion.disabled) << "\n"
     << "kernel:\n  reorder_for_coalesce: " << flag(c.kernel.reorder_for_coalesce) << "\n"
     << "batch_window_ms: " << number(c.batch_window_ms) << "\n"

@@ -1,6 +1,7 @@
 // fusor/optimize.h: the session's plan graph, exported.
 #include "fusor/optimize.h"
 
+#include "engine/internals.h"
 #include "onnx/exporter.h"
 #include "plan/plan.h"
 
@@ -40,11 +41,11 @@ Graph with_fixed_inputs(Graph g, const std::map<std::string, Dims>& dims) {
 OptimizeResult optimize_to_onnx(const Engine& engine, const std::map<std::string, Dims>& dims,
                                 const SessionOptions& options, const std::string& path) {
   Session session = engine.session(dims, options);
-  const Plan& plan = session.plan();
+  const Plan& plan = plan_of(session);
   OptimizeResult r;
-  r.baked_items = items_with_plan_time_values(engine.graph(), *plan.graph);
+  r.baked_items = items_with_plan_time_values(graph_of(engine), *plan.graph);
   export_onnx_file(r.baked_items.empty() ? *plan.graph : with_fixed_inputs(*plan.graph, dims), path);
-  r.nodes_before = engine.graph().nodes.size();
+  r.nodes_before = graph_of(engine).nodes.size();
   r.nodes_after = plan.graph->nodes.size();
   for (const FusionItem& item : plan.fusion.items) r.fused.push_back({item.kind, item.name, item.nodes.size()});
   for (const NotFused& nf : plan.fusion.not_fused)

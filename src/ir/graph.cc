@@ -49,6 +49,10 @@ std::vector<float> Node::attr_floats(const std::string& key, std::vector<float> 
   return v ? *v : fallback;
 }
 const Tensor* Node::attr_tensor(const std::string& key) const { return get_attr<Tensor>(*this, key); }
+DType Node::attr_dtype(const std::string& key, DType fallback) const {
+  const auto* v = get_attr<DType>(*this, key);
+  return v ? *v : fallback;
+}
 
 std::string Node::describe() const {
   return "node '" + name + "' (op " + op_type + ")";

@@ -35,8 +35,10 @@ struct Value {
 
 struct Graph;
 
+// ONNX's attribute kinds, plus DType: an attribute that names an element type (Cast's `to`)
+// holds a DType, which the importer and exporter translate from and to ONNX's type codes.
 using Attribute = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>, Tensor>;
+                               std::vector<float>, std::vector<std::string>, Tensor, DType>;
 
 struct Node {
   std::string name;
@@ -59,6 +61,7 @@ struct Node {
   std::vector<int64_t> attr_ints(const std::string& key, std::vector<int64_t> fallback = {}) const;
   std::vector<float> attr_floats(const std::string& key, std::vector<float> fallback = {}) const;
   const Tensor* attr_tensor(const std::string& key) const;
+  DType attr_dtype(const std::string& key, DType fallback) const;
   // "node 'x' (op Add)", used to start error messages.
   std::string describe() const;
 };

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fusor/tensor.h"
+#include "ir/elementwise_table.h"
 
 namespace fusor {
 
@@ -17,13 +18,12 @@ struct Node;
 enum class OpCategory { Elementwise, Broadcast, Injective, Reduction, Contraction, Opaque };
 const char* category_name(OpCategory c);
 
-// X(name, category)
+// X(name, category). The unary elementwise ops come from the elementwise table
+// (ir/elementwise_table.h), each as X(name, Elementwise).
+#define FUSOR_UNARY_AS_OP_(X, name, ...) X(name, Elementwise)
 #define FUSOR_OPS(X)                                                                         \
   X(Add, Broadcast) X(Sub, Broadcast) X(Mul, Broadcast) X(Div, Broadcast) X(Pow, Broadcast)  \
-  X(Sqrt, Elementwise) X(Reciprocal, Elementwise) X(Erf, Elementwise) X(Tanh, Elementwise)   \
-  X(Exp, Elementwise) X(Log, Elementwise) X(Neg, Elementwise) X(Abs, Elementwise)            \
-  X(Relu, Elementwise) X(Sigmoid, Elementwise) X(Gelu, Elementwise) X(Clip, Elementwise)     \
-  X(HardSigmoid, Elementwise) X(HardSwish, Elementwise) X(LeakyRelu, Elementwise)            \
+  FUSOR_UNARY_ROWS(FUSOR_UNARY_AS_OP_, X)                                               \
   X(Not, Elementwise) X(Cast, Elementwise) X(Identity, Elementwise) X(Dropout, Elementwise)  \
   X(Equal, Broadcast) X(Greater, Broadcast) X(Less, Broadcast) X(Where, Broadcast)           \
   X(Softmax, Reduction) X(LogSoftmax, Reduction) X(LayerNormalization, Reduction)            \

@@ -4,8 +4,8 @@
 
 namespace fusor {
 
-[[noreturn]] void fail(const Node& node, const std::string& what) {
-  throw Error(node.describe() + ": " + what);
+[[noreturn]] void fail(const Node& node, const std::string& what, ErrorKind kind) {
+  throw Error(node.describe() + ": " + what, kind);
 }
 
 Dims broadcast_dims(const Dims& a, const Dims& b, const Node& node) {

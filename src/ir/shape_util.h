@@ -21,7 +21,7 @@ std::vector<int64_t> strides_of(const Dims& dims);
 std::vector<int64_t> broadcast_strides(const Dims& in, const Dims& out);
 
 // Throws "<node>: <what>" with the node's name and op type.
-[[noreturn]] void fail(const Node& node, const std::string& what);
+[[noreturn]] void fail(const Node& node, const std::string& what, ErrorKind kind = ErrorKind::Runtime);
 
 // Shape function result: one output with input i's type.
 std::vector<TensorType> same_as_input(const InferContext& ctx, size_t i = 0);

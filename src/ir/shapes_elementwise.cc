@@ -1,8 +1,9 @@
-// Shape functions of the elementwise and broadcast family: unary math and activations, the
-// broadcasting binary ops and comparisons, Where, Cast, Identity, Dropout, Expand and
-// BatchNormalization (inference).
+// Shape functions of the elementwise and broadcast family: the elementwise table's unary ops
+// (one rule for all), the broadcasting binary ops and comparisons, Where, Not, Cast, Identity,
+// Dropout, Expand and BatchNormalization (inference).
 #include <string>
 
+#include "ir/elementwise.h"
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
 
@@ -69,6 +70,28 @@ std::vector<TensorType> binary(const InferContext& ctx, Kinds k, DType out = DTy
   return {{out == DType::Undefined ? ctx.inputs[0].dtype : out, std::move(dims)}};
 }
 
+// Clip's bounds are attributes before opset 11, scalar inputs of the input's dtype after.
+std::vector<TensorType> clip(const InferContext& ctx) {
+  if (ctx.node.opset < 11) return unary(ctx, Kinds::Float);
+  auto out = unary(ctx, Kinds::Numeric);
+  for (size_t i = 1; i < 3; ++i) {
+    if (!ctx.has_input(i)) continue;
+    require_same_dtype(ctx, 0, i);
+    if (numel_of(ctx.inputs[i].dims) != 1)
+      fail(ctx.node, std::string(i == 1 ? "min" : "max") + " must be a scalar, got shape " +
+                         dims_to_string(ctx.inputs[i].dims));
+  }
+  return out;
+}
+
+// An op of the elementwise table: valid attributes (unary_params throws otherwise) and an input
+// of the row's element types.
+std::vector<TensorType> table_unary(const InferContext& ctx, Kinds k) {
+  if (ctx.node.op == Op::Clip) return clip(ctx);
+  unary_params(ctx.node, ctx.inputs, ctx.constants);
+  return unary(ctx, k);
+}
+
 }  // namespace
 
 namespace shape {
@@ -98,50 +121,21 @@ std::vector<TensorType> Where(const InferContext& ctx) {
   return {{ctx.inputs[1].dtype, std::move(dims)}};
 }
 
-std::vector<TensorType> Sqrt(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Reciprocal(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Erf(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Tanh(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Exp(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Log(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Sigmoid(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> HardSigmoid(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> HardSwish(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> LeakyRelu(const InferContext& ctx) { return unary(ctx, Kinds::Float); }
-std::vector<TensorType> Neg(const InferContext& ctx) { return unary(ctx, Kinds::Signed); }
-std::vector<TensorType> Abs(const InferContext& ctx) { return unary(ctx, Kinds::Numeric); }
-std::vector<TensorType> Relu(const InferContext& ctx) { return unary(ctx, Kinds::Signed); }
 std::vector<TensorType> Not(const InferContext& ctx) { return unary(ctx, Kinds::Bool); }
 std::vector<TensorType> Identity(const InferContext& ctx) { return unary(ctx, Kinds::Any); }
 
-std::vector<TensorType> Gelu(const InferContext& ctx) {
-  std::string approx = ctx.node.attr_string("approximate", "none");
-  if (approx != "none" && approx != "tanh")
-    fail(ctx.node, "approximate must be 'none' or 'tanh', got '" + approx + "'");
-  return unary(ctx, Kinds::Float);
-}
-
-std::vector<TensorType> Clip(const InferContext& ctx) {
-  if (ctx.node.opset < 11) return unary(ctx, Kinds::Float);  // min/max are attributes
-  auto out = unary(ctx, Kinds::Numeric);
-  for (size_t i = 1; i < 3; ++i) {
-    if (!ctx.has_input(i)) continue;
-    require_same_dtype(ctx, 0, i);
-    if (numel_of(ctx.inputs[i].dims) != 1)
-      fail(ctx.node, std::string(i == 1 ? "min" : "max") + " must be a scalar, got shape " +
-                         dims_to_string(ctx.inputs[i].dims));
-  }
-  return out;
-}
+// The elementwise table's ops: one input of the row's element types, valid attributes.
+#define FUSOR_UNARY_SHAPE_FN_(name, types, ...) \
+  std::vector<TensorType> name(const InferContext& ctx) { return table_unary(ctx, Kinds::types); }
+FUSOR_UNARY_OPS(FUSOR_UNARY_SHAPE_FN_)
+#undef FUSOR_UNARY_SHAPE_FN_
 
 std::vector<TensorType> Cast(const InferContext& ctx) {
   require_inputs(ctx, 1);
   require_kind(ctx, 0, Kinds::Any);
   if (!ctx.node.has_attr("to")) fail(ctx.node, "missing attribute 'to'");
-  int64_t to = ctx.node.attr_int("to", 0);
-  DType t = dtype_from_onnx(static_cast<int>(to));
-  if (t == DType::Undefined)
-    fail(ctx.node, "unsupported dtype " + onnx_type_name(static_cast<int>(to)) + " for attribute 'to'");
+  DType t = ctx.node.attr_dtype("to", DType::Undefined);  // the importer rejects the types fusor lacks
+  if (t == DType::Undefined) fail(ctx.node, "attribute 'to' names no dtype");
   return {{t, ctx.inputs[0].dims}};
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "onnx/dtype_codes.h"
 #include "onnx/tensor_proto.h"
 
 namespace fusor {
@@ -44,6 +45,9 @@ void set_attribute(onnx::AttributeProto& a, const std::string& name, const Attri
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
           a.set_type(A::STRINGS);
           for (const auto& x : v) a.add_strings(x);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          a.set_type(A::INT);
+          a.set_i(dtype_to_onnx(v));
         } else {
           a.set_type(A::TENSOR);
           tensor_to_proto(v, *a.mutable_t());

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
 #include "onnx/tensor_proto.h"
 
@@ -32,7 +33,8 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
                             const std::string& base_dir) {
   using A = onnx::AttributeProto;
   if (!a.ref_attr_name().empty())
-    throw Error(where + ": attribute '" + a.name() + "' refers to a function attribute (not supported)");
+    throw Error(where + ": attribute '" + a.name() + "' refers to a function attribute (not supported)",
+                ErrorKind::UnsupportedOp);
   switch (a.type()) {
     case A::INT: return static_cast<int64_t>(a.i());
     case A::FLOAT: return a.f();
@@ -43,7 +45,26 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
     case A::TENSOR: return tensor_from_proto(a.t(), base_dir);
     default:
       throw Error(where + ": attribute '" + a.name() + "' has a kind fusor does not support (" +
-                  A::AttributeType_Name(a.type()) + ")");
+                      A::AttributeType_Name(a.type()) + ")",
+                  ErrorKind::UnsupportedOp);
+  }
+}
+
+// ONNX attributes that name an element type, by op. The IR holds them as DType, so nothing after
+// import reads ONNX's type codes.
+constexpr std::pair<const char*, const char*> kDTypeAttributes[] = {{"Cast", "to"}};
+
+void dtype_attributes_to_dtype(Node& n, const std::string& where) {
+  for (const auto& [op, name] : kDTypeAttributes) {
+    auto it = n.op_type == op ? n.attrs.find(name) : n.attrs.end();
+    const int64_t* code = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    if (!code) continue;  // absent or of another kind: the op's shape function says so
+    DType t = dtype_from_onnx(static_cast<int>(*code));
+    if (t == DType::Undefined)
+      throw Error(where + ": unsupported dtype " + onnx_type_name(static_cast<int>(*code)) + " for attribute '" +
+                      name + "'",
+                  ErrorKind::UnsupportedOp);
+    it->second = t;
   }
 }
 
@@ -69,7 +90,7 @@ Tensor constant_node_value(const Node& n) {
     std::copy(v.begin(), v.end(), out.data<int64_t>());
     return out;
   }
-  throw Error(n.describe() + ": Constant node has no supported value attribute");
+  throw Error(n.describe() + ": Constant node has no supported value attribute", ErrorKind::UnsupportedOp);
 }
 
 // The opsets that apply inside one graph or function body, by domain ("" for ONNX's).
@@ -88,7 +109,8 @@ int64_t default_opset(const Opsets& opsets, const char* what) {
   int64_t v = it->second;
   if (v < kMinOpset || v > kMaxOpset)
     throw Error("ONNX opset " + std::to_string(v) + " is not supported (supported: " +
-                std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")");
+                    std::to_string(kMinOpset) + " to " + std::to_string(kMaxOpset) + ")",
+                ErrorKind::UnsupportedOp);
   return v;
 }
 
@@ -150,11 +172,13 @@ class Importer {
     v.name = vi.name();
     if (v.name.empty()) throw Error(std::string(what) + " has an empty name");
     if (!vi.type().has_tensor_type())
-      throw Error(std::string(what) + " '" + v.name + "' is not a tensor (sequences and maps are not supported)");
+      throw Error(std::string(what) + " '" + v.name + "' is not a tensor (sequences and maps are not supported)",
+                  ErrorKind::UnsupportedOp);
     int et = vi.type().tensor_type().elem_type();
     v.dtype = dtype_from_onnx(et);
     if (v.dtype == DType::Undefined)
-      throw Error(std::string(what) + " '" + v.name + "' has unsupported dtype " + onnx_type_name(et));
+      throw Error(std::string(what) + " '" + v.name + "' has unsupported dtype " + onnx_type_name(et),
+                  ErrorKind::UnsupportedOp);
     v.shape = shape_from_type(vi.type());
     return v;
   }
@@ -209,8 +233,9 @@ class Importer {
     if (op == Op::Fused) op.reset();  // fusor's own: only as a function call in domain "fusor"
     if (n.domain == kFusorDomain) op = Op::Fused;
     const bool is_constant = n.domain.empty() && n.op_type == "Constant";
-    if (!op && !is_constant) throw Error(where + ": unsupported operator");
+    if (!op && !is_constant) throw Error(where + ": unsupported operator", ErrorKind::UnsupportedOp);
     for (const auto& a : np.attribute()) n.attrs[a.name()] = convert_attribute(a, where, base_dir_);
+    if (n.domain.empty()) dtype_attributes_to_dtype(n, where);
     for (const auto& name : np.input()) {
       if (name.empty()) { n.inputs.push_back(-1); continue; }
       int id = graph.find_value(name);
@@ -301,7 +326,7 @@ class Importer {
     try {
       for (const auto* np : sorted_nodes(fp.node())) add_node(*body, *np, opsets, nullptr);
     } catch (const Error& e) {
-      throw Error(context + ": " + e.what());  // a node name alone would not say where it is
+      throw Error(context + ": " + e.what(), e.kind());  // a node name alone would not say where it is
     }
     for (const auto& out : fp.output()) {
       int id = body->find_value(out);
@@ -337,29 +362,37 @@ Graph import_model(onnx::ModelProto& model, const std::string& base_dir) {
   return Importer(model, base_dir).run();
 }
 const char* kNotOnnx = "model is not a valid ONNX protobuf (truncated or corrupt)";
+// What the import rejects without a kind of its own is a fault of the model.
+Error model_error(const std::string& message, const Error& cause) {
+  return Error(message, cause.kind() == ErrorKind::Runtime ? ErrorKind::InvalidModel : cause.kind());
+}
 }  // namespace
 
 Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir) {
-  if (bytes.empty()) throw Error("model file is empty");
-  onnx::ModelProto model;
-  if (!model.ParseFromString(bytes)) throw Error(kNotOnnx);
-  return import_model(model, base_dir);
+  try {
+    if (bytes.empty()) throw Error("model file is empty");
+    onnx::ModelProto model;
+    if (!model.ParseFromString(bytes)) throw Error(kNotOnnx);
+    return import_model(model, base_dir);
+  } catch (const Error& e) {
+    throw model_error(e.what(), e);
+  }
 }
 
 Graph import_onnx_file(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("model file not found: " + path);
-  if (fs::is_directory(path, ec)) throw Error("model path is a directory: " + path);
+  if (!fs::exists(path, ec)) throw Error("model file not found: " + path, ErrorKind::InvalidArgument);
+  if (fs::is_directory(path, ec)) throw Error("model path is a directory: " + path, ErrorKind::InvalidArgument);
   try {
     if (fs::file_size(path, ec) == 0) throw Error("model file is empty");
     std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("cannot open model file");
+    if (!f) throw Error("cannot open model file", ErrorKind::InvalidArgument);
     onnx::ModelProto model;  // parsed straight from the stream: no second copy of the file
     if (!model.ParseFromIstream(&f)) throw Error(kNotOnnx);
     return import_model(model, fs::path(path).parent_path().string());
   } catch (const Error& e) {
-    throw Error(path + ": " + e.what());
+    throw model_error(path + ": " + e.what(), e);
   }
 }
 

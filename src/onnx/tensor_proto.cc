@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "onnx/dtype_codes.h"
+
 namespace fusor {
 namespace {
 
@@ -52,7 +54,8 @@ void copy_field(const Src& field, Tensor& t, const std::string& name) {
 Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir) {
   DType dtype = dtype_from_onnx(p.data_type());
   if (dtype == DType::Undefined)
-    throw Error("tensor '" + p.name() + "' has unsupported dtype " + onnx_type_name(p.data_type()));
+    throw Error("tensor '" + p.name() + "' has unsupported dtype " + onnx_type_name(p.data_type()),
+                ErrorKind::UnsupportedOp);
   Dims dims(p.dims().begin(), p.dims().end());
   for (int64_t d : dims)
     if (d < 0) throw Error("tensor '" + p.name() + "' has a negative dimension");

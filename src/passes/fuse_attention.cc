@@ -260,7 +260,7 @@ void fuse_attention(FusionContext& ctx) {
                                               {"fill", m.fill},
                                               {"mask", std::string(m.mask >= 0 ? "additive" : "none")}};
     // The fused node takes the output Reshape's place, after i: rescan from the start.
-    if (ctx.fuse(kPass, m.nodes, "Attention", "attention", std::move(attrs), {}, leading)) i = -1;
+    if (ctx.fuse(kPass, m.nodes, FusedKind::Attention, "attention", std::move(attrs), {}, leading)) i = -1;
   }
 }
 

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "ir/elementwise.h"
 #include "ir/graph_edit.h"
 #include "passes/passes.h"
 
@@ -47,7 +48,7 @@ bool is_float_or_bool(const FusionContext& ctx, int v) {
 std::optional<std::string> member_problem(const FusionContext& ctx, int i) {
   const Node& n = ctx.node(i);
   if (n.op == Op::Fused) {
-    if (n.op_type != "Gelu") return std::string();
+    if (!is_fused_kind(n, FusedKind::Gelu)) return std::string();
   } else {
     OpCategory c = op_info(n.op).category;
     if ((c != OpCategory::Elementwise && c != OpCategory::Broadcast) || n.op == Op::Expand ||
@@ -87,8 +88,7 @@ std::optional<std::string> why_not_group(const FusionContext& ctx, const std::ve
   // value made by an expensive op would be recomputed for every element it broadcasts to.
   for (int n : nodes) {
     const Node& node = ctx.node(n);
-    const bool expensive = node.op == Op::Fused || node.op == Op::Erf || node.op == Op::Tanh || node.op == Op::Exp ||
-                           node.op == Op::Log || node.op == Op::Sigmoid || node.op == Op::Pow;
+    const bool expensive = node.op == Op::Fused || elementwise_cost(node.op).expensive;
     if (expensive && numel_of(ctx.type(node.outputs[0]).dims) * kMaxRecompute < numel_of(iter))
       return node.describe() + " would be recomputed for every element of " + dims_to_string(iter);
   }
@@ -185,7 +185,7 @@ void fuse_elementwise(FusionContext& ctx) {
       continue;
     }
     // fuse() renumbers the nodes: scan again from the start (taken nodes are skipped).
-    if (ctx.fuse(kPass, group, "Elementwise", "elementwise", {}, {.allow_extra_outputs = true})) seed = -1;
+    if (ctx.fuse(kPass, group, FusedKind::Elementwise, "elementwise", {}, {.allow_extra_outputs = true})) seed = -1;
   }
 }
 

@@ -124,7 +124,7 @@ void fuse_gelu(FusionContext& ctx) {
     auto& m = std::get<GeluMatch>(r);
     std::map<std::string, Attribute> attrs = {{"approximate", std::string(op == Op::Erf ? "none" : "tanh")}};
     // The fused node replaces nodes at or after the scale, which may sit before i: rescan.
-    if (ctx.fuse(kPass, m.nodes, "Gelu", "gelu", std::move(attrs), {}, {m.x})) i = -1;
+    if (ctx.fuse(kPass, m.nodes, FusedKind::Gelu, "gelu", std::move(attrs), {}, {m.x})) i = -1;
   }
 }
 

@@ -31,7 +31,7 @@ std::optional<Activation> activation_of(const Node& n) {
     case Op::Sigmoid: return Activation{"sigmoid"};
     case Op::Gelu: break;
     case Op::Fused:
-      if (n.op_type != "Gelu") return std::nullopt;
+      if (!is_fused_kind(n, FusedKind::Gelu)) return std::nullopt;
       break;
     default: return std::nullopt;
   }
@@ -197,7 +197,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   // The item is named after the GEMM and its bias, not the activation or residual after them.
   std::vector<int> scope = {i};
   if (c.bias >= 0 && c_bias < 0) scope.push_back(c.nodes[1]);
-  return ctx.fuse(kPass, c.nodes, "FusedMatMul", suffix_of(c, "epilogue"), std::move(attrs), {}, leading, scope);
+  return ctx.fuse(kPass, c.nodes, FusedKind::FusedMatMul, suffix_of(c, "epilogue"), std::move(attrs), {}, leading, scope);
 }
 
 bool fuse_conv_at(FusionContext& ctx, int i) {
@@ -231,7 +231,7 @@ bool fuse_conv_at(FusionContext& ctx, int i) {
   for (auto& [k, v] : epilogue_attrs(c)) attrs[k] = v;
   std::string suffix = "conv";
   for (const std::string& step : c.steps) suffix += "_" + step;
-  return ctx.fuse(kPass, c.nodes, "FusedConv", suffix, std::move(attrs), {}, leading, {i});
+  return ctx.fuse(kPass, c.nodes, FusedKind::FusedConv, suffix, std::move(attrs), {}, leading, {i});
 }
 
 }  // namespace

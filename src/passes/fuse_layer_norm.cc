@@ -108,7 +108,7 @@ void fuse_layer_norm(FusionContext& ctx) {
                                               {"has_scale", int64_t{m.gamma >= 0}},
                                               {"has_bias", int64_t{m.beta >= 0}}};
     // Nodes before i keep their places, so the scan goes on from i.
-    if (ctx.fuse(kPass, m.nodes, "LayerNorm", "layernorm", std::move(attrs), {}, leading)) --i;
+    if (ctx.fuse(kPass, m.nodes, FusedKind::LayerNorm, "layernorm", std::move(attrs), {}, leading)) --i;
   }
 }
 

@@ -36,10 +36,11 @@ void FusionContext::decline(const std::string& pass, const std::vector<int>& nod
   report_.not_fused.push_back(std::move(nf));
 }
 
-bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes, const std::string& kind,
+bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes, FusedKind fused_kind,
                          const std::string& suffix, std::map<std::string, Attribute> attrs,
                          const LegalityRules& rules, const std::vector<int>& leading_inputs,
                          const std::vector<int>& scope_nodes) {
+  const std::string kind = fused_kind_name(fused_kind);
   if (auto why = why_not_legal(graph_, nodes, rules)) {
     decline(pass, nodes, *why);
     return false;

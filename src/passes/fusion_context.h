@@ -10,6 +10,7 @@
 
 #include "fusor/config.h"
 #include "ir/bind.h"
+#include "passes/fused_kinds.h"
 #include "passes/fusion_report.h"
 #include "passes/legality.h"
 
@@ -37,7 +38,7 @@ class FusionContext {
   // under `pass`. `leading_inputs` go first among the node's inputs (see fuse_nodes). The scope
   // comes from `scope_nodes` when given (e.g. a GEMM and its bias, not the activation after
   // them), else from all `nodes`. Returns whether it fused; node indices are invalid afterwards.
-  bool fuse(const std::string& pass, const std::vector<int>& nodes, const std::string& kind,
+  bool fuse(const std::string& pass, const std::vector<int>& nodes, FusedKind kind,
             const std::string& suffix, std::map<std::string, Attribute> attrs = {},
             const LegalityRules& rules = {}, const std::vector<int>& leading_inputs = {},
             const std::vector<int>& scope_nodes = {});

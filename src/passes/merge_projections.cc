@@ -107,7 +107,7 @@ void merge_projections(FusionContext& ctx) {
     const std::string suffix = members.size() == 3 ? "qkv" : "projections";
     LegalityRules rules;
     rules.allow_extra_outputs = true;  // every member's result leaves the merged node
-    if (ctx.fuse(kPass, nodes, "FusedMatMul", suffix, std::move(attrs), rules, leading, matmuls)) i = -1;
+    if (ctx.fuse(kPass, nodes, FusedKind::FusedMatMul, suffix, std::move(attrs), rules, leading, matmuls)) i = -1;
   }
 }
 

@@ -1,5 +1,6 @@
 #include "passes/pipeline.h"
 
+#include "fusor/error.h"
 #include "ir/graph_edit.h"
 #include "passes/passes.h"
 
@@ -7,20 +8,32 @@ namespace fusor {
 namespace {
 
 struct Pass {
-  const char* name;
-  bool FusionConfig::*enabled;  // the config switch that turns the pass off
+  const char* name;  // names it in its switch's row of FUSOR_FUSION_SWITCHES
   void (*run)(FusionContext&);
 };
 
 // Patterns first, while their shape is intact; the generic elementwise pass takes what is left.
 constexpr Pass kPasses[] = {
-    {"fuse_layer_norm", &FusionConfig::fuse_norm_act, passes::fuse_layer_norm},
-    {"fuse_gelu", &FusionConfig::fuse_norm_act, passes::fuse_gelu},
-    {"fuse_attention", &FusionConfig::fuse_attention, passes::fuse_attention},
-    {"merge_projections", &FusionConfig::fuse_gemm_epilogue, passes::merge_projections},
-    {"fuse_gemm_epilogue", &FusionConfig::fuse_gemm_epilogue, passes::fuse_gemm_epilogue},
-    {"fuse_elementwise", &FusionConfig::fuse_elemwise, passes::fuse_elementwise},
+    {"fuse_layer_norm", passes::fuse_layer_norm},
+    {"fuse_gelu", passes::fuse_gelu},
+    {"fuse_attention", passes::fuse_attention},
+    {"merge_projections", passes::merge_projections},
+    {"fuse_gemm_epilogue", passes::fuse_gemm_epilogue},
+    {"fuse_elementwise", passes::fuse_elementwise},
 };
+
+// Whether `pass` runs: every switch whose row names it is on (a unit test checks that each pass
+// has a switch).
+bool enabled(const Pass& pass, const FusionConfig& config) {
+  bool named = false;
+  for (const FusionSwitch& s : kFusionSwitches) {
+    if (!switches_pass(s, pass.name)) continue;
+    if (!(config.*s.member)) return false;
+    named = true;
+  }
+  if (!named) throw Error(std::string("fusion pass '") + pass.name + "' has no switch in FUSOR_FUSION_SWITCHES");
+  return true;
+}
 
 }  // namespace
 
@@ -29,7 +42,7 @@ FusionResult run_fusion_passes(const Graph& graph, std::span<const TensorType> i
   FusionContext ctx(graph, {input_types.begin(), input_types.end()}, {frozen.begin(), frozen.end()}, config,
                     evaluate);
   for (const Pass& pass : kPasses)
-    if (config.*pass.enabled) pass.run(ctx);
+    if (enabled(pass, config)) pass.run(ctx);
   Graph out = ctx.graph();
   remove_dead_nodes(out);
   return {std::make_shared<const Graph>(std::move(out)), std::move(ctx.report())};

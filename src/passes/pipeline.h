@@ -1,6 +1,7 @@
-// The fusion pipeline: one ordered list of named passes (pipeline.cc), each switched by the
-// config. It rewrites a copy of the graph for one plan's concrete input types; fused nodes keep
-// the subgraph they replace as their body, so any item can be inlined again.
+// The fusion pipeline: one ordered list of named passes (pipeline.cc), each run only when the
+// fusion switches whose rows name it are on (fusor/fusion_switches.h). It rewrites a copy of the
+// graph for one plan's concrete input types; fused nodes keep the subgraph they replace as their
+// body, so any item can be inlined again.
 #pragma once
 #include <memory>
 #include <span>

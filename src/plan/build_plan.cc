@@ -18,35 +18,37 @@ void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
   for (const auto& [name, dims] : input_dims) {
     int id = g.find_value(name);
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
-      throw Error("model has no input named '" + name + "'");
+      throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
   }
   for (int id : g.inputs) {
     const Value& v = g.values[static_cast<size_t>(id)];
     auto it = input_dims.find(v.name);
-    if (it == input_dims.end()) throw Error("no shape given for input '" + v.name + "'");
+    if (it == input_dims.end()) throw Error("no shape given for input '" + v.name + "'", ErrorKind::InvalidArgument);
     const Dims& dims = it->second;
     if (v.shape) {
       if (v.shape->size() != dims.size())
         throw Error("input '" + v.name + "' has rank " + std::to_string(v.shape->size()) + " " +
                     shape_to_string(*v.shape) + ", got rank " + std::to_string(dims.size()) + " " +
-                    dims_to_string(dims));
+                    dims_to_string(dims),
+                    ErrorKind::InvalidArgument);
       for (size_t i = 0; i < dims.size(); ++i)
         if ((*v.shape)[i].is_static() && (*v.shape)[i].value != dims[i])
           throw Error("input '" + v.name + "' has shape " + shape_to_string(*v.shape) + ", got " +
-                      dims_to_string(dims));
+                      dims_to_string(dims),
+                      ErrorKind::InvalidArgument);
     }
     size_t index = static_cast<size_t>(std::find(g.inputs.begin(), g.inputs.end(), id) - g.inputs.begin());
     types[index] = {v.dtype, dims};
     if (auto f = frozen_inputs.find(v.name); f != frozen_inputs.end()) {
       if (f->second.dtype() != v.dtype || f->second.dims() != dims)
-        throw Error("frozen input '" + v.name + "' does not match its bound type");
+        throw Error("frozen input '" + v.name + "' does not match its bound type", ErrorKind::InvalidArgument);
       frozen[index] = f->second;
     }
   }
   for (const auto& [name, value] : frozen_inputs) {
     int id = g.find_value(name);
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
-      throw Error("frozen input '" + name + "' is not a model input");
+      throw Error("frozen input '" + name + "' is not a model input", ErrorKind::InvalidArgument);
   }
 }
 
@@ -157,7 +159,9 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
           inline_fused(unfused, static_cast<int>(n));
           break;
         }
-      std::erase_if(report.items, [&](const FusionItem& item) { return item.name == name; });
+      // Capture by a named reference: clang before 16 cannot capture a structured binding.
+      const std::string& item_name = name;
+      std::erase_if(report.items, [&](const FusionItem& item) { return item.name == item_name; });
     }
     declined.clear();
     plan = build_steps(std::make_shared<const Graph>(std::move(unfused)), in_types, frozen, options, declined);

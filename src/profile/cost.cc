@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/bind.h"
+#include "ir/elementwise.h"
 #include "kernels/ref/reference.h"
 
 namespace fusor {
@@ -20,15 +21,6 @@ double product(const std::vector<int64_t>& v) {
   double p = 1;
   for (int64_t d : v) p *= static_cast<double>(d);
   return p;
-}
-
-// FLOPs per output element of the elementwise and broadcast ops; 0 for pure data movement.
-double per_element_flops(Op op) {
-  switch (op) {
-    case Op::Identity: case Op::Dropout: case Op::Cast: case Op::Expand: return 0;
-    case Op::BatchNormalization: return 2;
-    default: return 1;
-  }
 }
 
 // Sum of the body's node FLOPs, bound with the fused node's input types and constants.
@@ -120,7 +112,7 @@ StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::sp
       break;
     default:
       switch (op_info(op).category) {
-        case OpCategory::Elementwise: case OpCategory::Broadcast: c.flops = per_element_flops(op) * out; break;
+        case OpCategory::Elementwise: case OpCategory::Broadcast: c.flops = elementwise_cost(op).flops * out; break;
         default: break;  // injective and opaque ops move data only
       }
   }

@@ -6,7 +6,9 @@
 // Conventions (docs/profile.md has the table):
 // - A multiply-add is 2 FLOPs. MatMul: 2*K per output element; Gemm adds one per output element
 //   for C; Conv: 2*(C/group)*prod(kernel) per output element, plus one for a bias.
-// - Elementwise and broadcast ops: 1 FLOP per output element (transcendentals too);
+// - Unary elementwise ops: the elementwise table's FLOPs per element (ir/elementwise_table.h:
+//   each arithmetic op, compare-select and transcendental function of the formula counts 1, so
+//   Relu 1, Sigmoid 4, Gelu 5). Binary ops, comparisons and Where: 1 per output element;
 //   BatchNormalization 2; copies, casts and layout ops (Identity, Cast, Transpose, Gather, ...) 0.
 // - Softmax/LogSoftmax: 5 per element (max, subtract, exp, sum, divide/log).
 //   LayerNormalization: 8 per element (mean, subtract, square, sum, scale, gamma, beta, ~rsqrt).

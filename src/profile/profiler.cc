@@ -7,8 +7,7 @@
 #include <map>
 #include <set>
 
-#include "plan/plan.h"
-#include "runtime/executor.h"
+#include "engine/internals.h"
 
 namespace fusor {
 
@@ -108,7 +107,7 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   if (options.warmup < 0) throw Error("profile: warmup must not be negative");
   auto feeds = engine.sample_inputs(input_dims);
   Session session = engine.session(input_dims, options.session);
-  const Plan& plan = session.plan();
+  const Plan& plan = plan_of(session);
   const std::vector<StepInfo> steps = describe_steps(plan);
 
   for (int i = 0; i < options.warmup; ++i) session.run(feeds);
@@ -116,12 +115,13 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   using clock = std::chrono::steady_clock;
   std::vector<std::vector<double>> times(static_cast<size_t>(options.runs), std::vector<double>(steps.size(), 0.0));
   std::vector<double> latencies_s, step_sums_s;
-  // The hook only stores numbers (no allocation, nothing to skew the wall time); trace events
-  // get their strings afterwards.
+  // The executor's step hook rather than Session::set_observer, which copies blocked tensors to
+  // row-major: the hook only stores numbers (no allocation, nothing to skew the wall time);
+  // trace events get their strings afterwards.
   std::vector<std::vector<double>> ends_us(static_cast<size_t>(options.runs), std::vector<double>(steps.size(), 0.0));
   clock::time_point origin{};
   int run = 0;
-  session.executor().set_step_hook([&](size_t index, const Step&, double seconds) {
+  executor_of(session).set_step_hook([&](size_t index, const Step&, double seconds) {
     const auto end = clock::now();
     times[static_cast<size_t>(run)][index] = seconds;
     ends_us[static_cast<size_t>(run)][index] = std::chrono::duration<double, std::micro>(end - origin).count();
@@ -135,7 +135,7 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
     for (double t : times[static_cast<size_t>(run)]) sum += t;
     step_sums_s.push_back(sum);
   }
-  session.executor().set_step_hook(nullptr);
+  executor_of(session).set_step_hook(nullptr);
 
   ProfileReport report;
   report.trace.reserve(static_cast<size_t>(options.runs) * steps.size());

@@ -32,6 +32,12 @@ std::vector<std::string> texts(const JsonField& f, const std::string& key) {
   return out;
 }
 
+ItemStatus read_status(const JsonField& item) {
+  auto status = item_status_from_name(item.text("status"));
+  if (!status) item.at("status").fail("must be \"kept\" or \"rolled_back\"");
+  return *status;
+}
+
 }  // namespace
 
 ProfileView read_profile(const JsonField& p) {
@@ -64,7 +70,7 @@ CheckView read_check(const JsonField& c) {
     item.name = i.text("name");
     item.kind = i.text_or("kind", "");
     item.sample = i.text_or("sample", "");
-    item.status = i.text("status");
+    item.status = read_status(i);
     item.tier = static_cast<int64_t>(i.number_or("tier", 0));
     item.round = static_cast<int64_t>(i.number_or("round", 0));
     item.max_abs = i.number_or("max_abs", 0);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "fusor/check.h"
 #include "report/json_field.h"
 
 namespace fusor::report {
@@ -33,7 +34,8 @@ struct ProfileView {
 };
 
 struct CheckItemView {
-  std::string name, kind, sample, status;
+  std::string name, kind, sample;
+  ItemStatus status = ItemStatus::Kept;
   int64_t tier = 0, round = 0;
   double max_abs = 0, threshold = 0, fused_vs_truth = 0, native_vs_truth = 0;
 };

@@ -69,7 +69,7 @@ std::string verdict(const Comparison& cmp, const CheckView& check, const Profile
     v = "Nothing was tuned";
   }
   size_t kept = 0;
-  for (const CheckItemView& i : check.items) kept += i.status != "rolled_back";
+  for (const CheckItemView& i : check.items) kept += i.status != ItemStatus::RolledBack;
   v += "; " + std::to_string(kept) + " fusions kept, " + std::to_string(check.rolled_back.size()) + " rolled back";
   v += "; " + std::to_string(before.kernels_per_inference) + " &rarr; " + std::to_string(after.kernels_per_inference) +
        " kernels per inference.";

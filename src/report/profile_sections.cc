@@ -153,7 +153,7 @@ std::string fusions_section(const CheckView& c, const ProfileView& after) {
   size_t kept = 0;
   std::vector<TableRow> rows;
   for (const CheckItemView& i : c.items) {
-    if (i.status != "rolled_back") {
+    if (i.status != ItemStatus::RolledBack) {
       ++kept;
       continue;
     }

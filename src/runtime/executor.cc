@@ -55,17 +55,20 @@ std::span<std::byte> Executor::scratch_of(size_t step) const {
 void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
   const Graph& g = *plan_.graph;
   if (inputs.size() != g.inputs.size())
-    throw Error("expected " + std::to_string(g.inputs.size()) + " inputs, got " + std::to_string(inputs.size()));
+    throw Error("expected " + std::to_string(g.inputs.size()) + " inputs, got " + std::to_string(inputs.size()),
+                ErrorKind::InvalidArgument);
   for (size_t i = 0; i < inputs.size(); ++i) {
     size_t id = static_cast<size_t>(g.inputs[i]);
     const TensorType& want = plan_.types[id];
     if (inputs[i].dtype() != want.dtype || inputs[i].dims() != want.dims)
       throw Error("input '" + g.values[id].name + "' must be " + dtype_name(want.dtype) + " " +
                   dims_to_string(want.dims) + ", got " + dtype_name(inputs[i].dtype()) + " " +
-                  dims_to_string(inputs[i].dims()));
+                  dims_to_string(inputs[i].dims()),
+                  ErrorKind::InvalidArgument);
     if (plan_.is_constant(static_cast<int>(id))) {
       if (std::memcmp(inputs[i].raw(), slots_[id].raw(), inputs[i].nbytes()) != 0)
-        throw Error("input '" + g.values[id].name + "' was frozen when the session was built and cannot change");
+        throw Error("input '" + g.values[id].name + "' was frozen when the session was built and cannot change",
+                    ErrorKind::InvalidArgument);
       continue;
     }
     if (inputs[i].nbytes()) std::memcpy(slots_[id].raw(), inputs[i].raw(), inputs[i].nbytes());

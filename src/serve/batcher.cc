@@ -162,8 +162,8 @@ void Batcher::run(size_t context, std::vector<Request>& requests) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
     stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(ns));
     outputs = split(sig_, out, parts);
-  } catch (const Error& e) {  // the model rejected the values (e.g. a token id out of range)
-    failure = {Code::BadRequest, std::string("inference failed: ") + e.what()};
+  } catch (const Error& e) {  // e.g. the model rejected the values (a token id out of range)
+    failure = {code_of(e.kind()), std::string("inference failed: ") + e.what()};
   } catch (const std::exception& e) {
     failure = {Code::Internal, std::string("inference failed: ") + e.what()};
   }

@@ -1,10 +1,6 @@
 #include "fusor/serve.h"
 
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
 
 #include "fusor/error.h"
 
@@ -63,24 +59,9 @@ onnx::ModelProto demo_proto() {
 }  // namespace
 
 Engine load_demo_model() {
-  // The engine loads from a file: write the model to a private temporary one, then remove it.
-  const char* tmp = std::getenv("TMPDIR");
-  std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/fusor-demo-XXXXXX";
-  int fd = mkstemp(path.data());
-  if (fd < 0) throw Error("cannot create a temporary file for the demo model in " + path);
-  close(fd);
-  {
-    std::ofstream out(path, std::ios::binary);
-    if (!demo_proto().SerializeToOstream(&out)) throw Error("cannot write the demo model to " + path);
-  }
-  try {
-    Engine e = Engine::load(path);
-    unlink(path.c_str());
-    return e;
-  } catch (...) {
-    unlink(path.c_str());
-    throw;
-  }
+  std::string bytes;
+  if (!demo_proto().SerializeToString(&bytes)) throw Error("cannot serialize the demo model");
+  return Engine::load_bytes(bytes);  // no external data
 }
 
 }  // namespace fusor::serve

@@ -207,6 +207,8 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       return grpc::Status::OK;
     } catch (const RequestError& e) {
       return to_grpc(e.code, e.message);
+    } catch (const Error& e) {
+      return to_grpc(code_of(e.kind()), e.what());
     } catch (const std::exception& e) {
       return to_grpc(Code::Internal, e.what());
     }

@@ -45,6 +45,8 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
       std::rethrow_exception(ep);
     } catch (const RequestError& e) {
       send_error(res, e.code, e.message);
+    } catch (const Error& e) {
+      send_error(res, code_of(e.kind()), e.what());
     } catch (const std::exception& e) {
       send_error(res, Code::Internal, e.what());
     } catch (...) {

@@ -5,8 +5,6 @@
 #include <cstdio>
 #include <future>
 
-#include "plan/plan.h"
-
 namespace fusor::serve {
 namespace {
 
@@ -34,7 +32,7 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
     auto log = [this, i](int64_t rows, const std::map<std::string, Dims>& dims, const Session& s) {
       std::fprintf(stderr, "fusor serve: model %s context %lld: session for %lld row(s) %s: %zu fused item(s), %zu kernel(s); fusion %s\n",
                    name_.c_str(), static_cast<long long>(i), static_cast<long long>(rows), dims_string(dims).c_str(),
-                   s.plan().fusion.items.size(), s.kernels_per_inference(), describe_fusion(matrix_->for_rows(rows).fusion).c_str());
+                   s.fusion_items().size(), s.kernels_per_inference(), describe_fusion(matrix_->for_rows(rows).fusion).c_str());
     };
     contexts_.push_back(std::make_unique<SessionCache>(engine_, matrix_, sig_.batched, log));
   }

@@ -28,9 +28,9 @@ const SessionOptions& OptionsMatrix::for_rows(int64_t rows) const {
 
 std::string describe_fusion(const std::optional<FusionConfig>& f) {
   if (!f) return "off";
-  std::string s = std::string("elemwise=") + (f->fuse_elemwise ? "1" : "0") + " norm_act=" + (f->fuse_norm_act ? "1" : "0") +
-                  " gemm_epilogue=" + (f->fuse_gemm_epilogue ? "1" : "0") + " attention=" + (f->fuse_attention ? "1" : "0") +
-                  " disabled=[";
+  std::string s;
+  for (const FusionSwitch& w : kFusionSwitches) s += std::string(w.label) + "=" + ((*f).*w.member ? "1" : "0") + " ";
+  s += "disabled=[";
   for (size_t i = 0; i < f->disabled.size(); ++i) s += (i ? "," : "") + f->disabled[i];
   return s + "]";
 }

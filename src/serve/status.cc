@@ -26,6 +26,16 @@ int grpc_status(Code c) {
   return 13;
 }
 
+Code code_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::InvalidArgument: return Code::BadRequest;
+    case ErrorKind::UnsupportedOp: return Code::Unsupported;
+    case ErrorKind::InvalidModel: return Code::Internal;
+    case ErrorKind::Runtime: return Code::Internal;
+  }
+  return Code::Internal;
+}
+
 const char* code_name(Code c) {
   switch (c) {
     case Code::Ok: return "ok";

@@ -3,6 +3,8 @@
 #pragma once
 #include <string>
 
+#include "fusor/error.h"
+
 namespace fusor::serve {
 
 enum class Code {
@@ -24,6 +26,9 @@ struct Status {
 int http_status(Code c);
 int grpc_status(Code c);  // grpc::StatusCode values, kept as int so this header needs no gRPC
 const char* code_name(Code c);
+// How a fusor::Error answers a request: the caller's fault (InvalidArgument) is a bad request,
+// what fusor lacks (UnsupportedOp) unsupported, anything else internal.
+Code code_of(ErrorKind kind);
 
 // Thrown by request parsing and checks; the server turns it into an error response.
 struct RequestError {

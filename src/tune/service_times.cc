@@ -12,7 +12,7 @@ namespace fusor::tune {
 std::vector<FusionOption> fusion_options(const FusionConfig& base) {
   FusionConfig no_attention = base, none = base;
   no_attention.fuse_attention = false;
-  none.fuse_elemwise = none.fuse_norm_act = none.fuse_gemm_epilogue = none.fuse_attention = false;
+  set_every_switch(none, false);
   std::vector<FusionOption> out = {{"all", base}};
   if (!(no_attention == base)) out.push_back({"no-attention", no_attention});
   if (!(none == base)) out.push_back({"none", none});

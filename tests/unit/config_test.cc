@@ -44,6 +44,7 @@ TEST(Config, DefaultsMatchTheDocumentedFile) {
   EXPECT_TRUE(c.fusion.fuse_norm_act);
   EXPECT_TRUE(c.fusion.fuse_gemm_epilogue);
   EXPECT_TRUE(c.fusion.fuse_attention);
+  EXPECT_TRUE(c.fusion.merge_projections);
   EXPECT_EQ(c.fusion.precision_check, PrecisionCheck::Strict);
   EXPECT_TRUE(c.fusion.disabled.empty());
   EXPECT_TRUE(c.kernel.reorder_for_coalesce);
@@ -80,6 +81,7 @@ TEST(Config, EveryKeyParses) {
       "  fuse_norm_act: False\n"
       "  fuse_gemm_epilogue: FALSE\n"
       "  fuse_attention: false\n"
+      "  merge_projections: false\n"
       "  precision_check: relaxed\n"
       "  disabled: [layer3.attention, layer0.ffn.bias_gelu]\n"
       "kernel: {reorder_for_coalesce: false}\n"
@@ -91,6 +93,7 @@ TEST(Config, EveryKeyParses) {
   EXPECT_FALSE(c.fusion.fuse_norm_act);
   EXPECT_FALSE(c.fusion.fuse_gemm_epilogue);
   EXPECT_FALSE(c.fusion.fuse_attention);
+  EXPECT_FALSE(c.fusion.merge_projections);
   EXPECT_EQ(c.fusion.precision_check, PrecisionCheck::Relaxed);
   EXPECT_EQ(c.fusion.disabled, (std::vector<std::string>{"layer3.attention", "layer0.ffn.bias_gelu"}));
   EXPECT_FALSE(c.kernel.reorder_for_coalesce);
@@ -213,6 +216,44 @@ TEST(Config, LoadConfigReadsFilesAndNamesThem) {
   std::ofstream(path) << std::string((1 << 20) + 1, '#');
   EXPECT_THROW(load_config(path), Error);
   std::filesystem::remove_all(dir);
+}
+
+// config_yaml writes every key, the fusion switches in their table's order; a serve.matrix row
+// writes every switch too, and only its own disabled names.
+TEST(Config, WrittenFileHasEveryKey) {
+  Config c;
+  EXPECT_EQ(config_yaml(c),
+            "fusion:\n"
+            "  fuse_elemwise: true\n"
+            "  fuse_norm_act: true\n"
+            "  fuse_gemm_epilogue: true\n"
+            "  fuse_attention: true\n"
+            "  merge_projections: true\n"
+            "  precision_check: strict\n"
+            "  disabled: []\n"
+            "kernel:\n"
+            "  reorder_for_coalesce: true\n"
+            "batch_window_ms: 8\n"
+            "mem_reuse: true\n"
+            "fold_constants: true\n"
+            "serve:\n"
+            "  default_class: default\n"
+            "  execution_contexts: 1\n"
+            "  max_body_bytes: 67108864\n"
+            "  seq_bucket: 16\n"
+            "  classes:\n"
+            "    default: {batch_window_ms: 8, max_batch: 8, priority: 0, timeout_ms: 30000, max_queue_size: 256}\n");
+  c.fusion.disabled = {"a"};
+  FusionConfig row = c.fusion;
+  row.fuse_attention = false;
+  row.disabled.push_back("b");
+  c.serve.matrix = {{1, row}};
+  const std::string yaml = config_yaml(c);
+  EXPECT_NE(yaml.find("\n  matrix:\n    - {max_batch: 1, fusion: {fuse_elemwise: true, fuse_norm_act: true, "
+                      "fuse_gemm_epilogue: true, fuse_attention: false, merge_projections: true, disabled: [b]}}\n"),
+            std::string::npos)
+      << yaml;
+  EXPECT_EQ(parse_config(yaml, "c.yaml"), c);
 }
 
 // The reference in docs/config.md shows the full file with every default; it must parse to Config{}.

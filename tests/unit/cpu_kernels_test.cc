@@ -55,6 +55,10 @@ In fs(Dims d, float scale) {  // float32 activation with standard deviation `sca
   i.scale = scale;
   return i;
 }
+In fv(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Float32, false, Gen::Values, 0, std::move(v)); }
+// Where exp over- or underflows in float, up to the extremes (21 values).
+const std::vector<double> kExtremes = {-INFINITY, -3.4e38, -1e4, -150, -104, -88.8, -87, -20, -1e-3, -1e-30, 0,
+                                       1e-30, 1e-3, 20, 87, 88.8, 104, 150, 1e4, 3.4e38, INFINITY};
 In pos(Dims d) { return make_in(std::move(d), DType::Float32, false, Gen::Positive); } // in (0.1, 3)
 In idx(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, v); }       // [0, v)
 In idx_neg(Dims d, int64_t v) { return make_in(std::move(d), DType::Int64, false, Gen::Index, -v); }  // [-v, v)
@@ -147,6 +151,19 @@ const Case kCases[] = {
     {"leaky_relu", Op::LeakyRelu, {f({3, 41})}, {{"alpha", 0.2f}}, 14, "leakyrelu"},
     {"hard_sigmoid", Op::HardSigmoid, {f({3, 41})}, {}, 14, "hardsigmoid"},
     {"hard_swish", Op::HardSwish, {f({3, 41})}, {}, 14, "hardswish"},
+    {"exp_extremes", Op::Exp, {fv({21}, kExtremes)}, {}, 14, "exp"},
+    {"log_extremes", Op::Log, {fv({21}, kExtremes)}, {}, 14, "log"},
+    {"sigmoid_extremes", Op::Sigmoid, {fv({21}, kExtremes)}, {}, 14, "sigmoid"},
+    {"tanh_extremes", Op::Tanh, {fv({21}, kExtremes)}, {}, 14, "tanh"},
+    {"softplus", Op::Softplus, {f({3, 41})}, {}, 1, "softplus"},
+    {"softplus_wide", Op::Softplus, {fs({4099}, 60.f)}, {}, 1, "softplus"},
+    {"softplus_extremes", Op::Softplus, {fv({21}, kExtremes)}, {}, 1, "softplus"},
+    {"mish", Op::Mish, {f({3, 41})}, {}, 18, "mish"},
+    {"mish_wide", Op::Mish, {fs({4099}, 60.f)}, {}, 18, "mish"},
+    {"mish_extremes", Op::Mish, {fv({21}, kExtremes)}, {}, 18, "mish"},
+    {"elu", Op::Elu, {f({3, 41})}, {{"alpha", 0.7f}}, 6, "elu"},
+    {"elu_wide", Op::Elu, {fs({4099}, 60.f)}, {}, 6, "elu"},
+    {"elu_extremes", Op::Elu, {fv({21}, kExtremes)}, {{"alpha", 2.f}}, 6, "elu"},
     {"identity", Op::Identity, {f({3, 41})}, {}, 14, "copy"},
     {"identity_i64", Op::Identity, {idx({9}, 100)}, {}, 14, "copy"},
     {"dropout", Op::Dropout, {f({3, 41})}, {}, 13, "copy"},

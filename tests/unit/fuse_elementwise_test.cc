@@ -5,14 +5,13 @@
 
 #include <random>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/common.h"
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
 
 namespace fusor {
 namespace {
-
-constexpr int64_t kOnnxFloat = 1, kOnnxBool = 9;
 
 Tensor random_tensor(DType t, const Dims& dims, unsigned seed) {
   Tensor x(t, dims);
@@ -139,7 +138,7 @@ TEST(FuseElementwise, MaskFromIntsBroadcastsOverScores) {
   test::GraphBuilder b;
   int scores = b.input("scores"), mask = b.input("mask", DType::Int64);
   int one = b.constant("one", scalar(1)), big = b.constant("big", scalar(-10000.f)), k = b.constant("k", scalar(.125f));
-  int mf = b.node(Op::Cast, {mask}, "mf", DType::Float32, {{"to", kOnnxFloat}});
+  int mf = b.node(Op::Cast, {mask}, "mf", DType::Float32, {{"to", DType::Float32}});
   int inv = b.node(Op::Sub, {one, mf}, "inv");
   int add = b.node(Op::Mul, {inv, big}, "add");
   int scaled = b.node(Op::Mul, {scores, k}, "scaled");
@@ -178,9 +177,9 @@ TEST(FuseElementwise, CompareWhereNotAndCasts) {
   int w = b.node(Op::Where, {pos, x, small}, "w");
   int nf = b.node(Op::Not, {flag}, "nf", DType::Bool);
   int eq = b.node(Op::Equal, {nf, b.node(Op::Less, {x, tenth}, "lt", DType::Bool)}, "eq", DType::Bool);
-  int c = b.node(Op::Cast, {eq}, "c", DType::Float32, {{"to", kOnnxFloat}});
-  int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", kOnnxBool}});
-  int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", kOnnxFloat}});
+  int c = b.node(Op::Cast, {eq}, "c", DType::Float32, {{"to", DType::Float32}});
+  int xb = b.node(Op::Cast, {w}, "xb", DType::Bool, {{"to", DType::Bool}});
+  int cb = b.node(Op::Cast, {xb}, "cb", DType::Float32, {{"to", DType::Float32}});
   auto g = b.finish({b.node(Op::Add, {b.node(Op::Add, {w, c}, "wc"), cb}, "y")});
   auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({6, 200})}, {"flag", {DType::Bool, {200}}}}),
                                                 FusionConfig{}, kStrict);
@@ -204,6 +203,48 @@ TEST(FuseElementwise, ActivationsWithAttributesAndPow) {
                                                 kStrict);
   EXPECT_EQ(fused_nodes(r.fused).size(), 1u);
 }
+
+// Each op of the elementwise table as the middle of y = op(x * scale) + x, one fused kernel,
+// against the reference plan. x is in [-3, 3]; `scale` stretches it over the op's range (for
+// Softplus, Mish and Elu far past where exp overflows in float). One line per case.
+struct UnaryCase {
+  const char* name;
+  Op op;
+  std::map<std::string, Attribute> attrs = {};
+  float scale = 1;
+};
+
+const UnaryCase kUnaryCases[] = {
+    {"relu", Op::Relu}, {"neg", Op::Neg}, {"abs", Op::Abs}, {"sqrt", Op::Sqrt}, {"reciprocal", Op::Reciprocal},
+    {"exp", Op::Exp}, {"log", Op::Log}, {"erf", Op::Erf, {}, 2}, {"tanh", Op::Tanh, {}, 10},
+    {"sigmoid", Op::Sigmoid, {}, 40},
+    {"gelu", Op::Gelu, {}, 3},
+    {"gelu_tanh", Op::Gelu, {{"approximate", std::string("tanh")}}, 3},
+    {"hard_sigmoid", Op::HardSigmoid, {{"alpha", 0.3f}, {"beta", 0.4f}}, 3},
+    {"hard_swish", Op::HardSwish, {}, 3},
+    {"leaky_relu", Op::LeakyRelu, {{"alpha", 0.2f}}},
+    {"softplus", Op::Softplus, {}, 40},
+    {"mish", Op::Mish, {}, 40},
+    {"elu", Op::Elu, {{"alpha", 0.7f}}, 40},
+};
+
+void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }
+
+class FusedUnary : public ::testing::TestWithParam<UnaryCase> {};
+
+TEST_P(FusedUnary, MatchesReference) {
+  const UnaryCase& c = GetParam();
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int m = b.node(Op::Mul, {x, b.constant("scale", scalar(c.scale))}, "m");
+  int u = b.node(c.op, {m}, "u", DType::Float32, c.attrs);
+  auto g = b.finish({b.node(Op::Add, {u, x}, "y")});
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({5, 203})}}), FusionConfig{}, kStrict);
+  EXPECT_EQ(elementwise_kernels(r.fused), std::vector<std::string>{std::string("elementwise_f32_3ops_") + cpu::kIsa});
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, FusedUnary, ::testing::ValuesIn(kUnaryCases),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 // Outputs over 16 MiB are streamed past the caches: same numbers.
 TEST(FuseElementwise, LargeOutputsAreStreamed) {
@@ -267,7 +308,7 @@ TEST(FuseElementwise, DeclinesIntegerArithmetic) {
   test::GraphBuilder b;
   int x = b.input("x"), i = b.input("i", DType::Int64);
   int ii = b.node(Op::Add, {i, i}, "ii", DType::Int64);
-  int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", kOnnxFloat}});
+  int c = b.node(Op::Cast, {ii}, "c", DType::Float32, {{"to", DType::Float32}});
   auto g = b.finish({b.node(Op::Relu, {b.node(Op::Mul, {x, c}, "m")}, "y")});
   auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 16})}, {"i", {DType::Int64, {4, 16}}}}),
                                                 FusionConfig{}, kStrict);
@@ -287,17 +328,22 @@ TEST(FuseElementwise, DeclinesABoolOutput) {
   EXPECT_TRUE(fused_nodes(p).empty());
 }
 
-// An expensive op on a small value is not recomputed for every element it broadcasts to.
+// An expensive op (the elementwise table says which) on a small value is not recomputed for
+// every element it broadcasts to.
 TEST(FuseElementwise, DeclinesRecomputingAnExpensiveSmallValue) {
-  test::GraphBuilder b;
-  int x = b.input("x"), row = b.input("row");
-  int e = b.node(Op::Exp, {row}, "e");
-  auto g = b.finish({b.node(Op::Relu, {b.node(Op::Add, {x, e}, "a")}, "y")});
-  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
-                                                FusionConfig{}, kStrict);
-  EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
-  ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Relu
-  EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  for (Op op : kUnaryTableOps) {
+    if (!elementwise_cost(op).expensive) continue;
+    SCOPED_TRACE(op_info(op).name);
+    test::GraphBuilder b;
+    int x = b.input("x"), row = b.input("row");
+    int e = b.node(op, {row}, "e");
+    auto g = b.finish({b.node(Op::Neg, {b.node(Op::Add, {x, e}, "a")}, "y")});
+    auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({64, 32})}, {"row", f32({32})}}),
+                                                  FusionConfig{}, kStrict);
+    EXPECT_TRUE(declined(r.fused, "would be recomputed for every element of [64, 32]"));
+    ASSERT_EQ(fused_nodes(r.fused).size(), 1u);  // Add + Neg
+    EXPECT_EQ(fused_nodes(r.fused)[0]->body->nodes.size(), 2u);
+  }
 }
 
 // Bounded fusion: a 40-op chain becomes a 32-node group and an 8-node group.

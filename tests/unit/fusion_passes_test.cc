@@ -164,7 +164,7 @@ TEST(FusionConfig, DisabledItemIsNotFusedAndNamesStayStable) {
   EXPECT_EQ(count_kind(disabled, "LayerNorm"), 0u);
   EXPECT_TRUE(declined_with(disabled, "disabled in the config"));
   FusionConfig none;
-  none.fuse_norm_act = none.fuse_elemwise = none.fuse_gemm_epilogue = none.fuse_attention = false;
+  set_every_switch(none, false);
   EXPECT_EQ(test::fast_plan(g, kDims, none).steps.size(), 9u);
 }
 

@@ -99,7 +99,7 @@ TEST(Gate, NothingWrongNothingRollsBack) {
   EXPECT_EQ(report.rounds, 1);
   std::vector<std::string> kept;
   for (const ItemVerdict& v : report.items) {
-    EXPECT_EQ(v.status, "kept") << v.name << ": " << v.vs_native.max_abs << " from native";
+    EXPECT_EQ(v.status, ItemStatus::Kept) << v.name << ": " << v.vs_native.max_abs << " from native";
     kept.push_back(v.name);
   }
   std::sort(kept.begin(), kept.end());
@@ -127,7 +127,7 @@ TEST_P(GateRollsBack, ExactlyTheFaultyItemAndTheSettledPlanMatchesTheReference) 
   EXPECT_EQ(report.final_fusion.disabled, std::vector<std::string>{f.item});
   EXPECT_TRUE(report.passed);
   for (const ItemVerdict& v : report.items)
-    EXPECT_EQ(v.status, v.name == f.item ? "rolled_back" : "kept") << v.name << " (tier " << v.tier << ", " << v.sample << ")";
+    EXPECT_EQ(v.status, v.name == f.item ? ItemStatus::RolledBack : ItemStatus::Kept) << v.name << " (tier " << v.tier << ", " << v.sample << ")";
 
   // The fault is real: with every item kept, the faulty kernel's plan disagrees with the reference.
   test::Feeds feeds = {{"x", normal(kDims.at("x"), 0.f, 1.f, 2)}};

@@ -108,6 +108,28 @@ TEST_P(ImporterTest, LoadsInitializersConstantsAndSymbolicDims) {
   }
 }
 
+TEST_P(ImporterTest, LoadsFromBytesWithExternalDataInTheBaseFolder) {
+  std::string bytes;
+  ASSERT_TRUE(matmul_model(dir, GetParam()).SerializeToString(&bytes));
+  Engine engine = Engine::load_bytes(bytes, dir.string());
+  Session s = engine.session({{"x", {1, 2}}});
+  Tensor x(DType::Float32, {1, 2});
+  x.data<float>()[0] = 1;
+  Tensor y = s.run({{"x", x}}).at("y");
+  EXPECT_EQ(y.data<float>()[2], 3.125f);  // W[0][2] + b[2]
+  if (GetParam()) {  // elsewhere the weights file is not found
+    fs::path other = dir / "elsewhere";
+    fs::create_directories(other);
+    try {
+      Engine::load_bytes(bytes, other.string());
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot open external data file"), std::string::npos) << e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidModel);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Storage, ImporterTest, ::testing::Values(false, true));
 
 TEST(Importer, ExternalDataOutsideTheModelFolderIsRejected) {
@@ -145,6 +167,7 @@ TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'ghost' is not defined"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidModel);
   }
   n->set_op_type("Bogus");
   m.SerializeToString(&bytes);
@@ -153,6 +176,72 @@ TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("Bogus"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
+  }
+}
+
+TEST(Importer, ErrorKindsSayWhoseFaultItIs) {
+  auto kind_of = [](auto&& load) {
+    try {
+      load();
+    } catch (const Error& e) {
+      return e.kind();
+    }
+    ADD_FAILURE() << "no error";
+    return ErrorKind::Runtime;
+  };
+  EXPECT_EQ(kind_of([] { Engine::load("/nonexistent/model.onnx"); }), ErrorKind::InvalidArgument);
+  EXPECT_EQ(kind_of([] { Engine::load_bytes("not a model"); }), ErrorKind::InvalidModel);
+  EXPECT_EQ(kind_of([] { Engine::load_bytes(""); }), ErrorKind::InvalidModel);
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(99);
+  m.mutable_graph()->add_output()->set_name("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  EXPECT_EQ(kind_of([&] { Engine::load_bytes(bytes); }), ErrorKind::UnsupportedOp);  // opset 99
+}
+
+// Cast's `to` arrives as an ONNX type code and is held as a DType; types fusor lacks are refused
+// at import, naming the node and the type.
+TEST(Importer, CastTargetsBecomeDTypes) {
+  auto cast_model = [](int64_t to) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    auto* g = m.mutable_graph();
+    auto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(3);
+    auto* n = g->add_node();
+    n->set_op_type("Cast");
+    n->set_name("the_cast");
+    n->add_input("x");
+    n->add_output("y");
+    auto* a = n->add_attribute();
+    a->set_name("to");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(to);
+    g->add_output()->set_name("y");
+    std::string bytes;
+    m.SerializeToString(&bytes);
+    return bytes;
+  };
+  Graph g = import_onnx_bytes(cast_model(onnx::TensorProto::FLOAT), "");
+  EXPECT_EQ(g.nodes[0].attr_dtype("to", DType::Undefined), DType::Float32);
+  Engine engine = Engine::load_bytes(cast_model(onnx::TensorProto::FLOAT));
+  Tensor x(DType::Int64, {3});
+  x.data<int64_t>()[2] = 7;
+  Tensor y = engine.session({{"x", {3}}}).run({{"x", x}}).at("y");
+  ASSERT_EQ(y.dtype(), DType::Float32);
+  EXPECT_EQ(y.data<float>()[2], 7.0f);
+  try {
+    import_onnx_bytes(cast_model(onnx::TensorProto::FLOAT16), "");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the_cast"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unsupported dtype float16 for attribute 'to'"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
   }
 }
 

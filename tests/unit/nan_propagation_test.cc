@@ -25,7 +25,8 @@ TEST_P(NanPropagation, FastKernelGivesNaNForNaN) {
     if (i % 3 == 0) EXPECT_TRUE(std::isnan(y.data<float>()[i])) << op_info(GetParam()).name << " at " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, NanPropagation, ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid),
+INSTANTIATE_TEST_SUITE_P(Table, NanPropagation,
+                         ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Mish, Op::Elu),
                          [](const auto& info) { return std::string(op_info(info.param).name); });
 
 }  // namespace

@@ -155,6 +155,8 @@ TEST(OnboardReport, MissingOrMalformedPartsAreOneLineErrors) {
             "onboard report: profile.after.kernels[0].time_ms must be a number");
   EXPECT_EQ(error_of(with("/profile/after/ceilings"_json_pointer, 3)), "onboard report: profile.after.ceilings must be an object");
   EXPECT_EQ(error_of(with("/check/items"_json_pointer, json::object())), "onboard report: check.items must be a list");
+  EXPECT_EQ(error_of(with("/check/items/0/status"_json_pointer, "maybe")),
+            "onboard report: check.items[0].status must be \"kept\" or \"rolled_back\"");
   EXPECT_EQ(error_of(without("/tuned/classes"_json_pointer)), "onboard report: tuned.classes is missing");
   EXPECT_EQ(error_of(with("/tuned"_json_pointer, "x")), "onboard report: tuned must be an object");
   EXPECT_EQ(error_of(with("/plan"_json_pointer, "big")),

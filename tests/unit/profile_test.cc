@@ -79,6 +79,8 @@ TEST(ProfileCost, ElementwiseAndBroadcast) {
   std::vector<TensorType> u = {f32({4, 100})};
   EXPECT_DOUBLE_EQ(step_cost(node_of(Op::Erf), u, u).flops, 400.0);
   EXPECT_DOUBLE_EQ(step_cost(node_of(Op::Relu), u, u).flops, 400.0);
+  // A unary op counts its formula (the elementwise table): 1 / (1 + exp(-x)) is 4 per element.
+  EXPECT_DOUBLE_EQ(step_cost(node_of(Op::Sigmoid), u, u).flops, 1600.0);
   // Pure data movement: no FLOPs, bytes both ways.
   StepCost copy = step_cost(node_of(Op::Identity), u, u);
   EXPECT_DOUBLE_EQ(copy.flops, 0.0);

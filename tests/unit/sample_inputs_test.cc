@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "graph_builder.h"
-#include "runtime/sample_inputs.h"
+#include "engine/sample_inputs.h"
 
 namespace fusor {
 namespace {
@@ -17,7 +17,7 @@ std::shared_ptr<Graph> embedding_graph() {
   int mask = b.input("attention_mask", DType::Int64, batch_by_seq);
   int types = b.input("token_type_ids", DType::Int64, batch_by_seq);
   int words = b.node(Op::Gather, {b.constant("word_embeddings", Tensor(DType::Float32, {50, 4})), ids}, "w");
-  int cast = b.node(Op::Cast, {types}, "types64", DType::Int64, {{"to", int64_t{7}}});
+  int cast = b.node(Op::Cast, {types}, "types64", DType::Int64, {{"to", DType::Int64}});
   int segs = b.node(Op::Gather, {b.constant("type_embeddings", Tensor(DType::Float32, {2, 4})), cast}, "t");
   return b.finish({b.node(Op::Add, {words, segs}, "y"), mask});
 }

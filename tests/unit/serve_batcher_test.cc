@@ -46,7 +46,7 @@ struct FakeModel {
     std::this_thread::sleep_for(delay);
     Tensor out(DType::Float32, ids.dims());
     for (int64_t i = 0; i < ids.numel(); ++i) {
-      if (ids.data<int64_t>()[i] < 0) throw Error("negative id");
+      if (ids.data<int64_t>()[i] < 0) throw Error("negative id", ErrorKind::InvalidArgument);
       out.data<float>()[i] = static_cast<float>(ids.data<int64_t>()[i] * mask.data<int64_t>()[i]);
     }
     return {{"out", out}};

@@ -1,54 +1,14 @@
 // serve.matrix: each batch-size bucket builds its sessions with its own fusion config, the saved
 // verdict's rollbacks reach every bucket, and outputs stay correct whichever config ran them.
 #include <gtest/gtest.h>
-#include <onnx/onnx_pb.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 
-#include "plan/plan.h"
 #include "serve/served_model.h"
+#include "chain_model.h"
 
 namespace fusor::serve {
 namespace {
-
-// x float [batch, 4] -> y = relu(x * 2 + 1): one elementwise chain, which fuse_elemwise turns
-// into one fused item. Written to a file in `dir`, as the engine loads from files.
-std::string chain_model(const std::filesystem::path& dir) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("chain");
-  for (auto [vi, name] : {std::pair{g->add_input(), "x"}, std::pair{g->add_output(), "y"}}) {
-    vi->set_name(name);
-    vi->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_param("batch");
-    vi->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
-  }
-  for (auto [name, value] : {std::pair{"two", 2.0f}, std::pair{"one", 1.0f}}) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    t->add_float_data(value);
-  }
-  auto node = [&](const char* op, std::initializer_list<const char*> in, const char* out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(std::string(op) + "_" + out);
-    for (const char* i : in) n->add_input(i);
-    n->add_output(out);
-  };
-  node("Mul", {"x", "two"}, "scaled");
-  node("Add", {"scaled", "one"}, "shifted");
-  node("Relu", {"shifted"}, "y");
-  std::string path = (dir / "chain.onnx").string();
-  std::ofstream out(path, std::ios::binary);
-  EXPECT_TRUE(m.SerializeToOstream(&out));
-  return path;
-}
 
 Tensors request(int64_t rows) {
   Tensor x(DType::Float32, {rows, 4});
@@ -87,9 +47,9 @@ TEST(ServeMatrix, BucketsPickTheirFusionAndKeepTheVerdictsRollbacks) {
   EXPECT_EQ(m.for_rows(1).fusion->disabled, (std::vector<std::string>{"rolled.back"}));
   EXPECT_EQ(&m.for_rows(5), &m.fallback);  // beyond the last bucket: the top-level config
   EXPECT_EQ(m.describe(), (std::vector<std::string>{
-                              "<=1: elemwise=0 norm_act=1 gemm_epilogue=1 attention=1 disabled=[rolled.back]",
-                              "<=4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 disabled=[only.for.four,rolled.back]",
-                              ">4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 disabled=[rolled.back]"}));
+                              "<=1: elemwise=0 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 disabled=[rolled.back]",
+                              "<=4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 disabled=[only.for.four,rolled.back]",
+                              ">4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 disabled=[rolled.back]"}));
   // --no-fusion and --reference leave no buckets: the matrix cannot turn fusion back on.
   base.fusion.reset();
   EXPECT_TRUE(OptionsMatrix::of(c, base).buckets.empty());
@@ -98,10 +58,7 @@ TEST(ServeMatrix, BucketsPickTheirFusionAndKeepTheVerdictsRollbacks) {
 TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   ServeConfig c = matrix_config();
   c.matrix = {{1, c.matrix[0].fusion}, {8, FusionConfig{}}};
-  auto dir = std::filesystem::temp_directory_path() / ("fusor_serve_matrix_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  Engine engine = Engine::load(chain_model(dir));
-  std::filesystem::remove_all(dir);
+  Engine engine = Engine::load_bytes(chain_model());
   ServedModel model("chain", std::move(engine), c, SessionOptions{}, 1);
   for (int64_t rows : {1, 8}) {
     Tensors in = request(rows);
@@ -113,7 +70,7 @@ TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   ASSERT_EQ(sessions.size(), 2u);
   std::map<int64_t, size_t> items, kernels;  // rows -> fused items, kernels in that session's plan
   for (const auto& [dims, session] : sessions) {
-    items[dims.at("x")[0]] = session.plan().fusion.items.size();
+    items[dims.at("x")[0]] = session.fusion_items().size();
     kernels[dims.at("x")[0]] = session.kernels_per_inference();
   }
   ASSERT_EQ(items.size(), 2u);

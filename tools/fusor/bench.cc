@@ -43,7 +43,7 @@ nlohmann::json memory_json(const Session::MemoryStats& m) {
 }
 
 nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, a.model.seq);
+  auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);

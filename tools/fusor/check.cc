@@ -93,14 +93,14 @@ int check(const CheckArgs& a) {
     for (const auto& [name, t] : o.samples[0]) shapes[name] = t.dims();
   }
   const int64_t batch = a.model.batch(), seq = a.model.seq;
-  o.dims = engine.bind_dims(shapes, batch, seq);
+  o.dims = bind_dims(engine, shapes, batch, seq);
   o.edge_cases = !a.no_edge_cases;
   if (o.edge_cases && a.samples_dir.empty()) {
     for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
-      if (s != seq) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), batch, s));
+      if (s != seq) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), batch, s));
     if (!a.edge_batch.empty())
       for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
-        if (b != batch) o.edge_dims.push_back(engine.bind_dims(a.model.parsed_shapes(), b, seq));
+        if (b != batch) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), b, seq));
   }
   for (const auto& spec : a.tolerances) {
     auto eq = spec.find('=');
@@ -115,12 +115,12 @@ int check(const CheckArgs& a) {
   CheckReport r = run_precision_gate(engine, o);
 
   size_t kept = 0;
-  for (const auto& i : r.items) kept += i.status == "kept";
+  for (const auto& i : r.items) kept += i.status == ItemStatus::Kept;
   std::cout << (r.passed ? "PASSED" : "FAILED") << " (" << r.mode << "): " << r.items.size() << " fusion items, "
             << kept << " kept, " << r.rolled_back.size() << " rolled back, " << r.samples.size() << " samples, "
             << r.rounds << " round(s)\n";
   for (const auto& i : r.items)
-    if (i.status == "rolled_back")
+    if (i.status == ItemStatus::RolledBack)
       std::cout << "  rolled back " << i.name << " (tier " << i.tier << ", sample " << i.sample << "): max abs "
                 << i.vs_native.max_abs << " vs threshold " << i.threshold << ", error against truth " << i.fused_vs_truth
                 << " (native " << i.native_vs_truth << ")\n";

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -79,10 +80,11 @@ std::vector<int64_t> parse_int_list(const std::string& text, const std::string& 
       if (used != item.size() || v <= 0) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::logic_error&) {
-      throw Error(what + ": '" + text + "' must be a comma-separated list of positive integers");
+      throw Error(what + ": '" + text + "' must be a comma-separated list of positive integers",
+                  ErrorKind::InvalidArgument);
     }
   }
-  if (out.empty()) throw Error(what + ": empty list");
+  if (out.empty()) throw Error(what + ": empty list", ErrorKind::InvalidArgument);
   return out;
 }
 
@@ -96,10 +98,23 @@ std::map<std::string, Dims> ModelArgs::parsed_shapes() const {
   std::map<std::string, Dims> out;
   for (const auto& s : shapes) {
     auto eq = s.find('=');
-    if (eq == std::string::npos || eq == 0) throw Error("--shape '" + s + "' must look like NAME=d0,d1,...");
+    if (eq == std::string::npos || eq == 0)
+      throw Error("--shape '" + s + "' must look like NAME=d0,d1,...", ErrorKind::InvalidArgument);
     out[s.substr(0, eq)] = parse_int_list(s.substr(eq + 1), "--shape " + s.substr(0, eq));
   }
   return out;
+}
+
+std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::string, Dims>& shapes, int64_t batch,
+                                      int64_t seq) {
+  const std::vector<TensorInfo> inputs = engine.inputs();
+  for (const auto& [name, dims] : shapes)
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const TensorInfo& in) { return in.name == name; }))
+      throw Error("--shape names '" + name + "', which is not a model input", ErrorKind::InvalidArgument);
+  for (const TensorInfo& in : inputs)
+    if (!in.has_shape && !shapes.count(in.name))
+      throw Error("input '" + in.name + "' has no declared shape: give it with --shape", ErrorKind::InvalidArgument);
+  return engine.bind_dims(shapes, batch, seq);
 }
 
 void ModelArgs::apply_threads() const {

@@ -59,6 +59,11 @@ struct ModelArgs {
   void add_config(CLI::App& cmd, const std::string& help);
 };
 
+// Engine::bind_dims. The engine's messages name no flag, so the two mistakes --shape fixes (a
+// name that is no input, an input without a declared shape) are reported here in its terms.
+std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::string, Dims>& shapes, int64_t batch,
+                                      int64_t seq);
+
 // "1,8,32" -> {1, 8, 32}; every value must be a positive integer.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
 // "8" -> 8; exactly one positive integer.

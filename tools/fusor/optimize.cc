@@ -30,7 +30,7 @@ void optimize(const OptimizeArgs& a) {
   check_output_path(a.output);
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), a.model.batch(), a.model.seq);
+  auto dims = bind_dims(engine, a.model.parsed_shapes(), a.model.batch(), a.model.seq);
   OptimizeResult r = optimize_to_onnx(engine, dims, a.model.session_options(engine, a.model.model), a.output);
   if (!r.baked_items.empty())
     std::cerr << "fusor: warning: " << r.baked_items.size() << " items (first: " << r.baked_items.front()

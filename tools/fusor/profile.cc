@@ -33,7 +33,7 @@ void profile(const ProfileArgs& a) {
   const int runs = static_cast<int>(one_positive(a.runs, "--runs"));
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
-  auto dims = engine.bind_dims(a.model.parsed_shapes(), batch, seq);
+  auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, seq);
   // Opened before the work, so a bad path fails in a second, not after the measurements.
   auto trace_file = open_output(a.trace_path, "trace");
   auto json_file = open_output(a.json_path, "JSON");

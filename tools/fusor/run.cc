@@ -54,7 +54,7 @@ void run(const RunArgs& a) {
   auto given = read_inputs(engine, a.inputs);
   auto shapes = a.model.parsed_shapes();
   for (const auto& [name, t] : given) shapes[name] = t.dims();
-  auto dims = engine.bind_dims(shapes, a.model.batch(), a.model.seq);
+  auto dims = bind_dims(engine, shapes, a.model.batch(), a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
 

@@ -45,12 +45,9 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
   tune::TuneOptions o;
   o.model_path = model.model;
   o.base = model.config;
-  if (model.no_fusion) {
-    o.base.fusion.fuse_elemwise = o.base.fusion.fuse_norm_act = false;
-    o.base.fusion.fuse_gemm_epilogue = o.base.fusion.fuse_attention = false;
-  }
+  if (model.no_fusion) set_every_switch(o.base.fusion, false);
   if (model.no_mem_reuse) o.base.mem_reuse = false;
-  o.request = engine.bind_dims(model.parsed_shapes(), 1, model.seq);
+  o.request = bind_dims(engine, model.parsed_shapes(), 1, model.seq);
   for (const auto& s : slos) o.goals.push_back(tune::parse_slo(s));
   for (size_t i = 0; i < o.goals.size(); ++i)
     for (size_t j = 0; j < i; ++j)

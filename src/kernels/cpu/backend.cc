@@ -4,7 +4,9 @@
 #include <array>
 #include <string_view>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/factories.h"
+#include "passes/fused_kinds.h"
 #include "kernels/ref/reference.h"
 
 namespace fusor::cpu {
@@ -12,7 +14,8 @@ namespace {
 
 using Factory = std::unique_ptr<Kernel> (*)(const KernelRequest&);
 
-// One row per op that has an optimized kernel; every other op runs its reference kernel.
+// One row per op that has an optimized kernel, besides the elementwise table's ops (all
+// make_unary_kernel); every other op runs its reference kernel.
 constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::MatMul, make_matmul_kernel},
     {Op::Gemm, make_gemm_kernel},
@@ -25,21 +28,6 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Mul, make_binary_kernel},
     {Op::Div, make_binary_kernel},
     {Op::Pow, make_binary_kernel},
-    {Op::Relu, make_unary_kernel},
-    {Op::Sigmoid, make_unary_kernel},
-    {Op::Tanh, make_unary_kernel},
-    {Op::Exp, make_unary_kernel},
-    {Op::Log, make_unary_kernel},
-    {Op::Sqrt, make_unary_kernel},
-    {Op::Reciprocal, make_unary_kernel},
-    {Op::Neg, make_unary_kernel},
-    {Op::Abs, make_unary_kernel},
-    {Op::Erf, make_unary_kernel},
-    {Op::Gelu, make_unary_kernel},
-    {Op::Clip, make_unary_kernel},
-    {Op::LeakyRelu, make_unary_kernel},
-    {Op::HardSigmoid, make_unary_kernel},
-    {Op::HardSwish, make_unary_kernel},
     {Op::Identity, make_unary_kernel},
     {Op::Dropout, make_unary_kernel},
     {Op::Softmax, make_softmax_kernel},
@@ -53,6 +41,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
 const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
   static const auto t = [] {
     std::array<Factory, static_cast<size_t>(Op::Count)> a{};
+    for (Op op : kUnaryTableOps) a[static_cast<size_t>(op)] = make_unary_kernel;
     for (const auto& [op, f] : kFactories) a[static_cast<size_t>(op)] = f;
     return a;
   }();
@@ -62,29 +51,29 @@ const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
 // Fused kinds that one standard op's kernel computes from the fused node's leading inputs and
 // its attributes (the passes put the operands first and copy the attributes over).
 struct StandIn {
-  std::string_view kind;
+  FusedKind kind;
   Op op;
   size_t inputs;
 };
 constexpr StandIn kStandIns[] = {
-    {"LayerNorm", Op::LayerNormalization, 3},
-    {"Gelu", Op::Gelu, 1},
+    {FusedKind::LayerNorm, Op::LayerNormalization, 3},
+    {FusedKind::Gelu, Op::Gelu, 1},
 };
 
 using FusedFactory = KernelSelection (*)(const KernelRequest&);
 
-constexpr std::pair<std::string_view, FusedFactory> kFusedFactories[] = {
-    {"Elementwise", make_fused_elementwise_kernel},
-    {"FusedMatMul", make_fused_matmul_kernel},
-    {"FusedConv", make_fused_conv_kernel},
-    {"Attention", make_attention_kernel},
+constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
+    {FusedKind::Elementwise, make_fused_elementwise_kernel},
+    {FusedKind::FusedMatMul, make_fused_matmul_kernel},
+    {FusedKind::FusedConv, make_fused_conv_kernel},
+    {FusedKind::Attention, make_attention_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {
   for (const auto& [kind, factory] : kFusedFactories)
-    if (r.node.op_type == kind) return factory(r);
+    if (is_fused_kind(r.node, kind)) return factory(r);
   for (const StandIn& s : kStandIns) {
-    if (r.node.op_type != s.kind) continue;
+    if (!is_fused_kind(r.node, s.kind)) continue;
     if (r.node.attr_int("has_scale", 1) == 0 || r.node.attr_int("has_bias", 1) == 0) return nullptr;
     Node stand_in;
     stand_in.name = r.node.name;

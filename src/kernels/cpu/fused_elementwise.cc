@@ -210,7 +210,7 @@ class FusedElementwiseKernel final : public Kernel {
             std::find(free_list.begin(), free_list.end(), buffer_[s]) == free_list.end())
           free_list.push_back(buffer_[s]);  // in place is safe: every op reads element i before writing it
       }
-      fns_.push_back(ew::select_fn(ins.code, sc));
+      fns_.push_back(ew::select_fn(ins, sc));
       const size_t d = static_cast<size_t>(ins.dst);
       scalar_[d] = all_scalar;
       if (kind_[d] == SlotKind::Temp) {

@@ -5,7 +5,9 @@
 #include <optional>
 
 #include "ir/bind.h"
+#include "ir/elementwise.h"
 #include "kernels/ref/reference.h"
+#include "passes/fused_kinds.h"
 
 namespace fusor::cpu::ew {
 namespace {
@@ -140,60 +142,21 @@ struct Compiler {
     };
     Op op = n.op;
     if (op == Op::Fused) {
-      if (n.op_type != "Gelu") return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
+      if (!is_fused_kind(n, FusedKind::Gelu)) return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
       op = Op::Gelu;
     }
     const bool f_in = is(input(0), DType::Float32), f_out = is(out, DType::Float32);
-    auto float_unary = [&](Code c) -> std::optional<std::string> {
+    if (is_unary_table_op(op)) {
       if (!f_in || !f_out) return n.describe() + ": only float32 is supported";
-      ins.code = c;
+      auto params = table_params(n, op);
+      if (!params) return n.describe() + ": bounds must be scalar constants";
+      ins.code = Code::Unary;
+      ins.op = op;
+      ins.p = unary_ops::simd_params(*params);
       operands({input(0)});
-      return std::nullopt;
-    };
-    std::optional<std::string> why;
+      return emit(n, out, ins);
+    }
     switch (op) {
-      case Op::Relu: why = float_unary(Code::Relu); break;
-      case Op::Neg: why = float_unary(Code::Neg); break;
-      case Op::Abs: why = float_unary(Code::Abs); break;
-      case Op::Sqrt: why = float_unary(Code::Sqrt); break;
-      case Op::Reciprocal: why = float_unary(Code::Reciprocal); break;
-      case Op::Exp: why = float_unary(Code::Exp); break;
-      case Op::Log: why = float_unary(Code::Log); break;
-      case Op::Sigmoid: why = float_unary(Code::Sigmoid); break;
-      case Op::Tanh: why = float_unary(Code::Tanh); break;
-      case Op::Erf: why = float_unary(Code::Erf); break;
-      case Op::HardSwish: why = float_unary(Code::HardSwish); break;
-      case Op::LeakyRelu:
-        ins.p.alpha = n.attr_float("alpha", 0.01f);
-        why = float_unary(Code::LeakyRelu);
-        break;
-      case Op::HardSigmoid:
-        ins.p.alpha = n.attr_float("alpha", 0.2f);
-        ins.p.beta = n.attr_float("beta", 0.5f);
-        why = float_unary(Code::HardSigmoid);
-        break;
-      case Op::Gelu: {
-        std::string approx = n.attr_string("approximate", "none");
-        if (approx != "none" && approx != "tanh") return n.describe() + ": unknown approximation '" + approx + "'";
-        why = float_unary(approx == "none" ? Code::GeluErf : Code::GeluTanh);
-        break;
-      }
-      case Op::Clip:
-        ins.p.lo = -std::numeric_limits<float>::infinity();
-        ins.p.hi = std::numeric_limits<float>::infinity();
-        if (n.opset < 11) {
-          ins.p.lo = n.attr_float("min", ins.p.lo);
-          ins.p.hi = n.attr_float("max", ins.p.hi);
-        } else {
-          for (size_t k : {size_t{1}, size_t{2}}) {
-            if (input(k) < 0) continue;
-            auto c = scalar_constant(input(k));
-            if (!c) return n.describe() + ": bounds must be scalar constants";
-            (k == 1 ? ins.p.lo : ins.p.hi) = *c;
-          }
-        }
-        why = float_unary(Code::Clip);
-        break;
       case Op::Identity:
       case Op::Dropout:
         if (n.op == Op::Dropout && input(2) >= 0 && scalar_constant(input(2)).value_or(1.f) != 0.f)
@@ -254,7 +217,26 @@ struct Compiler {
       default:
         return n.describe() + " is not an elementwise op this kernel runs";
     }
-    if (why) return why;
+    return emit(n, out, ins);
+  }
+
+  // The parameters of table op `op` computed by body node `n` (a fused Gelu is op Gelu), from
+  // the constants bound now.
+  std::optional<UnaryParams> table_params(const Node& n, Op op) const {
+    std::vector<TensorType> types;
+    std::vector<const Tensor*> known;
+    for (int v : n.inputs) {
+      types.push_back(v >= 0 ? b.types[static_cast<size_t>(v)] : TensorType{});
+      known.push_back(v >= 0 && b.is_constant(v) ? &b.constants[static_cast<size_t>(v)] : nullptr);
+    }
+    if (n.op == op) return unary_params(n, types, known);
+    Node as_op = n;
+    as_op.op = op;
+    return unary_params(as_op, types, known);
+  }
+
+  // Appends `ins`, writing `out` into a new slot.
+  std::optional<std::string> emit(const Node& n, int out, Instr ins) {
     if (slot_of[static_cast<size_t>(out)] >= 0) return n.describe() + " writes a value twice";
     ins.dst = slot_of[static_cast<size_t>(out)] = p.slots++;
     p.code.push_back(ins);
@@ -299,27 +281,12 @@ std::variant<Program, std::string> compile_program(const Node& fused, std::span<
   return std::move(c.p);
 }
 
-Fn select_fn(Code code, const bool scalar[3]) {
-  using namespace unary_ops;
+Fn select_fn(const Instr& ins, const bool scalar[3]) {
   const bool as = scalar[0], bs = scalar[1];
-  switch (code) {
+  switch (ins.code) {
     case Code::Copy: return unary<CopyOp>;
-    case Code::Relu: return unary<ReluOp>;
-    case Code::Neg: return unary<NegOp>;
-    case Code::Abs: return unary<AbsOp>;
-    case Code::Sqrt: return unary<SqrtOp>;
-    case Code::Reciprocal: return unary<ReciprocalOp>;
-    case Code::Exp: return unary<ExpOp>;
-    case Code::Log: return unary<LogOp>;
-    case Code::Sigmoid: return unary<SigmoidOp>;
-    case Code::Tanh: return unary<TanhOp>;
-    case Code::Erf: return unary<ErfOp>;
-    case Code::Clip: return unary<ClipOp>;
-    case Code::LeakyRelu: return unary<LeakyReluOp>;
-    case Code::HardSigmoid: return unary<HardSigmoidOp>;
-    case Code::HardSwish: return unary<HardSwishOp>;
-    case Code::GeluErf: return unary<GeluErfOp>;
-    case Code::GeluTanh: return unary<GeluTanhOp>;
+    case Code::Unary:
+      return unary_ops::with_functor<Fn>(ins.op, ins.p.variant, []<class F>() -> Fn { return unary<F>; });
     case Code::PowConst: return pow_const;
     case Code::Not: return unary<NotOp>;
     case Code::ToBool: return unary<ToBoolOp>;

@@ -26,9 +26,8 @@ using unary_ops::Params;
 using Fn = void (*)(const float* const* in, float* out, int64_t n, const Params& p);
 
 enum class Code : uint8_t {
-  // one operand
-  Copy, Relu, Neg, Abs, Sqrt, Reciprocal, Exp, Log, Sigmoid, Tanh, Erf, Clip, LeakyRelu, HardSigmoid,
-  HardSwish, GeluErf, GeluTanh, PowConst, Not, ToBool,
+  // one operand; Unary is any op of the elementwise table (Instr::op)
+  Copy, Unary, PowConst, Not, ToBool,
   // two operands
   Add, Sub, Mul, Div, Pow, Equal, Greater, Less,
   // three
@@ -37,10 +36,11 @@ enum class Code : uint8_t {
 
 struct Instr {
   Code code = Code::Copy;
+  Op op = Op::Count;  // Unary: the table op
   int dst = -1;
   int src[3] = {-1, -1, -1};
   int nsrc = 0;
-  Params p;  // LeakyRelu/HardSigmoid alpha, beta; Clip lo, hi; PowConst exponent in alpha
+  Params p;  // Unary: the op's parameters and variant; PowConst: the exponent in alpha
 };
 
 struct Program {
@@ -56,7 +56,7 @@ struct Program {
 std::variant<Program, std::string> compile_program(const Node& fused, std::span<const TensorType> inputs,
                                                    std::span<const Tensor* const> constants);
 
-// The function that runs `code` with operands that are scalars where `scalar[i]` says so.
-Fn select_fn(Code code, const bool scalar[3]);
+// The function that runs `ins` with operands that are scalars where `scalar[i]` says so.
+Fn select_fn(const Instr& ins, const bool scalar[3]);
 
 }  // namespace fusor::cpu::ew

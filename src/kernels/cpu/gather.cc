@@ -23,7 +23,8 @@ class GatherRowsKernel final : public Kernel {
       if (k < 0) k += rows_;
       if (k < 0 || k >= rows_)
         throw Error(node_.describe() + ": index " + std::to_string(idx[i]) + " is out of range [" +
-                    std::to_string(-rows_) + ", " + std::to_string(rows_) + ")");
+                        std::to_string(-rows_) + ", " + std::to_string(rows_) + ")",
+                    ErrorKind::InvalidArgument);
       std::memcpy(y + static_cast<size_t>(i) * row_bytes_, data + static_cast<size_t>(k) * row_bytes_, row_bytes_);
     }
   }

@@ -1,9 +1,13 @@
-// The float32 elementwise formulas shared by the unary kernels (unary.cc) and the fused
-// elementwise programs (fused_elementwise_program.cc): one definition of each activation, so a
-// fused kernel computes exactly what the standalone kernel does.
+// The float32 SIMD functor of every row of the elementwise table (ir/elementwise_table.h), shared
+// by the unary kernels (unary.cc) and the fused elementwise programs
+// (fused_elementwise_program.cc): one definition of each formula, so a fused kernel computes
+// exactly what the standalone kernel does. Each functor keeps NaN as NaN (Highway's Ne is an
+// ordered compare, so a NaN test is written !(x == x)) and stays finite where the op is.
 #pragma once
 #include <limits>
+#include <type_traits>
 
+#include "ir/elementwise.h"
 #include "kernels/cpu/simd.h"
 
 namespace fusor::cpu::unary_ops {
@@ -12,10 +16,17 @@ using simd::D;
 using simd::V;
 namespace hn = simd::hn;
 
-// Attributes of the parametrised ops (LeakyRelu alpha, HardSigmoid alpha/beta, Clip bounds).
+// A node's parameters as the functors read them: UnaryParams with Clip's missing bounds at
+// -inf and +inf. (The fused programs' PowConst keeps its exponent in alpha.)
 struct Params {
   float alpha = 0, beta = 0, lo = 0, hi = 0;
+  int variant = 0;
 };
+
+inline Params simd_params(const UnaryParams& u) {
+  const double inf = std::numeric_limits<double>::infinity();
+  return {u.alpha, u.beta, static_cast<float>(u.lo.value_or(-inf)), static_cast<float>(u.hi.value_or(inf)), u.variant};
+}
 
 #define FUSOR_UNARY(Name, expr)                                            \
   struct Name##Op {                                                        \
@@ -67,6 +78,70 @@ struct LogOp {
     return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
   }
 };
+
+// log(1 + e^x) as max(x, 0) + log1p(e^-|x|): e^-|x| is in (0, 1], so nothing overflows and
+// small results keep their precision; +inf gives +inf.
+struct SoftplusOp {
+  static HWY_INLINE V apply(V x, const Params&) {
+    const D d;
+    const V y = hn::Add(hn::Max(x, hn::Zero(d)), hn::Log1p(d, hn::Exp(d, hn::Neg(hn::Abs(x)))));
+    return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
+  }
+};
+
+// x * tanh(softplus(x)) = x * n / (n + 2) with n = e^x (e^x + 2): one exp and a division. From
+// x = 20 on n / (n + 2) is 1 in float, so the exp's argument is clamped there and never
+// overflows; a NaN stays NaN through the product.
+struct MishOp {
+  static HWY_INLINE V apply(V x, const Params&) {
+    const D d;
+    const V e = hn::Exp(d, hn::Min(x, hn::Set(d, 20.f)));
+    const V n = hn::Mul(e, hn::Add(e, hn::Set(d, 2.f)));
+    return hn::Mul(x, hn::Div(n, hn::Add(n, hn::Set(d, 2.f))));
+  }
+};
+
+// x < 0 ? alpha * (e^x - 1) : x, with Highway's expm1 (-1 below its range, so -alpha at -inf).
+struct EluOp {
+  static HWY_INLINE V apply(V x, const Params& p) {
+    const D d;
+    return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Expm1(d, x), hn::Set(d, p.alpha)), x);
+  }
+};
+
 #undef FUSOR_UNARY
+
+// An op with several formulas (Gelu: erf, tanh) lists one functor per UnaryParams::variant.
+struct VariantList {};
+template <class... Fs>
+struct Variants : VariantList {
+  template <class R, class Visit>
+  static R pick(int variant, Visit& visit) {
+    R out{};
+    int i = 0;
+    ((i++ == variant ? void(out = visit.template operator()<Fs>()) : void()), ...);
+    return out;
+  }
+};
+struct GeluOp : Variants<GeluErfOp, GeluTanhOp> {};
+
+template <class F, class R, class Visit>
+R visit_functor(int variant, Visit& visit) {
+  if constexpr (std::is_base_of_v<VariantList, F>) return F::template pick<R>(variant, visit);
+  else return visit.template operator()<F>();
+}
+
+// Returns visit.template operator()<F>() for the functor F of table op `op` and `variant`, or
+// R{} when `op` is not in the table.
+template <class R, class Visit>
+R with_functor(Op op, int variant, Visit&& visit) {
+  switch (op) {
+#define FUSOR_UNARY_CASE_(name, ...) \
+  case Op::name: return visit_functor<name##Op, R>(variant, visit);
+    FUSOR_UNARY_OPS(FUSOR_UNARY_CASE_)
+#undef FUSOR_UNARY_CASE_
+    default: return R{};
+  }
+}
 
 }  // namespace fusor::cpu::unary_ops

@@ -17,7 +17,8 @@ void Gather(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> 
   for (int64_t& i : indices) {
     if (i < -extent || i >= extent)
       fail(node, "index " + std::to_string(i) + " is out of range for axis " + std::to_string(axis) +
-                     " of size " + std::to_string(extent));
+                     " of size " + std::to_string(extent),
+           ErrorKind::InvalidArgument);  // the values fed, not the model
     if (i < 0) i += extent;
   }
   int64_t outer = 1, inner = 1;

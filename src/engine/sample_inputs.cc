@@ -1,4 +1,4 @@
-#include "runtime/sample_inputs.h"
+#include "engine/sample_inputs.h"
 
 #include <algorithm>
 #include <random>

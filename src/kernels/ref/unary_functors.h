@@ -1,0 +1,77 @@
+// The scalar functor of every row of the elementwise table (ir/elementwise_table.h): the spec's
+// formula, written once as a template over the element type T (float32 is computed in float).
+// ref/unary.cc runs them as the reference kernels. Where the spec's formula overflows or cancels
+// in floating point, the functor computes the same function the accurate way.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+#include "ir/elementwise.h"
+#include "kernels/ref/elementwise.h"
+
+namespace fusor::ref::unary_fn {
+
+#define FUSOR_SCALAR(Name, expr)                                 \
+  struct Name {                                                  \
+    template <class T>                                           \
+    static T apply(T x, const UnaryParams& p) {                  \
+      (void)p;                                                   \
+      return static_cast<T>(expr);                               \
+    }                                                            \
+  };
+
+FUSOR_SCALAR(Sqrt, std::sqrt(x))
+FUSOR_SCALAR(Reciprocal, T(1) / x)
+FUSOR_SCALAR(Erf, std::erf(x))
+FUSOR_SCALAR(Tanh, std::tanh(x))
+FUSOR_SCALAR(Exp, std::exp(x))
+FUSOR_SCALAR(Log, std::log(x))
+FUSOR_SCALAR(Neg, wrap_neg(x))
+FUSOR_SCALAR(Relu, x < T(0) ? T(0) : x)  // NaN stays NaN, like numpy's maximum(x, 0)
+FUSOR_SCALAR(Sigmoid, T(1) / (T(1) + std::exp(-x)))
+FUSOR_SCALAR(HardSigmoid, std::max(T(0), std::min(T(1), T(p.alpha) * x + T(p.beta))))
+FUSOR_SCALAR(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
+FUSOR_SCALAR(LeakyRelu, x < T(0) ? T(p.alpha) * x : x)
+// log(exp(x) + 1) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, no loss for small.
+FUSOR_SCALAR(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
+FUSOR_SCALAR(Mish, x * std::tanh(Softplus::apply(x, p)))
+// alpha * (exp(x) - 1) below 0, with expm1: exact near 0 where exp(x) - 1 cancels.
+FUSOR_SCALAR(Elu, x < T(0) ? T(p.alpha) * std::expm1(x) : x)
+
+struct Abs {
+  template <class T>
+  static T apply(T x, const UnaryParams&) {
+    if constexpr (std::is_signed_v<T>) return x < T(0) ? wrap_neg(x) : x;
+    else return x;
+  }
+};
+
+// Variant 0: x/2 * (1 + erf(x / sqrt 2)); variant 1: the tanh approximation.
+struct Gelu {
+  template <class T>
+  static T apply(T x, const UnaryParams& p) {
+    if (p.variant == 1) {
+      const T k = std::sqrt(T(2) / std::numbers::pi_v<T>);
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + T(0.044715) * x * x * x)));
+    }
+    return T(0.5) * x * (T(1) + std::erf(x / std::numbers::sqrt2_v<T>));
+  }
+};
+
+// min(max(x, lo), hi) like numpy.clip: NaN stays NaN and lo > hi gives hi. A missing bound is
+// the type's lowest or highest value.
+struct Clip {
+  template <class T>
+  static T apply(T x, const UnaryParams& p) {
+    const T lo = p.lo ? static_cast<T>(*p.lo) : std::numeric_limits<T>::lowest();
+    const T hi = p.hi ? static_cast<T>(*p.hi) : std::numeric_limits<T>::max();
+    return std::min(std::max(x, lo), hi);
+  }
+};
+
+#undef FUSOR_SCALAR
+
+}  // namespace fusor::ref::unary_fn

@@ -1,0 +1,46 @@
+#include "onnx/dtype_codes.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cctype>
+
+namespace fusor {
+
+DType dtype_from_onnx(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return DType::Float32;
+    case onnx::TensorProto::DOUBLE: return DType::Float64;
+    case onnx::TensorProto::INT64: return DType::Int64;
+    case onnx::TensorProto::INT32: return DType::Int32;
+    case onnx::TensorProto::INT8: return DType::Int8;
+    case onnx::TensorProto::UINT8: return DType::UInt8;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+    default: return DType::Undefined;
+  }
+}
+
+int dtype_to_onnx(DType t) {
+  switch (t) {
+    case DType::Float32: return onnx::TensorProto::FLOAT;
+    case DType::Float64: return onnx::TensorProto::DOUBLE;
+    case DType::Int64: return onnx::TensorProto::INT64;
+    case DType::Int32: return onnx::TensorProto::INT32;
+    case DType::Int8: return onnx::TensorProto::INT8;
+    case DType::UInt8: return onnx::TensorProto::UINT8;
+    case DType::Bool: return onnx::TensorProto::BOOL;
+    case DType::Undefined: return onnx::TensorProto::UNDEFINED;
+  }
+  return onnx::TensorProto::UNDEFINED;
+}
+
+std::string onnx_type_name(int t) {
+  if (DType d = dtype_from_onnx(t); d != DType::Undefined) return dtype_name(d);
+  if (onnx::TensorProto_DataType_IsValid(t)) {
+    std::string n = onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(t));
+    for (auto& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return n;
+  }
+  return "type#" + std::to_string(t);
+}
+
+}  // namespace fusor

@@ -1,0 +1,117 @@
+#include "passes/fused_kinds.h"
+
+#include <array>
+#include <variant>
+
+namespace fusor {
+namespace {
+
+const std::array<FusedKindInfo, static_cast<size_t>(FusedKind::Count)> kKinds = {{
+#define FUSOR_FUSED_KIND_ROW(kind, description) {FusedKind::kind, #kind, description},
+    FUSOR_FUSED_KINDS(FUSOR_FUSED_KIND_ROW)
+#undef FUSOR_FUSED_KIND_ROW
+}};
+
+constexpr AttrType Int = AttrType::Int, Float = AttrType::Float, String = AttrType::String, Ints = AttrType::Ints;
+constexpr bool kSometimes = false;
+
+// fuse_layer_norm; read by the LayerNormalization kernel it stands in for (has_scale, has_bias:
+// whether gamma and beta follow X among the inputs).
+constexpr ContractAttr kLayerNorm[] = {{"axis", Int}, {"epsilon", Float}, {"has_scale", Int}, {"has_bias", Int}};
+// fuse_gelu: "none" (erf) or "tanh", as ONNX Gelu.
+constexpr ContractAttr kGelu[] = {{"approximate", String}};
+// fuse_attention: mask is "additive" (the fourth input) or "none"; fill is the causal mask's value.
+constexpr ContractAttr kAttention[] = {{"num_heads", Int}, {"head_dim", Int}, {"scale", Float},
+                                       {"causal", Int},    {"fill", Float},   {"mask", String}};
+// merge_projections: p projections of one input; splits[i] = Ni, biases[i] = 1 when i has a bias.
+constexpr ContractAttr kMergedMatMul[] = {{"projections", Int}, {"splits", Ints}, {"biases", Ints}};
+// fuse_gemm_epilogue on MatMul/Gemm: activation is "none", "relu", "gelu", ... (alpha for leaky_relu).
+constexpr ContractAttr kEpilogueMatMul[] = {{"has_bias", Int},
+                                            {"has_residual", Int},
+                                            {"activation", String},
+                                            {"trans_b", Int},
+                                            {"alpha", Float, kSometimes}};
+// fuse_gemm_epilogue on Conv: the same epilogue, plus the Conv's own attributes where it had them.
+constexpr ContractAttr kEpilogueConv[] = {{"has_bias", Int},
+                                          {"has_residual", Int},
+                                          {"activation", String},
+                                          {"alpha", Float, kSometimes},
+                                          {"kernel_shape", Ints, kSometimes},
+                                          {"strides", Ints, kSometimes},
+                                          {"pads", Ints, kSometimes},
+                                          {"dilations", Ints, kSometimes},
+                                          {"group", Int, kSometimes},
+                                          {"auto_pad", String, kSometimes}};
+
+const KindContract kContracts[] = {
+    {FusedKind::LayerNorm, "fuse_layer_norm", kLayerNorm},
+    {FusedKind::Gelu, "fuse_gelu", kGelu},
+    {FusedKind::Attention, "fuse_attention", kAttention},
+    {FusedKind::FusedMatMul, "merge_projections", kMergedMatMul},
+    {FusedKind::FusedMatMul, "fuse_gemm_epilogue", kEpilogueMatMul},
+    {FusedKind::FusedConv, "fuse_gemm_epilogue", kEpilogueConv},
+    {FusedKind::Elementwise, "fuse_elementwise", {}},
+};
+
+bool holds(const Attribute& a, AttrType type) {
+  switch (type) {
+    case AttrType::Int: return std::holds_alternative<int64_t>(a);
+    case AttrType::Float: return std::holds_alternative<float>(a);
+    case AttrType::String: return std::holds_alternative<std::string>(a);
+    case AttrType::Ints: return std::holds_alternative<std::vector<int64_t>>(a);
+  }
+  return false;
+}
+
+}  // namespace
+
+const FusedKindInfo& fused_kind_info(FusedKind kind) { return kKinds.at(static_cast<size_t>(kind)); }
+const char* fused_kind_name(FusedKind kind) { return fused_kind_info(kind).name; }
+
+std::optional<FusedKind> fused_kind_from_name(std::string_view name) {
+  for (const FusedKindInfo& k : kKinds)
+    if (name == k.name) return k.kind;
+  return std::nullopt;
+}
+
+std::span<const FusedKindInfo> all_fused_kinds() { return kKinds; }
+
+bool is_fused_kind(const Node& node, FusedKind kind) { return node.op == Op::Fused && node.op_type == fused_kind_name(kind); }
+
+const char* attr_type_name(AttrType type) {
+  switch (type) {
+    case AttrType::Int: return "int";
+    case AttrType::Float: return "float";
+    case AttrType::String: return "string";
+    case AttrType::Ints: return "ints";
+  }
+  return "?";
+}
+
+std::span<const KindContract> fused_kind_contracts() { return kContracts; }
+
+const KindContract* fused_kind_contract(FusedKind kind, std::string_view pass) {
+  for (const KindContract& c : kContracts)
+    if (c.kind == kind && c.pass == pass) return &c;
+  return nullptr;
+}
+
+std::optional<std::string> contract_violation(const Node& node, const KindContract& contract) {
+  const std::string who = node.describe() + " (" + fused_kind_name(contract.kind) + " from " + std::string(contract.pass) + ")";
+  for (const ContractAttr& a : contract.attrs) {
+    auto it = node.attrs.find(std::string(a.name));
+    if (it == node.attrs.end()) {
+      if (a.always) return who + " lacks attribute '" + std::string(a.name) + "'";
+    } else if (!holds(it->second, a.type)) {
+      return who + ": attribute '" + std::string(a.name) + "' is not of type " + attr_type_name(a.type);
+    }
+  }
+  for (const auto& [name, value] : node.attrs) {
+    bool listed = false;
+    for (const ContractAttr& a : contract.attrs) listed = listed || a.name == name;
+    if (!listed) return who + " carries attribute '" + name + "', which its contract does not list";
+  }
+  return std::nullopt;
+}
+
+}  // namespace fusor

@@ -1,0 +1,134 @@
+// The public Engine and Session: a model loaded from bytes, the step observer, the fusion items
+// a session reports, and the kinds of the errors callers make.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "fusor/config.h"
+#include "fusor/engine.h"
+#include "chain_model.h"
+
+namespace fusor {
+namespace {
+
+Tensor input(int64_t rows) {
+  Tensor x(DType::Float32, {rows, 4});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i) - 3.0f;
+  return x;
+}
+
+struct Seen {
+  size_t index;
+  std::string node, op, kernel;
+  std::vector<Tensor> inputs, outputs;
+};
+
+std::vector<Seen> observe_one_run(Session& session, const Tensor& x) {
+  std::vector<Seen> seen;
+  session.set_observer([&](const StepEvent& e) {
+    Seen s{e.index, std::string(e.node), std::string(e.op), std::string(e.kernel), {}, {}};
+    for (const Tensor& t : e.inputs) s.inputs.push_back(t.clone());
+    for (const Tensor& t : e.outputs) s.outputs.push_back(t.clone());
+    EXPECT_GE(e.seconds, 0.0);
+    seen.push_back(std::move(s));
+  });
+  session.run({{"x", x}});
+  session.set_observer(nullptr);
+  return seen;
+}
+
+TEST(Engine, ObserverSeesEveryStepWithItsTensors) {
+  Engine engine = Engine::load_bytes(chain_model());
+  SessionOptions unfused;
+  unfused.fusion.reset();
+  Session session = engine.session({{"x", {2, 4}}}, unfused);
+  const Tensor x = input(2);
+  std::vector<Seen> seen = observe_one_run(session, x);
+  ASSERT_EQ(seen.size(), 3u);
+  ASSERT_EQ(seen.size(), session.kernels_per_inference());
+  const char* ops[] = {"Mul", "Add", "Relu"};
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].index, i);
+    EXPECT_EQ(seen[i].op, ops[i]);
+    EXPECT_FALSE(seen[i].kernel.empty());
+  }
+  EXPECT_EQ(seen[0].node, "Mul_scaled");
+  ASSERT_EQ(seen[0].inputs.size(), 2u);
+  EXPECT_EQ(seen[0].inputs[0].dims(), x.dims());
+  EXPECT_EQ(seen[0].inputs[1].data<float>()[0], 2.0f);  // the weight "two"
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float v = x.data<float>()[i];
+    EXPECT_EQ(seen[0].outputs[0].data<float>()[i], v * 2) << i;
+    EXPECT_EQ(seen[1].outputs[0].data<float>()[i], v * 2 + 1) << i;
+    EXPECT_EQ(seen[2].outputs[0].data<float>()[i], std::max(0.0f, v * 2 + 1)) << i;
+  }
+  // Removed, it sees nothing more; the outputs are the same observed or not.
+  Tensor y = session.run({{"x", x}}).at("y");
+  EXPECT_EQ(std::memcmp(y.raw(), seen[2].outputs[0].raw(), y.nbytes()), 0);
+}
+
+TEST(Engine, FusedStepCarriesTheFusionItemsName) {
+  Engine engine = Engine::load_bytes(chain_model());
+  Session fused = engine.session({{"x", {8, 4}}});
+  std::vector<FusionItemInfo> items = fused.fusion_items();
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_FALSE(items[0].name.empty());
+  EXPECT_FALSE(items[0].pass.empty());
+  std::vector<Seen> seen = observe_one_run(fused, input(8));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].node, items[0].name);
+  EXPECT_EQ(seen[0].op, items[0].kind);
+
+  SessionOptions unfused;
+  unfused.fusion.reset();
+  EXPECT_TRUE(engine.session({{"x", {8, 4}}}, unfused).fusion_items().empty());
+}
+
+ErrorKind kind_of(const std::function<void()>& f, const std::string& fragment = "") {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    return e.kind();
+  }
+  ADD_FAILURE() << "no error";
+  return ErrorKind::Runtime;
+}
+
+TEST(Engine, CallersMistakesAreInvalidArguments) {
+  Engine engine = Engine::load_bytes(chain_model());
+  const auto invalid = ErrorKind::InvalidArgument;
+  EXPECT_EQ(kind_of([&] { engine.bind_dims({{"nosuch", {1, 4}}}, 1, 1); }, "'nosuch', which is not a model input"),
+            invalid);
+  EXPECT_EQ(kind_of([&] { engine.session({{"x", {2, 5}}}); }, "[2, 5]"), invalid);
+  EXPECT_EQ(kind_of([&] { engine.session({{"x", {2, 4, 1}}}); }, "rank"), invalid);
+  Session session = engine.session({{"x", {2, 4}}});
+  EXPECT_EQ(kind_of([&] { session.run({}); }, "missing input 'x'"), invalid);
+  EXPECT_EQ(kind_of([&] { session.run({{"x", input(3)}}); }, "must be float32 [2, 4]"), invalid);
+  EXPECT_EQ(kind_of([&] { session.run({{"x", input(2)}, {"z", input(2)}}); }, "no input named 'z'"), invalid);
+  EXPECT_EQ(kind_of([] { parse_config("fusion: {fuse_elemwise: maybe}", "cfg"); }, "cfg:"), invalid);
+  EXPECT_STREQ(error_kind_name(invalid), "invalid_argument");
+  EXPECT_EQ(Error("unclassified").kind(), ErrorKind::Runtime);
+}
+
+TEST(Engine, BindDimsMessagesNameNoCommandLineFlag) {
+  onnx::ModelProto m;
+  m.ParseFromString(chain_model());
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  Engine engine = Engine::load_bytes(bytes);
+  try {
+    engine.bind_dims({}, 1, 1);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "input 'x' has no declared shape, and no dims were given for it");
+  }
+  EXPECT_EQ(engine.bind_dims({{"x", {3, 4}}}, 1, 1).at("x"), (Dims{3, 4}));
+}
+
+}  // namespace
+}  // namespace fusor
