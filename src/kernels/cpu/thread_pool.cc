@@ -21,7 +21,7 @@ namespace {
 // kernel; longer would burn CPU a neighbour could use.
 constexpr auto kSpin = std::chrono::microseconds(50);
 
-thread_local int t_width = 0;       // 0: the budget
+thread_local int t_width = 0;       // 0: not set yet (the budget)
 thread_local bool t_in_job = false;  // inside a chunk: nested jobs run inline
 
 struct Job {
@@ -125,7 +125,12 @@ class Pool {
 
 }  // namespace
 
-int thread_width() { return t_width > 0 ? t_width : compute_budget(); }
+int thread_width() {
+  // First use on this thread: OpenMP (oneDNN's convolutions) follows the same budget, which,
+  // unlike OpenMP's default, counts the cgroup quota.
+  if (t_width == 0) set_thread_width(compute_budget());
+  return t_width;
+}
 
 void set_thread_width(int n) {
   t_width = std::max(1, n);
