@@ -1,72 +1,52 @@
 #include "serve/kserve_json.h"
 
-#include <cstring>
-
+#include "serve/json_dom.h"
+#include "serve/json_tensor_data.h"
 #include "serve/tensor_codec.h"
 
 namespace fusor::serve {
 namespace {
 
 using nlohmann::json;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
 
 RequestError bad(const std::string& m) { return {Code::BadRequest, m}; }
 
-// Flattens nested "data" arrays (row-major), bounded in depth.
-template <class V, class Get>
-void flatten(const json& j, std::vector<V>& out, int depth, const std::string& name, Get get) {
-  if (depth > 32) throw bad("input '" + name + "' data is nested too deeply");
-  if (j.is_array()) {
-    for (const auto& x : j) flatten(x, out, depth + 1, name, get);
-  } else {
-    out.push_back(get(j));
-  }
+std::optional<element> field(const element& object, const char* key) {
+  element e;
+  if (object.at_key(key).get(e)) return std::nullopt;
+  return e;
 }
 
-Tensor json_tensor(const WireTensor& w, const json& data) {
-  auto wrong = [&] { return bad("input '" + w.name + "' data holds a value that is not " + w.datatype); };
-  if (w.datatype == "INT64" || w.datatype == "INT32" || w.datatype == "INT8" || w.datatype == "UINT8") {
-    std::vector<int64_t> v;
-    flatten(data, v, 0, w.name, [&](const json& x) -> int64_t {
-      if (!x.is_number_integer()) throw wrong();
-      return x.is_number_unsigned() ? static_cast<int64_t>(x.get<uint64_t>()) : x.get<int64_t>();
-    });
-    return from_int64s(w, v);
-  }
-  std::vector<double> v;
-  flatten(data, v, 0, w.name, [&](const json& x) -> double {
-    if (w.datatype == "BOOL") {
-      if (!x.is_boolean()) throw wrong();
-      return x.get<bool>() ? 1 : 0;
-    }
-    if (!x.is_number()) throw wrong();
-    return x.get<double>();
-  });
-  return from_doubles(w, v);
+std::string string_field(const element& object, const char* key, const std::string& what) {
+  auto e = field(object, key);
+  if (!e) return "";
+  if (e->type() != element_type::STRING) throw bad(what + " '" + key + "' must be a string");
+  return std::string(e->get_string().value_unsafe());
 }
 
-std::string string_field(const json& j, const char* key, const std::string& what) {
-  auto it = j.find(key);
-  if (it == j.end()) return "";
-  if (!it->is_string()) throw bad(what + " '" + key + "' must be a string");
-  return it->get<std::string>();
+std::optional<bool> bool_field(const element& object, const char* key) {
+  auto e = field(object, key);
+  if (!e || e->type() != element_type::BOOL) return std::nullopt;
+  return e->get_bool().value_unsafe();
 }
 
-json tensor_values(const Tensor& t) {
-  json a = json::array();
-  auto put = [&](auto* p) {
-    for (int64_t i = 0; i < t.numel(); ++i) a.push_back(p[i]);
-  };
-  switch (t.dtype()) {
-    case DType::Float32: put(static_cast<const float*>(t.raw())); break;
-    case DType::Float64: put(static_cast<const double*>(t.raw())); break;
-    case DType::Int64: put(static_cast<const int64_t*>(t.raw())); break;
-    case DType::Int32: put(static_cast<const int32_t*>(t.raw())); break;
-    case DType::Int8: put(static_cast<const int8_t*>(t.raw())); break;
-    case DType::UInt8: put(static_cast<const uint8_t*>(t.raw())); break;
-    case DType::Bool: put(static_cast<const bool*>(t.raw())); break;
-    case DType::Undefined: break;
-  }
-  return a;
+bool is_object(const std::optional<element>& e) { return e && e->type() == element_type::OBJECT; }
+bool is_array(const std::optional<element>& e) { return e && e->type() == element_type::ARRAY; }
+bool is_integer(const element& e) { return e.type() == element_type::INT64 || e.type() == element_type::UINT64; }
+int64_t integer(const element& e) {  // integers above INT64_MAX wrap, as they always have
+  return e.type() == element_type::UINT64 ? static_cast<int64_t>(e.get_uint64().value_unsafe())
+                                          : e.get_int64().value_unsafe();
+}
+
+// One parser per protocol thread keeps its buffers from request to request; one that grew for
+// an unusually large body is dropped after it, so 32 threads do not each keep the largest.
+constexpr size_t kKeptParserBytes = size_t{1} << 20;
+
+// A JSON string, escaped; bytes that are not UTF-8 become U+FFFD.
+void append_quoted(std::string& out, const std::string& s) {
+  out += json(s).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json tensor_metadata(const TensorInfo& t, bool batched) {
@@ -86,35 +66,44 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
   if (json_len > body.size())
     throw bad("Inference-Header-Content-Length " + std::to_string(json_len) + " exceeds the body's " +
               std::to_string(body.size()) + " bytes");
-  json j = json::parse(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(json_len), nullptr, false);
-  if (j.is_discarded()) throw bad("malformed JSON in the request body");
-  if (!j.is_object()) throw bad("the request body must be a JSON object");
+  thread_local auto parser = std::make_unique<simdjson::dom::parser>();
+  struct Trim {
+    ~Trim() {
+      if (parser->capacity() > kKeptParserBytes) parser = std::make_unique<simdjson::dom::parser>();
+    }
+  } trim;
+  element j;
+  if (auto error = parser->parse(body.data(), json_len).get(j))
+    throw bad(std::string("malformed JSON in the request body: ") + simdjson::error_message(error));
+  if (j.type() != element_type::OBJECT) throw bad("the request body must be a JSON object");
   HttpInferRequest r;
   r.id = string_field(j, "id", "request");
-  if (auto p = j.find("parameters"); p != j.end()) {
-    if (!p->is_object()) throw bad("request 'parameters' must be an object");
+  if (auto p = field(j, "parameters")) {
+    if (p->type() != element_type::OBJECT) throw bad("request 'parameters' must be an object");
     r.cls = string_field(*p, "class", "parameter");
-    if (auto b = p->find("binary_data_output"); b != p->end() && b->is_boolean()) r.binary_default = b->get<bool>();
+    r.binary_default = bool_field(*p, "binary_data_output").value_or(false);
   }
-  auto inputs = j.find("inputs");
-  if (inputs == j.end() || !inputs->is_array()) throw bad("the request must have an 'inputs' array");
+  auto inputs = field(j, "inputs");
+  if (!is_array(inputs)) throw bad("the request must have an 'inputs' array");
   size_t offset = json_len;  // binary data follows the JSON, in input order
-  for (const json& in : *inputs) {
-    if (!in.is_object()) throw bad("each of 'inputs' must be an object");
+  for (element in : items(*inputs)) {
+    if (in.type() != element_type::OBJECT) throw bad("each of 'inputs' must be an object");
     WireTensor w{string_field(in, "name", "input"), string_field(in, "datatype", "input"), {}};
     if (w.name.empty()) throw bad("an input has no 'name'");
-    auto shape = in.find("shape");
-    if (shape == in.end() || !shape->is_array()) throw bad("input '" + w.name + "' has no 'shape' array");
-    for (const json& d : *shape) {
-      if (!d.is_number_integer()) throw bad("input '" + w.name + "' shape must hold integers");
-      w.shape.push_back(d.get<int64_t>());
+    auto shape = field(in, "shape");
+    if (!is_array(shape)) throw bad("input '" + w.name + "' has no 'shape' array");
+    for (element d : items(*shape)) {
+      if (!is_integer(d)) throw bad("input '" + w.name + "' shape must hold integers");
+      w.shape.push_back(integer(d));
     }
     if (r.inputs.count(w.name)) throw bad("input '" + w.name + "' is given twice");
     std::optional<size_t> binary_size;
-    if (auto p = in.find("parameters"); p != in.end() && p->is_object())
-      if (auto b = p->find("binary_data_size"); b != p->end()) {
-        if (!b->is_number_unsigned()) throw bad("input '" + w.name + "' binary_data_size must be a non-negative integer");
-        binary_size = b->get<uint64_t>();
+    if (auto p = field(in, "parameters"); is_object(p))
+      if (auto b = field(*p, "binary_data_size")) {
+        uint64_t size;
+        if (b->get_uint64().get(size))  // also refuses negative integers and reals
+          throw bad("input '" + w.name + "' binary_data_size must be a non-negative integer");
+        binary_size = size;
       }
     if (binary_size) {
       if (*binary_size > body.size() - offset)
@@ -122,51 +111,75 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
       r.inputs[w.name] = from_raw(w, body.data() + offset, *binary_size);
       offset += *binary_size;
     } else {
-      auto data = in.find("data");
-      if (data == in.end()) throw bad("input '" + w.name + "' has neither 'data' nor binary_data_size");
-      r.inputs[w.name] = json_tensor(w, *data);
+      auto data = field(in, "data");
+      if (!data) throw bad("input '" + w.name + "' has neither 'data' nor binary_data_size");
+      r.inputs[w.name] = decode_tensor_data(w, *data);
     }
   }
   if (offset != body.size()) throw bad("the body has " + std::to_string(body.size() - offset) + " bytes of binary data no input claims");
-  if (auto outs = j.find("outputs"); outs != j.end()) {
-    if (!outs->is_array()) throw bad("request 'outputs' must be an array");
-    for (const json& o : *outs) {
-      if (!o.is_object()) throw bad("each of 'outputs' must be an object");
+  if (auto outs = field(j, "outputs")) {
+    if (outs->type() != element_type::ARRAY) throw bad("request 'outputs' must be an array");
+    for (element o : items(*outs)) {
+      if (o.type() != element_type::OBJECT) throw bad("each of 'outputs' must be an object");
       bool binary = r.binary_default;
-      if (auto p = o.find("parameters"); p != o.end() && p->is_object())
-        if (auto b = p->find("binary_data"); b != p->end() && b->is_boolean()) binary = b->get<bool>();
+      if (auto p = field(o, "parameters"); is_object(p)) binary = bool_field(*p, "binary_data").value_or(binary);
       r.outputs.emplace_back(string_field(o, "name", "output"), binary);
     }
   }
   return r;
 }
 
+// Written by hand rather than through a JSON tree: "data" arrays of 10^5 values go straight into
+// the body. Keys keep the sorted order the tree used to give them.
 HttpBody infer_response(const std::string& model, const HttpInferRequest& req, const Signature& sig,
                         const Tensors& outputs) {
   std::vector<std::pair<std::string, bool>> wanted = req.outputs;
   if (wanted.empty())
     for (const auto& o : sig.outputs) wanted.emplace_back(o.name, req.binary_default);
-  json outs = json::array();
-  std::string binary;
+  std::vector<const Tensor*> tensors;
+  size_t binary_bytes = 0;
   for (const auto& [name, as_binary] : wanted) {
     auto it = outputs.find(name);
     if (it == outputs.end()) throw bad("unknown output '" + name + "' requested");
-    const Tensor& t = it->second;
-    json o = {{"name", name}, {"datatype", triton_dtype(t.dtype())}, {"shape", t.dims()}};
-    if (as_binary) {
-      o["parameters"] = {{"binary_data_size", t.nbytes()}};
-      binary.append(static_cast<const char*>(t.raw()), t.nbytes());
-    } else {
-      o["data"] = tensor_values(t);
-    }
-    outs.push_back(std::move(o));
+    tensors.push_back(&it->second);
+    if (as_binary) binary_bytes += it->second.nbytes();
   }
-  json j = {{"model_name", model}, {"model_version", kModelVersion}, {"outputs", outs}};
-  if (!req.id.empty()) j["id"] = req.id;
-  HttpBody b{j.dump(-1, ' ', false, json::error_handler_t::replace), std::nullopt};
-  if (!binary.empty()) {
-    b.header_length = b.body.size();
-    b.body += binary;
+  HttpBody b;
+  std::string& out = b.body;
+  out.reserve(256 + binary_bytes);
+  out += '{';
+  if (!req.id.empty()) {
+    out += "\"id\":";
+    append_quoted(out, req.id);
+    out += ',';
+  }
+  out += "\"model_name\":";
+  append_quoted(out, model);
+  out += ",\"model_version\":";
+  append_quoted(out, kModelVersion);
+  out += ",\"outputs\":[";
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Tensor& t = *tensors[i];
+    out += i ? ",{" : "{";
+    if (!wanted[i].second) {
+      out += "\"data\":";
+      append_tensor_data(out, t);
+      out += ',';
+    }
+    out += "\"datatype\":";
+    append_quoted(out, triton_dtype(t.dtype()));
+    out += ",\"name\":";
+    append_quoted(out, wanted[i].first);
+    if (wanted[i].second) out += ",\"parameters\":{\"binary_data_size\":" + std::to_string(t.nbytes()) + "}";
+    out += ",\"shape\":[";
+    for (size_t d = 0; d < t.rank(); ++d) out.append(d ? "," : "").append(std::to_string(t.dims()[d]));
+    out += "]}";
+  }
+  out += "]}";
+  if (binary_bytes) {
+    b.header_length = out.size();
+    for (size_t i = 0; i < wanted.size(); ++i)
+      if (wanted[i].second) out.append(static_cast<const char*>(tensors[i]->raw()), tensors[i]->nbytes());
   }
   return b;
 }
