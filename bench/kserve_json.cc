@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "serve/kserve_json.h"
+#include "serve/json_infer.h"
 
 using namespace fusor;
 using namespace fusor::serve;

@@ -2,13 +2,15 @@
 // response encoding (values printed straight into the body). Printed reals must read back to
 // the same bits through an ordinary JSON parser and through our own decoder; every malformed
 // request must fail with a one-line 400, and mangled bodies must fail that way, never crash.
-#include "serve/kserve_json.h"
+#include "serve/json_infer.h"
 
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cstring>
 #include <cmath>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 
 namespace fusor::serve {
@@ -59,7 +61,7 @@ std::vector<float> float_cases() {
   return v;
 }
 
-TEST(KserveJsonTest, Float32ValuesReadBackBitExactThroughAJsonParserAndOurDecoder) {
+TEST(JsonInferTest, Float32ValuesReadBackBitExactThroughAJsonParserAndOurDecoder) {
   std::vector<float> v = float_cases();
   Tensor t = tensor_of(DType::Float32, v);
   json j = json::parse(encode(t));
@@ -73,7 +75,7 @@ TEST(KserveJsonTest, Float32ValuesReadBackBitExactThroughAJsonParserAndOurDecode
     ASSERT_EQ(std::bit_cast<uint32_t>(back.data<float>()[i]), std::bit_cast<uint32_t>(v[i])) << "value " << i;
 }
 
-TEST(KserveJsonTest, Float64ValuesReadBackBitExact) {
+TEST(JsonInferTest, Float64ValuesReadBackBitExact) {
   std::vector<double> v = {0., -0., 1., 0.1, 5e-324, std::numeric_limits<double>::max(), 2.2250738585072014e-308};
   std::mt19937_64 rng(2);
   while (v.size() < 100000) {
@@ -89,19 +91,19 @@ TEST(KserveJsonTest, Float64ValuesReadBackBitExact) {
     ASSERT_EQ(std::bit_cast<uint64_t>(back.data<double>()[i]), std::bit_cast<uint64_t>(v[i])) << i;
 }
 
-TEST(KserveJsonTest, RealsPrintShortestAndStayReals) {
+TEST(JsonInferTest, RealsPrintShortestAndStayReals) {
   EXPECT_EQ(data_text(tensor_of<float>(DType::Float32, {0.1f, 1.f, -0.f, 16777216.f, 1e-45f, 3.4028235e38f, 1.5e-5f})),
             "[0.1,1.0,-0.0,16777216.0,1e-45,3.4028235e+38,1.5e-05]");
   EXPECT_EQ(data_text(tensor_of<double>(DType::Float64, {0.1, 2., 1e300})), "[0.1,2.0,1e+300]");
 }
 
-TEST(KserveJsonTest, NanAndInfinityPrintAsNull) {
+TEST(JsonInferTest, NanAndInfinityPrintAsNull) {
   const float inf = std::numeric_limits<float>::infinity();
   EXPECT_EQ(data_text(tensor_of<float>(DType::Float32, {std::nanf(""), inf, -inf, 1.5f})), "[null,null,null,1.5]");
   EXPECT_EQ(data_text(tensor_of<double>(DType::Float64, {-std::nan("")})), "[null]");
 }
 
-TEST(KserveJsonTest, IntegersAndBooleansPrintAsThemselves) {
+TEST(JsonInferTest, IntegersAndBooleansPrintAsThemselves) {
   EXPECT_EQ(data_text(tensor_of<int64_t>(DType::Int64, {INT64_MIN, INT64_MAX, 0, -1})),
             "[-9223372036854775808,9223372036854775807,0,-1]");
   EXPECT_EQ(data_text(tensor_of<int32_t>(DType::Int32, {INT32_MIN, 7})), "[-2147483648,7]");
@@ -111,7 +113,7 @@ TEST(KserveJsonTest, IntegersAndBooleansPrintAsThemselves) {
   EXPECT_EQ(data_text(Tensor(DType::Float32, {0})), "[]");
 }
 
-TEST(KserveJsonTest, ResponseKeepsItsLayoutAndAppendsBinaryOutputsAfterTheHeader) {
+TEST(JsonInferTest, ResponseKeepsItsLayoutAndAppendsBinaryOutputsAfterTheHeader) {
   Tensor y = tensor_of<float>(DType::Float32, {1.5f, 2.f}).reshaped({1, 2});
   EXPECT_EQ(encode(y, "r1"),
             R"({"id":"r1","model_name":"m","model_version":"1","outputs":[{"data":[1.5,2.0],"datatype":"FP32","name":"y","shape":[1,2]}]})");
@@ -131,7 +133,7 @@ TEST(KserveJsonTest, ResponseKeepsItsLayoutAndAppendsBinaryOutputsAfterTheHeader
   EXPECT_EQ(b.body.substr(*b.header_length), raw + raw);
 }
 
-TEST(KserveJsonTest, ResponseNamesAnUnknownOutput) {
+TEST(JsonInferTest, ResponseNamesAnUnknownOutput) {
   HttpInferRequest req;
   req.outputs = {{"nope", false}};
   try {
@@ -143,7 +145,7 @@ TEST(KserveJsonTest, ResponseNamesAnUnknownOutput) {
   }
 }
 
-TEST(KserveJsonTest, RequestDecodesEveryField) {
+TEST(JsonInferTest, RequestDecodesEveryField) {
   std::string ids(16, '\0');
   int64_t raw[2] = {5, -6};
   std::memcpy(ids.data(), raw, 16);
@@ -177,7 +179,7 @@ struct BadCase {
   std::string message;  // the whole message; a prefix when it ends in ": " (a parser's reason follows)
 };
 
-TEST(KserveJsonTest, MalformedRequestsFailWithOneLine400) {
+TEST(JsonInferTest, MalformedRequestsFailWithOneLine400) {
   std::string deep = std::string(40, '[') + "1" + std::string(40, ']');
   const std::vector<BadCase> cases = {
       {"{not json", "", "malformed JSON in the request body: "},
@@ -243,7 +245,7 @@ TEST(KserveJsonTest, MalformedRequestsFailWithOneLine400) {
 
 // Every prefix and many single-byte mutations of a valid body with binary data: each is either
 // accepted or refused with a one-line 400.
-TEST(KserveJsonTest, MangledBodiesFailCleanly) {
+TEST(JsonInferTest, MangledBodiesFailCleanly) {
   std::string header =
       R"({"id":"q","inputs":[{"name":"a","datatype":"INT64","shape":[2],"parameters":{"binary_data_size":16}},)"
       R"({"name":"b","datatype":"FP32","shape":[2,1],"data":[[1.5],[2]]}],"outputs":[{"name":"y"}]})";
