@@ -64,8 +64,10 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
       if (parser->capacity() > kKeptParserBytes) parser = std::make_unique<simdjson::dom::parser>();
     }
   } trim;
+  // A UTF-8 byte order mark is allowed before the JSON, as it was with the previous parser.
+  size_t start = json_len >= 3 && body.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   element j;
-  if (auto error = parser->parse(body.data(), json_len).get(j))
+  if (auto error = parser->parse(body.data() + start, json_len - start).get(j))
     throw bad(std::string("malformed JSON in the request body: ") + simdjson::error_message(error));
   if (j.type() != element_type::OBJECT) throw bad("the request body must be a JSON object");
   HttpInferRequest r;

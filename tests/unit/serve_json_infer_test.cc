@@ -169,6 +169,7 @@ TEST(JsonInferTest, RequestDecodesEveryField) {
   EXPECT_EQ(r.inputs.at("d").data<bool>()[0], true);
   EXPECT_EQ(r.inputs.at("e").data<int8_t>()[0], static_cast<int8_t>(300));
   EXPECT_EQ(r.outputs, (std::vector<std::pair<std::string, bool>>{{"y", true}, {"z", false}}));
+  EXPECT_EQ(parse_infer_request("\xEF\xBB\xBF{\"id\":\"bom\",\"inputs\":[]}", std::nullopt).id, "bom");
 }
 
 std::string input(const std::string& fields) { return R"({"inputs":[{"name":"x",)" + fields + "}]}"; }
