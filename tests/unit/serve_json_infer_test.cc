@@ -52,7 +52,9 @@ std::vector<float> float_cases() {
   std::vector<float> v = {0.f, -0.f, 1.f, -1.f, 0.1f, 1e-10f, 16777216.f, 16777217.f, 123456789.f,
                           std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
                           std::numeric_limits<float>::lowest(), std::numeric_limits<float>::denorm_min(),
-                          std::bit_cast<float>(0x007fffffu), std::bit_cast<float>(0x80000001u)};
+                          std::bit_cast<float>(0x007fffffu), std::bit_cast<float>(0x80000001u),
+                          // 7.038531e-26: its shortest text, read as a double, rounds to the next float
+                          std::bit_cast<float>(0x15ae43fdu), std::bit_cast<float>(0x95ae43fdu)};
   std::mt19937 rng(1);
   while (v.size() < 200000) {
     float f = std::bit_cast<float>(static_cast<uint32_t>(rng()));
