@@ -18,8 +18,9 @@ namespace fusor::serve {
 Tensor decode_tensor_data(const WireTensor& w, const simdjson::dom::element& data);
 
 // Appends `t`'s values as one flat JSON array. Reals print in the shortest form that reads back
-// to the same float or double, with ".0" kept on whole numbers so they stay reals; NaN and
-// infinities print as null (JSON has neither).
+// to the same float or double, also when a float32 is read as a double and then rounded, as JSON
+// clients do; whole numbers keep ".0" so they stay reals; NaN and infinities print as null
+// (JSON has neither).
 void append_tensor_data(std::string& out, const Tensor& t);
 
 }  // namespace fusor::serve
