@@ -14,17 +14,17 @@ grpc::Status to_grpc(Code code, const std::string& message) {
   return {static_cast<grpc::StatusCode>(grpc_status(code)), message};
 }
 
-// Typed `contents` values -> tensor, for clients that do not send raw_input_contents.
+// Typed `contents` values -> tensor, for clients that do not send raw_input_contents. Read in
+// place from the message's repeated field.
 Tensor from_contents(const WireTensor& w, const inference::InferTensorContents& c) {
-  auto ints = [&](const auto& v) { return from_int64s(w, std::vector<int64_t>(v.begin(), v.end())); };
-  auto reals = [&](const auto& v) { return from_doubles(w, std::vector<double>(v.begin(), v.end())); };
-  if (w.datatype == "FP32") return reals(c.fp32_contents());
-  if (w.datatype == "FP64") return reals(c.fp64_contents());
-  if (w.datatype == "INT64") return ints(c.int64_contents());
-  if (w.datatype == "INT32" || w.datatype == "INT8") return ints(c.int_contents());
-  if (w.datatype == "UINT8") return ints(c.uint_contents());
-  if (w.datatype == "BOOL") return reals(c.bool_contents());
-  return allocate(w);  // throws for the unsupported datatype
+  auto values = [&](const auto& field) { return from_values(w, std::span(field.data(), field.size())); };
+  if (w.datatype == "FP32") return values(c.fp32_contents());
+  if (w.datatype == "FP64") return values(c.fp64_contents());
+  if (w.datatype == "INT64") return values(c.int64_contents());
+  if (w.datatype == "INT32" || w.datatype == "INT8") return values(c.int_contents());
+  if (w.datatype == "UINT8") return values(c.uint_contents());
+  if (w.datatype == "BOOL") return values(c.bool_contents());
+  return allocate(w, 0);  // throws for the unsupported datatype
 }
 
 void fill_tensor_metadata(inference::ModelMetadataResponse::TensorMetadata* t, const TensorInfo& info, bool batched) {

@@ -108,12 +108,10 @@ void HttpServer::inference_routes() {
     if (!c.status.ok()) return send_error(res, c.status.code, c.status.message);
     HttpBody b = infer_response(sm.name(), r, sm.signature(), c.outputs);
     res.status = 200;
-    if (b.header_length) {
-      res.set_header("Inference-Header-Content-Length", std::to_string(*b.header_length));
-      res.set_content(std::move(b.body), "application/octet-stream");
-    } else {
-      res.set_content(std::move(b.body), kJson);
-    }
+    if (b.header_length) res.set_header("Inference-Header-Content-Length", std::to_string(*b.header_length));
+    // httplib's set_content copies its argument; a response body can be megabytes, so move it.
+    res.body = std::move(b.body);
+    res.set_header("Content-Type", b.header_length ? "application/octet-stream" : kJson);
   });
   // Extensions fusor does not implement: shared memory, repository control, tracing, logging.
   auto unsupported = [](const httplib::Request& req, httplib::Response& res) {

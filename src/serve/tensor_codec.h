@@ -1,8 +1,9 @@
 // Request tensors from the wire, shared by HTTP and gRPC: a declared name, datatype and shape
 // plus raw little-endian bytes (Triton's binary extension, gRPC raw_input_contents) or typed
 // values (JSON "data", gRPC contents). Every check throws RequestError (400); nothing here trusts
-// a declared size before comparing it with what arrived.
+// a declared size before comparing it with what arrived, and nothing is allocated before then.
 #pragma once
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,11 +16,14 @@ struct WireTensor {
   std::vector<int64_t> shape;
 };
 
-// Validates datatype and shape; returns a zeroed tensor of that type and shape.
-Tensor allocate(const WireTensor& w);
+// Validates datatype and shape, then that `values` values fill that shape; returns a zeroed
+// tensor of that type and shape for the caller to fill.
+Tensor allocate(const WireTensor& w, int64_t values);
 Tensor from_raw(const WireTensor& w, const void* data, size_t bytes);
-// Values given one by one: `values[i]` read as double (exact for ints up to 2^53) or as int64.
-Tensor from_doubles(const WireTensor& w, const std::vector<double>& values);
-Tensor from_int64s(const WireTensor& w, const std::vector<int64_t>& values);
+// Values given one by one, each converted with static_cast to the tensor's type (int64 -> int8
+// wraps, as C++ does; double -> float rounds to nearest).
+// Defined for V = int64_t, int32_t, uint32_t, float, double, bool.
+template <class V>
+Tensor from_values(const WireTensor& w, std::span<const V> values);
 
 }  // namespace fusor::serve

@@ -1,0 +1,158 @@
+#include "serve/json_tensor_data.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+
+#include "serve/json_dom.h"
+#include "serve/status.h"
+
+namespace fusor::serve {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+constexpr int kMaxDepth = 32;
+
+RequestError bad(const std::string& m) { return {Code::BadRequest, m}; }
+
+int64_t count_values(const element& e, int depth, const WireTensor& w) {
+  if (depth > kMaxDepth) throw bad("input '" + w.name + "' data is nested too deeply");
+  if (e.type() != element_type::ARRAY) return 1;
+  int64_t n = 0;
+  for (element x : items(e)) n += count_values(x, depth + 1, w);
+  return n;
+}
+
+// Walks the same elements as count_values, so `out` has room for each.
+template <class T, class Read>
+void fill(const element& e, T*& out, const Read& read) {
+  if (e.type() == element_type::ARRAY) {
+    for (element x : items(e)) fill(x, out, read);
+  } else {
+    *out++ = read(e);
+  }
+}
+
+template <class T>
+void fill_tensor(const WireTensor& w, const element& data, const Tensor& t) {
+  auto wrong = [&] { return bad("input '" + w.name + "' data holds a value that is not " + w.datatype); };
+  T* out = static_cast<T*>(t.raw());
+  if constexpr (std::is_same_v<T, bool>) {
+    fill(data, out, [&](const element& e) {
+      if (e.type() != element_type::BOOL) throw wrong();
+      return e.get_bool().value_unsafe();
+    });
+  } else if constexpr (std::is_floating_point_v<T>) {
+    fill(data, out, [&](const element& e) {
+      auto t = e.type();
+      if (t != element_type::DOUBLE && t != element_type::INT64 && t != element_type::UINT64) throw wrong();
+      return static_cast<T>(e.get_double().value_unsafe());
+    });
+  } else {
+    // Integers above INT64_MAX wrap, as they always have; 1.0 is not an integer.
+    fill(data, out, [&](const element& e) {
+      switch (e.type()) {
+        case element_type::INT64: return static_cast<T>(e.get_int64().value_unsafe());
+        case element_type::UINT64: return static_cast<T>(static_cast<int64_t>(e.get_uint64().value_unsafe()));
+        default: throw wrong();
+      }
+    });
+  }
+}
+
+// The longest text one value prints as: "-2.2250738585072014e-308".
+constexpr size_t kMaxValueChars = 26;
+
+template <class T>
+char* put(char* p, T v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? std::copy_n("true", 4, p) : std::copy_n("false", 5, p);
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!std::isfinite(v)) return std::copy_n("null", 4, p);
+    // JSON clients read numbers as doubles, then round to float32. For one float (and its
+    // negative) that double rounding lands on the neighbour of the shortest text's float:
+    // 7.038531e-26 (checked over all 2^32 floats). Its exact double's text reads back right.
+    if constexpr (std::is_same_v<T, float>)
+      if ((std::bit_cast<uint32_t>(v) & 0x7fffffffu) == 0x15ae43fdu) return put(p, static_cast<double>(v));
+    char* end = std::to_chars(p, p + kMaxValueChars, v).ptr;
+    for (char* c = p; c < end; ++c)
+      if (*c == '.' || *c == 'e') return end;
+    *end++ = '.';
+    *end++ = '0';
+    return end;
+  } else {
+    return std::to_chars(p, p + kMaxValueChars, v).ptr;
+  }
+}
+
+// Prints through a small buffer that stays in L1, so the body is written once, by append.
+template <class T>
+void append_values(std::string& out, const T* v, int64_t n) {
+  char buf[16384];
+  char* p = buf;
+  out.push_back('[');
+  for (int64_t i = 0; i < n; ++i) {
+    if (p + 1 + kMaxValueChars > buf + sizeof buf) {
+      out.append(buf, p);
+      p = buf;
+    }
+    if (i) *p++ = ',';
+    p = put(p, v[i]);
+  }
+  out.append(buf, p);
+  out.push_back(']');
+}
+
+// The most characters one value of `t` takes with its comma ("-1234567800000.0,"), so one
+// reserve serves the whole array. Pages never written are never touched.
+size_t max_chars(DType t) {
+  switch (t) {
+    case DType::Float32: return 18;
+    case DType::Float64: return kMaxValueChars + 1;
+    case DType::Int64: return 21;
+    case DType::Int32: return 12;
+    case DType::Int8: return 5;
+    case DType::UInt8: return 4;
+    case DType::Bool: return 6;
+    case DType::Undefined: break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Tensor decode_tensor_data(const WireTensor& w, const element& data) {
+  Tensor t = allocate(w, count_values(data, 0, w));
+  switch (t.dtype()) {
+    case DType::Float32: fill_tensor<float>(w, data, t); break;
+    case DType::Float64: fill_tensor<double>(w, data, t); break;
+    case DType::Int64: fill_tensor<int64_t>(w, data, t); break;
+    case DType::Int32: fill_tensor<int32_t>(w, data, t); break;
+    case DType::Int8: fill_tensor<int8_t>(w, data, t); break;
+    case DType::UInt8: fill_tensor<uint8_t>(w, data, t); break;
+    case DType::Bool: fill_tensor<bool>(w, data, t); break;
+    case DType::Undefined: break;
+  }
+  return t;
+}
+
+void append_tensor_data(std::string& out, const Tensor& t) {
+  const void* p = t.raw();
+  int64_t n = t.numel();
+  out.reserve(out.size() + static_cast<size_t>(n) * max_chars(t.dtype()) + 2);
+  switch (t.dtype()) {
+    case DType::Float32: append_values(out, static_cast<const float*>(p), n); break;
+    case DType::Float64: append_values(out, static_cast<const double*>(p), n); break;
+    case DType::Int64: append_values(out, static_cast<const int64_t*>(p), n); break;
+    case DType::Int32: append_values(out, static_cast<const int32_t*>(p), n); break;
+    case DType::Int8: append_values(out, static_cast<const int8_t*>(p), n); break;
+    case DType::UInt8: append_values(out, static_cast<const uint8_t*>(p), n); break;
+    case DType::Bool: append_values(out, static_cast<const bool*>(p), n); break;
+    case DType::Undefined: out += "[]"; break;
+  }
+}
+
+}  // namespace fusor::serve
