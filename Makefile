@@ -45,7 +45,7 @@ test-tsan: setup
 	cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
 
 fuzz: setup
-	@./scripts/fuzz-importer
+	@./scripts/fuzz
 
 # Includes go downward only, in the layer order held by scripts/check-layers (its self-test first).
 check-layers:
