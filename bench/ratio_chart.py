@@ -1,8 +1,10 @@
 """A small dependency-free SVG bar chart of throughput per batch size and engine, for reports."""
 from html import escape
 
-COLORS = {"fusor": "#2b7bb9", "unfused": "#8fc1e3", "all": "#e08a2c", "disabled": "#9a9a9a"}
-LABELS = {"fusor": "fusor", "unfused": "fusor unfused", "all": "ORT all", "disabled": "ORT disabled"}
+from compare_tables import NAMES as LABELS
+
+COLORS = {"fusor": "#2b7bb9", "unfused": "#8fc1e3", "baseline": "#5a9bd0", "ort-all": "#e08a2c",
+          "ort-disabled": "#9a9a9a", "openvino": "#7b4fa6"}
 
 
 def throughput_svg(title, rows, engines):

@@ -24,7 +24,7 @@ struct Ceilings {
   double copy_gbps = 0;     // 1e9 bytes/s read + written by an OpenMP parallel copy of big arrays
   double sgemm_gflops = 0;  // 1e9 FLOP/s of a large square f32 matmul (oneDNN, packed weights)
   std::string cpu;          // CPU model name, part of the cache key
-  int threads = 0;          // OpenMP threads during the measurement, part of the cache key
+  int threads = 0;          // compute threads during the measurement, part of the cache key
   bool quick = false;       // measured with small arrays and matrices
   bool cached = false;      // read from the cache rather than measured by this call
   // Machine balance, FLOPs per byte: ops with a lower arithmetic intensity are memory-bound.

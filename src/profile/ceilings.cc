@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_onednn.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace fusor {
 namespace {
@@ -158,7 +159,7 @@ double measure_sgemm_gflops(int64_t n, int reps) {
 Ceilings machine_ceilings(const CeilingOptions& options) {
   Ceilings c;
   c.cpu = cpu_model();
-  c.threads = omp_get_max_threads();
+  c.threads = cpu::thread_width();  // also sets OpenMP's team size for the copy loops
   c.quick = options.quick;
   const std::string dir = ceilings_cache_dir(options.cache_dir);
   const std::string key = ceilings_cache_key(c.cpu, c.threads, c.quick);

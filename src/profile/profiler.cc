@@ -1,13 +1,12 @@
 #include "profile/profiler.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
 
 #include "engine/internals.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace fusor {
 
@@ -152,7 +151,7 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   report.seq = options.seq;
   report.runs = options.runs;
   report.warmup = options.warmup;
-  report.threads = omp_get_max_threads();
+  report.threads = cpu::thread_width();
   report.nodes_in_model = engine.node_count();
   report.kernels_per_inference = session.kernels_per_inference();
   report.kernels_unfused = report.kernels_per_inference;

@@ -1,9 +1,9 @@
 #include "serve/served_model.h"
 
-#include <omp.h>
-
 #include <cstdio>
 #include <future>
+
+#include "kernels/cpu/thread_pool.h"
 
 namespace fusor::serve {
 namespace {
@@ -38,7 +38,7 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
   }
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
-      [threads_per_context](size_t) { omp_set_num_threads(std::max(1, threads_per_context)); });
+      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); });
 }
 
 ServedModel::~ServedModel() { batcher_->drain(); }

@@ -1,10 +1,10 @@
 #include "tune/load_bench.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cpu/thread_pool.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
@@ -37,7 +37,7 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
   const int threads = layout.threads_per_context;
   batcher_ = std::make_unique<serve::Batcher>(
       config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, *stats_,
-      [threads](size_t) { omp_set_num_threads(threads); });
+      [threads](size_t) { cpu::set_thread_width(threads); });
   // r + 1 at once: the first may leave alone (window 0), the other r then fill bucket r. Once per
   // context, so each builds its own.
   for (int64_t rows : warm_rows)

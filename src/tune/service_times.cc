@@ -1,11 +1,11 @@
 #include "tune/service_times.h"
 
-#include <omp.h>
 
 #include <chrono>
 #include <exception>
 #include <thread>
 
+#include "kernels/cpu/thread_pool.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
@@ -40,7 +40,7 @@ ServiceTimes measure_service_times(const Engine& engine, const std::map<std::str
     std::vector<std::thread> contexts;
     for (int64_t c = 0; c < layout.contexts; ++c)
       contexts.emplace_back([&, c] {
-        omp_set_num_threads(layout.threads_per_context);
+        cpu::set_thread_width(static_cast<int>(layout.threads_per_context));
         Session session = engine.session(dims, options);
         session.run(feeds);  // warm: first-run allocations and primitive creation
         std::vector<double> ms;

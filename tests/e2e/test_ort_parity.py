@@ -15,6 +15,8 @@ CASES = [
     ("minilm-l6-op17", 2, 16),
     ("resnet18", 1, None),
     ("resnet18", 8, None),
+    ("mobilenetv3-small", 1, None),
+    ("mobilenetv3-small", 8, None),
 ]
 
 

@@ -26,7 +26,8 @@ TEST_P(NanPropagation, FastKernelGivesNaNForNaN) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, NanPropagation,
-                         ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Mish, Op::Elu),
+                         ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Mish, Op::Elu,
+                                           Op::Relu, Op::LeakyRelu),
                          [](const auto& info) { return std::string(op_info(info.param).name); });
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include "model_args.h"
 
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
 
 #include "fusor/check.h"
+#include "fusor/threads.h"
 
 namespace fusor::cli {
 
@@ -118,7 +118,7 @@ std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::
 }
 
 void ModelArgs::apply_threads() const {
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads > 0) set_compute_threads(threads);
 }
 
 }  // namespace fusor::cli

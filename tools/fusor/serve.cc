@@ -1,7 +1,6 @@
 // fusor serve: KServe v2 / Triton-compatible inference over HTTP and gRPC, with a dynamic
 // batcher per traffic class and Prometheus metrics (docs/serve.md). Runs until SIGTERM or
 // SIGINT, then shuts down gracefully and exits 0.
-#include <omp.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -9,6 +8,7 @@
 
 #include "commands.h"
 #include "fusor/serve.h"
+#include "fusor/threads.h"
 #include "model_args.h"
 
 namespace fusor::cli {
@@ -31,7 +31,7 @@ void serve_command(const ServeArgs& a) {
   signal(SIGPIPE, SIG_IGN);
 
   const ServeConfig& config = a.options.config.serve;
-  int cores = a.options.threads > 0 ? a.options.threads : omp_get_max_threads();
+  int cores = a.options.threads > 0 ? a.options.threads : compute_threads();
   int per_context = std::max<int>(1, cores / static_cast<int>(config.execution_contexts));
   std::vector<serve::ModelToServe> models;
   auto add = [&](const std::string& name, Engine engine, const std::string& path) {

@@ -1,7 +1,6 @@
 // fusor tune: batching per traffic class and fusion per batch size, measured under each class's
 // SLO; writes tuned.yaml, the config fusor serve reads with the measurements fusor plan reads
 // (docs/tune.md). Ctrl-C stops early and still writes the best found so far (exit 130).
-#include <omp.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 
 #include "commands.h"
 #include "fusor/profile.h"
+#include "fusor/threads.h"
 #include "model_args.h"
 #include "tune_args.h"
 
@@ -53,7 +53,7 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
     for (size_t j = 0; j < i; ++j)
       if (o.goals[i].name == o.goals[j].name) throw Error("--slo: class '" + o.goals[i].name + "' is given twice");
   o.duration_s = duration_s;
-  o.threads = model.threads > 0 ? model.threads : omp_get_max_threads();
+  o.threads = model.threads > 0 ? model.threads : compute_threads();
   if (!trace_path.empty()) {
     o.trace = tune::load_trace(trace_path);
     o.arrivals_name = "trace:" + trace_path;

@@ -44,7 +44,7 @@ class AttentionKernel final : public Kernel {
  public:
   explicit AttentionKernel(const Params& p) : p_(p) {
     L_ = static_cast<int64_t>(simd::lanes());
-    threads_ = std::max(1, omp_get_max_threads());
+    threads_ = thread_width();
     // Enough query blocks that both cores have work at batch 1 with few heads.
     rows_ = 64;
     while (rows_ > 8 && p_.B * p_.H * ((p_.Sq + rows_ - 1) / rows_) < 4 * threads_) rows_ /= 2;
@@ -77,18 +77,18 @@ class AttentionKernel final : public Kernel {
     float* base = reinterpret_cast<float*>(scratch.data());
     const int64_t qblocks = (p_.Sq + rows_ - 1) / rows_;
     const int64_t tasks = p_.B * p_.H * qblocks;
-    const int threads = omp_in_parallel() ? 1 : static_cast<int>(std::min<int64_t>({threads_, omp_get_max_threads(), tasks}));
-#pragma omp parallel num_threads(threads)
-    {
-      float* ws = base + per_thread_ * static_cast<size_t>(omp_get_thread_num());
-      set_tag(ws, -1);  // K^T cached by an earlier run is stale
-      // Static chunks keep a head's query blocks on one thread, so they share its K^T.
-#pragma omp for schedule(static)
-      for (int64_t t = 0; t < tasks; ++t) {
+    // Contiguous task ranges keep a head's query blocks together, so they share its K^T; more
+    // ranges than threads let an idle thread take over from a preempted one.
+    const int width = std::min(threads_, thread_width());
+    const int64_t per = std::max<int64_t>(1, tasks / (int64_t{width} * 4));
+    for (int p = 0; p < width; ++p) set_tag(base + per_thread_ * static_cast<size_t>(p), -1);  // K^T of an earlier run is stale
+    parallel_chunks((tasks + per - 1) / per, width, [&](int64_t c, int p) {
+      float* ws = base + per_thread_ * static_cast<size_t>(p);
+      for (int64_t t = c * per; t < std::min(tasks, c * per + per); ++t) {
         const int64_t qb = t % qblocks, bh = t / qblocks;
         run_task(bh / p_.H, bh % p_.H, qb * rows_, std::min(rows_, p_.Sq - qb * rows_), q, k, v, mask, o, ws);
       }
-    }
+    });
   }
 
  private:

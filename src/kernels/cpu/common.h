@@ -1,17 +1,16 @@
-// Small helpers shared by the CPU kernels: request checks, OpenMP work splitting, the ISA tag
+// Small helpers shared by the CPU kernels: request checks, work splitting over the thread pool, the ISA tag
 // used in kernel names.
 #pragma once
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "kernels/cpu/thread_pool.h"
 #include "kernels/kernel.h"
 
 namespace fusor::cpu {
 
-// Elementwise work is split over OpenMP threads only above this many elements.
+// Elementwise work is split over threads only above this many elements.
 inline constexpr int64_t kParallelThreshold = 64 * 1024;
 
 #if defined(__AVX512F__)
@@ -39,23 +38,22 @@ inline size_t used_outputs(const KernelRequest& r) {
   return n;
 }
 
-// Runs f(begin, end) over [0, n) in chunks that are multiples of `align`, in parallel when
-// `work` (elements touched) is above the threshold and we are not already inside a team.
+// Chunks per thread for parallel_range: more chunks than threads, so a thread the OS preempts
+// delays one chunk while the others take the rest.
+inline constexpr int64_t kChunksPerThread = 4;
+
+// Runs f(begin, end) over [0, n) in chunks that are multiples of `align`, on fusor's thread
+// pool when `work` (elements touched) is above the threshold and this thread may use others.
 template <class F>
 void parallel_range(int64_t n, int64_t work, int64_t align, F&& f) {
-  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (work < kParallelThreshold || threads <= 1 || n <= align) {
+  const int width = thread_width();
+  if (work < kParallelThreshold || width <= 1 || n <= align) {
     f(int64_t{0}, n);
     return;
   }
-  int64_t chunks = std::min<int64_t>(threads, (n + align - 1) / align);
-#pragma omp parallel for num_threads(static_cast<int>(chunks)) schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t per = (n + chunks - 1) / chunks;
-    per = (per + align - 1) / align * align;
-    int64_t b = std::min(n, c * per), e = std::min(n, b + per);
-    if (b < e) f(b, e);
-  }
+  const int64_t units = (n + align - 1) / align;
+  const int64_t per = (units + width * kChunksPerThread - 1) / (width * kChunksPerThread) * align;
+  parallel_chunks((n + per - 1) / per, width, [&](int64_t c, int) { f(c * per, std::min(n, c * per + per)); });
 }
 
 }  // namespace fusor::cpu

@@ -9,6 +9,8 @@
 // only with beta == 1).
 #include "kernels/cpu/matmul_onednn.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -16,6 +18,18 @@
 #include "kernels/cpu/onednn_context.h"
 
 namespace fusor::cpu {
+namespace {
+
+// FUSOR_GEMM_ROW_SPLIT=0 keeps every GEMM on oneDNN's own OpenMP threading (for comparisons).
+bool row_split_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("FUSOR_GEMM_ROW_SPLIT");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return on;
+}
+
+}  // namespace
 
 using dnnl::memory;
 using tag = memory::format_tag;
@@ -75,6 +89,15 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
     args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(spec_.binary_indices[i]) | DNNL_ARG_SRC_1, binary_mems_.back());
   }
   arg_list_ = onednn::arg_list(args_);
+  if (row_split_enabled())
+    split_ = MatmulRowSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
+                                   spec_.binary_mds, spec_.binary_indices},
+                                  thread_width(), weights_mem_, spec_.bias.is_zero() ? nullptr : &bias_mem_);
+}
+
+size_t OnednnMatmul::scratch_bytes() const {
+  const size_t full = entry_->pd.scratchpad_desc().get_size();
+  return split_ ? std::max(full, split_->scratch_bytes()) : full;
 }
 
 void OnednnMatmul::execute(const float* src, const float* weights, const float* bias, float* dst,
@@ -84,6 +107,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   dst_mem_.set_data_handle(dst);
   scratch_mem_.set_data_handle(scratch.data());
   if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
+  if (split_) return split_->execute(src, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
   onednn::execute(entry_->prim, arg_list_);
   onednn::stream().wait();

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/matmul_row_split.h"
+
 namespace fusor::cpu {
 
 class OnednnMatmul {
@@ -37,7 +39,7 @@ class OnednnMatmul {
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
   bool packed() const { return packed_weights_.has_value(); }
-  size_t scratch_bytes() const { return entry_->pd.scratchpad_desc().get_size(); }
+  size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
 
  private:
@@ -54,6 +56,7 @@ class OnednnMatmul {
   std::vector<dnnl::memory> binary_mems_;
   std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
   std::vector<dnnl_exec_arg_t> arg_list_;
+  std::optional<MatmulRowSplit> split_;  // set when the rows run as chunks on the thread pool
 };
 
 }  // namespace fusor::cpu

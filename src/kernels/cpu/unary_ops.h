@@ -38,7 +38,7 @@ inline Params simd_params(const UnaryParams& u) {
     }                                                                      \
   };
 
-FUSOR_UNARY(Relu, hn::Max(x, hn::Zero(d)))
+FUSOR_UNARY(Relu, hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x))  // not Max: x86 max gives 0 for NaN
 FUSOR_UNARY(Neg, hn::Neg(x))
 FUSOR_UNARY(Abs, hn::Abs(x))
 FUSOR_UNARY(Sqrt, hn::Sqrt(x))

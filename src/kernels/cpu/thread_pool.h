@@ -1,0 +1,38 @@
+// fusor's own thread pool, which runs the parallel parts of fusor's kernels.
+//
+// Why not an OpenMP team: a team needs every thread at each barrier, so when the OS preempts one
+// thread (a noisy neighbour, a CPU quota, the server's own network threads) the whole step waits
+// for it. Here work is split into more chunks than threads and idle threads take the next chunk,
+// so a preempted thread delays only the chunk it holds. The calling thread takes part, workers
+// spin briefly for the next job (kernels come back to back) and then sleep.
+//
+// One pool per process, of compute_budget() - 1 workers. Each thread has a width: how many
+// threads (itself included) may work on one of its jobs. It is the budget by default; a server's
+// execution context sets its share, so contexts together never run more than the budget. A job
+// started from inside a job runs inline.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+namespace fusor::cpu {
+
+// This thread's width, and setting it (n >= 1; also OpenMP's thread count for this thread,
+// which oneDNN follows).
+int thread_width();
+void set_thread_width(int n);
+
+using ChunkFn = void (*)(void* context, int64_t chunk, int participant);
+// Runs fn(context, c, p) for every chunk c in [0, chunks), on at most `max_participants` threads;
+// p in [0, max_participants) tells the threads apart (for per-thread scratch). Returns when all
+// chunks are done; rethrows the first exception a chunk threw.
+void run_chunks(int64_t chunks, int max_participants, ChunkFn fn, void* context);
+
+// f(chunk, participant) for every chunk, as run_chunks.
+template <class F>
+void parallel_chunks(int64_t chunks, int max_participants, F&& f) {
+  using Fn = std::remove_reference_t<F>;
+  run_chunks(chunks, max_participants,
+             [](void* ctx, int64_t c, int p) { (*static_cast<Fn*>(ctx))(c, p); }, const_cast<void*>(static_cast<const void*>(&f)));
+}
+
+}  // namespace fusor::cpu

@@ -1,0 +1,95 @@
+// The thread pool: every chunk runs exactly once, participants stay within the limit (they index
+// per-thread scratch), errors reach the caller, nested jobs run inline, and concurrent callers
+// (a server's execution contexts) each get all their chunks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace fusor::cpu {
+namespace {
+
+TEST(ThreadPool, EveryChunkRunsOnceWithParticipantsInRange) {
+  for (int width : {1, 2, 3, 8}) {
+    std::vector<std::atomic<int>> runs(1000);
+    std::atomic<int> bad_participant{0};
+    parallel_chunks(1000, width, [&](int64_t c, int p) {
+      runs[static_cast<size_t>(c)].fetch_add(1);
+      if (p < 0 || p >= width) bad_participant.fetch_add(1);
+    });
+    for (size_t c = 0; c < runs.size(); ++c) ASSERT_EQ(runs[c].load(), 1) << "chunk " << c << " width " << width;
+    EXPECT_EQ(bad_participant.load(), 0);
+  }
+}
+
+TEST(ThreadPool, ParticipantsNeverShareAChunkConcurrently) {
+  // Each participant owns a slot; two threads with the same participant number at once would
+  // corrupt per-thread scratch.
+  const int width = 4;
+  std::vector<std::atomic<int>> busy(width);
+  std::atomic<int> clashes{0};
+  parallel_chunks(2000, width, [&](int64_t, int p) {
+    if (busy[static_cast<size_t>(p)].fetch_add(1) != 0) clashes.fetch_add(1);
+    volatile double x = 0;
+    for (int i = 0; i < 200; ++i) x = x + i;
+    busy[static_cast<size_t>(p)].fetch_sub(1);
+  });
+  EXPECT_EQ(clashes.load(), 0);
+}
+
+TEST(ThreadPool, AnExceptionReachesTheCaller) {
+  EXPECT_THROW(parallel_chunks(100, 4, [](int64_t c, int) {
+                 if (c == 37) throw std::runtime_error("chunk 37");
+               }),
+               std::runtime_error);
+  std::atomic<int> after{0};  // the pool still works
+  parallel_chunks(50, 4, [&](int64_t, int) { after.fetch_add(1); });
+  EXPECT_EQ(after.load(), 50);
+}
+
+TEST(ThreadPool, NestedJobsRunInline) {
+  std::atomic<int> inner{0}, bad{0};
+  parallel_chunks(8, 4, [&](int64_t, int) {
+    parallel_chunks(10, 4, [&](int64_t, int p) {
+      inner.fetch_add(1);
+      if (p != 0) bad.fetch_add(1);  // inline: always participant 0 of the nested job
+    });
+  });
+  EXPECT_EQ(inner.load(), 80);
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(ThreadPool, ConcurrentCallersEachGetAllTheirChunks) {
+  std::vector<std::thread> callers;
+  std::vector<std::atomic<long>> sums(4);
+  for (size_t t = 0; t < sums.size(); ++t)
+    callers.emplace_back([&, t] {
+      set_thread_width(2);
+      for (int round = 0; round < 50; ++round)
+        parallel_chunks(64, 2, [&](int64_t c, int) { sums[t].fetch_add(c + 1); });
+    });
+  for (auto& c : callers) c.join();
+  for (auto& s : sums) EXPECT_EQ(s.load(), 50L * 64 * 65 / 2);
+}
+
+TEST(ThreadPool, ParallelRangeCoversTheRangeInAlignedPieces) {
+  for (int64_t n : {int64_t{1}, int64_t{63}, int64_t{64}, int64_t{100000}, int64_t{1 << 20}}) {
+    std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+    std::atomic<int> misaligned{0};
+    parallel_range(n, n, 64, [&](int64_t b, int64_t e) {
+      if (b % 64 != 0) misaligned.fetch_add(1);
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)].fetch_add(1);
+    });
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i << " of " << n;
+    EXPECT_EQ(misaligned.load(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace fusor::cpu
