@@ -1,6 +1,5 @@
 #include "tune/service_times.h"
 
-
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -108,7 +107,7 @@ RoundTimes measure_rounds(const Engine& engine, const std::map<std::string, Dims
   // that built it measured slower.
   std::thread context([&] {
     try {
-      omp_set_num_threads(threads);
+      cpu::set_thread_width(threads);
       std::vector<Session> sessions;
       for (const FusionOption& o : options) {
         SessionOptions so = base;
