@@ -26,9 +26,11 @@
 //     baseline:                           # the default: no fusion, no reuse, no batching
 //       name: interactive
 //       ...                               # a class record as above
-//     matrix:                             # service time per batch size and fusion option
-//       - {rows: 1, option: all, ms: 9.8, chosen: true}
-//       - {rows: 1, option: no-attention, ms: 10.1, chosen: false}
+//     matrix:                             # service time per batch size and fusion option, and
+//                                         # the evidence of the choice (rounds against all)
+//       - {rows: 1, option: all, ms: 9.8, chosen: true, rounds: 8, wins: 0, ratio: 1, ratio_mad: 0}
+//       - {rows: 1, option: no-attention, ms: 10.1, chosen: false, rounds: 8, wins: 2, ratio: 1.03,
+//          ratio_mad: 0.02}
 #pragma once
 #include <cstdint>
 #include <map>
@@ -94,11 +96,18 @@ struct ClassRecord {
   const Candidate* chosen_candidate() const;  // the candidate whose setting is `chosen`, or null
 };
 
+// One fusion option at one batch size. The options ran in alternated rounds; the evidence
+// compares each with the kept plan (the first option, "all"), whose own row reads ratio 1, no
+// wins. Records written before the rounds existed read rounds 0 (no evidence).
 struct MatrixTiming {
   int64_t rows = 1;
   std::string option;  // a fusion option's name: all, no-attention, no-gemm-epilogue, none
-  double ms = 0;       // median service time of one batch of `rows` rows
+  double ms = 0;       // median service time of one batch of `rows` rows, over the rounds
   bool chosen = false;
+  int64_t rounds = 0;    // rounds timed
+  int64_t wins = 0;      // rounds in which it ran faster than the kept plan
+  double ratio = 1;      // median per-round time ratio to the kept plan (0.9: 10% faster)
+  double ratio_mad = 0;  // the noise: median absolute deviation of those per-round ratios
 };
 
 struct TunedRecord {

@@ -2,6 +2,7 @@
 // tuned, and the capacity plan with the files written.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "report/html.h"
 #include "report/number_text.h"
@@ -128,7 +129,10 @@ std::string matrix_section(const TunedRecord& r) {
   std::sort(sizes.begin(), sizes.end());
   out += "<h3>Fusion per batch size</h3><p>The median service time of one batch of each size under each fusion option; "
          "the highlighted cell is the option chosen for that size (written to serve.matrix). Small and large batches "
-         "can prefer different fusion strategies.</p>";
+         "can prefer different fusion strategies. The options ran in alternated rounds; beside each other option's time "
+         "are the rounds it ran faster than the first, of those timed, and its median time against the first's &plusmn; "
+         "the rounds' spread. The first is kept unless another won three rounds in four by more than max(3%, twice that "
+         "spread).</p>";
   if (r.matrix.empty()) return out + "<p>No per-batch-size timings were measured.</p></section>";
   std::vector<std::string> header = {"batch rows"};
   for (const std::string& o : options) header.push_back(o + " (ms)");
@@ -141,12 +145,18 @@ std::string matrix_section(const TunedRecord& r) {
       auto it = std::find_if(r.matrix.begin(), r.matrix.end(), [&](const MatrixTiming& m) { return m.rows == n && m.option == o; });
       if (it == r.matrix.end()) {
         row.cells.push_back("-");
-      } else if (it->chosen) {
-        row.cells.push_back("<span class=\"pick\">" + significant_digits(it->ms, 3) + "</span>");
-        chosen = html_escape(o);
-      } else {
-        row.cells.push_back(significant_digits(it->ms, 3));
+        continue;
       }
+      std::string cell = significant_digits(it->ms, 3);
+      if (it->chosen) cell = "<span class=\"pick\">" + cell + "</span>", chosen = html_escape(o);
+      if (it->rounds > 0 && o != options.front()) {  // the rounds' evidence; records before them have none
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " <span class=\"note\">%lld/%lld, %+.1f%% &plusmn; %.1f%%</span>",
+                      static_cast<long long>(it->wins), static_cast<long long>(it->rounds), (it->ratio - 1) * 100,
+                      it->ratio_mad * 100);
+        cell += buf;
+      }
+      row.cells.push_back(cell);
     }
     row.cells.push_back(chosen);
     cells.push_back(std::move(row));

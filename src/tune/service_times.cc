@@ -1,7 +1,7 @@
 #include "tune/service_times.h"
 
-
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "kernels/cpu/thread_pool.h"
@@ -56,6 +56,75 @@ ServiceTimes measure_service_times(const Engine& engine, const std::map<std::str
     for (double m : medians) sum += m;
     out.ms_by_rows[r] = sum / static_cast<double>(medians.size());
   }
+  return out;
+}
+
+namespace {
+
+// The median of one burst: runs `session` until at least `seconds` have passed, once at least.
+double burst_ms(Session& session, const std::map<std::string, Tensor>& feeds, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> ms;
+  const auto start = Clock::now();
+  do {
+    const auto t0 = Clock::now();
+    session.run(feeds);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  } while (std::chrono::duration<double>(Clock::now() - start).count() < seconds);
+  return percentile(ms, 50);
+}
+
+// Rounds of one burst per session, in rotating order; [session][round] -> ms.
+std::vector<std::vector<double>> run_rounds(std::vector<Session>& sessions, const std::map<std::string, Tensor>& feeds,
+                                            double seconds, const std::atomic<bool>& stop) {
+  const size_t n = sessions.size();
+  std::vector<std::vector<double>> out(n);
+  const double burst_s = seconds / kTargetRounds;
+  const auto start = std::chrono::steady_clock::now();
+  auto spent_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  for (size_t round = 0; round < static_cast<size_t>(kMinRounds) || spent_s() < seconds * static_cast<double>(n); ++round) {
+    std::vector<double> ms(n);
+    for (size_t k = 0; k < n && !stop.load(); ++k) {
+      const size_t i = (round + k) % n;  // who goes first rotates: no option always follows the same one
+      ms[i] = burst_ms(sessions[i], feeds, burst_s);
+    }
+    if (stop.load()) break;  // a partial round compares nothing
+    for (size_t i = 0; i < n; ++i) out[i].push_back(ms[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+RoundTimes measure_rounds(const Engine& engine, const std::map<std::string, Dims>& request, const SessionOptions& base,
+                          const std::vector<FusionOption>& options, int64_t rows, int threads, double seconds,
+                          const std::atomic<bool>& stop) {
+  const auto dims = with_rows(request, rows);
+  const auto feeds = engine.sample_inputs(dims);
+  std::vector<std::vector<double>> per_round;
+  std::exception_ptr failed;  // a plan that fails to build must reach the caller, not terminate
+  // One thread builds and runs every session: a session run from another thread than the one
+  // that built it measured slower.
+  std::thread context([&] {
+    try {
+      cpu::set_thread_width(threads);
+      std::vector<Session> sessions;
+      for (const FusionOption& o : options) {
+        SessionOptions so = base;
+        so.fusion = o.fusion;
+        sessions.push_back(engine.session(dims, so));
+        sessions.back().run(feeds);  // warm: first-run allocations and primitive creation
+      }
+      per_round = run_rounds(sessions, feeds, seconds, stop);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  context.join();
+  if (failed) std::rethrow_exception(failed);
+  RoundTimes out;
+  for (size_t i = 0; i < per_round.size(); ++i)
+    if (!per_round[i].empty()) out[options[i].name] = std::move(per_round[i]);
   return out;
 }
 

@@ -31,6 +31,21 @@ ServiceTimes measure_service_times(const Engine& engine, const std::map<std::str
                                    const SessionOptions& options, const std::vector<int64_t>& rows, Layout layout,
                                    double seconds, const std::atomic<bool>& stop);
 
+// Each fusion option's time in every round at one batch size: option name -> ms per round, the
+// rounds aligned (round i of every option ran back to back, so a slow spell hits them alike).
+using RoundTimes = std::map<std::string, std::vector<double>>;
+
+// Times `options` against each other at `rows` rows on one context of `threads` threads: one
+// session per option, built once, then rounds in rotating order (A B C, B C A, C A B, ...), each
+// a short burst per option whose median is that option's time in the round. At least
+// kMinRounds rounds, and more while the options have had under `seconds` each; a round cut
+// short by `stop` is dropped.
+inline constexpr int kMinRounds = 5;
+inline constexpr int kTargetRounds = 8;  // a burst lasts about seconds / kTargetRounds, at least one run
+RoundTimes measure_rounds(const Engine& engine, const std::map<std::string, Dims>& request, const SessionOptions& base,
+                          const std::vector<FusionOption>& options, int64_t rows, int threads, double seconds,
+                          const std::atomic<bool>& stop);
+
 // `request` with dimension 0 of every input set to `rows`.
 std::map<std::string, Dims> with_rows(const std::map<std::string, Dims>& request, int64_t rows);
 

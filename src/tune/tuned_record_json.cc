@@ -142,7 +142,8 @@ json tuned_record_json(const TunedRecord& r) {
   for (const ClassRecord& c : r.classes) classes.push_back(class_json(c));
   json matrix = json::array();
   for (const MatrixTiming& m : r.matrix)
-    matrix.push_back({{"rows", m.rows}, {"option", m.option}, {"ms", m.ms}, {"chosen", m.chosen}});
+    matrix.push_back({{"rows", m.rows}, {"option", m.option}, {"ms", m.ms}, {"chosen", m.chosen}, {"rounds", m.rounds},
+                      {"wins", m.wins}, {"ratio", m.ratio}, {"ratio_mad", m.ratio_mad}});
   json j = {{"model", r.model},       {"model_hash", r.model_hash}, {"machine", r.machine},
             {"threads", r.threads},   {"request", request},         {"arrivals", r.arrivals},
             {"duration_s", r.duration_s}, {"interrupted", r.interrupted}, {"classes", classes},
@@ -172,8 +173,16 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
   t.interrupted = r.flag("interrupted");
   for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
   if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
-  for (const Reader& m : r.items("matrix"))
-    t.matrix.push_back({m.integer("rows"), m.text("option"), m.number("ms"), m.flag("chosen")});
+  for (const Reader& m : r.items("matrix")) {
+    MatrixTiming timing{m.integer("rows"), m.text("option"), m.number("ms"), m.flag("chosen")};
+    if (m.has("rounds")) {  // the evidence; absent from records written before the rounds
+      timing.rounds = m.integer("rounds");
+      timing.wins = m.integer("wins");
+      timing.ratio = m.number("ratio");
+      timing.ratio_mad = m.number("ratio_mad");
+    }
+    t.matrix.push_back(std::move(timing));
+  }
   return t;
 }
 

@@ -92,7 +92,7 @@ struct Run {
   std::map<std::string, Dims> padded;  // one request, its sequence padded as the batcher pads it
   std::vector<Layout> layouts;         // one context with every thread; two with half each
   ArrivalSource arrivals;              // Poisson, or the replayed trace
-  double service_s = 0;                // estimated seconds to time every bucket once
+  double service_s = 0;                // estimated seconds to time every bucket on one plan
   double total_s = 0, done_s = 0;      // the progress bar's work estimate and work done, in seconds
 
   void status(const std::string& text) { progress.update(done_s / total_s, text); }
@@ -146,34 +146,41 @@ std::vector<FusionOption> gated_options(Run& run) {
   return options;
 }
 
-// Each option's time per bucket on one context. Two passes over the options, the better time of
-// each kept: one hiccup (a co-tenant, a page fault storm) must not hand a bucket to the wrong option.
-std::map<std::string, ServiceTimes> time_options(Run& run, const std::vector<FusionOption>& options,
-                                                 const SessionOptions& base_session) {
-  std::map<std::string, ServiceTimes> by_option;
-  for (int pass = 0; pass < 2; ++pass)
-    for (const FusionOption& option : options) {
-      if (run.stop.load()) break;
-      run.status("timing batches, fusion " + option.name);
-      SessionOptions so = base_session;
-      so.fusion = option.fusion;
-      ServiceTimes t = measure_service_times(run.engine, run.padded, so, run.rows, run.layouts[0],
-                                             kServiceSecondsPerSize / 2, run.stop);
-      for (const auto& [r, ms] : t.ms_by_rows) {
-        auto [it, fresh] = by_option[option.name].ms_by_rows.emplace(r, ms);
-        if (!fresh) it->second = std::min(it->second, ms);
-      }
-      run.advance(run.service_s / 2, "timed " + option.name);
-    }
-  return by_option;
+// The options' times per bucket on one context, alternated in rounds (measure_rounds): each
+// option gets about kServiceSecondsPerSize per bucket, as the bar's estimate assumes.
+std::map<int64_t, RoundTimes> time_options(Run& run, const std::vector<FusionOption>& options,
+                                           const SessionOptions& base_session) {
+  std::map<int64_t, RoundTimes> by_rows;
+  const double share = static_cast<double>(options.size()) * run.service_s / static_cast<double>(run.rows.size());
+  for (int64_t r : run.rows) {
+    if (run.stop.load()) break;
+    run.status(fmt("timing batch %g: fusion options in alternated rounds", static_cast<double>(r)));
+    RoundTimes t = measure_rounds(run.engine, run.padded, base_session, options, r, run.layouts[0].threads_per_context,
+                                  kServiceSecondsPerSize, run.stop);
+    if (!t.empty()) by_rows[r] = std::move(t);
+    run.advance(share, fmt("timed batch %g", static_cast<double>(r)));
+  }
+  return by_rows;
 }
 
-// The chosen matrix's time per bucket on each layout; the first layout's comes from `by_option`.
-std::vector<ServiceTimes> time_layouts(Run& run, const MatrixChoice& choice,
-                                       const std::map<std::string, ServiceTimes>& by_option,
-                                       const serve::OptionsMatrix& matrix) {
+// One line per bucket size: the option it runs, and every other option's rounds against `kept`.
+void note_choice(Run& run, const MatrixChoice& choice, const std::string& kept) {
+  for (const auto& [r, option] : choice.per_rows) {
+    std::string line = fmt("tune: batch %g runs ", static_cast<double>(r)) + option->name;
+    for (const MatrixTiming& m : choice.timings)
+      if (m.rows == r && m.option != kept)
+        line += "; " + m.option + fmt(" faster in %g/%g rounds, median %+.1f%% (noise %.1f%%)", static_cast<double>(m.wins),
+                                      static_cast<double>(m.rounds), (m.ratio - 1) * 100, m.ratio_mad * 100);
+    run.progress.note(line);
+  }
+}
+
+// The chosen matrix's time per bucket on each layout; the first layout's is the chosen option's
+// median over its rounds.
+std::vector<ServiceTimes> time_layouts(Run& run, const MatrixChoice& choice, const serve::OptionsMatrix& matrix) {
   std::vector<ServiceTimes> layout_times(run.layouts.size());
-  for (const auto& [r, option] : choice.per_rows) layout_times[0].ms_by_rows[r] = by_option.at(option->name).ms_by_rows.at(r);
+  for (const MatrixTiming& m : choice.timings)
+    if (m.chosen) layout_times[0].ms_by_rows[m.rows] = m.ms;
   for (size_t l = 1; l < run.layouts.size() && !run.stop.load(); ++l) {
     run.status(fmt("timing batches on %g contexts", static_cast<double>(run.layouts[l].contexts)));
     for (const auto& [r, option] : choice.per_rows) {
@@ -342,8 +349,8 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   base_session.reorder = o.base.kernel.reorder_for_coalesce;
   const std::vector<FusionOption> options = gated_options(run);
   if (options.empty() && !stop.load()) throw Error("no fusion option passes the precision gate");
-  const std::map<std::string, ServiceTimes> by_option = time_options(run, options, base_session);
-  const MatrixChoice choice = choose_matrix(options, by_option, run.rows);
+  const MatrixChoice choice = choose_matrix(options, time_options(run, options, base_session), run.rows);
+  if (!stop.load() && !options.empty()) note_choice(run, choice, options.front().name);
   rec.matrix = choice.timings;
   Config& config = result.config;
   config = o.base;
@@ -351,7 +358,7 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   SessionOptions top = base_session;
   top.fusion = options.empty() ? o.base.fusion : options.front().fusion;  // "all", gated
   auto matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(config.serve, top));
-  const std::vector<ServiceTimes> layout_times = time_layouts(run, choice, by_option, *matrix);
+  const std::vector<ServiceTimes> layout_times = time_layouts(run, choice, *matrix);
 
   // 2. Price every setting; the layout is the one the lead class prefers.
   const ClassGoal& lead = lead_goal(o.goals);

@@ -57,6 +57,12 @@ def test_tuned_file_is_a_serve_config_holding_its_measurements(tuned):
     assert rows == {1, 2, 4}
     for n in rows:
         assert sum(m["chosen"] for m in rec["matrix"] if m["rows"] == n) == 1
+    # ... from alternated rounds, whose evidence is recorded: all against itself, the others against all.
+    for m in rec["matrix"]:
+        assert m["rounds"] >= 5 and 0 <= m["wins"] <= m["rounds"] and m["ratio"] > 0 and m["ratio_mad"] >= 0, m
+        if m["option"] == "all":
+            assert m["wins"] == 0 and m["ratio"] == 1
+    assert "tune: batch 1 runs " in r.stderr
     assert "tuned / default throughput at the interactive SLO" in r.stdout
 
 

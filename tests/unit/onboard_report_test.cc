@@ -166,6 +166,19 @@ TEST(OnboardReport, MissingOrMalformedPartsAreOneLineErrors) {
   EXPECT_EQ(error_of(with("/request"_json_pointer, "1x32")), "onboard report: request must be an object");
 }
 
+TEST(OnboardReport, TheMatrixShowsTheRoundsEvidenceWhenTheRecordHasIt) {
+  json doc = fixture();
+  auto& row = doc["tuned"]["matrix"][7];  // 8 rows, no-attention, chosen over all
+  ASSERT_EQ(row["option"], "no-attention");
+  row["rounds"] = 8, row["wins"] = 7, row["ratio"] = 0.9612, row["ratio_mad"] = 0.0081;
+  for (const char* key : {"rounds", "wins", "ratio", "ratio_mad"}) doc["tuned"]["matrix"][6][key] = key == std::string("ratio") ? 1 : 0;
+  const std::string html = onboard_report_html(doc);
+  EXPECT_EQ(fusor::test::markup_problem(html), "");
+  EXPECT_NE(html.find("<span class=\"pick\">43.8</span> <span class=\"note\">7/8, -3.9% &plusmn; 0.8%</span>"), std::string::npos);
+  // The first option (all) is what the others are compared with: no evidence beside it.
+  EXPECT_NE(html.find("<td class=\"n\">8</td><td class=\"n\">45</td>"), std::string::npos);
+}
+
 TEST(OnboardReport, EmptyPartsRenderWithoutCrashing) {
   json doc = fixture();
   doc["profile"]["after"]["kernels"] = json::array();

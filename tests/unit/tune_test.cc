@@ -12,9 +12,9 @@
 #include "fusor/tune.h"
 #include "fusor/tuned_record.h"
 #include "tune/arrivals.h"
-#include "tune/fusion_matrix.h"
 #include "tune/open_loop.h"
 #include "tune/simulate.h"
+#include "tune/tuned_record_json.h"
 #include "tune/tuner.h"
 
 namespace fusor::tune {
@@ -101,28 +101,6 @@ TEST(Simulate, ServiceTimesInterpolate) {
   ServiceTimes t{{{1, 10.0}, {4, 16.0}}};
   EXPECT_DOUBLE_EQ(t.at(2), 12.0);
   EXPECT_DOUBLE_EQ(t.at(8), 24.0);  // the last slope extended
-}
-
-TEST(FusionMatrix, KeepsAllUnlessAnotherOptionClearlyWinsAndMergesAgreeingSizes) {
-  auto options = fusion_options(FusionConfig{});
-  ASSERT_EQ(options.size(), 3u);  // all, no-attention, none
-  std::map<std::string, ServiceTimes> t = {
-      {"all", {{{1, 10.0}, {2, 14.0}, {4, 20.0}, {8, 30.0}}}},
-      {"no-attention", {{{1, 9.8}, {2, 12.0}, {4, 18.0}, {8, 31.0}}}},  // 2% faster at 1: noise; clear wins at 2, 4
-      {"none", {{{1, 11.0}, {2, 15.0}, {4, 22.0}, {8, 33.0}}}}};
-  MatrixChoice c = choose_matrix(options, t, {1, 2, 4, 8});
-  std::vector<std::string> chosen;
-  for (const auto& [rows, o] : c.per_rows) chosen.push_back(o->name);
-  EXPECT_EQ(chosen, (std::vector<std::string>{"all", "no-attention", "no-attention", "all"}));
-  auto rows = c.entries();
-  ASSERT_EQ(rows.size(), 3u);  // <=1 all, <=4 no-attention, <=8 all
-  EXPECT_EQ(rows[1].max_batch, 4);
-  EXPECT_FALSE(rows[1].fusion.fuse_attention);
-  EXPECT_EQ(c.timings.size(), 12u);
-  EXPECT_EQ(std::count_if(c.timings.begin(), c.timings.end(), [](const MatrixTiming& m) { return m.chosen; }), 4);
-  // Nothing beats "all": no matrix rows at all.
-  t["no-attention"] = t["all"];
-  EXPECT_TRUE(choose_matrix(options, t, {1, 2, 4, 8}).entries().empty());
 }
 
 TEST(OpenLoop, PercentileIsNearestRank) {
@@ -235,7 +213,7 @@ TunedRecord sample_record() {
   b.slo = {2000, true};
   r.classes.push_back(b);
   r.baseline = c;
-  r.matrix = {{1, "all", 9.8, true}, {1, "none", 10.1, false}};
+  r.matrix = {{1, "all", 9.8, true, 8, 0, 1, 0}, {1, "none", 10.1, false, 8, 3, 1.03, 0.02}};
   return r;
 }
 
@@ -263,6 +241,10 @@ void expect_same(const TunedRecord& a, const TunedRecord& b) {
   ASSERT_EQ(a.matrix.size(), b.matrix.size());
   EXPECT_EQ(a.matrix[1].option, b.matrix[1].option);
   EXPECT_EQ(a.matrix[0].chosen, b.matrix[0].chosen);
+  EXPECT_EQ(a.matrix[1].rounds, b.matrix[1].rounds);
+  EXPECT_EQ(a.matrix[1].wins, b.matrix[1].wins);
+  EXPECT_DOUBLE_EQ(a.matrix[1].ratio, b.matrix[1].ratio);
+  EXPECT_DOUBLE_EQ(a.matrix[1].ratio_mad, b.matrix[1].ratio_mad);
 }
 
 TEST(TunedRecord, RoundTripsThroughTheTunedYamlWhichIsAlsoAServeConfig) {
@@ -280,6 +262,20 @@ TEST(TunedRecord, RoundTripsThroughTheTunedYamlWhichIsAlsoAServeConfig) {
   expect_same(sample_record(), parse_tuned_record(text, "t.yaml"));
   Config back = parse_config(text, "t.yaml");
   EXPECT_EQ(back, config);  // every serve setting survives, the record is skipped
+}
+
+TEST(TunedRecord, MatrixRowsWithoutTheRoundsEvidenceStillRead) {
+  // Records written before the alternated rounds have rows, option, ms and chosen only.
+  nlohmann::json j = tuned_record_json(sample_record());
+  for (auto& row : j["matrix"])
+    for (const char* key : {"rounds", "wins", "ratio", "ratio_mad"}) row.erase(key);
+  TunedRecord back = tuned_record_from_json(j, "old.json");
+  ASSERT_EQ(back.matrix.size(), 2u);
+  EXPECT_EQ(back.matrix[1].option, "none");
+  EXPECT_DOUBLE_EQ(back.matrix[1].ms, 10.1);
+  EXPECT_EQ(back.matrix[1].rounds, 0);
+  EXPECT_EQ(back.matrix[1].wins, 0);
+  EXPECT_EQ(back.matrix[1].ratio, 1);
 }
 
 TEST(TunedRecord, MissingOrMistypedFieldsAreOneLineErrors) {
