@@ -23,8 +23,9 @@
 //     seq_bucket: 16                 # positive integer
 //     pad_values: {attention_mask: 0}
 //     classes:                       # name -> class; absent: one class "default"
-//       interactive: {batch_window_ms: 1, max_batch: 4, preferred_batch_sizes: [1, 2, 4],
-//                     priority: 0, timeout_ms: 1000, max_queue_size: 64}
+//       interactive: {batch_window_ms: 1, adaptive_window: true, max_batch: 4,
+//                     preferred_batch_sizes: [1, 2, 4], priority: 0, timeout_ms: 1000,
+//                     max_queue_size: 64}
 //     matrix:                        # fusion per batch-size bucket; absent: fusion: for all
 //       - {max_batch: 1, fusion: {fuse_attention: false}}
 //       - {max_batch: 32, fusion: {disabled: [layer0.attention]}}
@@ -104,6 +105,7 @@ struct TrafficClass {
   int64_t priority = 0;         // lower runs first when several classes have a batch ready
   double timeout_ms = 30000;    // queued longer than this: 503
   int64_t max_queue_size = 256;  // requests queued beyond this: 503
+  bool adaptive_window = true;  // close a batch before the window when waiting cannot help
 
   bool operator==(const TrafficClass&) const = default;
 };

@@ -78,8 +78,8 @@ const Key kKeys[] = {
 };
 
 // The keys of one traffic class inside serve.classes.NAME.
-constexpr std::string_view kClassKeys[] = {"batch_window_ms", "max_batch",  "preferred_batch_sizes",
-                                           "priority",        "timeout_ms", "max_queue_size"};
+constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch", "preferred_batch_sizes",
+                                           "priority",        "timeout_ms",      "max_queue_size"};
 // The keys of one serve.matrix entry.
 constexpr std::string_view kMatrixKeys[] = {"max_batch", "fusion"};
 
@@ -369,6 +369,7 @@ class Parser {
       if (!inserted) fail(key.Mark(), "duplicate key '" + shown(path) + "' (first at line " + std::to_string(first->second) + ")");
       const YAML::Mark& at = v.IsNull() ? key.Mark() : v.Mark();
       if (k == "batch_window_ms") c.batch_window_ms = parse_non_negative(v, at, path), window_set_.insert(name);
+      else if (k == "adaptive_window") c.adaptive_window = parse_bool(v, at, path);
       else if (k == "max_batch") c.max_batch = parse_count(v, at, path, 1);
       else if (k == "priority") c.priority = parse_count(v, at, path, 0);
       else if (k == "timeout_ms") c.timeout_ms = parse_non_negative(v, at, path);

@@ -59,7 +59,8 @@ std::string config_yaml(const Config& c) {
   }
   y << "  classes:\n";
   for (const auto& [name, t] : c.serve.classes) {
-    y << "    " << name << ": {batch_window_ms: " << number(t.batch_window_ms) << ", max_batch: " << t.max_batch;
+    y << "    " << name << ": {batch_window_ms: " << number(t.batch_window_ms)
+      << ", adaptive_window: " << flag(t.adaptive_window) << ", max_batch: " << t.max_batch;
     if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
     y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size
       << "}\n";

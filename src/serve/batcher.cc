@@ -3,15 +3,16 @@
 #include <algorithm>
 
 #include "fusor/error.h"
+#include "serve/batch_window.h"
 
 namespace fusor::serve {
 
 Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
                  std::function<void(size_t)> on_context_start)
     : config_(config), sig_(std::move(sig)), run_(std::move(run)), stats_(stats),
-      on_context_start_(std::move(on_context_start)) {
-  for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}});
-  for (int64_t i = 0; i < std::max<int64_t>(1, config_.execution_contexts); ++i)
+      on_context_start_(std::move(on_context_start)), contexts_(std::max<int64_t>(1, config_.execution_contexts)) {
+  for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}, {}});
+  for (int64_t i = 0; i < contexts_; ++i)
     workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
 }
 
@@ -51,6 +52,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
     if (!draining && static_cast<int64_t>(q->waiting.size()) < q->cls.max_queue_size) {
       stats_.queued(name);
       q->waiting.push_back({std::move(inputs), std::move(shape), Clock::now(), {}, std::move(done), &*q, name});
+      if (q->cls.adaptive_window) q->arrivals.arrived(q->waiting.back().shape.group, q->waiting.back().arrived);
       cv_.notify_one();
       return;
     }
@@ -73,6 +75,7 @@ void Batcher::drain() {
 
 Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake) {
   using ms = std::chrono::duration<double, std::milli>;
+  const int64_t idle = contexts_ - running_;  // this context among them
   Queue* best = nullptr;
   for (Queue& q : queues_) {
     auto& w = q.waiting;
@@ -91,14 +94,21 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& 
     int64_t rows = 0;
     for (const auto& r : w)
       if (r.shape.group == oldest.shape.group) rows += r.shape.rows;
-    int64_t target = q.cls.preferred_batch_sizes.empty() ? q.cls.max_batch : q.cls.preferred_batch_sizes.back();
-    auto due = oldest.arrived + std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
-    if (draining_ || rows >= target || now >= due) {
+    FormingBatch forming;
+    forming.oldest = oldest.arrived;
+    forming.window = std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
+    forming.rows = rows;
+    forming.target = q.cls.preferred_batch_sizes.empty() ? q.cls.max_batch : q.cls.preferred_batch_sizes.back();
+    forming.idle_contexts = idle;
+    forming.adaptive = q.cls.adaptive_window;
+    if (forming.adaptive) forming.expected_gap = q.arrivals.expected_gap(oldest.shape.group);
+    const auto closes = batch_closes_at(forming);
+    if (draining_ || closes <= now) {
       if (!best || q.cls.priority < best->cls.priority ||
           (q.cls.priority == best->cls.priority && oldest.arrived < best->waiting.front().arrived))
         best = &q;
     } else {
-      wake = std::min(wake, due);
+      wake = std::min(wake, closes);
     }
     if (q.cls.timeout_ms > 0)
       wake = std::min(wake, oldest.arrived + std::chrono::duration_cast<Clock::duration>(ms(q.cls.timeout_ms)));
@@ -120,6 +130,15 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& 
   return batch;
 }
 
+void Batcher::note_holds(Clock::time_point now) {
+  const bool idle = running_ < contexts_;
+  for (Queue& q : queues_) {
+    if (!q.cls.adaptive_window) continue;
+    const bool held = idle && !draining_ && !q.waiting.empty();
+    q.arrivals.hold_only(held ? &q.waiting.front().shape.group : nullptr, now);
+  }
+}
+
 void Batcher::work(size_t context) {
   if (on_context_start_) on_context_start_(context);
   std::unique_lock lock(mu_);
@@ -128,6 +147,8 @@ void Batcher::work(size_t context) {
     auto now = Clock::now();
     auto wake = now + std::chrono::hours(1);
     Batch batch = take_ready(now, expired, wake);
+    if (batch.queue) ++running_;
+    note_holds(now);
     bool more = std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.waiting.empty(); });
     if (!expired.empty() || batch.queue) {
       if (more) cv_.notify_one();  // another idle context may take the next ready batch
@@ -137,6 +158,7 @@ void Batcher::work(size_t context) {
                  {{Code::Unavailable, "timed out in the queue of class '" + r.queue_name + "'; retry later"}, {}});
       if (batch.queue) run(context, batch.requests);
       lock.lock();
+      if (batch.queue) --running_;
       continue;
     }
     if (draining_ && !more) return;

@@ -1,14 +1,21 @@
 // The dynamic batcher of one served model: a queue per traffic class, and N execution contexts
 // (worker threads) that take ready batches from them.
 //
-// When a class has a batch ready: the requests in the group of its oldest request (equal shapes
-// after sequence bucketing) fill max_batch rows (or its largest preferred batch size), or the
-// oldest has waited batch_window_ms. A free worker takes the ready batch of the class with the
-// lowest priority number (the oldest request breaks ties). A forming batch holds no worker, so a
-// class with a short window (interactive) never waits behind a long window; it can only wait for
-// a batch already computing. The batch is padded up to a batch-size bucket (the smallest
-// preferred batch size that fits, else the next power of two up to max_batch) and its sequence
-// to a multiple of seq_bucket, so each context keeps a bounded set of plans.
+// A class's forming batch is the requests in the group of its oldest request (equal shapes after
+// sequence bucketing). It is ready when it fills max_batch rows (or its largest preferred batch
+// size), or when waiting can no longer help (serve/batch_window.h): its oldest request has waited
+// batch_window_ms, the upper bound; or, with the adaptive window (the default; a class's
+// adaptive_window: false keeps the fixed one), a context is idle and the group's next arrival is
+// not expected before the window ends. So at low load a request waits about nothing, and while
+// every context is busy, or requests arrive densely, batches still fill. Each group's arrivals
+// are estimated from what the batcher saw (serve/arrival_rate.h).
+//
+// A free worker takes the ready batch of the class with the lowest priority number (the oldest
+// request breaks ties). A forming batch holds no worker, so a class with a short window
+// (interactive) never waits behind a long window; it can only wait for a batch already
+// computing. The batch is padded up to a batch-size bucket (the smallest preferred batch size
+// that fits, else the next power of two up to max_batch) and its sequence to a multiple of
+// seq_bucket, so each context keeps a bounded set of plans.
 //
 // Requests are never dropped silently: each completion runs exactly once, with outputs or an
 // error: 503 when the class's queue is full, when a request waits longer than timeout_ms, or when
@@ -24,6 +31,7 @@
 #include <vector>
 
 #include "fusor/config.h"
+#include "serve/arrival_rate.h"
 #include "serve/batch_assembly.h"
 #include "serve/stats.h"
 #include "serve/status.h"
@@ -75,6 +83,7 @@ class Batcher {
     std::string name;
     TrafficClass cls;
     std::deque<Request> waiting;
+    GroupArrivalRates arrivals;  // adaptive_window only
   };
   struct Batch {
     Queue* queue = nullptr;
@@ -82,9 +91,12 @@ class Batcher {
   };
 
   void work(size_t context);
-  // With mu_ held: the next batch to run, or none; fills `expired` with timed-out requests and
-  // `wake` with when something next becomes due.
+  // With mu_ held, by an idle context: the next batch to run, or none; fills `expired` with
+  // timed-out requests and `wake` with when something next becomes due.
   Batch take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake);
+  // With mu_ held, after take_ready: which group of each class is now held back at an idle
+  // context for a batch-mate (the time its arrival estimate learns from).
+  void note_holds(Clock::time_point now);
   // Runs requests (one class, one group) as one batch and completes each of them.
   void run(size_t context, std::vector<Request>& requests);
   void complete(const std::string& cls, Request& r, Completion c);
@@ -99,6 +111,8 @@ class Batcher {
   std::condition_variable cv_;
   std::vector<Queue> queues_;
   bool draining_ = false;
+  int64_t running_ = 0;  // contexts running a batch
+  int64_t contexts_ = 0;
   std::vector<std::thread> workers_;
 };
 

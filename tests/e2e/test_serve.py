@@ -199,8 +199,8 @@ def test_queue_overflow_and_timeout_give_503(tmp_path):
     s = Served(tmp_path, """
 serve:
   classes:
-    default: {batch_window_ms: 1500, max_batch: 8, max_queue_size: 1, timeout_ms: 5000}
-    short: {batch_window_ms: 2000, max_batch: 8, max_queue_size: 8, timeout_ms: 100}
+    default: {batch_window_ms: 1500, adaptive_window: false, max_batch: 8, max_queue_size: 1, timeout_ms: 5000}
+    short: {batch_window_ms: 2000, adaptive_window: false, max_batch: 8, max_queue_size: 8, timeout_ms: 100}
 """)
     try:
         url = f"{s.url}/v2/models/demo/infer"
@@ -233,7 +233,7 @@ def test_metrics_have_triton_names_per_class_and_histograms(server):
 
 
 def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
-    s = Served(tmp_path, "batch_window_ms: 1000\n")
+    s = Served(tmp_path, "serve:\n  classes:\n    default: {batch_window_ms: 1000, adaptive_window: false}\n")
     url = f"{s.url}/v2/models/demo/infer"
     with ThreadPoolExecutor(6) as pool:
         pending = [pool.submit(post, url, infer_body()) for _ in range(6)]

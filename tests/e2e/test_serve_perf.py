@@ -45,7 +45,7 @@ def test_minilm_in_padded_batches_matches_onnx_runtime(tmp_path):
 serve:
   seq_bucket: 16
   classes:
-    default: {batch_window_ms: 300, max_batch: 8}
+    default: {batch_window_ms: 300, adaptive_window: false, max_batch: 8}
 """, models=[("minilm", path)])
     try:
         rng = np.random.default_rng(0)

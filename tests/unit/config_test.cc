@@ -242,12 +242,14 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  max_body_bytes: 67108864\n"
             "  seq_bucket: 16\n"
             "  classes:\n"
-            "    default: {batch_window_ms: 8, max_batch: 8, priority: 0, timeout_ms: 30000, max_queue_size: 256}\n");
+            "    default: {batch_window_ms: 8, adaptive_window: true, max_batch: 8, priority: 0, timeout_ms: 30000, "
+            "max_queue_size: 256}\n");
   c.fusion.disabled = {"a"};
   FusionConfig row = c.fusion;
   row.fuse_attention = false;
   row.disabled.push_back("b");
   c.serve.matrix = {{1, row}};
+  c.serve.classes["default"].adaptive_window = false;
   const std::string yaml = config_yaml(c);
   EXPECT_NE(yaml.find("\n  matrix:\n    - {max_batch: 1, fusion: {fuse_elemwise: true, fuse_norm_act: true, "
                       "fuse_gemm_epilogue: true, fuse_attention: false, merge_projections: true, disabled: [b]}}\n"),
@@ -339,7 +341,7 @@ TEST(Config, ServeSectionParses) {
       "  classes:\n"
       "    interactive: {batch_window_ms: 1, max_batch: 4, preferred_batch_sizes: [1, 2, 4], priority: 0,\n"
       "                  timeout_ms: 1000, max_queue_size: 64}\n"
-      "    batch: {max_batch: 32, priority: 1}\n",
+      "    batch: {max_batch: 32, priority: 1, adaptive_window: false}\n",
       "c.yaml");
   EXPECT_EQ(c.serve.default_class, "interactive");
   EXPECT_EQ(c.serve.execution_contexts, 2);
@@ -353,6 +355,8 @@ TEST(Config, ServeSectionParses) {
   EXPECT_EQ(i.max_queue_size, 64);
   EXPECT_EQ(c.serve.classes.at("batch").batch_window_ms, 3.0);  // the top-level window
   EXPECT_EQ(c.serve.classes.at("batch").max_batch, 32);
+  EXPECT_TRUE(i.adaptive_window);  // the default
+  EXPECT_FALSE(c.serve.classes.at("batch").adaptive_window);
   // Without classes: one "default" class with the top-level window.
   EXPECT_EQ(parse_config("batch_window_ms: 2\n", "c.yaml").serve.classes.at("default").batch_window_ms, 2.0);
 }
@@ -365,6 +369,8 @@ TEST(Config, ServeSectionErrorsNameTheKey) {
                       "config.yaml:2:54: 'serve.classes.a.preferred_batch_sizes' must not exceed max_batch (2)");
   EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {max_bacth: 2}}\n",
                       "config.yaml:2:17: unknown key 'serve.classes.a.max_bacth' (did you mean 'max_batch'?)");
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {adaptive_window: yes}}\n",
+                      "config.yaml:2:34: 'serve.classes.a.adaptive_window' must be true or false, got 'yes'");
   EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {priority: -1}}\n",
                       "config.yaml:2:27: 'serve.classes.a.priority' must be a non-negative integer, got '-1'");
   EXPECT_CONFIG_ERROR("serve:\n  classes: {}\n",

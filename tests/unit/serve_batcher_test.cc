@@ -1,9 +1,10 @@
 // The dynamic batcher with a stand-in model (no engine): grouping by sequence length, padding
-// and cutting back, class priority, queue limits, timeouts and drain. These tests also run under
-// ThreadSanitizer (make test-tsan). They assert what the batcher does (which requests share a
-// batch, in which order batches run, what each request gets back), never how fast: where a test
-// needs requests to wait for one another it gives the batch class an hour-long window and lets
-// drain() release them.
+// and cutting back, class priority, queue limits, timeouts, drain and the adaptive window. These
+// tests also run under ThreadSanitizer (make test-tsan). They assert what the batcher does (which
+// requests share a batch, in which order batches run, what each request gets back), never how
+// fast: where a test needs requests to wait for one another it gives the batch class an
+// hour-long fixed window and lets drain() release them. serve_batch_window_test and
+// serve_arrival_rate_test test the adaptive window's rule without a clock.
 #include "serve/batcher.h"
 
 #include <gtest/gtest.h>
@@ -67,12 +68,14 @@ ServeConfig two_classes() {
   return c;
 }
 
-// The batch class waits an hour for a full batch and never times out: its requests leave the
-// queue only when drain() releases them, so which requests share a batch does not depend on timing.
+// The batch class waits an hour for a full batch (the fixed window: the adaptive one would let an
+// idle context take a lone request) and never times out: its requests leave the queue only when
+// drain() releases them, so which requests share a batch does not depend on timing.
 ServeConfig batch_class_waits() {
   ServeConfig c = two_classes();
   c.classes["batch"].batch_window_ms = 3600e3;
   c.classes["batch"].timeout_ms = 0;
+  c.classes["batch"].adaptive_window = false;
   return c;
 }
 
@@ -187,6 +190,66 @@ TEST(ServeBatcher, ARequestTheModelRejectsFailsAlone) {
   std::lock_guard lock(h.model.mu);
   // Together they fail; then each runs alone.
   EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 8}, {4, 8}}));
+}
+
+// The adaptive window (the default): with a context idle and no batch-mate in sight, a request
+// does not wait for the window.
+TEST(ServeBatcher, AtIdleARequestDoesNotWaitForTheWindow) {
+  ServeConfig c = two_classes();
+  c.classes["batch"].batch_window_ms = 10e3;
+  Harness h(c);
+  auto f = h.submit({5, 6}, "batch");
+  // A guard against hanging for the 10 s window, not a latency bound.
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready) << "the request waited for the window";
+  EXPECT_EQ(values(f.get()), (std::vector<float>{5, 6}));
+}
+
+// The model holds the only context on its first batch while two requests arrive densely. Once
+// the context is free, the batch keeps collecting (a batch-mate is expected soon; here it waits
+// for drain), rather than leaving as soon as a context is idle, so the request that comes later
+// joins it.
+TEST(ServeBatcher, AfterDenseArrivalsAnIdleContextKeepsCollecting) {
+  ServeConfig c = two_classes();
+  c.classes["batch"].batch_window_ms = 3600e3;
+  c.classes["batch"].timeout_ms = 0;
+  c.classes["batch"].preferred_batch_sizes.clear();  // batches pad to powers of two: 1 row stays 1
+  std::promise<void> started, release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<bool> first{true};
+  std::mutex mu;
+  std::vector<Dims> batches;
+  ModelStats stats({"interactive", "batch"});
+  Batcher b(c, text_signature(), [&](size_t, const Tensors& in) {
+    {
+      std::lock_guard lock(mu);
+      batches.push_back(in.at("input_ids").dims());
+    }
+    if (first.exchange(false)) {
+      started.set_value();
+      released.wait();
+    }
+    return Tensors{{"out", Tensor(DType::Float32, in.at("input_ids").dims())}};
+  }, stats);
+  std::vector<std::future<Completion>> all;
+  auto submit = [&](std::vector<int64_t> ids) {
+    auto p = std::make_shared<std::promise<Completion>>();
+    all.push_back(p->get_future());
+    b.submit(request(std::move(ids)), "batch", [p](Completion x) { p->set_value(std::move(x)); });
+  };
+  submit({1});
+  started.get_future().wait();  // the lone first request runs: nothing was known to wait for
+  submit({2});
+  submit({3});
+  release.set_value();
+  // Time for the freed context to look at the queue: with a wrong rule it would take the two
+  // requests now. Not a latency bound: any interleaving gives the same batches when right.
+  std::this_thread::sleep_for(20ms);
+  submit({4});
+  b.drain();
+  for (auto& f : all) EXPECT_TRUE(f.get().status.ok());
+  std::lock_guard lock(mu);
+  // The three later requests shared one batch (3 rows padded to 4).
+  EXPECT_EQ(batches, (std::vector<Dims>{{1, 8}, {4, 8}}));
 }
 
 TEST(ServeBatcher, DrainFinishesEveryAcceptedRequestAndRefusesNewOnes) {
