@@ -19,6 +19,7 @@ namespace {
 // How long an idle worker polls for the next job before it sleeps. A model's kernels come back
 // to back (a few to a few hundred microseconds apart), so a short spin saves a wake-up per
 // kernel; longer would burn CPU a neighbour could use.
+// (50, 1000 and 5000 us measured the same on MiniLM.)
 constexpr auto kSpin = std::chrono::microseconds(50);
 
 thread_local int t_width = 0;       // 0: not set yet (the budget)
