@@ -16,7 +16,7 @@ using dnnl::memory;
 // rows (8 FLOP/byte) MiniLM's FFN GEMMs, whose weights overflow L2, ran ~10% slower than one
 // oneDNN call on 2 threads; at 32 rows they matched it within noise. Smaller GEMMs keep oneDNN's
 // own threading.
-constexpr int64_t kMinChunkRows = 32;
+constexpr int64_t kMinChunkRows = 64;
 constexpr int64_t kChunksPerThread = 4;
 
 size_t aligned64(size_t n) { return (n + 63) / 64 * 64; }

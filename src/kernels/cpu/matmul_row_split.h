@@ -7,6 +7,9 @@
 // free keep the GEMM going at the speed of the threads that run. The chunk primitives read the
 // same packed weights as the full one (built with the full primitive's weights layout, else no
 // split), so weights are packed once.
+// Not column slices: a slice writes a strided window of dst, which oneDNN 2.6's brgemm declines,
+// and the jit sgemm it falls back to ran MiniLM at half speed (measured). GEMMs with fewer than
+// 128 rows stay on oneDNN's OpenMP threads.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
