@@ -29,6 +29,7 @@ class FaultyKernel final : public Kernel {
 
   size_t scratch_bytes() const override { return inner_->scratch_bytes(); }
   std::string name() const override { return inner_->name() + "+fault:" + kind_; }
+  bool uses_openmp() const override { return inner_->uses_openmp(); }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     std::vector<Tensor> inputs(in.begin(), in.end());

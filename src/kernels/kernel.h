@@ -26,6 +26,10 @@ class Kernel {
   virtual void run(std::span<const Tensor> inputs, std::span<Tensor> outputs, std::span<std::byte> scratch) = 0;
   // Names carry parameters: "matmul_f32_onednn", "add_f32_avx512", "ref.Softmax".
   virtual std::string name() const = 0;
+  // Whether its parallel work runs on an OpenMP team (oneDNN's convolutions and small GEMMs, the
+  // reference kernels) rather than fusor's thread pool. A plan with any such step runs all its
+  // parallel work on the team, so that one set of threads stays hot (docs/threads.md).
+  virtual bool uses_openmp() const { return false; }
 
   // Blocked layouts between kernels (plan/layouts.h), so consecutive oneDNN convolutions skip
   // their reorders. A kernel that can write output 0 in a non-row-major layout of the same byte

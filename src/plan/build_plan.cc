@@ -168,6 +168,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   }
   plan.fusion = std::move(report);
   plan.source_graph = source;
+  plan.openmp_team = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.kernel->uses_openmp(); });
   if (options.memory_aware_order) schedule_for_memory(plan);
   if (options.blocked_layouts && options.kernels == KernelChoice::Fast) assign_blocked_layouts(plan);
   return plan;

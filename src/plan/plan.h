@@ -65,6 +65,9 @@ struct Plan {
   // The graph as imported, before fusion (graph is the fused one when fusion ran).
   std::shared_ptr<const Graph> source_graph;
 
+  // Some step's kernel uses_openmp(): the executor runs every step's parallel work on OpenMP.
+  bool openmp_team = false;
+
   // Kernels may keep state between runs, so one executor at a time owns a plan's kernels.
   mutable bool claimed_by_executor = false;
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kernels/cpu/thread_pool.h"
+
 namespace fusor {
 namespace {
 
@@ -126,6 +128,7 @@ void Executor::observe(size_t s) const {
 
 void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   bind_inputs(inputs);
+  cpu::OpenmpTeamScope team(plan_.openmp_team);
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const Step& step = plan_.steps[s];
     if (options_.mem_guard) arm_guards(s);

@@ -93,3 +93,25 @@ TEST(ThreadPool, ParallelRangeCoversTheRangeInAlignedPieces) {
 
 }  // namespace
 }  // namespace fusor::cpu
+
+namespace fusor::cpu {
+namespace {
+
+TEST(ThreadPool, UnderAnOpenmpTeamScopeJobsStillRunEveryChunkOnce) {
+  OpenmpTeamScope team(true);
+  std::vector<std::atomic<int>> runs(500);
+  std::atomic<int> bad_participant{0};
+  parallel_chunks(500, 2, [&](int64_t c, int p) {
+    runs[static_cast<size_t>(c)].fetch_add(1);
+    if (p < 0 || p >= 2) bad_participant.fetch_add(1);
+  });
+  for (auto& r : runs) ASSERT_EQ(r.load(), 1);
+  EXPECT_EQ(bad_participant.load(), 0);
+  EXPECT_THROW(parallel_chunks(10, 2, [](int64_t c, int) {
+                 if (c == 3) throw std::runtime_error("chunk 3");
+               }),
+               std::runtime_error);
+}
+
+}  // namespace
+}  // namespace fusor::cpu

@@ -3,10 +3,8 @@
 
 #include "commands.h"
 #include "fusor/error.h"
-#include "openmp_spin.h"
 
 int main(int argc, char** argv) {
-  fusor::cli::shorten_openmp_spin(argv);
   CLI::App app{"fusor: an inference optimizer and server for ONNX models"};
   app.require_subcommand(1);
   fusor::cli::add_run_command(app);

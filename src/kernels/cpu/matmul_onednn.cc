@@ -138,6 +138,7 @@ class MatmulKernel final : public Kernel {
                scratch);
   }
   std::string name() const override { return name_; }
+  bool uses_openmp() const override { return !m_.on_pool(); }
 
  private:
   OnednnMatmul m_;
@@ -156,6 +157,7 @@ class GemmKernel final : public Kernel {
                std::span<const float* const>(&c, has_c ? 1 : 0), scratch);
   }
   std::string name() const override { return name_; }
+  bool uses_openmp() const override { return !m_.on_pool(); }
 
  private:
   OnednnMatmul m_;

@@ -39,6 +39,7 @@ class OnednnMatmul {
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
   bool packed() const { return packed_weights_.has_value(); }
+  bool on_pool() const { return split_.has_value(); }  // else oneDNN's OpenMP team runs it
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
 

@@ -71,6 +71,7 @@ class PlainIoKernel final : public Kernel {
             accumulate_ >= 0 ? in[static_cast<size_t>(accumulate_)].data<float>() : nullptr);
   }
   std::string name() const override { return name_; }
+  bool uses_openmp() const override { return true; }
   std::string offered_output_layout() const override { return io_.dst_layout(); }
   bool accepts_input_layout(size_t index, const std::string& layout) const override {
     if (layout.empty()) return false;

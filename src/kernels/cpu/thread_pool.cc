@@ -24,6 +24,7 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 
 thread_local int t_width = 0;       // 0: not set yet (the budget)
 thread_local bool t_in_job = false;  // inside a chunk: nested jobs run inline
+thread_local bool t_openmp = false;  // OpenmpTeamScope: jobs go to an OpenMP team
 
 struct Job {
   ChunkFn fn = nullptr;
@@ -124,7 +125,24 @@ class Pool {
   std::vector<std::thread> workers_;
 };
 
+void run_on_openmp(int64_t chunks, int threads, ChunkFn fn, void* context) {
+  std::exception_ptr error;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      fn(context, c, omp_get_thread_num());
+    } catch (...) {
+#pragma omp critical(fusor_chunk_error)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
+
+OpenmpTeamScope::OpenmpTeamScope(bool on) : before_(t_openmp) { t_openmp = on; }
+OpenmpTeamScope::~OpenmpTeamScope() { t_openmp = before_; }
 
 int thread_width() {
   // First use on this thread: OpenMP (oneDNN's convolutions) follows the same budget, which,
@@ -145,6 +163,7 @@ void run_chunks(int64_t chunks, int max_participants, ChunkFn fn, void* context)
     for (int64_t c = 0; c < chunks; ++c) fn(context, c, 0);
     return;
   }
+  if (t_openmp) return run_on_openmp(chunks, static_cast<int>(useful), fn, context);
   Pool& pool = Pool::instance();
   Job job;
   job.fn = fn;

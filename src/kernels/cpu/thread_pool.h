@@ -27,6 +27,20 @@ using ChunkFn = void (*)(void* context, int64_t chunk, int participant);
 // chunks are done; rethrows the first exception a chunk threw.
 void run_chunks(int64_t chunks, int max_participants, ChunkFn fn, void* context);
 
+// While one lives, this thread's jobs run on an OpenMP team (dynamic schedule) instead of the
+// pool: for plans whose other kernels are OpenMP's anyway, where switching between two sets of
+// threads would wake one of them at every step.
+class OpenmpTeamScope {
+ public:
+  explicit OpenmpTeamScope(bool on);
+  ~OpenmpTeamScope();
+  OpenmpTeamScope(const OpenmpTeamScope&) = delete;
+  OpenmpTeamScope& operator=(const OpenmpTeamScope&) = delete;
+
+ private:
+  bool before_;
+};
+
 // f(chunk, participant) for every chunk, as run_chunks.
 template <class F>
 void parallel_chunks(int64_t chunks, int max_participants, F&& f) {

@@ -9,6 +9,7 @@ class ReferenceKernel final : public Kernel {
     fn_(node_, in, out);
   }
   std::string name() const override { return std::string("ref.") + op_info(node_.op).name; }
+  bool uses_openmp() const override { return true; }  // several (MatMul, Conv, norms) do
 
  private:
   const Node& node_;

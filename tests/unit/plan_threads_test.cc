@@ -1,0 +1,37 @@
+// Which threads a plan's parallel work runs on: the pool, unless some step's kernel runs on an
+// OpenMP team (oneDNN GEMMs too small to split, convolutions, reference kernels); then all of it
+// runs on the team, so one set of threads stays hot.
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/backend.h"
+#include "kernels/cpu/thread_pool.h"
+#include "plan/plan.h"
+#include "graph_builder.h"
+
+namespace fusor {
+namespace {
+
+// y = x W for x [rows, 256]: one GEMM with constant weights.
+Plan gemm_plan(int64_t rows, KernelChoice kernels) {
+  test::GraphBuilder b;
+  Tensor w(DType::Float32, {256, 256});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 7) * 0.01f;
+  auto g = b.finish({b.node(Op::MatMul, {b.input("x"), b.constant("w", w)}, "y")});
+  return build_plan(g, {{"x", {rows, 256}}}, {.kernels = kernels, .backend = &cpu::backend()});
+}
+
+TEST(PlanThreads, APlanOfPoolKernelsRunsOnThePool) {
+  if (cpu::thread_width() < 2) GTEST_SKIP() << "one thread: no GEMM is split";
+  EXPECT_FALSE(gemm_plan(512, KernelChoice::Fast).openmp_team);
+}
+
+TEST(PlanThreads, AGemmTooSmallToSplitPutsThePlanOnOpenmp) {
+  EXPECT_TRUE(gemm_plan(4, KernelChoice::Fast).openmp_team);
+}
+
+TEST(PlanThreads, ReferencePlansRunOnOpenmp) {
+  EXPECT_TRUE(gemm_plan(512, KernelChoice::Reference).openmp_team);
+}
+
+}  // namespace
+}  // namespace fusor
