@@ -79,7 +79,8 @@ int cpus_available() {
 
 int compute_budget() {
   if (int n = chosen_budget.load()) return n;
-  static const int by_default = from_environment() ? from_environment() : cpus_available();
+  static const int from_env = from_environment();
+  static const int by_default = from_env ? from_env : cpus_available();
   return by_default;
 }
 

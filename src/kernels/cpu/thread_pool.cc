@@ -157,23 +157,19 @@ void set_thread_width(int n) {
 }
 
 void run_chunks(int64_t chunks, int max_participants, ChunkFn fn, void* context) {
-  if (chunks <= 0) return;
-  const int64_t useful = std::min<int64_t>(chunks, max_participants);
-  if (useful <= 1 || t_in_job || omp_in_parallel()) {
+  auto run_inline = [&] {
     for (int64_t c = 0; c < chunks; ++c) fn(context, c, 0);
-    return;
-  }
+  };
+  const int64_t useful = std::min<int64_t>(chunks, max_participants);
+  if (useful <= 1 || t_in_job || omp_in_parallel()) return run_inline();
   if (t_openmp) return run_on_openmp(chunks, static_cast<int>(useful), fn, context);
   Pool& pool = Pool::instance();
+  if (pool.workers() == 0) return run_inline();
   Job job;
   job.fn = fn;
   job.context = context;
   job.chunks = chunks;
   job.max_participants = static_cast<int>(std::min<int64_t>(useful, pool.workers() + 1));
-  if (job.max_participants <= 1) {
-    for (int64_t c = 0; c < chunks; ++c) fn(context, c, 0);
-    return;
-  }
   pool.run(job);
 }
 
