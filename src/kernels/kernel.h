@@ -36,6 +36,11 @@ class Kernel {
   // size names it ("" when it cannot); consumers say which inputs may arrive in it.
   virtual std::string offered_output_layout() const { return {}; }
   virtual bool accepts_input_layout(size_t /*index*/, const std::string& /*layout*/) const { return false; }
+  // An elementwise kernel may instead follow a layout: when every input of the output's shape
+  // arrives in `layout`, it writes output 0 in `layout` too (its other inputs, such as a
+  // per-channel scale, read the same in both). Then use_layouts names those inputs' layout and
+  // sets `output_blocked`.
+  virtual bool follows_layout(const std::string& /*layout*/) const { return false; }
   // At plan time, before any run: input i arrives in `inputs[i]` ("" = row-major); output 0 is
   // written in the offered layout when `output_blocked`.
   virtual void use_layouts(std::span<const std::string> /*inputs*/, bool /*output_blocked*/) {}

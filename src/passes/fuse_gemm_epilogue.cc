@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kPass = "fuse_gemm_epilogue";
 
 struct Activation {
-  std::string name;  // relu, leaky_relu, tanh, sigmoid, gelu_erf, gelu_tanh
+  std::string name;  // relu, leaky_relu, tanh, sigmoid, hardswish, gelu_erf, gelu_tanh
   float alpha = 0.f;
 };
 
@@ -29,6 +29,7 @@ std::optional<Activation> activation_of(const Node& n) {
     case Op::LeakyRelu: return Activation{"leaky_relu", n.attr_float("alpha", 0.01f)};
     case Op::Tanh: return Activation{"tanh"};
     case Op::Sigmoid: return Activation{"sigmoid"};
+    case Op::HardSwish: return Activation{"hardswish"};
     case Op::Gelu: break;
     case Op::Fused:
       if (!is_fused_kind(n, FusedKind::Gelu)) return std::nullopt;

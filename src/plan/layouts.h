@@ -1,8 +1,10 @@
 // Blocked layouts between kernels: a value whose producer can write it in a blocked layout
-// (oneDNN's nChw8c) and whose every reader accepts that layout is stored that way, so the
-// reorders to and from row-major disappear between consecutive convolutions and pools. Graph
-// outputs, viewed values and values read by any other kernel stay row-major; step observers
-// still see row-major tensors (the executor converts them).
+// (oneDNN's nChw16c, or channels-last) and whose every reader accepts that layout is stored that
+// way, so the reorders to and from row-major disappear between consecutive convolutions and
+// pools. Elementwise kernels may follow a dense layout such as channels-last: fed in it, they
+// write in it (Kernel::follows_layout), so a Conv -> HardSigmoid * x -> Conv chain stays
+// channels-last too. Graph outputs, viewed values and values read by any other kernel stay
+// row-major; step observers still see row-major tensors (the executor converts them).
 #pragma once
 #include "plan/plan.h"
 

@@ -44,5 +44,6 @@ def test_arena_near_lower_bound_and_far_below_naive(model, batch, seq, tmp_path)
     assert m["arena_bytes"] <= 1.05 * m["lower_bound_bytes"]
     # ResNet's values are mostly a chain, each live across one or two steps, and with blocked
     # layouts between its convolutions (plan/layouts.h) no per-step scratch copies pad the naive
-    # total: its arena is about a third of naive (half of what it was with the copies).
-    assert m["arena_bytes"] <= (0.4 if model == "resnet18" else 0.3) * m["naive_bytes"]
+    # total: its arena is about 0.4 of naive (half of what it was with the copies; the last
+    # convolution's copy went too when GlobalAveragePool learnt to read channels-last).
+    assert m["arena_bytes"] <= (0.41 if model == "resnet18" else 0.3) * m["naive_bytes"]

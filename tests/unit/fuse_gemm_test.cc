@@ -210,26 +210,6 @@ TEST(FuseConv, ConvReluAndConvResidualRelu) {
   }
 }
 
-// Every value a step reads or writes, by name, as a step observer sees it.
-std::map<std::string, Tensor> observed_values(const Plan& plan, const test::Feeds& inputs) {
-  std::map<std::string, Tensor> seen;
-  Executor ex(plan);
-  ex.set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
-    auto keep = [&](const std::vector<int>& ids, std::span<const Tensor> ts) {
-      for (size_t i = 0; i < ids.size(); ++i)
-        if (ids[i] >= 0 && ts[i].defined()) {
-          Tensor copy(ts[i].dtype(), ts[i].dims());
-          std::memcpy(copy.raw(), ts[i].raw(), ts[i].nbytes());
-          seen[plan.graph->values[static_cast<size_t>(ids[i])].name] = std::move(copy);
-        }
-    };
-    keep(step.inputs, in);
-    keep(step.outputs, out);
-  });
-  ex.run(test::ordered(*plan.graph, inputs));
-  return seen;
-}
-
 // r1 = Relu(Conv(x)) feeds a convolution and, as its residual, the one after; every reader of r1
 // and r2 takes oneDNN's blocked layout, so they stay blocked between the steps, while the graph output
 // and what step observers (the precision gate) see stay row-major.
@@ -262,7 +242,7 @@ TEST(FuseConv, BlockedLayoutBetweenConvolutions) {
       std::sort(want.begin(), want.end());
       EXPECT_EQ(blocked, want) << r.kernels();
     }
-    auto fast_seen = observed_values(r.fused, in), ref_seen = observed_values(r.reference, in);
+    auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
     for (const std::string& name : {r1_name, r2_name}) {
       ASSERT_TRUE(fast_seen.count(name) && ref_seen.count(name)) << name;
       EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, twin_tolerance(), {name}))

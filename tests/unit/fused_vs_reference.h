@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <source_location>
@@ -177,6 +178,26 @@ inline FusedAndReference expect_fused_matches_reference(
   FusedAndReference r = run_fused_and_reference(g, feeds, std::move(fusion), std::move(wrap));
   EXPECT_TRUE(outputs_agree(r.fused_outputs, r.reference_outputs, tol, output_names(*g))) << "kernels: " << r.kernels();
   return r;
+}
+
+// Every value a step reads or writes, by name, as a step observer sees it.
+inline std::map<std::string, Tensor> observed_values(const Plan& plan, const Feeds& inputs) {
+  std::map<std::string, Tensor> seen;
+  Executor ex(plan);
+  ex.set_step_observer([&](size_t, const Step& step, std::span<const Tensor> in, std::span<const Tensor> out) {
+    auto keep = [&](const std::vector<int>& ids, std::span<const Tensor> ts) {
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (ids[i] >= 0 && ts[i].defined()) {
+          Tensor copy(ts[i].dtype(), ts[i].dims());
+          std::memcpy(copy.raw(), ts[i].raw(), ts[i].nbytes());
+          seen[plan.graph->values[static_cast<size_t>(ids[i])].name] = std::move(copy);
+        }
+    };
+    keep(step.inputs, in);
+    keep(step.outputs, out);
+  });
+  ex.run(ordered(*plan.graph, inputs));
+  return seen;
 }
 
 // ---- an Engine of a hand-built graph -----------------------------------------------------------

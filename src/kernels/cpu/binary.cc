@@ -11,6 +11,7 @@
 
 #include "ir/shape_util.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/simd.h"
 
@@ -100,9 +101,25 @@ Layout plan_layout(const Dims& a_in, const Dims& b_in, const Dims& out) {
   return l;
 }
 
+// The function for `op` over `l`'s run (nullptr for an op this kernel does not run).
+RunFn run_fn(Op op, const Layout& l) {
+  switch (op) {
+    case Op::Add: return pick<BinOp::Add>(l.a_scalar, l.b_scalar);
+    case Op::Sub: return pick<BinOp::Sub>(l.a_scalar, l.b_scalar);
+    case Op::Mul: return pick<BinOp::Mul>(l.a_scalar, l.b_scalar);
+    case Op::Div: return pick<BinOp::Div>(l.a_scalar, l.b_scalar);
+    case Op::Pow: return pick<BinOp::PowGeneric>(l.a_scalar, l.b_scalar);
+    default: return nullptr;
+  }
+}
+
 class BinaryKernel final : public Kernel {
  public:
-  BinaryKernel(Layout l, RunFn fn, std::string name) : l_(std::move(l)), fn_(fn), name_(std::move(name)) {}
+  BinaryKernel(Op op, Dims a, Dims b, Dims out, std::string name)
+      : op_(op), a_(std::move(a)), b_(std::move(b)), out_(std::move(out)), name_(std::move(name)) {
+    l_ = plan_layout(a_, b_, out_);
+    fn_ = run_fn(op_, l_);
+  }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* a = in[0].data<float>();
@@ -140,9 +157,31 @@ class BinaryKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
 
+  // In a dense layout it runs on the dims in storage order: an operand of the output's shape
+  // arrives in it, the other must read alike (a per-channel scale under channels-last).
+  bool follows_layout(const std::string& layout) const override {
+    auto order = dense_layout_order(layout);
+    if (!order || order->size() != out_.size()) return false;
+    for (const Dims* d : {&a_, &b_})
+      if (*d != out_ && !reads_alike(*d, *order)) return false;
+    return true;
+  }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    if (!output_blocked) return;
+    order_ = *dense_layout_order(inputs[0].empty() ? inputs[1] : inputs[0]);
+    l_ = plan_layout(dims_in_order(a_, order_), dims_in_order(b_, order_), dims_in_order(out_, order_));
+    fn_ = run_fn(op_, l_);
+  }
+  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
+    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
+  }
+
  private:
+  Op op_;
+  Dims a_, b_, out_;  // as bound, row-major
+  std::vector<int> order_;  // the dense layout followed, if any
   Layout l_;
-  RunFn fn_;
+  RunFn fn_ = nullptr;
   std::string name_;
 };
 
@@ -200,19 +239,16 @@ std::unique_ptr<Kernel> make_binary_kernel(const KernelRequest& r) {
     return nullptr;
   }
 
-  Layout l = plan_layout(a, b, out);
-  RunFn fn = nullptr;
-  const char* op = "";
-  switch (n.op) {
-    case Op::Add: fn = pick<BinOp::Add>(l.a_scalar, l.b_scalar); op = "add"; break;
-    case Op::Sub: fn = pick<BinOp::Sub>(l.a_scalar, l.b_scalar); op = "sub"; break;
-    case Op::Mul: fn = pick<BinOp::Mul>(l.a_scalar, l.b_scalar); op = "mul"; break;
-    case Op::Div: fn = pick<BinOp::Div>(l.a_scalar, l.b_scalar); op = "div"; break;
-    case Op::Pow: fn = pick<BinOp::PowGeneric>(l.a_scalar, l.b_scalar); op = "pow"; break;
-    default: return nullptr;
-  }
+  const char* op = n.op == Op::Add   ? "add"
+                   : n.op == Op::Sub ? "sub"
+                   : n.op == Op::Mul ? "mul"
+                   : n.op == Op::Div ? "div"
+                   : n.op == Op::Pow ? "pow"
+                                     : nullptr;
+  if (!op) return nullptr;
+  const Layout l = plan_layout(a, b, out);
   std::string kind = l.rows == 1 && !l.a_scalar && !l.b_scalar ? "" : "_bcast";
-  return std::make_unique<BinaryKernel>(std::move(l), fn, std::string(op) + kind + "_f32_" + kIsa);
+  return std::make_unique<BinaryKernel>(n.op, a, b, out, std::string(op) + kind + "_f32_" + kIsa);
 }
 
 }  // namespace fusor::cpu

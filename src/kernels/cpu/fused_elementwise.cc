@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/fused_elementwise_program.h"
 
@@ -135,14 +136,14 @@ enum class SlotKind : uint8_t { Direct, Gathered, Temp, Output };
 
 class FusedElementwiseKernel final : public Kernel {
  public:
-  FusedElementwiseKernel(ew::Program prog, Layout layout, std::span<const TensorType> in_types, size_t out_bytes,
-                         std::string name)
-      : prog_(std::move(prog)), l_(std::move(layout)), name_(std::move(name)) {
-    row_tiles_ = l_.inner() >= kMinRun || l_.total == l_.inner();
+  FusedElementwiseKernel(ew::Program prog, Layout layout, std::span<const TensorType> in_types, Dims out_dims,
+                         size_t out_bytes, std::string name)
+      : prog_(std::move(prog)),
+        in_types_(in_types.begin(), in_types.end()),
+        out_dims_(std::move(out_dims)),
+        name_(std::move(name)) {
     stream_ = out_bytes >= kStreamBytes;
-    int buffers = place_slots(in_types);
-    buffers_ = buffers + allocate_temporaries(buffers);
-    choose_tiles();
+    setup(std::move(layout), in_types_);
   }
 
   bool viable() const {
@@ -156,7 +157,50 @@ class FusedElementwiseKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
 
+  // In a dense layout the kernel runs on the dims in storage order: the inputs of the output's
+  // shape arrive in it, the others must read alike (a per-channel scale under channels-last).
+  bool follows_layout(const std::string& layout) const override {
+    auto order = dense_layout_order(layout);
+    if (!order || order->size() != out_dims_.size()) return false;
+    for (const TensorType& t : in_types_)
+      if (t.dims != out_dims_ && !reads_alike(t.dims, *order)) return false;
+    FusedElementwiseKernel trial = *this;
+    return trial.reorder(*order) && trial.viable();
+  }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    if (!output_blocked) return;
+    for (const std::string& l : inputs)
+      if (!l.empty()) {
+        reorder(*dense_layout_order(l));
+        return;
+      }
+  }
+  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
+    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
+  }
+
  private:
+  // Lays the tiles over the output (and every input) taken in `order`; false when the inputs
+  // do not broadcast in that order.
+  bool reorder(const std::vector<int>& order) {
+    std::vector<TensorType> types = in_types_;
+    for (TensorType& t : types) t.dims = dims_in_order(t.dims, order);
+    auto layout = plan_layout(types, dims_in_order(out_dims_, order));
+    if (!layout) return false;
+    order_ = order;
+    setup(std::move(*layout), types);
+    return true;
+  }
+
+  void setup(Layout layout, std::span<const TensorType> in_types) {
+    l_ = std::move(layout);
+    row_tiles_ = l_.inner() >= kMinRun || l_.total == l_.inner();
+    fns_.clear();
+    int buffers = place_slots(in_types);
+    buffers_ = buffers + allocate_temporaries(buffers);
+    choose_tiles();
+  }
+
   // Where each input and output slot's tile comes from; returns the tile buffers they take.
   int place_slots(std::span<const TensorType> in_types) {
     const size_t ns = static_cast<size_t>(prog_.slots);
@@ -312,6 +356,9 @@ class FusedElementwiseKernel final : public Kernel {
   }
 
   ew::Program prog_;
+  std::vector<TensorType> in_types_;  // as bound, row-major
+  Dims out_dims_;
+  std::vector<int> order_;  // the dense layout followed, if any
   Layout l_;
   std::string name_;
   std::vector<ew::Fn> fns_;       // per instruction
@@ -351,7 +398,8 @@ KernelSelection make_fused_elementwise_kernel(const KernelRequest& r) {
                               numel_of(r.inputs[k].dims) != 1);  // scalars are no broadcast pattern
   const size_t ops = n.body->nodes.size();
   std::string name = "elementwise_f32_" + std::to_string(ops) + "ops" + (broadcast ? "_bcast_" : "_") + kIsa;
-  auto k = std::make_unique<FusedElementwiseKernel>(std::move(*prog), std::move(*layout), r.inputs, out_bytes, std::move(name));
+  auto k = std::make_unique<FusedElementwiseKernel>(std::move(*prog), std::move(*layout), r.inputs, dims, out_bytes,
+                                                    std::move(name));
   if (!k->viable())
     return KernelSelection::declined("its program has more live values than L1-sized tiles hold, or operands no variant reads");
   return k;

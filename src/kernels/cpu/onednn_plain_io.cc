@@ -1,8 +1,11 @@
 #include "kernels/cpu/onednn_plain_io.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/onednn_context.h"
 
 namespace fusor::cpu {
@@ -10,9 +13,31 @@ namespace {
 
 size_t aligned64(size_t n) { return (n + 63) / 64 * 64; }
 
-// A name that tells two blocked layouts apart: dims, strides, inner blocks, padding.
+// The order of a dense permutation of md's dims (no blocks, padding or offset), outermost first.
+std::optional<std::vector<int>> dense_order(const dnnl_memory_desc_t& c) {
+  const auto& b = c.format_desc.blocking;
+  if (c.format_kind != dnnl_blocked || b.inner_nblks != 0 || c.offset0 != 0) return std::nullopt;
+  std::vector<int> order(static_cast<size_t>(c.ndims));
+  for (int i = 0; i < c.ndims; ++i) {
+    if (c.padded_dims[i] != c.dims[i]) return std::nullopt;
+    order[static_cast<size_t>(i)] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
+  dnnl_dim_t expected = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    const int d = order[i];
+    if (c.dims[d] == 1) continue;  // any stride describes a dim of one
+    if (b.strides[d] != expected) return std::nullopt;
+    expected *= c.dims[d];
+  }
+  return order;
+}
+
+// A name that tells two layouts apart: a dense permutation's name (dense_layout.h), else dims,
+// strides, inner blocks and padding.
 std::string layout_name(const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& c = md.data;
+  if (auto order = dense_order(c)) return dense_layout_name(*order);
   std::string s = onednn::md_key(md) + ":p";
   for (int i = 0; i < c.ndims; ++i) s += "," + std::to_string(c.padded_dims[i]);
   s += ":b";

@@ -8,12 +8,14 @@
 
 namespace fusor::cpu::onednn {
 
-// The eltwise algorithm for `activation` (relu, leaky_relu, tanh, sigmoid, gelu_erf, gelu_tanh);
+// The eltwise algorithm for `activation` (relu, leaky_relu, tanh, sigmoid, hardswish,
+// gelu_erf, gelu_tanh);
 // nullopt for "none" or a name this table does not know.
 inline std::optional<dnnl::algorithm> eltwise_for(const std::string& activation) {
   if (activation == "relu" || activation == "leaky_relu") return dnnl::algorithm::eltwise_relu;
   if (activation == "tanh") return dnnl::algorithm::eltwise_tanh;
   if (activation == "sigmoid") return dnnl::algorithm::eltwise_logistic;
+  if (activation == "hardswish") return dnnl::algorithm::eltwise_hardswish;  // x * clip(x / 6 + 1/2, 0, 1)
   if (activation == "gelu_erf") return dnnl::algorithm::eltwise_gelu_erf;
   if (activation == "gelu_tanh") return dnnl::algorithm::eltwise_gelu_tanh;
   return std::nullopt;

@@ -1,9 +1,11 @@
 // ReduceMean / ReduceSum (float32) over a set of trailing axes, which makes each output element
 // the reduction of one contiguous row (keepdims does not change the layout). GlobalAveragePool
-// is the same kernel over the spatial dims.
+// is the same kernel over the spatial dims, or over the middle dim when its input arrives
+// channels-last from a convolution.
 #include <algorithm>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/simd.h"
 
@@ -31,12 +33,53 @@ float row_sum(const float* x, int64_t n) {
   return s;
 }
 
+// GlobalAveragePool of channels-last x ([N, spatial, C] in memory) into y ([N, C]).
+void channels_last_mean(const float* x, float* y, int64_t images, int64_t spatial, int64_t channels) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t width = 4 * L, blocks = (channels + width - 1) / width;  // channels per work unit
+  const V scale = hn::Set(d, 1.f / static_cast<float>(spatial));
+  parallel_range(images * blocks, images * spatial * channels, 1, [&](int64_t s, int64_t e) {
+    for (int64_t u = s; u < e; ++u) {
+      const int64_t c0 = (u % blocks) * width, c1 = std::min(channels, c0 + width);
+      const float* xi = x + u / blocks * spatial * channels;
+      float* yi = y + u / blocks * channels;
+      int64_t c = c0;
+      for (; c + L <= c1; c += L) {
+        V acc = hn::Zero(d);
+        for (int64_t p = 0; p < spatial; ++p) acc = hn::Add(acc, hn::LoadU(d, xi + p * channels + c));
+        hn::StoreU(hn::Mul(acc, scale), d, yi + c);
+      }
+      for (; c < c1; ++c) {
+        float acc = 0.f;
+        for (int64_t p = 0; p < spatial; ++p) acc += xi[p * channels + c];
+        yi[c] = acc * (1.f / static_cast<float>(spatial));
+      }
+    }
+  });
+}
+
 class ReduceRowsKernel final : public Kernel {
  public:
-  ReduceRowsKernel(int64_t n, bool mean) : n_(n), mean_(mean) {}
+  ReduceRowsKernel(int64_t n, bool mean, Dims pooled = {}) : n_(n), mean_(mean), pooled_(std::move(pooled)) {}
+  // GlobalAveragePool also reads channels-last (dense_layout.h): its output reads alike.
+  bool accepts_input_layout(size_t index, const std::string& layout) const override {
+    if (index != 0 || pooled_.empty()) return false;
+    std::vector<int> channels_last = {0};
+    for (int i = 2; i < static_cast<int>(pooled_.size()); ++i) channels_last.push_back(i);
+    channels_last.push_back(1);
+    return dense_layout_order(layout) == channels_last;
+  }
+  void use_layouts(std::span<const std::string> inputs, bool) override {
+    channels_last_ = !inputs.empty() && !inputs[0].empty();
+  }
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
     float* y = out[0].data<float>();
+    if (channels_last_) {
+      channels_last_mean(x, y, pooled_[0], n_, pooled_[1]);
+      return;
+    }
     const int64_t n = n_, rows = out[0].numel();
     const float scale = mean_ && n ? 1.f / static_cast<float>(n) : 1.f;
     parallel_range(rows, rows * n, 1, [&](int64_t s, int64_t e) {
@@ -47,12 +90,15 @@ class ReduceRowsKernel final : public Kernel {
     });
   }
   std::string name() const override {
-    return std::string(mean_ ? "reduce_mean" : "reduce_sum") + "_lastaxes_f32_" + kIsa;
+    return std::string(mean_ ? "reduce_mean" : "reduce_sum") + (channels_last_ ? "_channels_last" : "_lastaxes") +
+           "_f32_" + kIsa;
   }
 
  private:
   int64_t n_;
   bool mean_;
+  Dims pooled_;  // GlobalAveragePool: the input's dims
+  bool channels_last_ = false;
 };
 
 }  // namespace
@@ -64,7 +110,7 @@ std::unique_ptr<Kernel> make_reduce_kernel(const KernelRequest& r) {
     int64_t n = 1;
     for (size_t i = 2; i < r.inputs[0].dims.size(); ++i) n *= r.inputs[0].dims[i];
     if (n == 0) return nullptr;
-    return std::make_unique<ReduceRowsKernel>(n, true);
+    return std::make_unique<ReduceRowsKernel>(n, true, r.inputs[0].dims);
   }
   if ((node.op != Op::ReduceMean && node.op != Op::ReduceSum) || !input_is(r, 0, DType::Float32) ||
       used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32)

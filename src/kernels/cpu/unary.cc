@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/unary_ops.h"
@@ -27,11 +28,20 @@ class UnaryKernel final : public Kernel {
     parallel_range(n, n, 64, [&](int64_t b, int64_t e) { fn_(x + b, y + b, e - b, p_); });
   }
   std::string name() const override { return name_; }
+  // Element i of the output reads element i of the input, whatever order the bytes are in.
+  bool follows_layout(const std::string& layout) const override { return dense_layout_order(layout).has_value(); }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    if (output_blocked && !inputs.empty()) order_ = *dense_layout_order(inputs[0]);
+  }
+  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
+    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
+  }
 
  private:
   UnaryFn fn_;
   Params p_;
   std::string name_;
+  std::vector<int> order_;  // the dense layout followed, if any
 };
 
 class CopyKernel final : public Kernel {

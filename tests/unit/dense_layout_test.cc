@@ -1,0 +1,135 @@
+// Dense layouts (channels-last) through elementwise ops: the name helpers, and a MobileNetV3
+// squeeze-excite block whose convolution output stays channels-last through the pooling, the
+// per-channel scale and a unary op into the next convolution, computing what the reference does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <set>
+
+#include "fused_vs_reference.h"
+#include "graph_builder.h"
+#include "kernels/cpu/dense_layout.h"
+
+namespace fusor {
+namespace {
+
+using test::GraphBuilder;
+using V = std::vector<int64_t>;
+const std::vector<int> kChannelsLast = {0, 2, 3, 1};
+
+Tensor random(Dims dims, float scale, uint32_t seed) {
+  Tensor t(DType::Float32, std::move(dims));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
+}
+
+TEST(DenseLayout, NamesRoundTripAndRejectOthers) {
+  EXPECT_EQ(cpu::dense_layout_order(cpu::dense_layout_name(kChannelsLast)), kChannelsLast);
+  EXPECT_FALSE(cpu::dense_layout_order("dense:0,2,2,1"));  // not a permutation
+  EXPECT_FALSE(cpu::dense_layout_order("dense:"));
+  EXPECT_FALSE(cpu::dense_layout_order("f32:abcd:p,1,16,7,7:b,1x16:o0"));  // a blocked layout's name
+}
+
+TEST(DenseLayout, PerChannelAndSpatialTensorsReadAlikeFullOnesDoNot) {
+  EXPECT_TRUE(cpu::reads_alike({2, 32, 1, 1}, kChannelsLast));
+  EXPECT_TRUE(cpu::reads_alike({32, 1, 1}, kChannelsLast));  // right-aligned: [1, 32, 1, 1]
+  EXPECT_TRUE(cpu::reads_alike({2, 1, 7, 7}, kChannelsLast));
+  EXPECT_TRUE(cpu::reads_alike({}, kChannelsLast));
+  EXPECT_FALSE(cpu::reads_alike({2, 32, 7, 7}, kChannelsLast));
+  EXPECT_FALSE(cpu::reads_alike({32, 7, 1}, kChannelsLast));
+  EXPECT_EQ(cpu::dims_in_order({2, 32, 7, 5}, kChannelsLast), (Dims{2, 7, 5, 32}));
+}
+
+TEST(DenseLayout, ConvertsChannelsLastToRowMajor) {
+  const Dims dims = {2, 3, 2, 4};  // N C H W
+  std::vector<float> stored(48), plain(48);
+  for (size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<float>(i);  // N H W C order
+  cpu::dense_to_plain(stored.data(), plain.data(), dims, kChannelsLast);
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t h = 0; h < 2; ++h)
+        for (int64_t w = 0; w < 4; ++w)
+          EXPECT_EQ(plain[static_cast<size_t>(((n * 3 + c) * 2 + h) * 4 + w)],
+                    stored[static_cast<size_t>(((n * 2 + h) * 4 + w) * 3 + c)]);
+}
+
+// h = HardSwish(Conv(x)); m = Abs(h * HardSigmoid(Conv(Relu(Conv(GlobalAveragePool(h)))))); y = Conv(m).
+struct SqueezeExcite {
+  std::shared_ptr<const Graph> graph;
+  std::string h, m;
+};
+
+SqueezeExcite squeeze_excite(bool m_is_output) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::map<std::string, Attribute> one = {{"kernel_shape", V{1, 1}}};
+  auto conv = [&](int in, int64_t oc, int64_t ic, const std::string& out, uint32_t seed) {
+    return b.node(Op::Conv,
+                  {in, b.constant("W" + out, random({oc, ic, 1, 1}, 1.f / std::sqrt(static_cast<float>(ic)), seed)),
+                   b.constant("B" + out, random({oc}, 0.5f, seed + 1))},
+                  out, DType::Float32, one);
+  };
+  int h = b.node(Op::HardSwish, {conv(x, 32, 16, "c1", 70)}, "h");
+  int g = b.node(Op::GlobalAveragePool, {h}, "g");
+  int r = b.node(Op::Relu, {conv(g, 8, 32, "c2", 72)}, "r");
+  int s = b.node(Op::HardSigmoid, {conv(r, 32, 8, "c3", 74)}, "s", DType::Float32,
+                 {{"alpha", 1.f / 6.f}, {"beta", 0.5f}});
+  int m = b.node(Op::Abs, {b.node(Op::Mul, {h, s}, "hs")}, "m");
+  int y = conv(m, 16, 32, "y", 76);
+  auto graph = b.finish(m_is_output ? std::vector<int>{y, m} : std::vector<int>{y});
+  return {graph, graph->values[static_cast<size_t>(h)].name, graph->values[static_cast<size_t>(m)].name};
+}
+
+std::set<std::string> blocked_values(const Plan& p) {
+  std::set<std::string> names;
+  for (size_t v = 0; v < p.blocked_by.size(); ++v)
+    if (p.blocked_by[v]) names.insert(p.graph->values[v].name);
+  return names;
+}
+
+bool first_conv_is_channels_last(const Plan& p) {
+  return cpu::dense_layout_order(p.steps[0].kernel->offered_output_layout()) == kChannelsLast;
+}
+
+// Fused (HardSigmoid * h and Abs in one Elementwise kernel) or not (Mul and Abs kernels), the
+// block runs channels-last from the first convolution to the last, and observers see row-major.
+TEST(DenseLayout, SqueezeExciteStaysChannelsLastThroughElementwiseOps) {
+  const SqueezeExcite se = squeeze_excite(false);
+  for (bool fuse_elementwise : {true, false}) {
+    FusionConfig c;
+    c.fuse_elemwise = fuse_elementwise;
+    for (int64_t batch : {1, 3}) {
+      test::Feeds in = {{"x", random({batch, 16, 7, 5}, 1.f, 77)}};
+      auto r = test::expect_fused_matches_reference(se.graph, in, c);
+      if (!first_conv_is_channels_last(r.fused)) GTEST_SKIP() << "oneDNN picks no channels-last layout on this CPU";
+      const auto blocked = blocked_values(r.fused);
+      EXPECT_TRUE(blocked.count(se.h) && blocked.count(se.m)) << r.kernels();
+      EXPECT_NE(r.kernels().find("reduce_mean_channels_last"), std::string::npos) << r.kernels();
+      EXPECT_NE(r.kernels().find("conv2d_f32_bias_hardswish"), std::string::npos) << "HardSwish is an epilogue";
+      auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
+      for (const std::string& name : {se.h, se.m})
+        EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, twin_tolerance(), {name}))
+            << "as a step observer sees it";
+    }
+  }
+}
+
+// When m is also a graph output it must be row-major, so the elementwise ops cannot follow the
+// layout, and h goes back to row-major with them.
+TEST(DenseLayout, AValueThatMustBeRowMajorUndoesTheChainBeforeIt) {
+  const SqueezeExcite se = squeeze_excite(true);
+  FusionConfig c;
+  c.fuse_elemwise = false;
+  auto r = test::expect_fused_matches_reference(se.graph, {{"x", random({2, 16, 7, 5}, 1.f, 78)}}, c);
+  if (!first_conv_is_channels_last(r.fused)) GTEST_SKIP() << "oneDNN picks no channels-last layout on this CPU";
+  const auto blocked = blocked_values(r.fused);
+  EXPECT_FALSE(blocked.count(se.h)) << r.kernels();
+  EXPECT_FALSE(blocked.count(se.m)) << r.kernels();
+}
+
+}  // namespace
+}  // namespace fusor
