@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -217,7 +218,7 @@ TEST(FuseConv, BlockedLayoutBetweenConvolutions) {
   GraphBuilder b;
   int x = b.input("x");
   std::map<std::string, Attribute> attrs = {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}};
-  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({16, 8, 3, 3}, 50)), b.constant("B1", random({16}, 1.f, 51))},
+  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({16, 16, 3, 3}, 50)), b.constant("B1", random({16}, 1.f, 51))},
                   "c1", DType::Float32, attrs);
   int r1 = b.node(Op::Relu, {c1}, "r1");
   int c2 = b.node(Op::Conv, {r1, b.constant("W2", weight({16, 16, 3, 3}, 52)), b.constant("B2", random({16}, 1.f, 53))},
@@ -230,8 +231,11 @@ TEST(FuseConv, BlockedLayoutBetweenConvolutions) {
   const std::string r1_name = g->values[static_cast<size_t>(r1)].name;
   const std::string r2_name = g->values[static_cast<size_t>(r2)].name;
   for (int64_t batch : {1, 3}) {
-    test::Feeds in = {{"x", random({batch, 8, 9, 11}, 1.f, 54)}};
-    auto r = test::expect_fused_matches_reference(g, in, only_gemm());
+    test::Feeds in = {{"x", random({batch, 16, 9, 11}, 1.f, 54)}};
+    // 16 channels make these Winograd layers (AVX-512), whose rounding differs from the direct
+    // reference by a few 1e-6 of the layer's magnitude (here up to 11).
+    const Tolerance winograd{1e-4, 1e-4, std::numeric_limits<int64_t>::max()};
+    auto r = test::expect_fused_matches_reference(g, in, only_gemm(), winograd);
     ASSERT_EQ(r.fused.steps.size(), 3u) << r.kernels();
     if (!r.fused.steps[0].kernel->offered_output_layout().empty()) {
       std::vector<std::string> blocked;
@@ -245,7 +249,7 @@ TEST(FuseConv, BlockedLayoutBetweenConvolutions) {
     auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
     for (const std::string& name : {r1_name, r2_name}) {
       ASSERT_TRUE(fast_seen.count(name) && ref_seen.count(name)) << name;
-      EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, twin_tolerance(), {name}))
+      EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, winograd, {name}))
           << "as a step observer sees it";
     }
   }

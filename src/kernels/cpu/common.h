@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/cpu/thread_pool.h"
@@ -20,6 +21,12 @@ inline constexpr const char* kIsa = "avx2";
 #else
 inline constexpr const char* kIsa = "generic";
 #endif
+
+// Whether the environment leaves the kernel choice `name` on (anything but "0"); for comparisons.
+inline bool env_switch_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr || std::string(v) != "0";
+}
 
 inline bool input_is(const KernelRequest& r, size_t i, DType t) {
   return i < r.inputs.size() && r.inputs[i].dtype == t;

@@ -1,8 +1,10 @@
 // Conv (float32, 1-D or 2-D, groups, pads, strides, dilations, bias) on oneDNN's convolution.
 // Weights are a plan-time constant, reordered once into the layout the primitive prefers; src
 // and dst stay plain NCHW for the caller and are reordered per run (in scratch) when oneDNN
-// picks a blocked layout, unless the plan keeps them in that layout (plan/layouts.h). FusedConv adds post-ops: the residual as a sum (dst starts as the
-// residual, reordered into dst's layout), then an eltwise activation.
+// picks a blocked layout, unless the plan keeps them in that layout (plan/layouts.h). 3x3
+// stride-1 layers use Winograd where oneDNN has it (winograd_pays). FusedConv adds post-ops: the
+// residual as a sum (dst starts as the residual, reordered into dst's layout), then an eltwise
+// activation.
 #include "kernels/cpu/conv_onednn.h"
 
 #include <cstring>
@@ -20,6 +22,19 @@ namespace {
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
+
+// Winograd (oneDNN's AVX-512 kernels, F(2x2, 3x3) or F(4x4, 3x3)) does 2.25-4x fewer multiplies
+// than a direct 3x3 stride-1 convolution. Measured on ResNet-18 (2 threads, alternated runs):
+// 1.27x the whole model's throughput at batch 1, 1.30x at batch 8, its outputs as close to the
+// reference kernels' as the direct ones (max |diff| 5.7e-6 against 7.6e-6, outputs up to 6).
+// It keeps 16-channel blocks (nChw16c), so channel counts must be multiples of 16.
+// FUSOR_CONV_WINOGRAD=0 keeps every convolution direct.
+bool winograd_pays(const std::vector<int64_t>& k, const std::vector<int64_t>& strides, const std::vector<int64_t>& dil,
+                   int64_t group, int64_t C, int64_t OC) {
+  static const bool on = env_switch_on("FUSOR_CONV_WINOGRAD");
+  return on && k.size() == 2 && k[0] == 3 && k[1] == 3 && strides[0] == 1 && strides[1] == 1 && dil[0] == 1 &&
+         dil[1] == 1 && group == 1 && C % 16 == 0 && OC % 16 == 0;
+}
 
 }  // namespace
 
@@ -94,25 +109,34 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
     auto e = onednn::cached_as<PlainIoEntry>(key, [&] {
       memory::desc src_any(src_d, dt::f32, tag::any), dst_any(dst_d, dt::f32, tag::any),
           w_any(w_d, dt::f32, tag::any);
-      auto desc = has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                             bias_md, dst_any, st, dl, pl, pr)
-                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                             dnnl::algorithm::convolution_direct, src_any, w_any,
-                                                             dst_any, st, dl, pl, pr);
+      auto desc = [&](dnnl::algorithm a) {
+        return has_bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, a, src_any, w_any,
+                                                          bias_md, dst_any, st, dl, pl, pr)
+                        : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, a, src_any, w_any,
+                                                          dst_any, st, dl, pl, pr);
+      };
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::post_ops po;
       if (epi.residual >= 0) po.append_sum(1.f);
       if (alg) po.append_eltwise(1.f, *alg, epi.alpha, 0.f);
       attr.set_post_ops(po);
-      dnnl::convolution_forward::primitive_desc conv_pd(desc, attr, onednn::engine());
+      auto conv_pd = [&] {
+        if (winograd_pays(k, strides, dil, group, C, OC)) try {
+            return dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_winograd), attr,
+                                                             onednn::engine());
+          } catch (const dnnl::error&) {  // no Winograd kernel for this ISA or shape: direct
+          }
+        return dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct), attr,
+                                                         onednn::engine());
+      }();
       auto ent = std::make_shared<PlainIoEntry>();
       ent->prim = dnnl::convolution_forward(conv_pd);
       ent->src = conv_pd.src_desc();
       ent->dst = conv_pd.dst_desc();
       ent->scratchpad = conv_pd.scratchpad_desc();
       ent->weights = conv_pd.weights_desc();
+      ent->winograd = std::string(conv_pd.impl_info_str()).find("wino") != std::string::npos;
       add_plain_reorders(*ent, src_user, dst_user, /*dst_in=*/epi.residual >= 0);
       return ent;
     });
@@ -128,7 +152,8 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
     }
     onednn::stream().wait();
     std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
-                       (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + "_onednn_packed";
+                       (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + (e->winograd ? "_winograd" : "") +
+                       "_onednn_packed";
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name,
                                            epi.residual);
   } catch (const dnnl::error&) {

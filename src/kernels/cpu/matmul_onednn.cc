@@ -22,10 +22,7 @@ namespace {
 
 // FUSOR_GEMM_ROW_SPLIT=0 keeps every GEMM on oneDNN's own OpenMP threading (for comparisons).
 bool row_split_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("FUSOR_GEMM_ROW_SPLIT");
-    return v == nullptr || std::string(v) != "0";
-  }();
+  static const bool on = env_switch_on("FUSOR_GEMM_ROW_SPLIT");
   return on;
 }
 

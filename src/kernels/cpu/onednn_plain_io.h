@@ -22,6 +22,7 @@ struct PlainIoEntry {
   dnnl::primitive prim;
   dnnl::memory::desc src, dst, scratchpad;     // the primitive's own layouts
   dnnl::memory::desc weights;                  // convolution only: the packed weights layout
+  bool winograd = false;                       // convolution only: the Winograd algorithm
   std::optional<dnnl::reorder> src_reorder, dst_reorder;
   std::optional<dnnl::reorder> dst_in_reorder;  // user_dst layout -> dst, for a sum post-op
 };

@@ -69,8 +69,10 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
         return dnnl::pooling_forward::primitive_desc(
             dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, s, d, st, kd, pl, pr), attr, eng);
       };
-      // oneDNN's plain-layout pooling is a slow generic loop: prefer the channel-blocked one.
-      const tag blocked = std::string(kIsa) == "avx512" ? tag::nChw16c : tag::nChw8c;
+      // oneDNN's plain-layout pooling is a slow generic loop: prefer the layout the convolutions
+      // around it pick, channels-last with AVX-512 (brgconv), else 8-channel blocks, so that
+      // the values between them stay in it (plan/layouts.h).
+      const tag blocked = std::string(kIsa) == "avx512" ? tag::nhwc : tag::nChw8c;
       dnnl::pooling_forward::primitive_desc pd;
       try {
         pd = make_pd(memory::desc(src.dims(), dt::f32, blocked), memory::desc(dst.dims(), dt::f32, tag::any));
