@@ -1,10 +1,13 @@
 #include "tune/simulate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <deque>
 #include <limits>
 
+#include "serve/arrival_rate.h"
 #include "serve/batch_assembly.h"
+#include "serve/batch_window.h"
 #include "tune/arrivals.h"
 #include "tune/open_loop.h"
 
@@ -22,12 +25,34 @@ double ServiceTimes::at(int64_t rows) const {
   return std::max(0.0, lo->second + slope * static_cast<double>(rows - lo->first));
 }
 
-SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
-                           const std::vector<double>& arrivals_s) {
+namespace {
+
+using Clock = serve::FormingBatch::Clock;
+
+// The rows that fill a batch, as the batcher counts them: max_batch or the largest preferred size.
+int64_t batch_target(const TrafficClass& cls) {
+  return cls.preferred_batch_sizes.empty() ? cls.max_batch : cls.preferred_batch_sizes.back();
+}
+
+SimResult summarise(const std::vector<double>& latencies_ms, double busy_s, double span_s, size_t contexts,
+                    size_t batches) {
   SimResult r;
-  if (arrivals_s.empty()) return r;
+  r.p50_ms = percentile(latencies_ms, 50);
+  r.p99_ms = percentile(latencies_ms, 99);
+  r.achieved_qps = static_cast<double>(latencies_ms.size()) / span_s;
+  r.utilisation = busy_s / (span_s * static_cast<double>(contexts));
+  r.mean_batch = static_cast<double>(latencies_ms.size()) / static_cast<double>(batches);
+  return r;
+}
+
+// The fixed window in closed form: batches leave in FIFO order, each when full or when its
+// oldest has waited the window, whichever comes first, or later when the first context to free
+// up does.
+SimResult simulate_fixed_window(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                const std::vector<double>& arrivals_s) {
   const double window = cls.batch_window_ms / 1e3;
   const size_t max_batch = static_cast<size_t>(std::max<int64_t>(1, cls.max_batch));
+  const size_t target = static_cast<size_t>(std::max<int64_t>(1, batch_target(cls)));
   std::vector<double> free_at(static_cast<size_t>(std::max<int64_t>(1, contexts)), 0.0);
   std::deque<double> queue;
   std::vector<double> latencies;
@@ -36,8 +61,7 @@ SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const Serv
   double busy = 0, last_done = 0;
   while (next < arrivals_s.size() || !queue.empty()) {
     if (queue.empty()) queue.push_back(arrivals_s[next++]);
-    // Ready when full or when the oldest has waited the window, whichever comes first.
-    size_t missing = queue.size() >= max_batch ? 0 : max_batch - queue.size();
+    size_t missing = queue.size() >= target ? 0 : target - queue.size();
     double full_at = missing == 0 ? queue.front()
                      : next + missing - 1 < arrivals_s.size() ? arrivals_s[next + missing - 1]
                                                                : std::numeric_limits<double>::infinity();
@@ -57,13 +81,81 @@ SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const Serv
     last_done = std::max(last_done, done);
     ++batches;
   }
-  double span = std::max(last_done, arrivals_s.back());
-  r.p50_ms = percentile(latencies, 50);
-  r.p99_ms = percentile(latencies, 99);
-  r.achieved_qps = static_cast<double>(latencies.size()) / span;
-  r.utilisation = busy / (span * static_cast<double>(free_at.size()));
-  r.mean_batch = static_cast<double>(latencies.size()) / static_cast<double>(batches);
-  return r;
+  return summarise(latencies, busy, std::max(last_done, arrivals_s.back()), free_at.size(), batches);
+}
+
+}  // namespace
+
+SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                  const std::vector<double>& arrivals_s) {
+  if (arrivals_s.empty()) return {};
+  using ms = std::chrono::duration<double, std::milli>;
+  auto time_at = [&](size_t i) {
+    return Clock::time_point{} + std::chrono::round<Clock::duration>(std::chrono::duration<double>(arrivals_s[i]));
+  };
+  const size_t max_batch = static_cast<size_t>(std::max<int64_t>(1, cls.max_batch));
+  const bool adaptive = cls.adaptive_window;
+  serve::FormingBatch forming;  // as Batcher::take_ready fills it
+  forming.window = std::chrono::duration_cast<Clock::duration>(ms(cls.batch_window_ms));
+  forming.target = batch_target(cls);
+  forming.adaptive = adaptive;
+  serve::ArrivalRate rate;  // the batcher's estimate for the class's one group (adaptive only)
+  std::vector<Clock::time_point> free_at(static_cast<size_t>(std::max<int64_t>(1, contexts)));
+  std::deque<Clock::time_point> queue;
+  std::vector<double> latencies;
+  latencies.reserve(arrivals_s.size());
+  size_t next = 0, batches = 0;
+  Clock::duration busy{};
+  Clock::time_point last_done{}, now = time_at(0), next_arrival = now;
+  while (true) {
+    // What happened by `now`: arrivals (Batcher::submit), contexts freed (their batch ran).
+    while (next < arrivals_s.size() && next_arrival <= now) {
+      queue.push_back(next_arrival);
+      if (adaptive) rate.arrived(next_arrival);
+      if (++next < arrivals_s.size()) next_arrival = time_at(next);
+    }
+    int64_t idle = std::count_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
+    // Idle contexts take closed batches (take_ready), then the hold state is noted (note_holds).
+    auto closes = Clock::time_point::max();
+    while (!queue.empty()) {
+      forming.oldest = queue.front();
+      forming.rows = static_cast<int64_t>(queue.size());
+      forming.idle_contexts = idle;
+      if (adaptive) forming.expected_gap = rate.expected_gap();
+      closes = serve::batch_closes_at(forming);
+      if (idle == 0 || closes > now) break;
+      const size_t n = std::min(max_batch, queue.size());
+      const int64_t rows = serve::padded_rows(cls, true, static_cast<int64_t>(n));
+      const auto service = std::chrono::round<Clock::duration>(ms(times.at(rows)));
+      auto& context = *std::find_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
+      context = now + service;
+      for (size_t i = 0; i < n; ++i) {
+        latencies.push_back(ms(context - queue.front()).count());
+        queue.pop_front();
+      }
+      busy += service;
+      last_done = std::max(last_done, context);
+      ++batches;
+      --idle;
+    }
+    if (adaptive) rate.hold(now, idle > 0 && !queue.empty());
+    if (next == arrivals_s.size() && queue.empty()) break;
+    // The next event that can change the forming batch: an arrival, its close time while a
+    // context is idle, or while none is the first context to free up.
+    auto then = next < arrivals_s.size() ? next_arrival : Clock::time_point::max();
+    if (!queue.empty()) then = std::min(then, idle > 0 ? closes : *std::min_element(free_at.begin(), free_at.end()));
+    now = then;
+  }
+  const auto end = std::max(last_done, time_at(arrivals_s.size() - 1));
+  const double span_s = std::chrono::duration<double>(end - Clock::time_point{}).count();
+  return summarise(latencies, std::chrono::duration<double>(busy).count(), span_s, free_at.size(), batches);
+}
+
+SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                           const std::vector<double>& arrivals_s) {
+  if (arrivals_s.empty()) return {};
+  return cls.adaptive_window ? simulate_batcher_events(cls, contexts, times, arrivals_s)
+                             : simulate_fixed_window(cls, contexts, times, arrivals_s);
 }
 
 double simulated_capacity(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times, double p99_ms) {

@@ -1,8 +1,10 @@
 // A discrete-event model of one traffic class in the serving batcher (serve/batcher.h): FIFO
-// arrivals, a batch ready when it holds max_batch requests or its oldest has waited the window,
-// padded to its batch-size bucket, run by the first free of N execution contexts for the
-// measured service time of that bucket. Cheap enough to price every (window, max_batch,
-// contexts) setting, so the tuner measures only the few the model ranks best.
+// arrivals of one row each, a batch that closes when serve::batch_closes_at says (the batcher's
+// own rule: full, or with the adaptive window as soon as a context is idle and no batch-mate is
+// expected before the window ends, else when its oldest request has waited the window), padded to
+// its batch-size bucket, run by a free one of N execution contexts for the measured service time
+// of that bucket. Cheap enough to price every (window, max_batch, contexts) setting, so the tuner
+// measures only the few the model ranks best.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -26,8 +28,17 @@ struct SimResult {
   double mean_batch = 0;
 };
 
+// cls.adaptive_window: the event-driven model below; the fixed window: a closed form that gives
+// the same batches (in exact double seconds, and faster).
 SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
                            const std::vector<double>& arrivals_s);
+
+// The event-driven model for either window: the next event is the next arrival, a context
+// freeing up, or the forming batch's close time, and at each the batch's close time is asked
+// again, as the batcher asks it, of a serve::ArrivalRate fed the arrivals and the held time the
+// batcher would have seen. Times are steady_clock time points (whole nanoseconds).
+SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                  const std::vector<double>& arrivals_s);
 
 // The highest Poisson rate whose simulated p99 stays within `p99_ms` (bisection, fixed seeds).
 double simulated_capacity(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times, double p99_ms);

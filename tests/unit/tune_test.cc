@@ -66,10 +66,11 @@ TEST(Arrivals, ReplayKeepsTheShapeAtTheAskedRate) {
   EXPECT_GT(r.back(), 11);
 }
 
-TrafficClass cls(double window_ms, int64_t max_batch) {
+TrafficClass cls(double window_ms, int64_t max_batch, bool adaptive_window = false) {
   TrafficClass c;
   c.batch_window_ms = window_ms;
   c.max_batch = max_batch;
+  c.adaptive_window = adaptive_window;
   return c;
 }
 
@@ -95,6 +96,50 @@ TEST(Simulate, BatchingRaisesCapacityWhenBatchesAreCheaperPerRow) {
   EXPECT_GT(simulated_capacity(cls(0, 1), 2, t, 50), 1.7 * one);
   // An SLO tighter than one service time can never be met.
   EXPECT_EQ(simulated_capacity(cls(0, 1), 1, t, 5), 0);
+}
+
+TEST(Simulate, AdaptiveWindowServesALoneRequestAtOnce) {
+  ServiceTimes t{{{1, 5.0}, {8, 12.0}}};
+  auto a = poisson_arrivals(2, 500, 3);  // 2/s against a 20 ms window: nearly always alone
+  SimResult fixed = simulate_batcher(cls(20, 8), 1, t, a);
+  EXPECT_NEAR(fixed.p50_ms, 25.0, 1e-9);  // the whole window, then the service
+  SimResult adaptive = simulate_batcher(cls(20, 8, true), 1, t, a);
+  EXPECT_NEAR(adaptive.p50_ms, 5.0, 1e-6);  // the context is idle and no batch-mate is expected
+  EXPECT_NEAR(adaptive.mean_batch, 1.0, 0.02);
+  // So a window longer than the SLO still prices a capacity; the fixed window can meet none.
+  EXPECT_EQ(simulated_capacity(cls(20, 8), 1, t, 20), 0);
+  EXPECT_GT(simulated_capacity(cls(20, 8, true), 1, t, 20), 50);
+}
+
+TEST(Simulate, BatchesFillAtHighLoadWithEitherWindow) {
+  ServiceTimes t{{{1, 5.0}, {8, 12.0}}};
+  // Near the ceiling of 8 rows per 12 ms on one context: every context is busy, batches collect.
+  auto busy = poisson_arrivals(600, 10, 4);
+  for (bool adaptive : {false, true}) {
+    SimResult s = simulate_batcher(cls(20, 8, adaptive), 1, t, busy);
+    EXPECT_GT(s.mean_batch, 7) << adaptive;
+    EXPECT_GT(s.utilisation, 0.8) << adaptive;
+  }
+  // Dense arrivals at a context idle half the time: a batch-mate is always expected before the
+  // window ends, so the adaptive window still waits and batches fill.
+  ServiceTimes quick{{{1, 1.0}, {8, 2.0}}};
+  SimResult s = simulate_batcher(cls(20, 8, true), 1, quick, poisson_arrivals(2000, 5, 5));
+  EXPECT_GT(s.mean_batch, 7);
+  EXPECT_LT(s.utilisation, 0.6);
+}
+
+TEST(Simulate, EventModelMatchesTheClosedFormForTheFixedWindow) {
+  ServiceTimes t{{{1, 10.0}, {2, 12.0}, {4, 16.0}, {8, 24.0}}};
+  for (int64_t contexts : {1, 2})
+    for (double rate : {5.0, 150.0, 400.0, 900.0}) {
+      auto a = poisson_arrivals(rate, 20, 9);
+      SimResult closed = simulate_batcher(cls(6, 8), contexts, t, a);
+      SimResult events = simulate_batcher_events(cls(6, 8), contexts, t, a);
+      EXPECT_NEAR(events.p50_ms, closed.p50_ms, 1e-4) << contexts << " contexts at " << rate;
+      EXPECT_NEAR(events.p99_ms, closed.p99_ms, 1e-4) << contexts << " contexts at " << rate;
+      EXPECT_DOUBLE_EQ(events.mean_batch, closed.mean_batch) << contexts << " contexts at " << rate;
+      EXPECT_NEAR(events.utilisation, closed.utilisation, 1e-6) << contexts << " contexts at " << rate;
+    }
 }
 
 TEST(Simulate, ServiceTimesInterpolate) {
