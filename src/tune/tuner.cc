@@ -61,13 +61,21 @@ std::vector<Priced> price(const TuneOptions& o, const Slo& slo, const Layout& la
   return out;
 }
 
-// The first `n` of `ranked` with distinct max_batch: measuring near-twins teaches nothing.
+// The first `n` of `ranked` with distinct max_batch: measuring near-twins teaches nothing. One of
+// them (of two or more) waits no window: the model is least sure of waits (it priced MiniLM's 50 ms window at
+// 323 qps within a 100 ms p99, and the serving path held 21), so a no-wait setting is always
+// measured too and the choice never rests on waits alone.
 std::vector<Priced> pick_distinct(const std::vector<Priced>& ranked, int n) {
   std::vector<Priced> out;
   for (const Priced& p : ranked) {
     if (static_cast<int>(out.size()) >= n || p.predicted_qps <= 0) break;
     if (std::none_of(out.begin(), out.end(), [&](const Priced& q) { return q.setting.max_batch == p.setting.max_batch; }))
       out.push_back(p);
+  }
+  auto no_wait = [](const Priced& p) { return p.setting.batch_window_ms == 0; };
+  if (out.size() >= 2 && std::none_of(out.begin(), out.end(), no_wait)) {
+    auto best = std::find_if(ranked.begin(), ranked.end(), [&](const Priced& p) { return no_wait(p) && p.predicted_qps > 0; });
+    if (best != ranked.end()) out.back() = *best;
   }
   return out;
 }
@@ -200,15 +208,24 @@ const ClassGoal& lead_goal(const std::vector<ClassGoal>& goals) {
   return goals.front();
 }
 
-// The layout whose best setting the lead class prices highest; the first when none was timed fully.
-size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<ServiceTimes>& layout_times) {
-  size_t best = 0;
-  double best_qps = -1;
+// More contexts must price this much more capacity than one context with every thread to be
+// chosen: one context answers a lone request on every thread, so at low load it is the fastest
+// (MiniLM seq 32 served one at a time: 6 ms on 2 threads against 11 ms on one of 2 contexts).
+constexpr double kMoreContextsGain = 1.25;
+
+// The lead class's best predicted capacity on each layout (0 where it was not timed fully), and
+// the layout chosen: the first (one context) unless another prices kMoreContextsGain times more.
+size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<ServiceTimes>& layout_times,
+                   std::vector<double>& predicted_qps) {
+  predicted_qps.assign(run.layouts.size(), 0.0);
   for (size_t l = 0; l < run.layouts.size(); ++l) {
     if (!run.complete(layout_times[l])) continue;
     auto ranked = price(run.o, lead.slo, run.layouts[l], layout_times[l], run.max_batches);
-    if (!ranked.empty() && ranked.front().predicted_qps > best_qps) best_qps = ranked.front().predicted_qps, best = l;
+    if (!ranked.empty()) predicted_qps[l] = ranked.front().predicted_qps;
   }
+  size_t best = 0;
+  for (size_t l = 1; l < run.layouts.size(); ++l)
+    if (predicted_qps[l] > kMoreContextsGain * predicted_qps[0] && predicted_qps[l] > predicted_qps[best]) best = l;
   return best;
 }
 
@@ -362,11 +379,19 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
 
   // 2. Price every setting; the layout is the one the lead class prefers.
   const ClassGoal& lead = lead_goal(o.goals);
-  const size_t layout_index = best_layout(run, lead, layout_times);
+  std::vector<double> layout_qps;
+  const size_t layout_index = best_layout(run, lead, layout_times, layout_qps);
   const Layout layout = run.layouts[layout_index];
-  if (!stop.load())
-    progress.note(fmt("tune: %g execution context(s) x %g thread(s); matrix of %g row(s)", static_cast<double>(layout.contexts),
-                      layout.threads_per_context, static_cast<double>(config.serve.matrix.size())));
+  if (!stop.load()) {
+    std::string priced;
+    for (size_t l = 0; l < run.layouts.size(); ++l)
+      priced += (l ? ", " : "") + fmt("%g x %g: %.0f qps", static_cast<double>(run.layouts[l].contexts),
+                                      run.layouts[l].threads_per_context, layout_qps[l]);
+    progress.note(fmt("tune: %g execution context(s) x %g thread(s)", static_cast<double>(layout.contexts),
+                      layout.threads_per_context) +
+                  " (" + lead.name + " predicted " + priced + ")" +
+                  fmt("; matrix of %g row(s)", static_cast<double>(config.serve.matrix.size())));
+  }
 
   // 3. Measure the best few per class on the serving path, and the baseline.
   for (const ClassGoal& g : o.goals)
