@@ -19,13 +19,7 @@ using test::GraphBuilder;
 using V = std::vector<int64_t>;
 const std::vector<int> kChannelsLast = {0, 2, 3, 1};
 
-Tensor random(Dims dims, float scale, uint32_t seed) {
-  Tensor t(DType::Float32, std::move(dims));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-  return t;
-}
+Tensor random(Dims dims, float scale, uint32_t seed) { return test::random_normal(std::move(dims), scale, seed); }
 
 TEST(DenseLayout, NamesRoundTripAndRejectOthers) {
   EXPECT_EQ(cpu::dense_layout_order(cpu::dense_layout_name(kChannelsLast)), kChannelsLast);

@@ -20,13 +20,7 @@ namespace {
 using test::GraphBuilder;
 using V = std::vector<int64_t>;
 
-Tensor random(Dims dims, float scale, uint32_t seed) {
-  Tensor t(DType::Float32, std::move(dims));
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, scale);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
-  return t;
-}
+Tensor random(Dims dims, float scale, uint32_t seed) { return test::random_normal(std::move(dims), scale, seed); }
 Tensor weight(Dims dims, uint32_t seed) { return random(dims, 1.f / std::sqrt(static_cast<float>(dims[0])), seed); }
 Tensor scalar(float v) {
   Tensor t(DType::Float32, {});

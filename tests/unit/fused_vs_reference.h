@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <source_location>
 #include <sstream>
 #include <string>
@@ -166,6 +167,15 @@ inline std::vector<std::string> output_names(const Graph& g) {
   std::vector<std::string> names;
   for (int v : g.outputs) names.push_back(g.values[static_cast<size_t>(v)].name);
   return names;
+}
+
+// A float32 tensor of normal(0, scale) values, the same for the same seed.
+inline Tensor random_normal(Dims dims, float scale, uint32_t seed) {
+  Tensor t(DType::Float32, std::move(dims));
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, scale);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = normal(rng);
+  return t;
 }
 
 // Runs both plans and expects every output to agree under `tol`; a failure is reported at the
