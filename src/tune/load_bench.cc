@@ -16,8 +16,8 @@ const char* const kClass = "tune";
 }
 
 LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared_ptr<const serve::OptionsMatrix> matrix,
-                     Layout layout, const std::map<std::string, Dims>& request, const Setting& setting, const Slo& slo,
-                     const std::vector<int64_t>& warm_rows)
+                     Layout layout, const std::map<std::string, Dims>& request, const Setting& setting,
+                     bool adaptive_window, const Slo& slo, const std::vector<int64_t>& warm_rows)
     : sig_(serve::Signature::of(engine.inputs(), engine.outputs())), layout_(layout), setting_(setting), slo_(slo) {
   request_ = engine.sample_inputs(request);
   for (int64_t c = 0; c < layout.contexts; ++c)
@@ -26,6 +26,7 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
   TrafficClass cls;
   cls.batch_window_ms = setting.batch_window_ms;
   cls.max_batch = setting.max_batch;
+  cls.adaptive_window = adaptive_window;
   // A request this late already failed the SLO; answering it 503 bounds the drain after an
   // overloaded point.
   cls.timeout_ms = std::max(1000.0, 4 * slo.p99_ms);

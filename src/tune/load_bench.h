@@ -25,10 +25,11 @@ class LoadBench {
   // One setting on the serving path: a Batcher whose context threads build their own sessions
   // and keep them, as in fusor serve (a session run from another thread than the one that
   // built it measured slower). Warming sends a burst per bucket size in `warm_rows`, so the
-  // sessions exist before any timing. `serve`: seq_bucket and pad values.
+  // sessions exist before any timing. `serve`: seq_bucket and pad values. `adaptive_window`: the
+  // class's window rule, as it will be served.
   LoadBench(const Engine& engine, const ServeConfig& serve, std::shared_ptr<const serve::OptionsMatrix> matrix,
-            Layout layout, const std::map<std::string, Dims>& request, const Setting& setting, const Slo& slo,
-            const std::vector<int64_t>& warm_rows);
+            Layout layout, const std::map<std::string, Dims>& request, const Setting& setting, bool adaptive_window,
+            const Slo& slo, const std::vector<int64_t>& warm_rows);
   ~LoadBench();
 
   // One open-loop run of `duration_s` at `rate_qps`.

@@ -45,9 +45,15 @@ struct Priced {
   double predicted_qps;
 };
 
+// Whether the class `name` of the config being tuned keeps the adaptive window (the default).
+bool adaptive_window_of(const TuneOptions& o, const std::string& name) {
+  auto it = o.base.serve.classes.find(name);
+  return it == o.base.serve.classes.end() || it->second.adaptive_window;
+}
+
 // The best-predicted settings of one layout for one class, best first.
 std::vector<Priced> price(const TuneOptions& o, const Slo& slo, const Layout& layout, const ServiceTimes& times,
-                          const std::vector<int64_t>& max_batches) {
+                          const std::vector<int64_t>& max_batches, bool adaptive_window) {
   std::vector<Priced> out;
   for (int64_t b : max_batches)
     for (double w : o.windows_ms) {
@@ -55,6 +61,7 @@ std::vector<Priced> price(const TuneOptions& o, const Slo& slo, const Layout& la
       TrafficClass cls;
       cls.batch_window_ms = w;
       cls.max_batch = b;
+      cls.adaptive_window = adaptive_window;
       out.push_back({{w, b, layout.contexts}, simulated_capacity(cls, layout.contexts, times, slo.p99_ms)});
     }
   std::stable_sort(out.begin(), out.end(), [](const Priced& a, const Priced& b) { return a.predicted_qps > b.predicted_qps; });
@@ -220,7 +227,8 @@ size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<Serv
   predicted_qps.assign(run.layouts.size(), 0.0);
   for (size_t l = 0; l < run.layouts.size(); ++l) {
     if (!run.complete(layout_times[l])) continue;
-    auto ranked = price(run.o, lead.slo, run.layouts[l], layout_times[l], run.max_batches);
+    auto ranked = price(run.o, lead.slo, run.layouts[l], layout_times[l], run.max_batches,
+                        adaptive_window_of(run.o, lead.name));
     if (!ranked.empty()) predicted_qps[l] = ranked.front().predicted_qps;
   }
   size_t best = 0;
@@ -246,12 +254,14 @@ ClassRecord measure_class(Run& run, const ClassGoal& goal, const ServeConfig& se
   cr.slo = goal.slo;
   std::vector<Priced> picks;
   if (run.complete(times))
-    picks = pick_distinct(price(run.o, goal.slo, layout, times, run.max_batches), run.o.measure_per_class);
+    picks = pick_distinct(price(run.o, goal.slo, layout, times, run.max_batches, adaptive_window_of(run.o, goal.name)),
+                          run.o.measure_per_class);
   for (const Priced& p : picks) {
     Candidate cand;
     if (!run.stop.load()) {
       run.status(goal.name + ": building sessions for " + describe(p.setting));
-      LoadBench bench(run.engine, serve, matrix, layout, run.o.request, p.setting, goal.slo, run.rows);
+      LoadBench bench(run.engine, serve, matrix, layout, run.o.request, p.setting, adaptive_window_of(run.o, goal.name),
+                      goal.slo, run.rows);
       const std::string label = goal.name + ": " + describe(p.setting);
       cand = measure_curve(run, bench, p.predicted_qps, label);
       run.progress.note("tune: " + label + fmt(": predicted %.0f qps, measured %.0f qps", p.predicted_qps, cand.capacity_qps));
@@ -288,7 +298,8 @@ std::optional<ClassRecord> measure_baseline(Run& run, const ClassGoal& lead) {
   one.batch_window_ms = 0;
   one.max_batch = 1;
   const Setting s{0, 1, 1};
-  LoadBench plain_bench(run.engine, serve, plain_matrix, {1, o.threads}, o.request, s, lead.slo, {1});
+  LoadBench plain_bench(run.engine, serve, plain_matrix, {1, o.threads}, o.request, s, /*adaptive_window=*/true,
+                        lead.slo, {1});
   Candidate c = measure_curve(run, plain_bench, simulated_capacity(one, 1, t, lead.slo.p99_ms),
                               "baseline (no fusion, no reuse, no batching)");
   run.progress.note(fmt("tune: baseline: measured %.0f qps within p99 %.0f ms", c.capacity_qps, lead.slo.p99_ms));
