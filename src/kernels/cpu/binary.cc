@@ -113,7 +113,7 @@ RunFn run_fn(Op op, const Layout& l) {
   }
 }
 
-class BinaryKernel final : public Kernel {
+class BinaryKernel final : public FollowsDenseLayout {
  public:
   BinaryKernel(Op op, Dims a, Dims b, Dims out, std::string name)
       : op_(op), a_(std::move(a)), b_(std::move(b)), out_(std::move(out)), name_(std::move(name)) {
@@ -172,14 +172,10 @@ class BinaryKernel final : public Kernel {
     l_ = plan_layout(dims_in_order(a_, order_), dims_in_order(b_, order_), dims_in_order(out_, order_));
     fn_ = run_fn(op_, l_);
   }
-  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
-    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
-  }
 
  private:
   Op op_;
   Dims a_, b_, out_;  // as bound, row-major
-  std::vector<int> order_;  // the dense layout followed, if any
   Layout l_;
   RunFn fn_ = nullptr;
   std::string name_;

@@ -1,6 +1,7 @@
 #include "kernels/cpu/dense_layout.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 namespace fusor::cpu {

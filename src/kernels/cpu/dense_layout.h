@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu {
 
@@ -24,5 +25,17 @@ bool reads_alike(const Dims& dims, const std::vector<int>& order);
 
 // Converts `stored` (dims `dims`, bytes in `order`) into row-major `plain` (float32).
 void dense_to_plain(const float* stored, float* plain, const Dims& dims, const std::vector<int>& order);
+
+// The base of the elementwise kernels that follow a dense layout: the order followed, and the
+// conversion of their output back to row-major for step observers.
+class FollowsDenseLayout : public Kernel {
+ public:
+  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
+    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
+  }
+
+ protected:
+  std::vector<int> order_;  // the dense layout followed; empty while row-major
+};
 
 }  // namespace fusor::cpu

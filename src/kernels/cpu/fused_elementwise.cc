@@ -134,7 +134,7 @@ GatherFn gather_for(DType t) {
 // How a slot gets its pointer for a tile.
 enum class SlotKind : uint8_t { Direct, Gathered, Temp, Output };
 
-class FusedElementwiseKernel final : public Kernel {
+class FusedElementwiseKernel final : public FollowsDenseLayout {
  public:
   FusedElementwiseKernel(ew::Program prog, Layout layout, std::span<const TensorType> in_types, Dims out_dims,
                          size_t out_bytes, std::string name)
@@ -174,9 +174,6 @@ class FusedElementwiseKernel final : public Kernel {
         reorder(*dense_layout_order(l));
         return;
       }
-  }
-  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
-    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
   }
 
  private:
@@ -358,7 +355,6 @@ class FusedElementwiseKernel final : public Kernel {
   ew::Program prog_;
   std::vector<TensorType> in_types_;  // as bound, row-major
   Dims out_dims_;
-  std::vector<int> order_;  // the dense layout followed, if any
   Layout l_;
   std::string name_;
   std::vector<ew::Fn> fns_;       // per instruction

@@ -18,7 +18,7 @@ using simd::V;
 using unary_ops::Params;
 using UnaryFn = void (*)(const float*, float*, int64_t, const Params&);
 
-class UnaryKernel final : public Kernel {
+class UnaryKernel final : public FollowsDenseLayout {
  public:
   UnaryKernel(UnaryFn fn, Params p, std::string name) : fn_(fn), p_(p), name_(std::move(name)) {}
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
@@ -33,15 +33,11 @@ class UnaryKernel final : public Kernel {
   void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
     if (output_blocked && !inputs.empty()) order_ = *dense_layout_order(inputs[0]);
   }
-  void output_to_plain(const Tensor& stored, Tensor& plain) const override {
-    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
-  }
 
  private:
   UnaryFn fn_;
   Params p_;
   std::string name_;
-  std::vector<int> order_;  // the dense layout followed, if any
 };
 
 class CopyKernel final : public Kernel {
