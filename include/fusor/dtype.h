@@ -5,7 +5,11 @@
 
 namespace fusor {
 
-enum class DType : uint8_t { Undefined, Float32, Float64, Int64, Int32, Int8, UInt8, Bool };
+// Float16 and BFloat16 are storage types: ops compute them in float32 and round the results.
+enum class DType : uint8_t {
+  Undefined, Float32, Float64, Int64, Int32, Int8, UInt8, Bool,
+  Float16, BFloat16, Int16, UInt16, UInt32, UInt64
+};
 
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // "float32", "int64", ...

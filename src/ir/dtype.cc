@@ -11,6 +11,12 @@ size_t dtype_size(DType t) {
     case DType::Int8: return 1;
     case DType::UInt8: return 1;
     case DType::Bool: return 1;
+    case DType::Float16: return 2;
+    case DType::BFloat16: return 2;
+    case DType::Int16: return 2;
+    case DType::UInt16: return 2;
+    case DType::UInt32: return 4;
+    case DType::UInt64: return 8;
     case DType::Undefined: return 0;
   }
   return 0;
@@ -25,6 +31,12 @@ const char* dtype_name(DType t) {
     case DType::Int8: return "int8";
     case DType::UInt8: return "uint8";
     case DType::Bool: return "bool";
+    case DType::Float16: return "float16";
+    case DType::BFloat16: return "bfloat16";
+    case DType::Int16: return "int16";
+    case DType::UInt16: return "uint16";
+    case DType::UInt32: return "uint32";
+    case DType::UInt64: return "uint64";
     case DType::Undefined: return "undefined";
   }
   return "?";

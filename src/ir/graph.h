@@ -53,6 +53,9 @@ struct Node {
   // the subgraph they replace. body->inputs and body->outputs correspond one to one with
   // `inputs` and `outputs`; the reference kernel runs the body, fast kernels read `attrs`.
   std::shared_ptr<const Graph> body;
+  // Control-flow nodes (If, Loop, Scan): their graph attributes, by attribute name. A subgraph
+  // may read values of the enclosing graph by name (outer scope).
+  std::map<std::string, std::shared_ptr<const Graph>> subgraphs;
 
   bool has_attr(const std::string& key) const { return attrs.count(key) != 0; }
   int64_t attr_int(const std::string& key, int64_t fallback) const;

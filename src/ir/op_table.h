@@ -10,6 +10,12 @@
 
 #include "fusor/tensor.h"
 #include "ir/elementwise_table.h"
+#include "ir/op_rows_control.h"
+#include "ir/op_rows_index.h"
+#include "ir/op_rows_math.h"
+#include "ir/op_rows_movement.h"
+#include "ir/op_rows_nn.h"
+#include "ir/op_rows_sequence.h"
 
 namespace fusor {
 
@@ -19,7 +25,8 @@ enum class OpCategory { Elementwise, Broadcast, Injective, Reduction, Contractio
 const char* category_name(OpCategory c);
 
 // X(name, category). The unary elementwise ops come from the elementwise table
-// (ir/elementwise_table.h), each as X(name, Elementwise).
+// (ir/elementwise_table.h), each as X(name, Elementwise); the later families from their own
+// row lists (ir/op_rows_<family>.h), so that families grow without touching this list.
 #define FUSOR_UNARY_AS_OP_(X, name, ...) X(name, Elementwise)
 #define FUSOR_OPS(X)                                                                         \
   X(Add, Broadcast) X(Sub, Broadcast) X(Mul, Broadcast) X(Div, Broadcast) X(Pow, Broadcast)  \
@@ -35,6 +42,8 @@ const char* category_name(OpCategory c);
   X(Squeeze, Injective) X(Unsqueeze, Injective) X(Concat, Injective) X(Split, Injective)     \
   X(Slice, Injective) X(Gather, Injective) X(Expand, Broadcast) X(Trilu, Injective)          \
   X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)                              \
+  FUSOR_OPS_MATH(X) FUSOR_OPS_INDEX(X) FUSOR_OPS_MOVEMENT(X) FUSOR_OPS_NN(X)                 \
+  FUSOR_OPS_SEQUENCE(X) FUSOR_OPS_CONTROL(X)                                                 \
   X(Fused, Opaque)
 
 enum class Op {

@@ -1,0 +1,17 @@
+// Ops of the nn family (ir/op_rows_nn.h) still without a shape function and reference
+// kernel: loading a model that uses one fails with UnsupportedOp. Delete a line when the op lands.
+#include "kernels/ref/pending.h"
+
+namespace fusor {
+FUSOR_PENDING_OP(ConvTranspose)
+FUSOR_PENDING_OP(GroupNormalization)
+FUSOR_PENDING_OP(InstanceNormalization)
+FUSOR_PENDING_OP(LpNormalization)
+FUSOR_PENDING_OP(MeanVarianceNormalization)
+FUSOR_PENDING_OP(LRN)
+FUSOR_PENDING_OP(GlobalMaxPool)
+FUSOR_PENDING_OP(LpPool)
+FUSOR_PENDING_OP(MaxUnpool)
+FUSOR_PENDING_OP(DeformConv)
+FUSOR_PENDING_OP(Col2Im)
+}  // namespace fusor
