@@ -9,6 +9,7 @@
 
 #include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
+#include "onnx/op_support.h"
 #include "onnx/tensor_proto.h"
 
 namespace fusor {
@@ -130,6 +131,9 @@ class Importer {
     if (model_.opset_import_size() == 0) throw Error("model declares no opset_import");
     opsets_ = read_opsets(model_.opset_import());
     opset_ = default_opset(opsets_, "model");
+    // Every unsupported op at once: a user fixing a model should not discover them one by one.
+    if (std::string missing = unsupported_summary(op_uses(model_)); !missing.empty())
+      throw Error(missing, ErrorKind::UnsupportedOp);
     for (const auto& f : model_.functions())
       if (f.domain() == kFusorDomain && !functions_.emplace(f.name(), &f).second)
         throw Error("model-local function '" + f.name() + "' is defined twice");

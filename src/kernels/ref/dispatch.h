@@ -19,6 +19,12 @@ void visit_dtype(DType t, const Node& node, F&& f) {
     case DType::Int8: f(static_cast<int8_t*>(nullptr)); return;
     case DType::UInt8: f(static_cast<uint8_t*>(nullptr)); return;
     case DType::Bool: f(static_cast<bool*>(nullptr)); return;
+    case DType::Int16: f(static_cast<int16_t*>(nullptr)); return;
+    case DType::UInt16: f(static_cast<uint16_t*>(nullptr)); return;
+    case DType::UInt32: f(static_cast<uint32_t*>(nullptr)); return;
+    case DType::UInt64: f(static_cast<uint64_t*>(nullptr)); return;
+    case DType::Float16:
+    case DType::BFloat16:
     case DType::Undefined: break;
   }
   throw Error(node.describe() + ": unsupported dtype " + dtype_name(t));

@@ -1,0 +1,63 @@
+#include "onnx/op_support.h"
+
+#include <map>
+
+#include "ir/op_table.h"
+#include "onnx/exporter.h"
+
+namespace fusor {
+namespace {
+
+std::string node_label(const onnx::NodeProto& n, int index) {
+  return n.name().empty() ? "#" + std::to_string(index) : n.name();
+}
+
+void count_uses(const onnx::GraphProto& g, std::vector<OpUse>& uses, std::map<std::string, size_t>& index) {
+  for (int i = 0; i < g.node_size(); ++i) {
+    const auto& n = g.node(i);
+    const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
+    const std::string key = domain + "::" + n.op_type();
+    auto it = index.find(key);
+    if (it == index.end()) {
+      it = index.emplace(key, uses.size()).first;
+      uses.push_back({domain, n.op_type(), 0, node_label(n, i), unsupported_reason(domain, n.op_type())});
+    }
+    ++uses[it->second].count;
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) count_uses(a.g(), uses, index);
+      for (const auto& sub : a.graphs()) count_uses(sub, uses, index);
+    }
+  }
+}
+
+}  // namespace
+
+std::string unsupported_reason(const std::string& domain, const std::string& op_type) {
+  if (domain == kFusorDomain) return "";
+  if (!domain.empty() && domain != "ai.onnx") return "domain '" + domain + "' is not supported";
+  if (op_type == "Constant") return "";
+  auto op = op_from_name(op_type);
+  if (!op || *op == Op::Fused) return "not an operator fusor implements";
+  return "";
+}
+
+std::vector<OpUse> op_uses(const onnx::ModelProto& model) {
+  std::vector<OpUse> uses;
+  std::map<std::string, size_t> index;
+  count_uses(model.graph(), uses, index);
+  return uses;
+}
+
+std::string unsupported_summary(const std::vector<OpUse>& uses) {
+  std::string out;
+  int n = 0;
+  for (const auto& u : uses) {
+    if (u.unsupported.empty()) continue;
+    out += (n++ ? ", " : "") + (u.domain.empty() ? "" : u.domain + ":") + u.op_type + " (first at node '" +
+           u.first_node + "')";
+  }
+  if (n == 0) return "";
+  return std::to_string(n) + (n == 1 ? " unsupported operator: " : " unsupported operators: ") + out;
+}
+
+}  // namespace fusor

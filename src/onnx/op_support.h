@@ -1,0 +1,31 @@
+// Which ONNX nodes fusor can run, decided from the proto alone, so that a model is judged before
+// it is imported: the importer refuses a model with one error listing every unsupported op (not
+// only the first it meets), and `fusor inspect` prints the op histogram with support status.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+namespace fusor {
+
+// "" when fusor runs `op_type` of `domain` ("" or "ai.onnx" for ONNX's), else why not.
+std::string unsupported_reason(const std::string& domain, const std::string& op_type);
+
+// One op type a model uses, counted over its graph and every subgraph (If, Loop, Scan bodies).
+struct OpUse {
+  std::string domain;      // "" for ONNX's default domain
+  std::string op_type;
+  int count = 0;
+  std::string first_node;  // the first node using it, by name (or "#index" when unnamed)
+  std::string unsupported; // "" when supported
+};
+
+// The ops a model's graph uses, in order of first use. Model-local functions of domain "fusor"
+// (fused nodes fusor exported) count as supported.
+std::vector<OpUse> op_uses(const onnx::ModelProto& model);
+
+// One line naming every unsupported op and the first node of each, or "" when all are supported.
+std::string unsupported_summary(const std::vector<OpUse>& uses);
+
+}  // namespace fusor
