@@ -1,5 +1,6 @@
 // Shape functions of the index family: ArgMax, ArgMin, TopK, CumSum, OneHot and Size.
-#include <cmath>
+#include <algorithm>
+#include <sstream>
 
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
@@ -11,7 +12,10 @@ void require_input(const InferContext& ctx, size_t i, const char* what) {
   if (!ctx.has_input(i)) fail(ctx.node, std::string("expects input ") + what);
 }
 
-bool is_number(DType t) { return t != DType::Bool && t != DType::Undefined; }
+// Numeric dtypes with a C++ element type (the reference kernels have no float16/bfloat16 path).
+bool is_number(DType t) {
+  return t != DType::Bool && t != DType::Float16 && t != DType::BFloat16 && t != DType::Undefined;
+}
 
 std::vector<TensorType> arg_reduce(const InferContext& ctx) {
   require_input(ctx, 0, "data");
@@ -25,8 +29,10 @@ std::vector<TensorType> arg_reduce(const InferContext& ctx) {
   rest.erase(rest.begin() + axis);
   if (out[static_cast<size_t>(axis)] == 0 && numel_of(rest) > 0)
     fail(ctx.node, "axis " + std::to_string(axis) + " is empty: there is no extreme to index");
-  if (ctx.node.attr_int("keepdims", 1) != 0) out[static_cast<size_t>(axis)] = 1;
-  else out.erase(out.begin() + axis);
+  if (ctx.node.attr_int("keepdims", 1) != 0)
+    out[static_cast<size_t>(axis)] = 1;
+  else
+    out.erase(out.begin() + axis);
   return {{DType::Int64, out}};
 }
 
@@ -71,7 +77,8 @@ std::vector<TensorType> shape::CumSum(const InferContext& ctx) {
   if (axis.dtype != DType::Int32 && axis.dtype != DType::Int64)
     fail(ctx.node, std::string("axis must be int32 or int64, got ") + dtype_name(axis.dtype));
   if (numel_of(axis.dims) != 1 || axis.dims.size() > 1) fail(ctx.node, "axis must be a scalar");
-  if (ctx.constant(1)) normalize_axis(ctx.constant(1)->to_int64_vector()[0], static_cast<int64_t>(in.dims.size()), ctx.node);
+  if (ctx.constant(1))
+    normalize_axis(ctx.constant(1)->to_int64_vector()[0], static_cast<int64_t>(in.dims.size()), ctx.node);
   return same_as_input(ctx);
 }
 
@@ -80,16 +87,26 @@ std::vector<TensorType> shape::OneHot(const InferContext& ctx) {
   require_input(ctx, 0, "indices");
   require_input(ctx, 1, "depth");
   require_input(ctx, 2, "values");
-  if (!is_number(ctx.inputs[0].dtype)) fail(ctx.node, std::string("unsupported indices dtype ") + dtype_name(ctx.inputs[0].dtype));
+  if (!is_number(ctx.inputs[0].dtype))
+    fail(ctx.node, std::string("unsupported indices dtype ") + dtype_name(ctx.inputs[0].dtype));
   if (numel_of(ctx.inputs[1].dims) != 1) fail(ctx.node, "depth must hold one value");
   if (numel_of(ctx.inputs[2].dims) != 2 || ctx.inputs[2].dims.size() != 1)
     fail(ctx.node, "values must be a 1-D tensor of two elements [off, on]");
   const Tensor* depth_t = ctx.constant(1);
   if (!depth_t) fail(ctx.node, "depth must be known when the plan is built (input 1 is computed at run time)");
-  double d = depth_t->scalar_as_double(0);
-  if (!(d >= 1) || d > 1e12) fail(ctx.node, "depth must be >= 1, got " + std::to_string(d));
-  int64_t depth = static_cast<int64_t>(d);
+  double d = 0;
+  try {
+    d = depth_t->scalar_as_double(0);
+  } catch (const Error&) {
+    fail(ctx.node, std::string("unsupported depth dtype ") + dtype_name(depth_t->dtype()));
+  }
+  std::ostringstream shown;
+  shown << d;
+  if (!(d >= 1)) fail(ctx.node, "depth must be >= 1, got " + shown.str());
   Dims out = ctx.inputs[0].dims;
+  if (d * static_cast<double>(std::max<int64_t>(numel_of(out), 1)) > 1e15)
+    fail(ctx.node, "depth " + shown.str() + " makes the output too large");
+  int64_t depth = static_cast<int64_t>(d);
   int64_t rank = static_cast<int64_t>(out.size()) + 1;
   int64_t axis = normalize_axis(ctx.node.attr_int("axis", -1), rank, ctx.node);
   out.insert(out.begin() + axis, depth);

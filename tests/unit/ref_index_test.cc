@@ -25,8 +25,10 @@ void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float to
   ASSERT_EQ(t.dims(), dims);
   ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isinf(want[i])) EXPECT_EQ(t.data<float>()[i], want[i]) << "at " << i;
-    else EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
+    if (std::isinf(want[i]))
+      EXPECT_EQ(t.data<float>()[i], want[i]) << "at " << i;
+    else
+      EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
   }
 }
 
@@ -56,7 +58,8 @@ TEST(RefIndex, ReduceKindsAlongOneAxis) {
                 {std::log(std::exp(1.f) + std::exp(-2.f) + std::exp(3.f)),
                  std::log(std::exp(4.f) + std::exp(5.f) + std::exp(-6.f))});
   Tensor pos = make({2, 2}, {1, 2, 3, 5});
-  expect_values(run(node_of(Op::ReduceLogSum, 18), {pos, make_i64({1}, {0})})[0], {1, 2}, {std::log(4.f), std::log(7.f)});
+  expect_values(run(node_of(Op::ReduceLogSum, 18), {pos, make_i64({1}, {0})})[0], {1, 2},
+                {std::log(4.f), std::log(7.f)});
 }
 
 TEST(RefIndex, ReduceAxesAttributeBeforeOpset18) {
@@ -119,7 +122,9 @@ TEST(RefIndex, ArgMaxArgMinTiesAndSelectLastIndex) {
   EXPECT_EQ(test::values<int64_t>(first[0]), (V{1, 0}));
   auto last = run(node_of(Op::ArgMax, 13, {{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}}), {x});
   EXPECT_EQ(test::values<int64_t>(last[0]), (V{2, 2}));
-  auto mn = run(node_of(Op::ArgMin, 13, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}), {x});
+  auto mn =
+      run(node_of(Op::ArgMin, 13, {{"axis", int64_t{1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}),
+          {x});
   ASSERT_EQ(mn[0].dims(), (Dims{2}));
   EXPECT_EQ(test::values<int64_t>(mn[0]), (V{0, 3}));
   auto col = run(node_of(Op::ArgMin, 13), {x});  // default axis 0
@@ -167,10 +172,10 @@ TEST(RefIndex, CumSumExclusiveReverseAndAxis) {
   expect_values(run(node_of(Op::CumSum, 14), {x, axis})[0], {5}, {1, 3, 6, 10, 15});
   expect_values(run(node_of(Op::CumSum, 14, {{"exclusive", int64_t{1}}}), {x, axis})[0], {5}, {0, 1, 3, 6, 10});
   expect_values(run(node_of(Op::CumSum, 14, {{"reverse", int64_t{1}}}), {x, axis})[0], {5}, {15, 14, 12, 9, 5});
-  expect_values(run(node_of(Op::CumSum, 14, {{"reverse", int64_t{1}}, {"exclusive", int64_t{1}}}), {x, axis})[0],
-                {5}, {14, 12, 9, 5, 0});
-  auto rows = run(node_of(Op::CumSum, 11), {test::tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}),
-                                             test::tensor_of<int32_t>({}, {-1})});
+  expect_values(run(node_of(Op::CumSum, 14, {{"reverse", int64_t{1}}, {"exclusive", int64_t{1}}}), {x, axis})[0], {5},
+                {14, 12, 9, 5, 0});
+  auto rows = run(node_of(Op::CumSum, 11),
+                  {test::tensor_of<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}), test::tensor_of<int32_t>({}, {-1})});
   EXPECT_EQ(test::values<int32_t>(rows[0]), (std::vector<int32_t>{1, 3, 6, 4, 9, 15}));
   expect_error(node_of(Op::CumSum, 14), {x, make_i64({}, {1})}, "out of range");
 }
@@ -183,9 +188,11 @@ TEST(RefIndex, OneHotNegativeAndOutOfRangeIndices) {
   expect_values(y[0], {4, 3}, {5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0});
   auto t = run(node_of(Op::OneHot, 11, {{"axis", int64_t{0}}}), {make({2}, {1.9f, 0}), depth, values});
   expect_values(t[0], {3, 2}, {0, 5, 5, 0, 0, 0});
-  auto ints = run(node_of(Op::OneHot, 9), {make_i64({1}, {1}), make_i64({1}, {2}), test::tensor_of<int32_t>({2}, {-1, 1})});
+  auto ints =
+      run(node_of(Op::OneHot, 9), {make_i64({1}, {1}), make_i64({1}, {2}), test::tensor_of<int32_t>({2}, {-1, 1})});
   EXPECT_EQ(test::values<int32_t>(ints[0]), (std::vector<int32_t>{-1, 1}));
-  expect_error(node_of(Op::OneHot, 11), {make_i64({1}, {0}), make({}, {0}), values}, "depth must be >= 1");
+  expect_error(node_of(Op::OneHot, 11), {make_i64({1}, {0}), make({}, {0}), values}, "depth must be >= 1, got 0");
+  expect_error(node_of(Op::OneHot, 11), {make_i64({2}, {0, 1}), make({}, {1e15f}), values}, "too large");
   expect_error(node_of(Op::OneHot, 11, {{"axis", int64_t{2}}}), {make_i64({1}, {0}), depth, values}, "out of range");
   expect_error(node_of(Op::OneHot, 11), {make_i64({1}, {0}), depth, make({3}, {0, 1, 2})}, "two elements");
 }

@@ -13,8 +13,7 @@ namespace {
 
 template <class T>
 bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
-  else return false;
+  return std::is_floating_point_v<T> && std::isnan(static_cast<double>(v));
 }
 
 void arg_extreme(const Node& node, const Tensor& x, Tensor& y, bool max) {
