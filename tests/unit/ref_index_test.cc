@@ -96,6 +96,10 @@ TEST(RefIndex, ReduceIntegerAndBoolInputs) {
   EXPECT_EQ(test::values<int64_t>(prod[0]), (std::vector<int64_t>{-12, 30}));
   auto l2 = run(node_of(Op::ReduceL2, 18), {test::tensor_of<int32_t>({2}, {3, 4}), Tensor()});
   EXPECT_EQ(test::values<int32_t>(l2[0]), std::vector<int32_t>{5});
+  Tensor neg = test::tensor_of<int32_t>({2}, {-3, -4});
+  EXPECT_EQ(test::values<int32_t>(run(node_of(Op::ReduceL1, 18), {neg, Tensor()})[0]), std::vector<int32_t>{7});
+  EXPECT_EQ(test::values<int32_t>(run(node_of(Op::ReduceMean, 18), {neg, Tensor()})[0]), std::vector<int32_t>{-3});
+  EXPECT_EQ(test::values<int32_t>(run(node_of(Op::ReduceMax, 18), {neg, Tensor()})[0]), std::vector<int32_t>{-3});
   Tensor b = test::tensor_of<bool>({2, 2}, {true, false, false, false});
   auto mx = run(node_of(Op::ReduceMax, 20), {b, make_i64({1}, {1})});
   auto mn = run(node_of(Op::ReduceMin, 20), {b, make_i64({1}, {1})});

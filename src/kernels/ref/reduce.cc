@@ -100,7 +100,8 @@ void reduce_typed(const T* in, T* out, int64_t n_out, int64_t count, const Reduc
     case Kind::L1:
       walk([&](int64_t o, int64_t i) {
         Acc v = value(i);
-        if constexpr (std::is_signed_v<Acc>) v = v < 0 ? -v : v;
+        if constexpr (std::is_signed_v<T>)
+          if (in[i] < 0) v = Acc{0} - v;  // exact in wrapping uint64, INT64_MIN included
         acc[static_cast<size_t>(o)] += v;
       });
       break;
@@ -130,6 +131,7 @@ void reduce_typed(const T* in, T* out, int64_t n_out, int64_t count, const Reduc
     Acc v = acc[static_cast<size_t>(o)];
     if (kind == Kind::Mean) {
       if constexpr (is_float) v = v / static_cast<double>(count);
+      else if constexpr (std::is_signed_v<T>) v = count ? static_cast<Acc>(static_cast<int64_t>(v) / count) : 0;
       else v = count ? v / static_cast<Acc>(count) : 0;
     }
     if constexpr (is_float) {
@@ -174,9 +176,13 @@ void reduce(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> 
     } else if constexpr (std::is_floating_point_v<T>) {
       reduce_typed<T, double>(x.data<T>(), y.data<T>(), n_out, count, walk, kind);
     } else {
+      // Extremes compare in the input's signedness; sums and products wrap in uint64 (no
+      // signed-overflow UB; the low bits, hence the cast back to T, are the same).
+      using Extreme = std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>;
       if (needs_double(kind)) reduce_typed<T, double>(x.data<T>(), y.data<T>(), n_out, count, walk, kind);
-      else reduce_typed<T, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>(x.data<T>(), y.data<T>(), n_out,
-                                                                                        count, walk, kind);
+      else if (kind == Kind::Max || kind == Kind::Min)
+        reduce_typed<T, Extreme>(x.data<T>(), y.data<T>(), n_out, count, walk, kind);
+      else reduce_typed<T, uint64_t>(x.data<T>(), y.data<T>(), n_out, count, walk, kind);
     }
   });
 }
