@@ -133,6 +133,11 @@ TEST(RefIndex, ArgMaxArgMinTiesAndSelectLastIndex) {
   EXPECT_EQ(test::values<int64_t>(mn[0]), (V{0, 3}));
   auto col = run(node_of(Op::ArgMin, 13), {x});  // default axis 0
   EXPECT_EQ(test::values<int64_t>(col[0]), (V{0, 1, 0, 1}));
+  // NaN is the extreme either way: the first one, or the last with select_last_index.
+  Tensor nan = make({4}, {1, NAN, 3, NAN});
+  EXPECT_EQ(test::values<int64_t>(run(node_of(Op::ArgMax, 13), {nan})[0]), (V{1}));
+  EXPECT_EQ(test::values<int64_t>(run(node_of(Op::ArgMin, 13), {nan})[0]), (V{1}));
+  EXPECT_EQ(test::values<int64_t>(run(node_of(Op::ArgMax, 13, {{"select_last_index", int64_t{1}}}), {nan})[0]), (V{3}));
   expect_error(node_of(Op::ArgMax, 13, {{"axis", int64_t{2}}}), {x}, "out of range");
   expect_error(node_of(Op::ArgMax, 13, {{"axis", int64_t{1}}}), {make({2, 0}, {})}, "is empty");
 }

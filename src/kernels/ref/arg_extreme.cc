@@ -1,6 +1,6 @@
 // Reference ArgMax and ArgMin: the int64 index of the extreme along `axis`; ties go to the first
-// index, or the last with select_last_index. A NaN counts as the extreme (the first one wins),
-// as in numpy.
+// index, or the last with select_last_index. A NaN counts as the extreme (the first NaN, or the
+// last with select_last_index), as numpy's argmax/argmin on which the spec's reference rests.
 #include <cmath>
 #include <type_traits>
 
@@ -36,8 +36,7 @@ void arg_extreme(const Node& node, const Tensor& x, Tensor& y, bool max) {
           int64_t best = 0;
           for (int64_t i = 1; i < d; ++i) {
             T v = p[i * inner], b = p[best * inner];
-            if (is_nan(b)) break;
-            bool better = is_nan(v) || (max ? v > b : v < b) || (last && v == b);
+            bool better = is_nan(b) ? last && is_nan(v) : is_nan(v) || (max ? v > b : v < b) || (last && v == b);
             if (better) best = i;
           }
           out[o * inner + j] = best;
