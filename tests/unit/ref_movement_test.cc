@@ -2,6 +2,8 @@
 // hand-checked cases the node tests miss, and the one-line errors for bad input.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "ref_test_util.h"
 
 namespace fusor {
@@ -203,6 +205,9 @@ TEST(RefMovement, ResizeLinearCoordinateModes) {
                                         {"extrapolation_value", 9.0f}});
   EXPECT_EQ(values<float>(run(crop, {floats({1, 2, 3, 4}), floats({0.5f, 1.5f}), Tensor(), ints({3})})[0]),
             (std::vector<float>{2.5f, 4, 9}));
+  // A NaN region of interest puts every position outside.
+  EXPECT_EQ(values<float>(run(crop, {floats({1, 2, 3, 4}), floats({NAN, 1.5f}), Tensor(), ints({3})})[0]),
+            (std::vector<float>{9, 9, 9}));
 }
 
 // Float32 image resizes take the per-plane path; float64 the axis-by-axis one: same numbers.

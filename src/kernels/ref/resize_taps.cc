@@ -77,13 +77,14 @@ AxisTaps axis_taps(const ResizeSpec& s, int64_t in, int64_t out, double scale, d
   AxisTaps t;
   t.outside.assign(static_cast<size_t>(out), 0);
   for (int64_t x = 0; x < out; ++x) {
-    const double xo = source_coord(s, x, scale, in, out, roi0, roi1);
+    const double raw = source_coord(s, x, scale, in, out, roi0, roi1);
+    const double xo = std::isnan(raw) ? 0.0 : std::clamp(raw, -1e15, 1e15);  // keeps the cast below defined
     int64_t first = 0;
     const auto i0 = static_cast<int64_t>(std::ceil(xo)) - 1;
     std::vector<double> w = tap_weights(s, xo - static_cast<double>(i0), scale, first);
     const auto n = static_cast<int64_t>(w.size());
     t.taps = static_cast<int>(n);
-    if (s.coord == ResizeCoord::TfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    if (s.coord == ResizeCoord::TfCropAndResize && !(raw >= 0 && raw <= static_cast<double>(in - 1))) {
       t.outside[static_cast<size_t>(x)] = 1;
       t.any_outside = true;
       t.index.insert(t.index.end(), static_cast<size_t>(n), 0);
