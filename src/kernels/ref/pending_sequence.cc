@@ -3,9 +3,6 @@
 #include "kernels/ref/pending.h"
 
 namespace fusor {
-FUSOR_PENDING_OP(RNN)
-FUSOR_PENDING_OP(GRU)
-FUSOR_PENDING_OP(LSTM)
 FUSOR_PENDING_OP(DFT)
 FUSOR_PENDING_OP(STFT)
 FUSOR_PENDING_OP(HannWindow)
