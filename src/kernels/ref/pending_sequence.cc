@@ -3,12 +3,6 @@
 #include "kernels/ref/pending.h"
 
 namespace fusor {
-FUSOR_PENDING_OP(DFT)
-FUSOR_PENDING_OP(STFT)
-FUSOR_PENDING_OP(HannWindow)
-FUSOR_PENDING_OP(HammingWindow)
-FUSOR_PENDING_OP(BlackmanWindow)
-FUSOR_PENDING_OP(MelWeightMatrix)
 FUSOR_PENDING_OP(RoiAlign)
 FUSOR_PENDING_OP(GridSample)
 FUSOR_PENDING_OP(AffineGrid)
