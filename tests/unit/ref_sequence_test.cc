@@ -225,6 +225,10 @@ TEST(RefSequence, GridSampleIdentityPaddingAndModes) {
   expect_values(run(node_of(Op::GridSample, 20, {{"mode", std::string("cubic")}, {"padding_mode", std::string("border")},
                                                  {"align_corners", int64_t{1}}}),
                     {x, make({1, 1, 1, 2}, {1, 1})})[0], {1, 1, 1, 1}, {4});
+  // Cubic with border padding clamps each tap, not the coordinate: x = 2.75 on [1, 2, 4] reads taps
+  // 1..4 as 2, 4, 4, 4, giving 4 - 2 * w0(0.75) = 4.0703125 rather than the edge value 4.
+  expect_values(run(node_of(Op::GridSample, 20, {{"mode", std::string("cubic")}, {"padding_mode", std::string("border")}}),
+                    {make({1, 1, 1, 3}, {1, 2, 4}), make({1, 1, 1, 2}, {7.0f / 6.0f, 0})})[0], {1, 1, 1, 1}, {4.0703125f}, 1e-4f);
   // Volumetric nearest (opset 20 allows N-D).
   Tensor v = make({1, 1, 2, 1, 2}, {1, 2, 3, 4});
   expect_values(run(node_of(Op::GridSample, 20, {{"mode", std::string("nearest")}, {"align_corners", int64_t{1}}}),

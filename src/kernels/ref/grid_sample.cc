@@ -48,7 +48,9 @@ bool dim_taps(const GridSampleParams& p, double normalized, int64_t size, std::v
   const double lo = p.align_corners ? 0.0 : -0.5, hi = p.align_corners ? n - 1 : n - 0.5;
   if (p.mode == GridSampleMode::Nearest) x = std::nearbyint(x);  // ties to even, as PyTorch
   if (x < lo || x > hi) {
-    if (p.padding == GridSamplePadding::Border) x = std::clamp(x, 0.0, n - 1);
+    // Cubic taps are clamped one by one (as PyTorch and ONNX Runtime do); ONNX's Python
+    // reference clamps the coordinate first, which no node test exercises.
+    if (p.padding == GridSamplePadding::Border && p.mode != GridSampleMode::Cubic) x = std::clamp(x, 0.0, n - 1);
     else if (p.padding == GridSamplePadding::Reflection) x = reflect(x, lo, hi);
   }
   x = std::clamp(x, -4.0, n + 3);  // far outside, every tap still reads padding; keeps casts defined

@@ -58,18 +58,19 @@ void RoiAlign(const Node& node, std::span<const Tensor> inputs, std::span<Tensor
     const T* box = rois.data<T>();
     T* dst = y.data<T>();
     for (int64_t r = 0; r < n_rois; ++r) {
-      const double offset = p.half_pixel ? 0.5 : 0.0;
-      const double x0 = static_cast<double>(box[r * 4 + 0]) * p.spatial_scale - offset;
-      const double y0 = static_cast<double>(box[r * 4 + 1]) * p.spatial_scale - offset;
-      double roi_w = static_cast<double>(box[r * 4 + 2]) * p.spatial_scale - offset - x0;
-      double roi_h = static_cast<double>(box[r * 4 + 3]) * p.spatial_scale - offset - y0;
+      // Region geometry in the element type, as ONNX Runtime computes it: the adaptive sample
+      // count ceil(roi / bins) depends on that rounding when a region is a whole number of bins.
+      const T offset = p.half_pixel ? T(0.5) : T(0), scale = static_cast<T>(p.spatial_scale);
+      const T x0 = box[r * 4 + 0] * scale - offset, y0 = box[r * 4 + 1] * scale - offset;
+      T roi_w = box[r * 4 + 2] * scale - offset - x0, roi_h = box[r * 4 + 3] * scale - offset - y0;
       if (!p.half_pixel) {  // malformed regions become 1x1
-        roi_w = std::max(roi_w, 1.0);
-        roi_h = std::max(roi_h, 1.0);
+        roi_w = std::max(roi_w, T(1));
+        roi_h = std::max(roi_h, T(1));
       }
-      const double bin_h = roi_h / static_cast<double>(oh), bin_w = roi_w / static_cast<double>(ow);
-      const double grid_hd = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_h);
-      const double grid_wd = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_w);
+      const T bin_ht = roi_h / static_cast<T>(oh), bin_wt = roi_w / static_cast<T>(ow);
+      const double bin_h = bin_ht, bin_w = bin_wt;
+      const double grid_hd = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_ht);
+      const double grid_wd = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_wt);
       if (!(grid_hd * grid_wd * static_cast<double>(oh * ow) <= 1e8) || !std::isfinite(x0) || !std::isfinite(y0) ||
           !std::isfinite(roi_w) || !std::isfinite(roi_h))
         fail(node, "region " + std::to_string(r) + " is too large or not finite", ErrorKind::InvalidArgument);
