@@ -1,6 +1,7 @@
 // Reference Einsum: for each output element, sums the product of the operands over the summed
 // axes (ir/einsum_equation.h lays the axes out). Accumulates in double for floats, int64 for
 // integers.
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -28,29 +29,34 @@ void Einsum(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> 
       std::vector<const T*> src;
       for (const Tensor& t : inputs) src.push_back(t.data<T>());
       T* dst = outputs[0].data<T>();
-#pragma omp parallel for schedule(static)
-      for (int64_t o = 0; o < out_numel; ++o) {
-        // Offsets of this output element in every operand, then an odometer over summed axes.
-        std::vector<int64_t> off(n_ops, 0), idx(n_axes, 0);
-        int64_t rest = o;
-        for (size_t a = n_out; a-- > 0;) {
-          idx[a] = rest % ax.sizes[a];
-          rest /= ax.sizes[a];
-          for (size_t k = 0; k < n_ops; ++k) off[k] += idx[a] * ax.strides[k][a];
-        }
-        Acc sum = 0;
-        for (int64_t r = 0; r < sum_numel; ++r) {
-          Acc prod = 1;
-          for (size_t k = 0; k < n_ops; ++k) prod *= static_cast<Acc>(src[k][off[k]]);
-          sum += prod;
-          for (size_t a = n_axes; a-- > n_out;) {
-            for (size_t k = 0; k < n_ops; ++k) off[k] += ax.strides[k][a];
-            if (++idx[a] < ax.sizes[a]) break;
-            for (size_t k = 0; k < n_ops; ++k) off[k] -= ax.strides[k][a] * ax.sizes[a];
-            idx[a] = 0;
+#pragma omp parallel
+      {
+        std::vector<int64_t> off(n_ops), idx(n_axes);
+#pragma omp for schedule(static)
+        for (int64_t o = 0; o < out_numel; ++o) {
+          // Offsets of this output element in every operand, then an odometer over summed axes.
+          std::fill(off.begin(), off.end(), 0);
+          std::fill(idx.begin(), idx.end(), 0);
+          int64_t rest = o;
+          for (size_t a = n_out; a-- > 0;) {
+            idx[a] = rest % ax.sizes[a];
+            rest /= ax.sizes[a];
+            for (size_t k = 0; k < n_ops; ++k) off[k] += idx[a] * ax.strides[k][a];
           }
+          Acc sum = 0;
+          for (int64_t r = 0; r < sum_numel; ++r) {
+            Acc prod = 1;
+            for (size_t k = 0; k < n_ops; ++k) prod *= static_cast<Acc>(src[k][off[k]]);
+            sum += prod;
+            for (size_t a = n_axes; a-- > n_out;) {
+              for (size_t k = 0; k < n_ops; ++k) off[k] += ax.strides[k][a];
+              if (++idx[a] < ax.sizes[a]) break;
+              for (size_t k = 0; k < n_ops; ++k) off[k] -= ax.strides[k][a] * ax.sizes[a];
+              idx[a] = 0;
+            }
+          }
+          dst[o] = static_cast<T>(sum);
         }
-        dst[o] = static_cast<T>(sum);
       }
     }
   });
