@@ -1,10 +1,12 @@
 // Hand-checked cases for the sequence family's reference kernels and shape functions: Einsum,
 // Det, RNN/GRU/LSTM, DFT/STFT, windows, GridSample, AffineGrid, RoiAlign; and their errors.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <cmath>
 #include <numbers>
 
+#include "onnx/importer.h"
 #include "ref_test_util.h"
 
 namespace fusor {
@@ -195,6 +197,33 @@ TEST(RefSequence, WindowsPeriodicSymmetricAndDtype) {
   EXPECT_NEAR(b.data<double>()[2], 0.42 + 0.5 + 0.08, 1e-12);
   expect_error(node_of(Op::HannWindow, 17), {make_i64({}, {-1})}, "size -1 is out of range");
   expect_error(node_of(Op::HannWindow, 17, {{"periodic", int64_t{2}}}), {make_i64({}, {3})}, "periodic must be 0 or 1");
+}
+
+// output_datatype arrives as an ONNX type code; the importer holds it as a DType, as for Cast.
+TEST(RefSequence, WindowOutputDatatypeIsImportedAsDType) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* size = g->add_initializer();
+  size->set_name("size");
+  size->set_data_type(onnx::TensorProto::INT64);
+  size->add_int64_data(4);
+  auto* n = g->add_node();
+  n->set_op_type("HannWindow");
+  n->set_name("the_window");
+  n->add_input("size");
+  n->add_output("y");
+  auto* a = n->add_attribute();
+  a->set_name("output_datatype");
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(onnx::TensorProto::DOUBLE);
+  g->add_output()->set_name("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  Graph graph = import_onnx_bytes(bytes, "");
+  ASSERT_EQ(graph.nodes.size(), 1u);
+  EXPECT_EQ(graph.nodes[0].attr_dtype("output_datatype", DType::Undefined), DType::Float64);
 }
 
 TEST(RefSequence, MelWeightMatrixTriangles) {
