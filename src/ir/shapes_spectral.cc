@@ -65,7 +65,8 @@ std::vector<TensorType> shape::DFT(const InferContext& ctx) {
   }
   const auto axis = static_cast<size_t>(dft_axis(node, axis_input, static_cast<int64_t>(x.size())));
   int64_t length = ctx.has_input(1) ? constant_scalar(ctx, 1, "dft_length") : x[axis];
-  if (length < 1) fail(node, "dft_length must be positive, got " + std::to_string(length), ErrorKind::InvalidArgument);
+  if (length < 1 || length > kMaxGeneratedElements)
+    fail(node, "dft_length " + std::to_string(length) + " is out of range", ErrorKind::InvalidArgument);
   for (const char* key : {"inverse", "onesided"}) {
     int64_t v = node.attr_int(key, 0);
     if (v != 0 && v != 1) fail(node, std::string(key) + " must be 0 or 1, got " + std::to_string(v), ErrorKind::InvalidModel);

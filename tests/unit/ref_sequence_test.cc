@@ -61,6 +61,9 @@ TEST(RefSequence, EinsumEllipsisBroadcastsAndSums) {
   expect_values(run(einsum("...i,...i->...", 2), {make({2, 2}, {1, 2, 3, 4}), make({1, 2}, {1, 1})})[0], {2}, {3, 7});
   auto y = run(einsum("ij,j", 2), {make_i64({2, 2}, {1, 2, 3, 4}), make_i64({2}, {10, 1})})[0];
   EXPECT_EQ(test::values<int64_t>(y), (std::vector<int64_t>{12, 34}));
+  // Integer overflow wraps (as numpy does) rather than being undefined behaviour.
+  auto w = run(einsum("i,i", 2), {make_i64({1}, {INT64_MAX}), make_i64({1}, {2})})[0];
+  EXPECT_EQ(w.data<int64_t>()[0], -2);
 }
 
 TEST(RefSequence, EinsumBadEquations) {

@@ -1,6 +1,5 @@
 // Reference Einsum: for each output element, sums the product of the operands over the summed
-// axes (ir/einsum_equation.h lays the axes out). Accumulates in double for floats, int64 for
-// integers.
+// axes (ir/einsum_equation.h lays the axes out). Accumulates in double for floats.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -25,7 +24,8 @@ void Einsum(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> 
                   !std::is_same_v<T, int64_t>) {
       fail(node, std::string("unsupported dtype ") + dtype_name(inputs[0].dtype()));
     } else {
-      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+      // Integers accumulate in uint64: overflow wraps as in numpy instead of being undefined.
+      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, uint64_t>;
       std::vector<const T*> src;
       for (const Tensor& t : inputs) src.push_back(t.data<T>());
       T* dst = outputs[0].data<T>();
