@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "ir/op_pending.h"
 #include "ir/op_table.h"
 #include "onnx/exporter.h"
 
@@ -43,6 +44,7 @@ std::string unsupported_reason(const std::string& domain, const std::string& op_
   if (op_type == "Constant") return "";
   auto op = op_from_name(op_type);
   if (!op || *op == Op::Fused) return "not an operator fusor implements";
+  if (op_is_pending(*op)) return "not implemented yet";
   return "";
 }
 
