@@ -16,8 +16,11 @@ enum class Kinds { Float, Signed, Numeric, Any, Bool };
 bool accepts(Kinds k, DType t) {
   switch (k) {
     case Kinds::Float: return t == DType::Float32 || t == DType::Float64;
-    case Kinds::Signed: return accepts(Kinds::Float, t) || t == DType::Int64 || t == DType::Int32 || t == DType::Int8;
-    case Kinds::Numeric: return accepts(Kinds::Signed, t) || t == DType::UInt8;
+    case Kinds::Signed:
+      return accepts(Kinds::Float, t) || t == DType::Int64 || t == DType::Int32 || t == DType::Int16 || t == DType::Int8;
+    case Kinds::Numeric:
+      return accepts(Kinds::Signed, t) || t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 ||
+             t == DType::UInt64;
     case Kinds::Any: return t != DType::Undefined;
     case Kinds::Bool: return t == DType::Bool;
   }
