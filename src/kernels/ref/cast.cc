@@ -29,10 +29,13 @@ To convert(From x) {
     return convert<To>(half_to_float(x.bits));
   } else if constexpr (std::is_same_v<From, BHalf>) {
     return convert<To>(bfloat16_to_float(x.bits));
-  } else if constexpr (std::is_same_v<To, Half>) {
-    return Half{float_to_half(static_cast<double>(x))};
-  } else if constexpr (std::is_same_v<To, BHalf>) {
-    return BHalf{float_to_bfloat16(static_cast<double>(x))};
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BHalf>) {
+    // One rounding: from float as it is, from anything else through double (exact for every
+    // integer that stays below float16's and bfloat16's overflow).
+    using Wide = std::conditional_t<std::is_same_v<From, float>, float, double>;
+    const Wide w = static_cast<Wide>(x);
+    if constexpr (std::is_same_v<To, Half>) return Half{float_to_half(w)};
+    else return BHalf{float_to_bfloat16(w)};
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From(0);
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
