@@ -1,6 +1,7 @@
 #include "passes/storage_types.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace fusor {
 namespace {
@@ -28,6 +29,7 @@ class Widener {
           EvaluateFn evaluate)
       : out_(g), evaluate_(evaluate) {
     out_.nodes.clear();
+    for (const Node& n : g.nodes) source_names_.insert(n.name);
     types_.resize(g.values.size());
     constants_.resize(g.values.size());
     for (size_t i = 0; i < g.values.size(); ++i)
@@ -107,7 +109,7 @@ class Widener {
     c.op_type = "Cast";
     c.opset = static_cast<int>(std::max<int64_t>(out_.opset, 13));
     c.name = node_name;
-    for (int i = 1; std::any_of(out_.nodes.begin(), out_.nodes.end(), [&](const Node& m) { return m.name == c.name; }); ++i)
+    for (int i = 1; node_names_.count(c.name) || source_names_.count(c.name); ++i)
       c.name = node_name + "_" + std::to_string(i);
     c.attrs["to"] = to;
     c.inputs = {from};
@@ -141,6 +143,7 @@ class Widener {
     bool foldable = n.op == Op::Shape ||
                     std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return v < 0 || is_constant(v); });
     if (foldable) fold(n, types);
+    node_names_.insert(n.name);
     out_.nodes.push_back(std::move(n));
   }
 
@@ -158,6 +161,7 @@ class Widener {
   }
 
   Graph out_;
+  std::unordered_set<std::string> source_names_, node_names_;  // the casts' names stay unique
   EvaluateFn evaluate_;
   std::vector<TensorType> types_;
   std::vector<Tensor> constants_;
