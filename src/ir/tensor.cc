@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "ir/half.h"
+
 namespace fusor {
 
 int64_t numel_of(const Dims& dims) {
@@ -64,6 +66,12 @@ double Tensor::scalar_as_double(int64_t i) const {
     case DType::Int8: return static_cast<const int8_t*>(data_)[i];
     case DType::UInt8: return static_cast<const uint8_t*>(data_)[i];
     case DType::Bool: return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+    case DType::Float16: return half_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::BFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::Int16: return static_cast<const int16_t*>(data_)[i];
+    case DType::UInt16: return static_cast<const uint16_t*>(data_)[i];
+    case DType::UInt32: return static_cast<const uint32_t*>(data_)[i];
+    case DType::UInt64: return static_cast<double>(static_cast<const uint64_t*>(data_)[i]);
     case DType::Undefined: break;
   }
   throw Error("scalar read of an undefined tensor");

@@ -6,6 +6,7 @@
 #include "plan/layouts.h"
 #include "plan/plan.h"
 #include "passes/pipeline.h"
+#include "passes/storage_types.h"
 #include "plan/schedule.h"
 
 namespace fusor {
@@ -138,6 +139,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   std::vector<Tensor> frozen(graph->inputs.size());
   bind_inputs(*graph, input_dims, options.frozen_inputs, in_types, frozen);
   FusionReport report;
+  graph = compute_storage_types_in_float32(std::move(graph), in_types, frozen, ref::evaluate);
   std::shared_ptr<const Graph> source = graph;
   if (options.fusion && options.kernels == KernelChoice::Fast) {
     FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion, ref::evaluate);
