@@ -191,11 +191,34 @@ class Importer {
   }
 
   // ONNX requires topological order, but some exporters break it: sort defensively (Kahn).
+  // A node depends on its inputs and on every name its subgraphs read (outer-scope values).
+  static void add_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string>& names, size_t depth = 0) {
+    if (depth > kMaxBodyNesting) return;  // the import refuses deeper nesting with its own error
+    for (const auto& a : node.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        for (const auto& inner : a.g().node()) {
+          names.insert(names.end(), inner.input().begin(), inner.input().end());
+          add_subgraph_reads(inner, names, depth + 1);
+        }
+  }
+
   static std::vector<const onnx::NodeProto*> sorted_nodes(const NodeList& nodes) {
     std::unordered_map<std::string, int> producer;
     for (int i = 0; i < nodes.size(); ++i)
       for (const auto& o : nodes.Get(i).output())
         if (!o.empty()) producer[o] = i;
+    std::vector<std::vector<std::string>> deps(static_cast<size_t>(nodes.size()));
+    for (int i = 0; i < nodes.size(); ++i) {
+      const auto& node = nodes.Get(i);
+      std::vector<std::string> reads;
+      add_subgraph_reads(node, reads);
+      std::erase_if(reads, [&](const std::string& name) {  // the node's own outputs, by a name clash
+        auto it = producer.find(name);
+        return it != producer.end() && it->second == i;
+      });
+      deps[i].assign(node.input().begin(), node.input().end());
+      deps[i].insert(deps[i].end(), reads.begin(), reads.end());
+    }
     std::vector<int> state(static_cast<size_t>(nodes.size()), 0);
     std::vector<const onnx::NodeProto*> order;
     std::vector<std::pair<int, int>> stack;
@@ -206,8 +229,8 @@ class Importer {
       while (!stack.empty()) {
         auto& [n, next] = stack.back();
         const auto& node = nodes.Get(n);
-        if (next < node.input_size()) {
-          auto it = producer.find(node.input(next++));
+        if (next < static_cast<int>(deps[n].size())) {
+          auto it = producer.find(deps[n][static_cast<size_t>(next++)]);
           if (it == producer.end()) continue;
           int p = it->second;
           if (state[p] == 1) throw Error("graph has a cycle through node '" + nodes.Get(p).name() + "'");

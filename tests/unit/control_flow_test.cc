@@ -156,6 +156,13 @@ TEST(ControlFlow, IfReadsOuterValuesInBothBranches) {
   expect_runs(bytes, {{"cond", boolean(false)}, {"x", x}}, {{"out", {1, 2, 3}}}, {"cond"});
 }
 
+TEST(ControlFlow, ImportOrdersNodesBySubgraphReads) {
+  // The If comes first in the file, before the Add that makes the `y` its branches read.
+  onnx::GraphProto g = if_model();
+  std::swap(*g.mutable_node(0), *g.mutable_node(1));
+  expect_runs(model_bytes(g, 13), {{"cond", boolean(true)}, {"x", floats({3}, {1, 2, 3})}}, {{"out", {2, 8, 18}}});
+}
+
 TEST(ControlFlow, IfWithKnownConditionIsInlined) {
   auto graph = std::make_shared<const Graph>(import_onnx_bytes(model_bytes(if_model(), 13), ""));
   std::vector<TensorType> types{{DType::Bool, {}}, {DType::Float32, {3}}};
