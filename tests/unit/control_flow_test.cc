@@ -218,9 +218,9 @@ TEST(ControlFlow, FusionKeepsValuesSubgraphsRead) {
   expect_runs(bytes, {{"cond", boolean(false)}, {"x", x}}, {{"out", {0, 0, 1, 3}}});
 }
 
-// Loop(M = 3, cond = true, s = x): s += x each iteration (x from the enclosing graph), scan
-// output s * iteration number. The body's carried input has no declared type.
-TEST(ControlFlow, LoopCarriesStateAndStacksScanOutputs) {
+// Loop(M, cond = true, s = x): s += x each iteration (x from the enclosing graph), scan output
+// s * iteration number. The body's carried input has no declared type.
+std::string loop_model(int64_t trips) {
   onnx::GraphProto body, g;
   body.set_name("body");
   add_info(body.mutable_input(), "i", onnx::TensorProto::INT64, {});
@@ -233,13 +233,22 @@ TEST(ControlFlow, LoopCarriesStateAndStacksScanOutputs) {
   for (const char* o : {"c_out", "s_out", "scaled"}) add_info(body.mutable_output(), o, 0, {});
   g.set_name("loop");
   add_info(g.mutable_input(), "x", onnx::TensorProto::FLOAT, {2});
-  add_int64(g, "M", 3);
+  add_int64(g, "M", trips);
   add_bool(g, "go", true);
   set_graph(add_node(g, "Loop", {"M", "go", "x"}, {"final", "scans"}), "body", body);
   add_info(g.mutable_output(), "final", onnx::TensorProto::FLOAT, {2});
-  add_info(g.mutable_output(), "scans", onnx::TensorProto::FLOAT, {3, 2});
-  expect_runs(model_bytes(g, 13), {{"x", floats({2}, {1, 2})}},
-              {{"final", {4, 8}}, {"scans", {0, 0, 3, 6, 8, 16}}});
+  add_info(g.mutable_output(), "scans", onnx::TensorProto::FLOAT, {});
+  return model_bytes(g, 13);
+}
+
+TEST(ControlFlow, LoopCarriesStateAndStacksScanOutputs) {
+  expect_runs(loop_model(3), {{"x", floats({2}, {1, 2})}}, {{"final", {4, 8}}, {"scans", {0, 0, 3, 6, 8, 16}}});
+}
+
+TEST(ControlFlow, LoopWithoutIterationsKeepsItsInitialState) {
+  expect_runs(loop_model(0), {{"x", floats({2}, {1, 2})}}, {{"final", {1, 2}}, {"scans", {}}});
+  auto out = Engine::load_bytes(loop_model(0)).session({{"x", {2}}}).run({{"x", floats({2}, {1, 2})}});
+  EXPECT_EQ(out.at("scans").dims(), (Dims{0, 2}));
 }
 
 // Loop(M = 10) whose condition output is i < 2 (known at plan time in every iteration): three
@@ -284,7 +293,7 @@ onnx::GraphProto sum_body() {
   return body;
 }
 
-TEST(ControlFlow, ScanOpset9HonoursAxesAndDirections) {
+std::string scan9_model(bool reverse_output) {
   onnx::GraphProto g;
   g.set_name("scan9");
   add_info(g.mutable_input(), "init", onnx::TensorProto::FLOAT, {2});
@@ -295,11 +304,18 @@ TEST(ControlFlow, ScanOpset9HonoursAxesAndDirections) {
   set_ints(n, "scan_input_axes", {1});
   set_ints(n, "scan_input_directions", {1});
   set_ints(n, "scan_output_axes", {1});
+  if (reverse_output) set_ints(n, "scan_output_directions", {1});
   add_info(g.mutable_output(), "sum", onnx::TensorProto::FLOAT, {2});
   add_info(g.mutable_output(), "scan", onnx::TensorProto::FLOAT, {2, 3});
-  // Columns taken last to first: [3,6], [2,5], [1,4]; running sums stacked as columns.
-  expect_runs(model_bytes(g, 11), {{"init", floats({2}, {0, 0})}, {"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}},
-              {{"sum", {6, 15}}, {"scan", {3, 5, 6, 6, 11, 15}}});
+  return model_bytes(g, 11);
+}
+
+TEST(ControlFlow, ScanOpset9HonoursAxesAndDirections) {
+  const std::map<std::string, Tensor> feeds{{"init", floats({2}, {0, 0})}, {"x", floats({2, 3}, {1, 2, 3, 4, 5, 6})}};
+  // Columns taken last to first: [3,6], [2,5], [1,4]; running sums stacked as columns, in
+  // iteration order or (reverse output) last iteration first.
+  expect_runs(scan9_model(false), feeds, {{"sum", {6, 15}}, {"scan", {3, 5, 6, 6, 11, 15}}});
+  expect_runs(scan9_model(true), feeds, {{"sum", {6, 15}}, {"scan", {6, 5, 3, 15, 11, 6}}});
 }
 
 TEST(ControlFlow, ScanOpset8ScansEachBatchEntry) {
