@@ -180,6 +180,49 @@ TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
   }
 }
 
+// A user fixing a model should learn every missing op at once, with where each first appears,
+// including ops inside a subgraph and ops of a domain fusor does not read.
+TEST(Importer, ListsEveryUnsupportedOpInOneError) {
+  onnx::ModelProto m;
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto add = [](onnx::GraphProto* graph, const char* op, const char* name, const char* in, const char* out) {
+    auto* n = graph->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    n->add_input(in);
+    n->add_output(out);
+    return n;
+  };
+  add(g, "Relu", "ok", "x", "a");
+  add(g, "Bogus", "first_bogus", "a", "b");
+  add(g, "Bogus", "second_bogus", "b", "c");
+  auto* custom = add(g, "Thing", "t", "c", "d");
+  custom->set_domain("example.custom");
+  auto* wrapper = add(g, "Relu", "wrapper", "d", "y");
+  auto* attr = wrapper->add_attribute();  // a graph attribute Relu does not have: still scanned
+  attr->set_name("body");
+  attr->set_type(onnx::AttributeProto::GRAPH);
+  add(attr->mutable_g(), "Widget", "inner", "x", "z");
+  g->add_output()->set_name("y");
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  try {
+    import_onnx_bytes(bytes, ".");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    EXPECT_NE(msg.find("3 unsupported operators"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Bogus (ai.onnx opset 17, first at node 'first_bogus')"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("second_bogus"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Thing (example.custom opset 0, first at node 't')"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Widget (ai.onnx opset 17, first at node 'inner')"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("Relu"), std::string::npos) << msg;
+  }
+}
+
 TEST(Importer, ErrorKindsSayWhoseFaultItIs) {
   auto kind_of = [](auto&& load) {
     try {
