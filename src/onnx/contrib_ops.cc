@@ -165,6 +165,7 @@ void embed_layer_norm(ContribExpander& ex, NodeBuilder& b) {
   // mask_index: the number of ones in each row of the mask (its valid length), zeros without one.
   if (b.has_in(7)) {
     b.add("ReduceSum", {b.in(7), b.ints({1})}, {NodeBuilder::attr("keepdims", int64_t{0})}, b.out(1));
+    ex.share("ids of mask_index " + b.out(1), b.in(0));
   } else {
     onnx::AttributeProto zero;
     zero.set_name("value");
@@ -185,15 +186,21 @@ std::string split_heads(NodeBuilder& b, const std::string& x, int64_t heads, int
 
 // The additive bias [B,1,1,Sk] or [B,1,Sq,Sk] of mask_index in its 1-D (valid lengths), 2-D
 // ([B,Sk], 0 = masked) or 3-D ([B,Sq,Sk]) form: 0 where a key is seen, mask_filter_value elsewhere.
+// Shared by every Attention that reads the same mask, where the key count is the mask's own or
+// that of the ids whose EmbedLayerNormalization made the mask.
 std::string mask_bias(ContribExpander& ex, NodeBuilder& b, const std::string& mask, const std::string& x,
                       float fill) {
   auto shape = ex.shape_of(mask);
   if (!shape) b.unsupported("the rank of mask_index is not known at import");
+  auto ids = ex.shared("ids of mask_index " + mask);
+  const bool shareable = shape->size() != 1 || ids;
+  const std::string key = "bias of mask " + mask + " filled with " + std::to_string(fill);
+  if (auto bias = ex.shared(key); bias && shareable) return *bias;
   std::string valid;
   Ints axes;
   if (shape->size() == 1) {
     // Only the [B] form (end positions); [2B] (ends and starts) is not supported.
-    auto keys = b.unsqueeze(arange(b, dim_scalar(b, x, 1)), {0});
+    auto keys = b.unsqueeze(arange(b, dim_scalar(b, ids ? *ids : x, 1)), {0});
     valid = b.add("Less", {keys, b.unsqueeze(cast(b, mask, onnx::TensorProto::INT64), {1})});
     axes = {1, 2};
   } else if (shape->size() == 2 || shape->size() == 3) {
@@ -202,7 +209,9 @@ std::string mask_bias(ContribExpander& ex, NodeBuilder& b, const std::string& ma
   } else {
     b.unsupported("mask_index of rank " + std::to_string(shape->size()) + " is not supported (1, 2 or 3)");
   }
-  return b.unsqueeze(b.add("Where", {valid, b.scalar(0.0f), b.scalar(fill)}), axes);
+  auto bias = b.unsqueeze(b.add("Where", {valid, b.scalar(0.0f), b.scalar(fill)}), axes);
+  if (shareable) ex.share(key, bias);
+  return bias;
 }
 
 void attention(ContribExpander& ex, NodeBuilder& b) {
@@ -465,6 +474,13 @@ std::optional<std::vector<int64_t>> ContribExpander::shape_of(const std::string&
 void ContribExpander::set_rank(const std::string& name, size_t rank) {
   if (!name.empty()) ranks_[name] = rank;
 }
+
+std::optional<std::string> ContribExpander::shared(const std::string& key) const {
+  auto it = shared_.find(key);
+  return it == shared_.end() ? std::nullopt : std::optional<std::string>(it->second);
+}
+
+void ContribExpander::share(const std::string& key, const std::string& value) { shared_[key] = value; }
 
 std::vector<onnx::NodeProto> ContribExpander::expand(const onnx::NodeProto& node, int64_t opset,
                                                      const ShapeLookup& shapes) {

@@ -41,10 +41,16 @@ class ContribExpander {
   std::optional<std::vector<int64_t>> shape_of(const std::string& name) const;
   // Records the rank of an output that an expansion defines.
   void set_rank(const std::string& name, size_t rank);
+  // A value that later expansions reuse instead of computing it again (one attention mask bias
+  // for every layer, as the plain export has), by key. Contrib nodes live in the main graph
+  // (fusor's own function bodies never hold them), so a shared value is always in scope.
+  std::optional<std::string> shared(const std::string& key) const;
+  void share(const std::string& key, const std::string& value);
 
  private:
   const ShapeLookup* shapes_ = nullptr;  // during expand()
   std::map<std::string, size_t> ranks_;
+  std::map<std::string, std::string> shared_;
 };
 
 }  // namespace fusor
