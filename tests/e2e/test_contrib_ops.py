@@ -263,3 +263,25 @@ def test_unsupported_attention_input_names_the_node(tmp_path, fusor):
     r = fusor("run", tmp_path / "model.onnx", *ort_compare.fusor_input_args(tmp_path / "inputs"))
     assert r.returncode != 0
     assert "the_Attention" in r.stderr and "do_rotary" in r.stderr, r.stderr
+
+
+def fused_kinds(fusor, model, out):
+    """{kind: count} from `fusor optimize`'s summary, e.g. "... 51 items fused (Attention 6, ...)"."""
+    r = fusor("optimize", model, "--batch", 2, "--seq", 16, "-o", out)
+    assert r.returncode == 0, r.stderr
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("optimized "))
+    counts = summary.split(" items fused (")[1].split(")")[0]
+    return {kind: int(n) for kind, n in (item.rsplit(" ", 1) for item in counts.split(", "))}
+
+
+@pytest.mark.parametrize("model", ["minilm-l6-ort", "minilm-l6-ort-rawmask"])
+def test_ort_optimized_minilm_fuses_like_the_plain_export(model, fusor, tmp_path):
+    plain = fused_kinds(fusor, model_path("minilm-l6"), tmp_path / "plain.onnx")
+    ort = fused_kinds(fusor, model_path(model), tmp_path / "ort.onnx")
+    print(f"plain {plain}\n{model} {ort}")
+    assert plain["Attention"] == 6 and plain["LayerNorm"] == 13
+    if model == "minilm-l6-ort":
+        # mask_index (valid lengths) becomes the mask bias through int64 Range/Less, which the
+        # elementwise pass leaves alone: the plain export's mask item is the one fewer.
+        assert ort.pop("Elementwise") == plain.pop("Elementwise") - 1
+    assert ort == plain
