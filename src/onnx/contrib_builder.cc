@@ -62,6 +62,21 @@ void NodeBuilder::unsupported(const std::string& why) const {
 
 void NodeBuilder::invalid(const std::string& why) const { throw Error(where_ + ": " + why, ErrorKind::InvalidModel); }
 
+void NodeBuilder::require_inputs(std::initializer_list<size_t> required) const {
+  for (size_t i : required)
+    if (!has_in(i)) invalid("input " + std::to_string(i) + " is required");
+}
+
+void NodeBuilder::forbid_inputs(size_t first, size_t last, const char* what) const {
+  for (size_t i = first; i <= last; ++i)
+    if (has_in(i)) unsupported("input " + std::to_string(i) + " (" + what + ") is not supported");
+}
+
+void NodeBuilder::forbid_outputs(size_t first, const char* what) const {
+  for (size_t i = first; i < static_cast<size_t>(source_.output_size()); ++i)
+    if (has_out(i)) unsupported("output " + std::to_string(i) + " (" + what + ") is not supported");
+}
+
 std::string NodeBuilder::fresh(const char* what) { return scope_ + "/" + what + "_" + std::to_string(counter_++); }
 
 std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, std::vector<onnx::AttributeProto> attrs,
@@ -127,6 +142,14 @@ std::string NodeBuilder::slice(const std::string& x, int64_t axis, int64_t begin
 std::string NodeBuilder::dim(const std::string& x, int64_t axis) {
   return add("Gather", {add("Shape", {x}), ints({axis})}, {attr("axis", int64_t{0})});
 }
+
+std::string NodeBuilder::dim_scalar(const std::string& x, int64_t axis) {
+  return add("Gather", {add("Shape", {x}), scalar_i64(axis)}, {attr("axis", int64_t{0})});
+}
+
+std::string NodeBuilder::arange(const std::string& limit) { return add("Range", {scalar_i64(0), limit, scalar_i64(1)}); }
+
+std::string NodeBuilder::cast(const std::string& x, int to) { return add("Cast", {x}, {attr("to", int64_t{to})}); }
 
 onnx::AttributeProto NodeBuilder::attr(const char* name, int64_t v) {
   onnx::AttributeProto a;

@@ -6,6 +6,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ class NodeBuilder {
   int64_t attr_int(const char* name, int64_t fallback) const;
   float attr_float(const char* name, float fallback) const;
   std::vector<int64_t> attr_ints(const char* name) const;
+  // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an
+  // input in [first, last] or an output from `first` on is present.
+  void require_inputs(std::initializer_list<size_t> required) const;
+  void forbid_inputs(size_t first, size_t last, const char* what) const;
+  void forbid_outputs(size_t first, const char* what) const;
   // Throws fusor::Error (UnsupportedOp) naming the contrib node.
   [[noreturn]] void unsupported(const std::string& why) const;
   // Throws fusor::Error (InvalidModel) naming the contrib node.
@@ -42,8 +48,13 @@ class NodeBuilder {
   std::string unsqueeze(const std::string& x, const std::vector<int64_t>& axes);
   // x[..., begin:end] along `axis` with constant bounds.
   std::string slice(const std::string& x, int64_t axis, int64_t begin, int64_t end);
-  // Dim `axis` of x's shape as a 1-D int64 tensor of one element.
+  // Dim `axis` of x's shape as a 1-D int64 tensor of one element, or as a scalar.
   std::string dim(const std::string& x, int64_t axis);
+  std::string dim_scalar(const std::string& x, int64_t axis);
+  // 0, 1, ..., limit - 1 (int64) for a scalar `limit`.
+  std::string arange(const std::string& limit);
+  // Cast to the ONNX element type `to` (onnx::TensorProto::DataType).
+  std::string cast(const std::string& x, int to);
 
   static onnx::AttributeProto attr(const char* name, int64_t v);
   static onnx::AttributeProto attr(const char* name, float v);
