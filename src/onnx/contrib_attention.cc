@@ -32,9 +32,11 @@ std::string mask_bias(ContribExpander& ex, NodeBuilder& b, const std::string& ma
   std::string valid;
   Ints axes;
   if (shape->size() == 1) {
-    // Only the [B] form (end positions); [2B] (ends and starts) is not supported.
-    auto keys = b.unsqueeze(b.arange(b.dim_scalar(ids ? *ids : x, 1)), {0});
-    valid = b.add("Less", {keys, b.unsqueeze(b.cast(mask, onnx::TensorProto::INT64), {1})});
+    // Only the [B] form (end positions): the Reshape to [B] refuses [2B] (ends and starts).
+    const std::string& rows = ids ? *ids : x;
+    auto keys = b.unsqueeze(b.arange(b.dim_scalar(rows, 1)), {0});
+    auto ends = b.add("Reshape", {b.cast(mask, onnx::TensorProto::INT64), b.dim(rows, 0)});
+    valid = b.add("Less", {keys, b.unsqueeze(ends, {1})});
     axes = {1, 2};
   } else if (shape->size() == 2 || shape->size() == 3) {
     valid = b.add("Greater", {b.cast(mask, onnx::TensorProto::FLOAT), b.scalar(0.0f)});

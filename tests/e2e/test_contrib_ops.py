@@ -183,6 +183,7 @@ CASES = {
     "GroupQueryAttention-packed-rotary": lambda: gqa(packed=True, do_rotary=1),
     "GroupQueryAttention-rotary-interleaved-scale": lambda: gqa(do_rotary=1, rotary_interleaved=1, scale=0.2),
     "GroupQueryAttention-softcap": lambda: gqa(softcap=2.0),
+    "GroupQueryAttention-right-padded": lambda: gqa(lengths=(3, S)),
 }
 
 
@@ -285,3 +286,17 @@ def test_ort_optimized_minilm_fuses_like_the_plain_export(model, fusor, tmp_path
         # elementwise pass leaves alone: the plain export's mask item is the one fewer.
         assert ort.pop("Elementwise") == plain.pop("Elementwise") - 1
     assert ort == plain
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_attention_refuses_mask_index_of_ends_and_starts(batch, tmp_path, fusor):
+    """mask_index [2B] (end and start positions) is not supported: an error, not another batch."""
+    model, feeds = one_node("Attention", ["x", "w", "b", "mask"], ["y"],
+                            {"x": rand(batch, S, H), "mask": np.array([3, 5, 0, 0][:2 * batch], np.int32)},
+                            {"w": rand(H, 3 * H), "b": rand(3 * H)}, num_heads=4)
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    onnx.save(model, tmp_path / "model.onnx")
+    save_inputs(tmp_path / "inputs", feeds)
+    r = fusor("run", tmp_path / "model.onnx", *ort_compare.fusor_input_args(tmp_path / "inputs"))
+    assert r.returncode != 0
+    assert "the_Attention/" in r.stderr and f"cannot reshape [{2 * batch}]" in r.stderr, r.stderr
