@@ -159,7 +159,7 @@ TEST(ContribImport, AttentionSharesOneMaskBiasAcrossLayers) {
 TEST(ContribImport, UnknownContribOpsAreUnsupported) {
   OneNodeModel m("NoSuchThing", {"x"}, {"y"});
   m.input("x", {4});
-  expect_error(m, ErrorKind::UnsupportedOp, {"com.microsoft:NoSuchThing", "the_NoSuchThing"});
+  expect_error(m, ErrorKind::UnsupportedOp, {"NoSuchThing (com.microsoft opset 1", "the_NoSuchThing"});
 }
 
 TEST(ContribImport, AttentionRejectsWhatItDoesNotSupportNamingTheNode) {
