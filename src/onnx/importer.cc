@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "ir/control_flow.h"
+#include "onnx/contrib_ops.h"
 #include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
 #include "onnx/op_support.h"
@@ -253,6 +254,8 @@ class Importer {
 
   // `value_info` types the node's outputs where it names them (none inside function bodies).
   void add_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
+    if (is_expanded_contrib_op(np.domain() == "ai.onnx" ? "" : np.domain(), np.op_type()))
+      return add_contrib_node(graph, np, opsets, value_info);
     Node n;
     n.op_type = np.op_type();
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
@@ -320,6 +323,26 @@ class Importer {
       n.outputs.push_back(graph.add_value(std::move(v)));
     }
     graph.nodes.push_back(std::move(n));
+  }
+
+  // An ONNX Runtime contrib node becomes the ONNX nodes that compute it (onnx/contrib_ops.h), read
+  // at the default opset or at 13 (the forms the expansions write), whichever is later.
+  void add_contrib_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
+    Opsets expanded = opsets;
+    expanded[""] = std::max<int64_t>(expanded[""], 13);
+    auto shape_of = [&graph](const std::string& name) -> std::optional<std::vector<int64_t>> {
+      int id = graph.find_value(name);
+      // Through Casts (ORT's optimizer casts masks and ids to int32): the shape is the input's.
+      for (int p; id >= 0 && !graph.values[static_cast<size_t>(id)].shape &&
+                  (p = graph.values[static_cast<size_t>(id)].producer) >= 0 &&
+                  graph.nodes[static_cast<size_t>(p)].op == Op::Cast;)
+        id = graph.nodes[static_cast<size_t>(p)].inputs[0];
+      if (id < 0 || !graph.values[static_cast<size_t>(id)].shape) return std::nullopt;
+      std::vector<int64_t> dims;
+      for (const Dim& d : *graph.values[static_cast<size_t>(id)].shape) dims.push_back(d.value);
+      return dims;
+    };
+    for (const auto& node : contrib_.expand(np, expanded[""], shape_of)) add_node(graph, node, expanded, value_info);
   }
 
   // A call of a model-local function in domain "fusor" is a fused node: the function is its
@@ -536,6 +559,7 @@ class Importer {
     bool isolated;
   };
   std::vector<Scope> scopes_;
+  ContribExpander contrib_;                                       // ranks of the outputs it defined
 };
 
 }  // namespace
