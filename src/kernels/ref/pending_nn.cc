@@ -3,7 +3,6 @@
 #include "kernels/ref/pending.h"
 
 namespace fusor {
-FUSOR_PENDING_OP(ConvTranspose)
 FUSOR_PENDING_OP(GroupNormalization)
 FUSOR_PENDING_OP(InstanceNormalization)
 FUSOR_PENDING_OP(LpNormalization)
@@ -12,6 +11,4 @@ FUSOR_PENDING_OP(LRN)
 FUSOR_PENDING_OP(GlobalMaxPool)
 FUSOR_PENDING_OP(LpPool)
 FUSOR_PENDING_OP(MaxUnpool)
-FUSOR_PENDING_OP(DeformConv)
-FUSOR_PENDING_OP(Col2Im)
 }  // namespace fusor
