@@ -3,11 +3,6 @@
 #include "kernels/ref/pending.h"
 
 namespace fusor {
-FUSOR_PENDING_OP(GroupNormalization)
-FUSOR_PENDING_OP(InstanceNormalization)
-FUSOR_PENDING_OP(LpNormalization)
-FUSOR_PENDING_OP(MeanVarianceNormalization)
-FUSOR_PENDING_OP(LRN)
 FUSOR_PENDING_OP(GlobalMaxPool)
 FUSOR_PENDING_OP(LpPool)
 FUSOR_PENDING_OP(MaxUnpool)
