@@ -28,7 +28,10 @@ const auto run = test::run_reference;
 void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
   ASSERT_EQ(t.dims(), dims);
   ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.data<float>()[i])) << "at " << i;
+    else EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
+  }
 }
 
 // Runs the node and expects a fusor::Error whose one-line message names the node and says `what`.
@@ -190,6 +193,9 @@ TEST(RefNnOps, DeformConvBilinearOffsetsAndMask) {
   for (int i = 9; i < 18; ++i) off[i] = 0.5f;
   auto half = run(n, {x, w, make({1, 2, 3, 3}, off), make({1}, {1}), filled({1, 1, 3, 3}, 0.5f)});
   expect_values(half[0], {1, 1, 3, 3}, {2.5f, 3.5f, 2.5f, 5.5f, 6.5f, 4.f, 8.5f, 9.5f, 5.5f});
+  // Offsets far outside (or infinite) read zero; a NaN offset gives NaN.
+  auto far = run(n, {x, w, make({1, 2, 3, 3}, {1e30f, -INFINITY, 5, 0, 0, 0, 0, 0, NAN, 0, 0, 0, 0, 0, 0, 0, 0, 0})});
+  expect_values(far[0], {1, 1, 3, 3}, {0, 0, 0, 8, 10, 12, 14, 16, NAN});
   expect_error(node_of(Op::DeformConv, 19, {{"offset_group", int64_t{2}}}), {iota({1, 3, 3, 3}), filled({1, 3, 1, 1}, 1.f),
                filled({1, 4, 3, 3}, 0.f)}, "offset_group 2 does not divide 3 channels");
   expect_error(n, {x, w, filled({1, 4, 3, 3}, 0.f)}, "offset must be [1, 2, 3, 3]");

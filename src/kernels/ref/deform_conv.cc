@@ -3,6 +3,7 @@
 // mask. Per image and group, the sampled taps are gathered into columns (as Conv's im2col),
 // then each output channel is a dot product with its weights, accumulated in double.
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/ref/dispatch.h"
@@ -13,6 +14,9 @@ namespace {
 
 template <class T>
 double bilinear(const T* plane, int64_t h, int64_t w, double y, double x) {
+  if (std::isnan(y) || std::isnan(x)) return std::numeric_limits<double>::quiet_NaN();
+  // Wholly outside (this also keeps huge or infinite offsets away from the integer casts).
+  if (y <= -1 || x <= -1 || y >= static_cast<double>(h) || x >= static_cast<double>(w)) return 0.0;
   const double fy = std::floor(y), fx = std::floor(x);
   const int64_t y0 = static_cast<int64_t>(fy), x0 = static_cast<int64_t>(fx);
   const double ly = y - fy, lx = x - fx;
