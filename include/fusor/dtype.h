@@ -6,9 +6,12 @@
 namespace fusor {
 
 // Float16 and BFloat16 are storage types: ops compute them in float32 and round the results.
+// The float8 types and Int4/UInt4 are storage for quantized values: one byte per element in
+// memory (Int4/UInt4 unpacked, packed two to a byte only in ONNX files).
 enum class DType : uint8_t {
   Undefined, Float32, Float64, Int64, Int32, Int8, UInt8, Bool,
-  Float16, BFloat16, Int16, UInt16, UInt32, UInt64
+  Float16, BFloat16, Int16, UInt16, UInt32, UInt64,
+  Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Int4, UInt4
 };
 
 size_t dtype_size(DType t);

@@ -17,6 +17,12 @@ size_t dtype_size(DType t) {
     case DType::UInt16: return 2;
     case DType::UInt32: return 4;
     case DType::UInt64: return 8;
+    case DType::Float8E4M3FN:
+    case DType::Float8E4M3FNUZ:
+    case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ:
+    case DType::Int4:
+    case DType::UInt4: return 1;
     case DType::Undefined: return 0;
   }
   return 0;
@@ -37,6 +43,12 @@ const char* dtype_name(DType t) {
     case DType::UInt16: return "uint16";
     case DType::UInt32: return "uint32";
     case DType::UInt64: return "uint64";
+    case DType::Float8E4M3FN: return "float8e4m3fn";
+    case DType::Float8E4M3FNUZ: return "float8e4m3fnuz";
+    case DType::Float8E5M2: return "float8e5m2";
+    case DType::Float8E5M2FNUZ: return "float8e5m2fnuz";
+    case DType::Int4: return "int4";
+    case DType::UInt4: return "uint4";
     case DType::Undefined: return "undefined";
   }
   return "?";

@@ -11,10 +11,13 @@
 #include "fusor/tensor.h"
 #include "ir/elementwise_table.h"
 #include "ir/op_rows_control.h"
+#include "ir/op_rows_dynamic.h"
 #include "ir/op_rows_index.h"
 #include "ir/op_rows_math.h"
+#include "ir/op_rows_ml.h"
 #include "ir/op_rows_movement.h"
 #include "ir/op_rows_nn.h"
+#include "ir/op_rows_quant.h"
 #include "ir/op_rows_sequence.h"
 
 namespace fusor {
@@ -43,7 +46,8 @@ const char* category_name(OpCategory c);
   X(Slice, Injective) X(Gather, Injective) X(Expand, Broadcast) X(Trilu, Injective)          \
   X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)                              \
   FUSOR_OPS_MATH(X) FUSOR_OPS_INDEX(X) FUSOR_OPS_MOVEMENT(X) FUSOR_OPS_NN(X)                 \
-  FUSOR_OPS_SEQUENCE(X) FUSOR_OPS_CONTROL(X)                                                 \
+  FUSOR_OPS_SEQUENCE(X) FUSOR_OPS_CONTROL(X) FUSOR_OPS_QUANT(X) FUSOR_OPS_DYNAMIC(X)        \
+  FUSOR_OPS_ML(X)                                                                            \
   X(Fused, Opaque)
 
 enum class Op {

@@ -1,5 +1,5 @@
-// Shape functions of the reduction family: Softmax, LogSoftmax, LayerNormalization and the
-// Reduce* ops.
+// Shape functions of the reduction family: Softmax, LogSoftmax, Hardmax, LayerNormalization
+// and the Reduce* ops.
 #include <algorithm>
 
 #include "ir/op_functions.h"
@@ -33,7 +33,9 @@ int axes_input_opset(Op op) { return op == Op::ReduceSum ? 13 : 18; }
 std::vector<TensorType> reduce(const InferContext& ctx) {
   if (ctx.inputs.empty() || !ctx.has_input(0)) fail(ctx.node, "expects 1 input");
   DType t = ctx.inputs[0].dtype;
-  if (!is_float(t) && t != DType::Int32 && t != DType::Int64)
+  // Bool is ordered (false < true), so only the extremes take it (from opset 20).
+  bool extreme = ctx.node.op == Op::ReduceMax || ctx.node.op == Op::ReduceMin;
+  if (t == DType::Float16 || t == DType::BFloat16 || t == DType::Undefined || (t == DType::Bool && !extreme))
     fail(ctx.node, std::string("unsupported dtype ") + dtype_name(t));
   const Dims& in = ctx.inputs[0].dims;
   int64_t rank = static_cast<int64_t>(in.size());
@@ -66,6 +68,7 @@ std::vector<TensorType> reduce(const InferContext& ctx) {
 
 std::vector<TensorType> shape::Softmax(const InferContext& ctx) { return softmax_like(ctx); }
 std::vector<TensorType> shape::LogSoftmax(const InferContext& ctx) { return softmax_like(ctx); }
+std::vector<TensorType> shape::Hardmax(const InferContext& ctx) { return softmax_like(ctx); }
 
 std::vector<TensorType> shape::LayerNormalization(const InferContext& ctx) {
   if (ctx.inputs.size() < 2 || !ctx.has_input(0) || !ctx.has_input(1))
@@ -108,5 +111,12 @@ std::vector<TensorType> shape::LayerNormalization(const InferContext& ctx) {
 std::vector<TensorType> shape::ReduceMean(const InferContext& ctx) { return reduce(ctx); }
 std::vector<TensorType> shape::ReduceSum(const InferContext& ctx) { return reduce(ctx); }
 std::vector<TensorType> shape::ReduceMax(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceMin(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceProd(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceL1(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceL2(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceLogSum(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceLogSumExp(const InferContext& ctx) { return reduce(ctx); }
+std::vector<TensorType> shape::ReduceSumSquare(const InferContext& ctx) { return reduce(ctx); }
 
 }  // namespace fusor

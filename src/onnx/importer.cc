@@ -53,7 +53,10 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
 
 // ONNX attributes that name an element type, by op. The IR holds them as DType, so nothing after
 // import reads ONNX's type codes.
-constexpr std::pair<const char*, const char*> kDTypeAttributes[] = {{"Cast", "to"}};
+constexpr std::pair<const char*, const char*> kDTypeAttributes[] = {
+    {"Cast", "to"}, {"EyeLike", "dtype"},
+    {"HannWindow", "output_datatype"}, {"HammingWindow", "output_datatype"},
+    {"BlackmanWindow", "output_datatype"}, {"MelWeightMatrix", "output_datatype"}};
 
 void dtype_attributes_to_dtype(Node& n, const std::string& where) {
   for (const auto& [op, name] : kDTypeAttributes) {

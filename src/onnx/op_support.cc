@@ -12,7 +12,10 @@ std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? "#" + std::to_string(index) : n.name();
 }
 
-void count_uses(const onnx::GraphProto& g, std::vector<OpUse>& uses, std::map<std::string, size_t>& index) {
+using Opsets = std::map<std::string, int64_t>;
+
+void count_uses(const onnx::GraphProto& g, const Opsets& opsets, std::vector<OpUse>& uses,
+                std::map<std::string, size_t>& index) {
   for (int i = 0; i < g.node_size(); ++i) {
     const auto& n = g.node(i);
     const std::string domain = n.domain() == "ai.onnx" ? "" : n.domain();
@@ -20,12 +23,14 @@ void count_uses(const onnx::GraphProto& g, std::vector<OpUse>& uses, std::map<st
     auto it = index.find(key);
     if (it == index.end()) {
       it = index.emplace(key, uses.size()).first;
-      uses.push_back({domain, n.op_type(), 0, node_label(n, i), unsupported_reason(domain, n.op_type())});
+      auto opset = opsets.find(domain);
+      uses.push_back({domain, n.op_type(), opset == opsets.end() ? 0 : opset->second, 0, node_label(n, i),
+                      unsupported_reason(domain, n.op_type())});
     }
     ++uses[it->second].count;
     for (const auto& a : n.attribute()) {
-      if (a.has_g()) count_uses(a.g(), uses, index);
-      for (const auto& sub : a.graphs()) count_uses(sub, uses, index);
+      if (a.has_g()) count_uses(a.g(), opsets, uses, index);
+      for (const auto& sub : a.graphs()) count_uses(sub, opsets, uses, index);
     }
   }
 }
@@ -44,7 +49,9 @@ std::string unsupported_reason(const std::string& domain, const std::string& op_
 std::vector<OpUse> op_uses(const onnx::ModelProto& model) {
   std::vector<OpUse> uses;
   std::map<std::string, size_t> index;
-  count_uses(model.graph(), uses, index);
+  Opsets opsets;
+  for (const auto& o : model.opset_import()) opsets[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
+  count_uses(model.graph(), opsets, uses, index);
   return uses;
 }
 
@@ -53,8 +60,8 @@ std::string unsupported_summary(const std::vector<OpUse>& uses) {
   int n = 0;
   for (const auto& u : uses) {
     if (u.unsupported.empty()) continue;
-    out += (n++ ? ", " : "") + (u.domain.empty() ? "" : u.domain + ":") + u.op_type + " (first at node '" +
-           u.first_node + "')";
+    out += (n++ ? ", " : "") + u.op_type + " (" + (u.domain.empty() ? "ai.onnx" : u.domain) + " opset " +
+           std::to_string(u.opset) + ", first at node '" + u.first_node + "')";
   }
   if (n == 0) return "";
   return std::to_string(n) + (n == 1 ? " unsupported operator: " : " unsupported operators: ") + out;

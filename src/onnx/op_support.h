@@ -4,6 +4,7 @@
 #pragma once
 #include <onnx/onnx_pb.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ std::string unsupported_reason(const std::string& domain, const std::string& op_
 struct OpUse {
   std::string domain;      // "" for ONNX's default domain
   std::string op_type;
+  int64_t opset = 0;       // the model's opset for the domain, 0 when it imports none
   int count = 0;
   std::string first_node;  // the first node using it, by name (or "#index" when unnamed)
   std::string unsupported; // "" when supported

@@ -119,4 +119,16 @@ StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::sp
   return c;
 }
 
+StepCost plan_step_cost(const Plan& plan, const Step& step) {
+  auto type_of = [&](int v) { return v < 0 ? TensorType{} : plan.types[static_cast<size_t>(v)]; };
+  std::vector<TensorType> in, outs;
+  std::vector<const Tensor*> consts;
+  for (int v : step.inputs) {
+    in.push_back(type_of(v));
+    consts.push_back(v >= 0 && plan.is_constant(v) ? &plan.constants[static_cast<size_t>(v)] : nullptr);
+  }
+  for (int v : step.outputs) outs.push_back(type_of(v));
+  return step_cost(plan.graph->nodes[static_cast<size_t>(step.node)], in, outs, consts);
+}
+
 }  // namespace fusor

@@ -22,6 +22,7 @@
 #include <span>
 
 #include "ir/graph.h"
+#include "plan/plan.h"
 
 namespace fusor {
 
@@ -37,5 +38,8 @@ struct StepCost {
 // fused node's body may need to bind its shapes.
 StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::span<const TensorType> outputs,
                    std::span<const Tensor* const> constants = {});
+
+// The cost of one step of a bound plan, from the plan's types and constants.
+StepCost plan_step_cost(const Plan& plan, const Step& step);
 
 }  // namespace fusor

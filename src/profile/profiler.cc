@@ -77,22 +77,14 @@ std::string step_shapes(const Plan& plan, const Step& step) {
 std::vector<StepInfo> describe_steps(const Plan& plan) {
   std::vector<StepInfo> out;
   out.reserve(plan.steps.size());
-  auto type_of = [&](int v) { return v < 0 ? TensorType{} : plan.types[static_cast<size_t>(v)]; };
   for (const Step& step : plan.steps) {
     const Node& node = plan.graph->nodes[static_cast<size_t>(step.node)];
-    std::vector<TensorType> in, outs;
-    std::vector<const Tensor*> consts;
-    for (int v : step.inputs) {
-      in.push_back(type_of(v));
-      consts.push_back(v >= 0 && plan.is_constant(v) ? &plan.constants[static_cast<size_t>(v)] : nullptr);
-    }
-    for (int v : step.outputs) outs.push_back(type_of(v));
     StepInfo info;
     info.kernel = step.kernel->name();
     info.op = node.op_type;
     info.node = node.name.empty() ? node.op_type + "#" + std::to_string(step.node) : node.name;
     info.shapes = step_shapes(plan, step);
-    info.cost = step_cost(node, in, outs, consts);
+    info.cost = plan_step_cost(plan, step);
     out.push_back(std::move(info));
   }
   return out;

@@ -121,8 +121,21 @@ std::string compare(const Tensor& got, const Tensor& want) {
   return "";
 }
 
+// Float inputs that set a Resize's or Upsample's output shape (scales) or its sampling (roi),
+// which real models carry as constants: node tests feed them as graph inputs.
+std::set<std::string> resize_arguments(const fs::path& model_path) {
+  onnx::ModelProto m;
+  std::set<std::string> names;
+  if (!m.ParseFromString(read_file(model_path))) return names;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "Resize" || n.op_type() == "Upsample")
+      for (int i = 1; i < n.input_size(); ++i) names.insert(n.input(i));
+  return names;
+}
+
 std::string run_case(const fs::path& dir, bool reference) {
   Engine engine = Engine::load((dir / "model.onnx").string());
+  const std::set<std::string> resize_args = resize_arguments(dir / "model.onnx");
   auto infos = engine.inputs();
   for (const auto& data_dir : fs::directory_iterator(dir)) {
     if (!data_dir.is_directory()) continue;
@@ -141,7 +154,8 @@ std::string run_case(const fs::path& dir, bool reference) {
     // inputs; real models carry them as constants. Freeze small integer inputs so they fold.
     for (size_t i = 0; i < infos.size(); ++i)
       if (inputs[i].rank() == 0 ||
-          ((inputs[i].dtype() == DType::Int64 || inputs[i].dtype() == DType::Int32) && inputs[i].rank() == 1))
+          ((inputs[i].dtype() == DType::Int64 || inputs[i].dtype() == DType::Int32) && inputs[i].rank() == 1) ||
+          (inputs[i].rank() == 1 && resize_args.count(infos[i].name)))
         options.frozen_inputs[infos[i].name] = inputs[i];
     Session session = engine.session(dims, options);
     auto outputs = session.run(feeds);

@@ -25,6 +25,12 @@ void visit_dtype(DType t, const Node& node, F&& f) {
     case DType::UInt64: f(static_cast<uint64_t*>(nullptr)); return;
     case DType::Float16:
     case DType::BFloat16:
+    case DType::Float8E4M3FN:
+    case DType::Float8E4M3FNUZ:
+    case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ:
+    case DType::Int4:
+    case DType::UInt4:
     case DType::Undefined: break;
   }
   throw Error(node.describe() + ": unsupported dtype " + dtype_name(t));

@@ -1,4 +1,5 @@
-// Reference Softmax and LogSoftmax. Statistics (max, sum of exponentials) are taken in double.
+// Reference Softmax, LogSoftmax and Hardmax. Statistics (max, sum of exponentials) are taken in
+// double.
 #include <cmath>
 #include <limits>
 
@@ -9,20 +10,29 @@
 namespace fusor::ref {
 namespace {
 
-// Views the input as [outer, d, inner] and normalizes along d. Before opset 13 the input is
+// The input viewed as [outer, d, inner], normalized along d. Before opset 13 the input is
 // coerced to 2D at `axis` (d spans every trailing dim); from 13 only `axis` is normalized.
-void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
+struct AxisView {
+  int64_t outer = 1, d = 1, inner = 1;
+};
+
+AxisView axis_view(const Node& node, const Tensor& x) {
   int64_t rank = static_cast<int64_t>(x.rank());
   int64_t axis = node.attr_int("axis", node.opset >= 13 ? -1 : 1);
   if (!(node.opset < 13 && axis == rank)) axis = normalize_axis(axis, rank, node);
-  const Dims& dims = x.dims();
-  int64_t outer = 1, d = 1, inner = 1;
+  AxisView v;
   for (int64_t i = 0; i < rank; ++i) {
-    int64_t v = dims[static_cast<size_t>(i)];
-    if (i < axis) outer *= v;
-    else if (i == axis || node.opset < 13) d *= v;
-    else inner *= v;
+    int64_t n = x.dims()[static_cast<size_t>(i)];
+    if (i < axis) v.outer *= n;
+    else if (i == axis || node.opset < 13) v.d *= n;
+    else v.inner *= n;
   }
+  return v;
+}
+
+void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
+  const AxisView v = axis_view(node, x);
+  const int64_t outer = v.outer, d = v.d, inner = v.inner;
   visit_float(x.dtype(), node, [&](auto* tag) {
     using T = elem_t<decltype(tag)>;
     const T* in = x.data<T>();
@@ -50,6 +60,27 @@ void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
   });
 }
 
+// 1 at the first maximum along the axis (a NaN counts as the maximum), 0 elsewhere.
+void hardmax(const Node& node, const Tensor& x, Tensor& y) {
+  const AxisView v = axis_view(node, x);
+  const int64_t outer = v.outer, d = v.d, inner = v.inner;
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* in = x.data<T>();
+    T* out = y.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t j = 0; j < inner; ++j) {
+        const T* src = in + o * d * inner + j;
+        T* dst = out + o * d * inner + j;
+        int64_t best = 0;
+        for (int64_t i = 1; i < d && !std::isnan(src[best * inner]); ++i)
+          if (std::isnan(src[i * inner]) || src[i * inner] > src[best * inner]) best = i;
+        for (int64_t i = 0; i < d; ++i) dst[i * inner] = i == best ? T{1} : T{0};
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void Softmax(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
@@ -58,6 +89,10 @@ void Softmax(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
 
 void LogSoftmax(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   softmax_like(node, inputs[0], outputs[0], true);
+}
+
+void Hardmax(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  hardmax(node, inputs[0], outputs[0]);
 }
 
 }  // namespace fusor::ref

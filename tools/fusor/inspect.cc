@@ -1,0 +1,52 @@
+// fusor inspect: what a model is and whether fusor runs it, without running it. Exits 0 when
+// every op is supported, 1 otherwise (a CI check before deploying a model).
+#include <fstream>
+#include <iostream>
+
+#include "commands.h"
+#include "fusor/error.h"
+#include "fusor/inspect.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct InspectArgs {
+  std::string model, json_path;
+  std::vector<std::string> shapes;
+  int64_t batch = 1, seq = 128;
+};
+
+void inspect(const InspectArgs& a) {
+  InspectOptions options;
+  options.batch = a.batch;
+  options.seq = a.seq;
+  ModelArgs parse;  // reuses --shape's parser
+  parse.shapes = a.shapes;
+  for (const auto& [name, dims] : parse.parsed_shapes()) options.shapes[name] = std::vector<int64_t>(dims.begin(), dims.end());
+  ModelInspection result = inspect_model(a.model, options);
+  std::cout << inspection_text(result);
+  if (!a.json_path.empty()) {
+    std::ofstream f(a.json_path);
+    f << inspection_json(result) << "\n";
+    f.close();
+    if (!f) throw Error("cannot write " + a.json_path);
+  }
+  if (!result.supported) throw ExitCode{1};
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "inspect", "Inputs, opsets, op support, parameters, FLOPs and fusion of a model, without running it");
+  cmd->add_option("model", args->model, "ONNX model file")->required()->type_name("MODEL");
+  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--shape", args->shapes, "Explicit input dims NAME=d0,d1,...")->type_name("NAME=DIMS");
+  cmd->add_option("--json", args->json_path, "Also write the inspection as JSON")->type_name("FILE");
+  cmd->callback([args] { inspect(*args); });
+}
+
+}  // namespace fusor::cli
