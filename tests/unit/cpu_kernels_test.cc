@@ -121,6 +121,21 @@ const Case kCases[] = {
     {"conv_resnet", Op::Conv, {f({1, 64, 28, 28}), fw({64, 64, 3, 3}, 576)}, {{"pads", V{1, 1, 1, 1}}}, 17, "conv2d"},
     {"conv_same_upper", Op::Conv, {f({1, 3, 10, 11}), fc({4, 3, 4, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}},
      17, "conv2d"},
+    // ConvTranspose: a U-Net upsampling layer, output_padding, groups with dilation, 1-D with
+    // SAME_UPPER, 3-D, and output_shape larger and smaller than the uncropped size.
+    {"deconv_unet", Op::ConvTranspose, {f({1, 64, 16, 16}), fw({64, 32, 2, 2}, 64), fc({32})}, {{"strides", V{2, 2}}},
+     17, "deconv2d_f32_bias"},
+    {"deconv_outpad", Op::ConvTranspose, {f({1, 4, 7, 9}), fc({4, 3, 3, 3})},
+     {{"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}, {"output_padding", V{1, 1}}}, 17, "deconv2d"},
+    {"deconv_group_dil", Op::ConvTranspose, {f({2, 4, 5, 5}), fc({4, 3, 3, 3})}, {{"group", int64_t{2}}, {"dilations", V{2, 2}}},
+     17, "deconv2d_f32_grouped"},
+    {"deconv_1d_same", Op::ConvTranspose, {f({1, 3, 10}), fc({3, 2, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2}}},
+     17, "deconv2d"},
+    {"deconv_3d", Op::ConvTranspose, {f({1, 2, 3, 4, 5}), fc({2, 3, 2, 2, 2})}, {{"strides", V{2, 2, 2}}}, 17, "deconv3d"},
+    {"deconv_shape_grow", Op::ConvTranspose, {f({1, 2, 4, 4}), fc({2, 2, 3, 3})}, {{"strides", V{2, 2}}, {"output_shape", V{10, 9}}},
+     17, "deconv2d"},
+    {"deconv_shape_crop", Op::ConvTranspose, {f({1, 2, 4, 4}), fc({2, 2, 3, 3})}, {{"strides", V{2, 2}}, {"output_shape", V{7, 8}}},
+     17, "deconv2d"},
     {"maxpool_s2_p1", Op::MaxPool, {f({1, 8, 15, 15})}, {{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}},
      17, "maxpool2d"},
     {"maxpool_ceil", Op::MaxPool, {f({1, 3, 10, 10})}, {{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"ceil_mode", int64_t{1}}},
@@ -353,6 +368,8 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   EXPECT_FALSE(select(Op::Relu, {{DType::Float64, {3}}}, {{DType::Float64, {3}}}));
   EXPECT_FALSE(select(Op::Conv, {{DType::Float32, {1, 3, 8, 8}}, {DType::Float32, {4, 3, 3, 3}}},
                       {{DType::Float32, {1, 4, 6, 6}}}));  // runtime weights
+  EXPECT_FALSE(select(Op::ConvTranspose, {{DType::Float32, {1, 3, 4, 4}}, {DType::Float32, {3, 2, 3, 3}}},
+                      {{DType::Float32, {1, 2, 6, 6}}}));  // runtime weights
   EXPECT_FALSE(select(Op::Gemm, {{DType::Float32, {2, 3}}, {DType::Float32, {3, 4}}, {DType::Float32, {2, 4}}},
                       {{DType::Float32, {2, 4}}}, {{"beta", 0.5f}}, 13));  // runtime C with beta != 1
   EXPECT_FALSE(select(Op::Reshape, {f3, {DType::Int64, {1}}}, {{DType::Float32, {30}}}));

@@ -20,6 +20,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::MatMul, make_matmul_kernel},
     {Op::Gemm, make_gemm_kernel},
     {Op::Conv, make_conv_kernel},
+    {Op::ConvTranspose, make_conv_transpose_kernel},
     {Op::MaxPool, make_pool_kernel},
     {Op::AveragePool, make_pool_kernel},
     {Op::GlobalAveragePool, make_reduce_kernel},
