@@ -9,6 +9,7 @@
 
 #include "engine/internals.h"
 #include "fusor/engine.h"
+#include "fusor/profile.h"
 #include "ir/data_dependent.h"
 #include "ref_test_util.h"
 
@@ -167,8 +168,9 @@ TEST(RefDynamic, RunTimeValuesThrowDataDependentShape) {
   EXPECT_THROW(op_info(c.op).infer(InferContext{c, ctypes, cconsts}), DataDependentShape);
 }
 
-// x float [2, 3] and s int64 [2] -> NonZero(x) -> Transpose -> idx; Reshape(x, s) -> y.
-std::string nonzero_reshape_model() {
+// x float [2, 3] and s int64 [2] -> NonZero(x) -> Transpose -> idx; Reshape(x, s) -> y. Without
+// `reshape`, only x and idx.
+std::string nonzero_reshape_model(bool reshape = true) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
@@ -181,10 +183,12 @@ std::string nonzero_reshape_model() {
     for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
   };
   io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 3});
-  io(g->add_input(), "s", onnx::TensorProto::INT64, {2});
   io(g->add_output(), "idx", onnx::TensorProto::INT64, {});
-  io(g->add_output(), "y", onnx::TensorProto::FLOAT, {});
-  for (auto* vi : {g->mutable_output(0), g->mutable_output(1)}) vi->mutable_type()->mutable_tensor_type()->clear_shape();
+  if (reshape) {
+    io(g->add_input(), "s", onnx::TensorProto::INT64, {2});
+    io(g->add_output(), "y", onnx::TensorProto::FLOAT, {});
+  }
+  for (auto& vi : *g->mutable_output()) vi.mutable_type()->mutable_tensor_type()->clear_shape();
   auto node = [&](const char* op, std::vector<const char*> in, const char* out) {
     auto* n = g->add_node();
     n->set_op_type(op);
@@ -194,7 +198,7 @@ std::string nonzero_reshape_model() {
   };
   node("NonZero", {"x"}, "nz");
   node("Transpose", {"nz"}, "idx");
-  node("Reshape", {"x", "s"}, "y");
+  if (reshape) node("Reshape", {"x", "s"}, "y");
   std::string bytes;
   EXPECT_TRUE(m.SerializeToString(&bytes));
   return bytes;
@@ -235,6 +239,17 @@ TEST(RefDynamic, SessionPlannedPerRunWhenShapesDependOnInputs) {
   Session s = engine.session({{"x", {2, 3}}, {"s", {2}}}, frozen);
   EXPECT_FALSE(planned_per_run(s).empty());
   EXPECT_THROW(s.run({{"x", make({2, 3}, {1, 1, 1, 1, 1, 1})}, {"s", make_i64({2}, {6, 1})}}), Error);
+}
+
+TEST(RefDynamic, ProfileSaysTheModelIsPlannedPerRun) {
+  Engine engine = Engine::load_bytes(nonzero_reshape_model(false));
+  ProfileOptions options;
+  options.runs = 2;
+  options.warmup = 0;
+  ProfileReport report = profile_model(engine, {{"x", {2, 3}}}, options, Ceilings{});
+  EXPECT_NE(report.planned_per_run.find("NonZero"), std::string::npos) << report.planned_per_run;
+  EXPECT_NE(profile_table(report).find("planned per run"), std::string::npos);
+  EXPECT_EQ(report.kernels_per_inference, 0u);  // everything folded for the sample values
 }
 
 }  // namespace
