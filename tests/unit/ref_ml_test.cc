@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "onnx/exporter.h"
+#include "onnx/importer.h"
 #include "onnx/op_support.h"
 #include "ref_test_util.h"
 
@@ -197,6 +199,52 @@ TEST(RefMl, OnlyImplementedAiOnnxMlOpsAreSupported) {
   EXPECT_NE(unsupported_reason("ai.onnx.ml", "LabelEncoder"), "");
   EXPECT_NE(unsupported_reason("ai.onnx.ml", "TfIdfVectorizer"), "");
   EXPECT_EQ(unsupported_reason("", "TfIdfVectorizer"), "");
+}
+
+// A one-node model importing only `domain` at `version` (as ONNX's ai.onnx.ml node tests do).
+std::string one_node_model(const char* op_type, const char* domain, int64_t version) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain(domain);
+  o->set_version(version);
+  auto* g = m.mutable_graph();
+  for (const char* name : {"x", "y"}) {
+    auto* v = name[0] == 'x' ? g->add_input() : g->add_output();
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  auto* n = g->add_node();
+  n->set_name("only");
+  n->set_op_type(op_type);
+  n->set_domain(domain);
+  n->add_input("x");
+  n->add_output("y");
+  return m.SerializeAsString();
+}
+
+TEST(RefMl, AiOnnxMlModelsImportAndExportWithTheirDomain) {
+  Graph g = import_onnx_bytes(one_node_model("Binarizer", "ai.onnx.ml", 1), "");
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op, Op::Binarizer);
+  EXPECT_EQ(g.nodes[0].opset, 1);
+  onnx::ModelProto back;
+  ASSERT_TRUE(back.ParseFromString(export_onnx_bytes(g)));
+  bool imports_ml = false;
+  for (const auto& o : back.opset_import()) imports_ml |= o.domain() == "ai.onnx.ml" && o.version() == 1;
+  EXPECT_TRUE(imports_ml);
+  EXPECT_EQ(import_onnx_bytes(back.SerializeAsString(), "").nodes[0].op, Op::Binarizer);
+
+  // LabelEncoder is not implemented; Binarizer is no op of the default domain.
+  for (auto [op, domain] : {std::pair{"LabelEncoder", "ai.onnx.ml"}, std::pair{"Binarizer", ""}}) {
+    try {
+      import_onnx_bytes(one_node_model(op, domain, domain[0] ? 1 : 17), "");
+      ADD_FAILURE() << op << " in domain '" << domain << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp) << e.what();
+      EXPECT_TRUE(contains(e.what(), op)) << e.what();
+    }
+  }
 }
 
 }  // namespace
