@@ -4,6 +4,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "ir/float8.h"
+
 namespace fusor {
 
 int64_t numel_of(const Dims& dims) {
@@ -64,6 +66,10 @@ double Tensor::scalar_as_double(int64_t i) const {
     case DType::Int8: return static_cast<const int8_t*>(data_)[i];
     case DType::UInt8: return static_cast<const uint8_t*>(data_)[i];
     case DType::Bool: return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+      return float8_to_float(static_cast<const uint8_t*>(data_)[i], dtype_);
+    case DType::Int4: return static_cast<const int8_t*>(data_)[i];
+    case DType::UInt4: return static_cast<const uint8_t*>(data_)[i];
     case DType::Undefined: break;
   }
   throw Error("scalar read of an undefined tensor");
