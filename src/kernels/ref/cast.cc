@@ -2,6 +2,7 @@
 // toward zero like numpy; anything to bool is "x != 0".
 #include <type_traits>
 
+#include "kernels/ref/cast_quant.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/reference.h"
 
@@ -18,6 +19,7 @@ To convert(From x) {
 }  // namespace
 
 void ref::Cast(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  if (is_quant_storage(in[0].dtype()) || is_quant_storage(out[0].dtype())) return cast_quant_storage(n, in[0], out[0]);
   visit_dtype(in[0].dtype(), n, [&](auto* from_tag) {
     using From = elem_t<decltype(from_tag)>;
     visit_dtype(out[0].dtype(), n, [&](auto* to_tag) {
