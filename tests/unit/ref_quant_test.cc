@@ -226,6 +226,27 @@ TEST(RefQuant, ConvIntegerPadsWithTheZeroPoint) {
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{1, 3, 2, 4, 10, 6, 3, 7, 4}));
 }
 
+TEST(RefQuant, QLinearMatMulWrapsLikeOnnxReference) {
+  // 2*100 + 3*100 = 500 does not fit uint8: ONNX's reference (and its node tests) wrap it to 244.
+  auto y = run(node_of(Op::QLinearMatMul, 10),
+               {typed<uint8_t>(DType::UInt8, {1, 2}, {2, 3}), f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
+                typed<uint8_t>(DType::UInt8, {2, 1}, {100, 100}), f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
+                f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0})});
+  EXPECT_EQ(doubles(y[0]), (std::vector<double>{244}));
+}
+
+TEST(RefQuant, QLinearConvPerChannelScaleBiasAndSaturation) {
+  // x - 2 = 8; channel 0: (8*3 + 4) * 0.5 + 100 = 114; channel 1: 8*-4 * 0.5*100 + 100 < 0 saturates to 0.
+  Tensor bias(DType::Int32, {2});
+  bias.data<int32_t>()[0] = 4;
+  auto y = run(node_of(Op::QLinearConv, 10),
+               {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {10}), f32({}, {0.5f}), typed<uint8_t>(DType::UInt8, {}, {2}),
+                typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {3, -4}), f32({2}, {1, 100}), typed<int8_t>(DType::Int8, {2}, {0, 0}),
+                f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {100}), bias});
+  EXPECT_EQ(y[0].dims(), (Dims{1, 2, 1, 1}));
+  EXPECT_EQ(doubles(y[0]), (std::vector<double>{114, 0}));
+}
+
 TEST(RefQuant, BadScalesAndZeroPointsGiveOneLineErrors) {
   auto q = node_of(Op::QuantizeLinear, 13, {{"axis", int64_t{1}}});
   EXPECT_NE(error_of(q, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 1})}).find("scale [2]"), std::string::npos);
@@ -244,6 +265,12 @@ TEST(RefQuant, BadScalesAndZeroPointsGiveOneLineErrors) {
                      {typed<uint8_t>(DType::Float8E4M3FN, {1}, {0x38}), f32({}, {1}),
                       typed<uint8_t>(DType::Float8E4M3FN, {}, {0x38})})
                 .find("must be zero"),
+            std::string::npos);
+  // A per-channel w_scale must have one value per output channel.
+  EXPECT_NE(error_of(node_of(Op::QLinearConv, 10),
+                     {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {1}), f32({}, {1}), Tensor(),
+                      typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {1, 1}), f32({3}, {1, 1, 1}), Tensor(), f32({}, {1})})
+                .find("w_scale must be a scalar or a vector of 2"),
             std::string::npos);
 }
 
