@@ -1,4 +1,5 @@
-// NumPy .npy files (format 1.0-3.0, little-endian, C order) <-> Tensor.
+// NumPy .npy files (format 1.0-3.0, little-endian, C order) <-> Tensor. bfloat16, which numpy lacks,
+// is '<V2' as ml_dtypes writes it: numpy.load(path).view(ml_dtypes.bfloat16) reads fusor's.
 #pragma once
 #include <string>
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <random>
 
+#include "ir/half.h"
+
 namespace fusor {
 
 int64_t index_bound(const Graph& g, int value) {
@@ -46,16 +48,19 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
     const bool is_type_ids = lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos;
     const int64_t n = t.numel();
     switch (v.dtype) {
-      case DType::Float32: case DType::Float64: {
+      case DType::Float32: case DType::Float64: case DType::Float16: case DType::BFloat16: {
         std::normal_distribution<double> normal(0.0, 1.0);
+        auto* bits = static_cast<uint16_t*>(t.raw());
         for (int64_t i = 0; i < n; ++i) {
           double x = is_mask ? 1.0 : normal(rng);
           if (v.dtype == DType::Float32) t.data<float>()[i] = static_cast<float>(x);
-          else t.data<double>()[i] = x;
+          else if (v.dtype == DType::Float64) t.data<double>()[i] = x;
+          else bits[i] = v.dtype == DType::Float16 ? float_to_half(x) : float_to_bfloat16(x);
         }
         break;
       }
-      case DType::Int64: case DType::Int32: case DType::Int8: case DType::UInt8: {
+      case DType::Int64: case DType::Int32: case DType::Int8: case DType::UInt8: case DType::Int16:
+      case DType::UInt16: case DType::UInt32: case DType::UInt64: {
         int64_t bound = index_bound(g, id);
         std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(bound, 1) - 1);
         for (int64_t i = 0; i < n; ++i) {
@@ -64,6 +69,10 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
             case DType::Int64: t.data<int64_t>()[i] = x; break;
             case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(x); break;
             case DType::Int8: t.data<int8_t>()[i] = static_cast<int8_t>(x); break;
+            case DType::Int16: t.data<int16_t>()[i] = static_cast<int16_t>(x); break;
+            case DType::UInt16: t.data<uint16_t>()[i] = static_cast<uint16_t>(x); break;
+            case DType::UInt32: t.data<uint32_t>()[i] = static_cast<uint32_t>(x); break;
+            case DType::UInt64: t.data<uint64_t>()[i] = static_cast<uint64_t>(x); break;
             default: t.data<uint8_t>()[i] = static_cast<uint8_t>(x); break;
           }
         }

@@ -12,9 +12,13 @@ struct Descr {
   const char* code;
   DType dtype;
 };
+// bfloat16 has no numpy dtype: ml_dtypes saves it as '<V2' (two opaque bytes), so '<V2' reads as
+// bfloat16 and bfloat16 writes as '<V2' (numpy.load(...).view(ml_dtypes.bfloat16) gets it back).
 constexpr Descr kDescrs[] = {{"<f4", DType::Float32}, {"<f8", DType::Float64}, {"<i8", DType::Int64},
                              {"<i4", DType::Int32},   {"|i1", DType::Int8},    {"|u1", DType::UInt8},
-                             {"|b1", DType::Bool}};
+                             {"|b1", DType::Bool},    {"<f2", DType::Float16}, {"<V2", DType::BFloat16},
+                             {"<i2", DType::Int16},   {"<u2", DType::UInt16},  {"<u4", DType::UInt32},
+                             {"<u8", DType::UInt64}};
 
 }  // namespace
 
@@ -41,7 +45,7 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   std::smatch m;
   if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']*)'"))) throw bad("no descr");
   std::string descr = m[1];
-  if (descr == "<f4" || descr == "=f4") descr = "<f4";
+  if (descr == "|V2") descr = "<V2";  // byte order means nothing to opaque bytes
   DType dtype = DType::Undefined;
   for (const auto& d : kDescrs)
     if (descr == d.code || (descr[0] == '=' && descr.substr(1) == std::string(d.code).substr(1))) dtype = d.dtype;

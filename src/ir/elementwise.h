@@ -25,7 +25,7 @@ UnaryTypes unary_types(Op op);  // a table op's input element types
 // Gelu's approximation as variant 0 (erf) or 1 (tanh, variant_name "tanh"), and Clip's bounds
 // (attributes before opset 11, scalar inputs after; absent when not given).
 struct UnaryParams {
-  float alpha = 0, beta = 0;
+  float alpha = 0, beta = 0, gamma = 0, bias = 0, lambd = 0;
   int variant = 0;
   std::string_view variant_name;
   std::optional<double> lo, hi;

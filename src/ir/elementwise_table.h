@@ -41,6 +41,27 @@
   R(A, Softplus,    Float,   3, Expensive, )                                            \
   R(A, Mish,        Float,   5, Expensive, )                                            \
   R(A, Elu,         Float,   4, Expensive, FUSOR_ATTR(alpha, 1.0f))                     \
+  R(A, Floor,       Float,   1, Cheap,     )                                            \
+  R(A, Ceil,        Float,   1, Cheap,     )                                            \
+  R(A, Round,       Float,   1, Cheap,     )                                            \
+  R(A, Sign,        Numeric, 2, Cheap,     )                                            \
+  R(A, Sin,         Float,   1, Expensive, )                                            \
+  R(A, Cos,         Float,   1, Expensive, )                                            \
+  R(A, Tan,         Float,   1, Expensive, )                                            \
+  R(A, Asin,        Float,   1, Expensive, )                                            \
+  R(A, Acos,        Float,   1, Expensive, )                                            \
+  R(A, Atan,        Float,   1, Expensive, )                                            \
+  R(A, Sinh,        Float,   1, Expensive, )                                            \
+  R(A, Cosh,        Float,   1, Expensive, )                                            \
+  R(A, Asinh,       Float,   1, Expensive, )                                            \
+  R(A, Acosh,       Float,   1, Expensive, )                                            \
+  R(A, Atanh,       Float,   1, Expensive, )                                            \
+  R(A, Selu,        Float,   4, Expensive,                                              \
+    FUSOR_ATTR(alpha, 1.67326319217681884765625f) FUSOR_ATTR(gamma, 1.05070102214813232421875f)) \
+  R(A, Celu,        Float,   5, Expensive, FUSOR_ATTR(alpha, 1.0f))                     \
+  R(A, Softsign,    Float,   3, Cheap,     )                                            \
+  R(A, ThresholdedRelu, Float, 1, Cheap,   FUSOR_ATTR(alpha, 1.0f))                     \
+  R(A, Shrink,      Numeric, 3, Cheap,     FUSOR_ATTR(bias, 0.0f) FUSOR_ATTR(lambd, 0.5f)) \
   /* every row ends in a backslash: adding one is a one-line change */
 
 // The rows as X(name, types, flops, recompute, attributes).

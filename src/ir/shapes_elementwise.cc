@@ -1,6 +1,7 @@
 // Shape functions of the elementwise and broadcast family: the elementwise table's unary ops
-// (one rule for all), the broadcasting binary ops and comparisons, Where, Not, Cast, Identity,
-// Dropout, Expand and BatchNormalization (inference).
+// (one rule for all), the broadcasting binary ops and comparisons, the math rows
+// (ir/op_rows_math.h: variadic, integer, bitwise and logical ops), Where, Not, Cast, CastLike,
+// Identity, Dropout, Expand and BatchNormalization (inference).
 #include <string>
 
 #include "ir/elementwise.h"
@@ -11,13 +12,17 @@ namespace fusor {
 namespace {
 
 // Which element types an operand accepts.
-enum class Kinds { Float, Signed, Numeric, Any, Bool };
+enum class Kinds { Float, Signed, Numeric, Integer, Unsigned, Any, Bool };
 
 bool accepts(Kinds k, DType t) {
   switch (k) {
     case Kinds::Float: return t == DType::Float32 || t == DType::Float64;
-    case Kinds::Signed: return accepts(Kinds::Float, t) || t == DType::Int64 || t == DType::Int32 || t == DType::Int8;
-    case Kinds::Numeric: return accepts(Kinds::Signed, t) || t == DType::UInt8;
+    case Kinds::Signed:
+      return accepts(Kinds::Float, t) || t == DType::Int64 || t == DType::Int32 || t == DType::Int16 || t == DType::Int8;
+    case Kinds::Numeric: return accepts(Kinds::Signed, t) || accepts(Kinds::Unsigned, t);
+    case Kinds::Integer: return accepts(Kinds::Numeric, t) && !accepts(Kinds::Float, t);
+    case Kinds::Unsigned:
+      return t == DType::UInt8 || t == DType::UInt16 || t == DType::UInt32 || t == DType::UInt64;
     case Kinds::Any: return t != DType::Undefined;
     case Kinds::Bool: return t == DType::Bool;
   }
@@ -29,6 +34,8 @@ const char* kinds_name(Kinds k) {
     case Kinds::Float: return "float32 or float64";
     case Kinds::Signed: return "a float or signed integer type";
     case Kinds::Numeric: return "a numeric type";
+    case Kinds::Integer: return "an integer type";
+    case Kinds::Unsigned: return "an unsigned integer type";
     case Kinds::Any: return "a tensor type";
     case Kinds::Bool: return "bool";
   }
@@ -92,9 +99,87 @@ std::vector<TensorType> table_unary(const InferContext& ctx, Kinds k) {
   return unary(ctx, k);
 }
 
+// One or more operands of one dtype, broadcast together (before opset 8 they had one shape,
+// which broadcasting accepts too).
+std::vector<TensorType> variadic(const InferContext& ctx, Kinds k) {
+  if (ctx.inputs.empty()) fail(ctx.node, "expects at least 1 input, got 0");
+  std::vector<Dims> shapes;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.has_input(i)) fail(ctx.node, "input " + std::to_string(i) + " is missing");
+    require_kind(ctx, i, k);
+    require_same_dtype(ctx, 0, i);
+    shapes.push_back(ctx.inputs[i].dims);
+  }
+  return {{ctx.inputs[0].dtype, broadcast_all(shapes, ctx.node)}};
+}
+
+// X and a slope that broadcasts to X's shape (unidirectionally): the result has X's shape.
+std::vector<TensorType> prelu(const InferContext& ctx) {
+  auto out = binary(ctx, ctx.node.opset >= 9 ? Kinds::Numeric : Kinds::Float);
+  if (out[0].dims != ctx.inputs[0].dims)
+    fail(ctx.node, "slope shape " + dims_to_string(ctx.inputs[1].dims) + " does not broadcast to X's shape " +
+                       dims_to_string(ctx.inputs[0].dims));
+  return out;
+}
+
+// A float input, a bool result of its shape (IsNaN, IsInf).
+std::vector<TensorType> float_test(const InferContext& ctx) {
+  require_inputs(ctx, 1);
+  require_kind(ctx, 0, Kinds::Float);
+  return {{DType::Bool, ctx.inputs[0].dims}};
+}
+
 }  // namespace
 
 namespace shape {
+
+std::vector<TensorType> Min(const InferContext& ctx) {
+  return variadic(ctx, ctx.node.opset >= 12 ? Kinds::Numeric : Kinds::Float);
+}
+std::vector<TensorType> Max(const InferContext& ctx) {
+  return variadic(ctx, ctx.node.opset >= 12 ? Kinds::Numeric : Kinds::Float);
+}
+std::vector<TensorType> Mean(const InferContext& ctx) { return variadic(ctx, Kinds::Float); }
+std::vector<TensorType> Sum(const InferContext& ctx) { return variadic(ctx, Kinds::Float); }
+
+// fmod=1 is C's fmod (the dividend's sign); fmod=0 is Python's % (the divisor's sign), which the
+// spec defines for integers only.
+std::vector<TensorType> Mod(const InferContext& ctx) {
+  auto out = binary(ctx, Kinds::Numeric);
+  const int64_t fmod = ctx.node.attr_int("fmod", 0);
+  if (fmod != 0 && fmod != 1) fail(ctx.node, "fmod must be 0 or 1, got " + std::to_string(fmod));
+  if (fmod == 0 && accepts(Kinds::Float, ctx.inputs[0].dtype))
+    fail(ctx.node, std::string("fmod=0 is for integers; ") + dtype_name(ctx.inputs[0].dtype) + " operands need fmod=1");
+  return out;
+}
+
+std::vector<TensorType> BitShift(const InferContext& ctx) {
+  const std::string direction = ctx.node.attr_string("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    fail(ctx.node, "direction must be 'LEFT' or 'RIGHT', got '" + direction + "'");
+  return binary(ctx, Kinds::Unsigned);
+}
+
+std::vector<TensorType> And(const InferContext& ctx) { return binary(ctx, Kinds::Bool); }
+std::vector<TensorType> Or(const InferContext& ctx) { return binary(ctx, Kinds::Bool); }
+std::vector<TensorType> Xor(const InferContext& ctx) { return binary(ctx, Kinds::Bool); }
+std::vector<TensorType> BitwiseAnd(const InferContext& ctx) { return binary(ctx, Kinds::Integer); }
+std::vector<TensorType> BitwiseOr(const InferContext& ctx) { return binary(ctx, Kinds::Integer); }
+std::vector<TensorType> BitwiseXor(const InferContext& ctx) { return binary(ctx, Kinds::Integer); }
+std::vector<TensorType> BitwiseNot(const InferContext& ctx) { return unary(ctx, Kinds::Integer); }
+std::vector<TensorType> GreaterOrEqual(const InferContext& ctx) { return binary(ctx, Kinds::Numeric, DType::Bool); }
+std::vector<TensorType> LessOrEqual(const InferContext& ctx) { return binary(ctx, Kinds::Numeric, DType::Bool); }
+std::vector<TensorType> PRelu(const InferContext& ctx) { return prelu(ctx); }
+std::vector<TensorType> IsNaN(const InferContext& ctx) { return float_test(ctx); }
+std::vector<TensorType> IsInf(const InferContext& ctx) { return float_test(ctx); }
+
+// Input 0 cast to input 1's dtype.
+std::vector<TensorType> CastLike(const InferContext& ctx) {
+  require_inputs(ctx, 2);
+  require_kind(ctx, 0, Kinds::Any);
+  require_kind(ctx, 1, Kinds::Any);
+  return {{ctx.inputs[1].dtype, ctx.inputs[0].dims}};
+}
 
 std::vector<TensorType> Add(const InferContext& ctx) { return binary(ctx, Kinds::Numeric); }
 std::vector<TensorType> Sub(const InferContext& ctx) { return binary(ctx, Kinds::Numeric); }

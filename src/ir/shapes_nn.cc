@@ -1,5 +1,6 @@
-// Shape functions of the neural-network family: MatMul, Gemm, Conv and the pools.
+// Shape functions of the neural-network family: MatMul, Gemm, Conv, the pools and MaxUnpool.
 #include <algorithm>
+#include <variant>
 
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
@@ -71,17 +72,28 @@ void require_spatial(const InferContext& ctx, const Dims& x) {
   if (x.size() > 5) fail(ctx.node, "at most 3 spatial dims are supported, got " + dims_to_string(x));
 }
 
-std::vector<TensorType> pool(const InferContext& ctx, bool is_max) {
+enum class PoolKind { Max, Average, Lp };
+
+std::vector<TensorType> pool(const InferContext& ctx, PoolKind kind) {
   require_inputs(ctx, 1, "X");
   const Dims& x = ctx.inputs[0].dims;
   DType t = ctx.inputs[0].dtype;
+  const bool is_max = kind == PoolKind::Max;
   if (!is_float(t) && !(is_max && (t == DType::Int8 || t == DType::UInt8)))
     fail(ctx.node, std::string("unsupported dtype ") + dtype_name(t));
   require_spatial(ctx, x);
   auto kernel = ctx.node.attr_ints("kernel_shape");
   if (kernel.empty()) fail(ctx.node, "attribute kernel_shape is required");
-  if (!is_max && ctx.node.opset < 19 && ctx.node.has_attr("dilations"))
+  if (kind == PoolKind::Average && ctx.node.opset < 19 && ctx.node.has_attr("dilations"))
     fail(ctx.node, "dilations are not part of AveragePool before opset 19");
+  if (kind == PoolKind::Lp) {
+    // p is an int from opset 11, a float before.
+    auto it = ctx.node.attrs.find("p");
+    double p = it != ctx.node.attrs.end() && std::holds_alternative<float>(it->second)
+                   ? std::get<float>(it->second)
+                   : static_cast<double>(ctx.node.attr_int("p", 2));
+    if (!(p >= 1)) fail(ctx.node, "p must be at least 1, got " + std::to_string(p));
+  }
   Dims out = window_output(ctx, x, kernel, true);
   out[1] = x[1];
   std::vector<TensorType> res = {{t, out}};
@@ -164,8 +176,9 @@ std::vector<TensorType> shape::Conv(const InferContext& ctx) {
   return {{t, out}};
 }
 
-std::vector<TensorType> shape::MaxPool(const InferContext& ctx) { return pool(ctx, true); }
-std::vector<TensorType> shape::AveragePool(const InferContext& ctx) { return pool(ctx, false); }
+std::vector<TensorType> shape::MaxPool(const InferContext& ctx) { return pool(ctx, PoolKind::Max); }
+std::vector<TensorType> shape::AveragePool(const InferContext& ctx) { return pool(ctx, PoolKind::Average); }
+std::vector<TensorType> shape::LpPool(const InferContext& ctx) { return pool(ctx, PoolKind::Lp); }
 
 std::vector<TensorType> shape::GlobalAveragePool(const InferContext& ctx) {
   require_inputs(ctx, 1, "X");
@@ -173,6 +186,43 @@ std::vector<TensorType> shape::GlobalAveragePool(const InferContext& ctx) {
   Dims out = ctx.inputs[0].dims;
   if (out.size() < 2) fail(ctx.node, "input must have rank >= 2, got " + dims_to_string(out));
   std::fill(out.begin() + 2, out.end(), 1);
+  return {{ctx.inputs[0].dtype, out}};
+}
+
+std::vector<TensorType> shape::GlobalMaxPool(const InferContext& ctx) { return shape::GlobalAveragePool(ctx); }
+
+// The unpooled shape is (in - 1) * stride - pads + kernel per spatial dim; output_shape may
+// only enlarge it (ONNX's reference keeps the unpooled block at the start).
+std::vector<TensorType> shape::MaxUnpool(const InferContext& ctx) {
+  require_inputs(ctx, 2, "X and I");
+  require_float(ctx, 0, "X");
+  const Dims& x = ctx.inputs[0].dims;
+  require_spatial(ctx, x);
+  if (ctx.inputs[1].dtype != DType::Int64 || ctx.inputs[1].dims != x)
+    fail(ctx.node, "I must be int64 of X's shape " + dims_to_string(x) + ", got " +
+                       dtype_name(ctx.inputs[1].dtype) + " " + dims_to_string(ctx.inputs[1].dims));
+  const size_t ns = x.size() - 2;
+  auto kernel = ctx.node.attr_ints("kernel_shape");
+  if (kernel.size() != ns) fail(ctx.node, "kernel_shape must have " + std::to_string(ns) + " values");
+  auto strides = ints_or(ctx.node, "strides", ns, 1);
+  auto pads = ints_or(ctx.node, "pads", 2 * ns, 0);
+  if (strides.size() != ns || pads.size() != 2 * ns)
+    fail(ctx.node, "strides or pads do not match " + std::to_string(ns) + " spatial dims");
+  Dims out = {x[0], x[1]};
+  for (size_t d = 0; d < ns; ++d) {
+    if (kernel[d] < 1 || strides[d] < 1) fail(ctx.node, "kernel_shape and strides must be positive");
+    out.push_back((x[d + 2] - 1) * strides[d] - pads[d] - pads[d + ns] + kernel[d]);
+    if (out.back() < 0) fail(ctx.node, "pads are larger than the unpooled size in dim " + std::to_string(d));
+  }
+  if (ctx.has_input(2)) {
+    auto given = constant_ints(ctx, 2, "output_shape");
+    bool fits = given.size() == out.size() && given[0] == out[0] && given[1] == out[1];
+    for (size_t d = 2; fits && d < out.size(); ++d) fits = given[d] >= out[d];
+    if (!fits)
+      fail(ctx.node, "output_shape " + dims_to_string(Dims(given.begin(), given.end())) +
+                         " is smaller than the unpooled shape " + dims_to_string(out) + " or differs in N, C");
+    out.assign(given.begin(), given.end());
+  }
   return {{ctx.inputs[0].dtype, out}};
 }
 

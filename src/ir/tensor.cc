@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ir/float8.h"
+#include "ir/half.h"
 
 namespace fusor {
 
@@ -66,6 +67,12 @@ double Tensor::scalar_as_double(int64_t i) const {
     case DType::Int8: return static_cast<const int8_t*>(data_)[i];
     case DType::UInt8: return static_cast<const uint8_t*>(data_)[i];
     case DType::Bool: return static_cast<const bool*>(data_)[i] ? 1.0 : 0.0;
+    case DType::Float16: return half_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::BFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(data_)[i]);
+    case DType::Int16: return static_cast<const int16_t*>(data_)[i];
+    case DType::UInt16: return static_cast<const uint16_t*>(data_)[i];
+    case DType::UInt32: return static_cast<const uint32_t*>(data_)[i];
+    case DType::UInt64: return static_cast<double>(static_cast<const uint64_t*>(data_)[i]);
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
       return float8_to_float(static_cast<const uint8_t*>(data_)[i], dtype_);
     case DType::Int4: return static_cast<const int8_t*>(data_)[i];

@@ -21,6 +21,12 @@ DType dtype_from_onnx(int t) {
     case onnx::TensorProto::INT8: return DType::Int8;
     case onnx::TensorProto::UINT8: return DType::UInt8;
     case onnx::TensorProto::BOOL: return DType::Bool;
+    case onnx::TensorProto::FLOAT16: return DType::Float16;
+    case onnx::TensorProto::BFLOAT16: return DType::BFloat16;
+    case onnx::TensorProto::INT16: return DType::Int16;
+    case onnx::TensorProto::UINT16: return DType::UInt16;
+    case onnx::TensorProto::UINT32: return DType::UInt32;
+    case onnx::TensorProto::UINT64: return DType::UInt64;
     case kFloat8E4M3FN: return DType::Float8E4M3FN;
     case kFloat8E4M3FNUZ: return DType::Float8E4M3FNUZ;
     case kFloat8E5M2: return DType::Float8E5M2;
@@ -40,6 +46,12 @@ int dtype_to_onnx(DType t) {
     case DType::Int8: return onnx::TensorProto::INT8;
     case DType::UInt8: return onnx::TensorProto::UINT8;
     case DType::Bool: return onnx::TensorProto::BOOL;
+    case DType::Float16: return onnx::TensorProto::FLOAT16;
+    case DType::BFloat16: return onnx::TensorProto::BFLOAT16;
+    case DType::Int16: return onnx::TensorProto::INT16;
+    case DType::UInt16: return onnx::TensorProto::UINT16;
+    case DType::UInt32: return onnx::TensorProto::UINT32;
+    case DType::UInt64: return onnx::TensorProto::UINT64;
     case DType::Float8E4M3FN: return kFloat8E4M3FN;
     case DType::Float8E4M3FNUZ: return kFloat8E4M3FNUZ;
     case DType::Float8E5M2: return kFloat8E5M2;

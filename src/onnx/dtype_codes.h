@@ -8,7 +8,7 @@
 
 namespace fusor {
 
-// Undefined for the types fusor does not compute with.
+// Undefined for the types fusor does not hold (string, complex, float8, int4, ...).
 DType dtype_from_onnx(int onnx_type);
 int dtype_to_onnx(DType t);
 // The name of a code, the unsupported ones included ("float16", "string"); "type#N" if unknown.

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "ir/control_flow.h"
 #include "onnx/dtype_codes.h"
 #include "onnx/tensor_proto.h"
 
@@ -133,9 +134,21 @@ class Exporter {
 
   void write_node(const Graph& g, const Node& n, onnx::NodeProto& np) {
     np.set_name(n.name);
-    for (int v : n.inputs) np.add_input(v < 0 ? "" : value(g, v).name);
+    // Outer-scope values are node inputs only inside fusor: in ONNX a subgraph reads them by name.
+    const size_t outer = n.subgraphs.empty() ? 0 : outer_input_count(n);
+    for (size_t i = 0; i + outer < n.inputs.size(); ++i)
+      np.add_input(n.inputs[i] < 0 ? "" : value(g, n.inputs[i]).name);
     for (int v : n.outputs) np.add_output(v < 0 ? "" : value(g, v).name);
-    for (const auto& [key, attr] : n.attrs) set_attribute(*np.add_attribute(), key, attr);
+    for (const auto& [key, attr] : n.attrs)
+      if (key != kOuterInputsAttr) set_attribute(*np.add_attribute(), key, attr);
+    for (const auto& [key, sub] : n.subgraphs) {
+      std::vector<std::string> outer_names;
+      for (size_t i = n.inputs.size() - outer; i < n.inputs.size(); ++i) outer_names.push_back(value(g, n.inputs[i]).name);
+      auto* a = np.add_attribute();
+      a->set_name(key);
+      a->set_type(onnx::AttributeProto::GRAPH);
+      write_subgraph(*sub, outer_names, *a->mutable_g());
+    }
     if (n.op != Op::Fused) {
       np.set_op_type(n.op_type);
       np.set_domain(n.domain);
@@ -145,6 +158,29 @@ class Exporter {
     np.set_domain(kFusorDomain);
     np.set_op_type(write_function(n));
     set_attribute(*np.add_attribute(), kFusedKindAttr, n.op_type);
+  }
+
+  // A control node's subgraph as a GraphProto. Its trailing `outer_names.size()` inputs stand for
+  // outer-scope values: they are written as references to those values' current names.
+  void write_subgraph(const Graph& sub, const std::vector<std::string>& outer_names, onnx::GraphProto& gp) {
+    if (sub.inputs.size() < outer_names.size())
+      throw Error("subgraph '" + sub.name + "' lacks inputs for its outer-scope values");
+    Graph renamed = sub;
+    const size_t formal = sub.inputs.size() - outer_names.size();
+    for (size_t i = 0; i < outer_names.size(); ++i)
+      renamed.values[static_cast<size_t>(sub.inputs[formal + i])].name = outer_names[i];
+    gp.set_name(sub.name.empty() ? "subgraph" : sub.name);
+    for (size_t i = 0; i < formal; ++i) set_type(*gp.add_input(), value(renamed, renamed.inputs[i]));
+    std::set<int> outer_ids(sub.inputs.begin() + static_cast<std::ptrdiff_t>(formal), sub.inputs.end());
+    for (int v : referenced(renamed)) {
+      const Value& val = value(renamed, v);
+      if (!val.constant || outer_ids.count(v)) continue;
+      auto* t = gp.add_initializer();
+      tensor_to_proto(*val.constant, *t);
+      t->set_name(val.name);
+    }
+    for (const Node& inner : renamed.nodes) write_node(renamed, inner, *gp.add_node());
+    for (int v : renamed.outputs) set_type(*gp.add_output(), value(renamed, v));
   }
 
   // The body of fused node `n` as a model-local function; returns the function's name.

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "ir/control_flow.h"
+#include "onnx/contrib_ops.h"
 #include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
 #include "onnx/op_support.h"
@@ -164,7 +166,9 @@ class Importer {
     ValueInfos value_info;
     for (const auto& vi : g.value_info()) value_info[vi.name()] = &vi;
     for (const auto& vi : g.output()) value_info[vi.name()] = &vi;
+    scopes_.push_back({&graph, {}, true});
     for (const auto* np : sorted_nodes(g.node())) add_node(graph, *np, opsets_, &value_info);
+    scopes_.pop_back();
     for (const auto& out : g.output()) {
       int id = graph.find_value(out.name());
       if (id < 0) throw Error("graph output '" + out.name() + "' is not produced by any node");
@@ -192,11 +196,34 @@ class Importer {
   }
 
   // ONNX requires topological order, but some exporters break it: sort defensively (Kahn).
+  // A node depends on its inputs and on every name its subgraphs read (outer-scope values).
+  static void add_subgraph_reads(const onnx::NodeProto& node, std::vector<std::string>& names, size_t depth = 0) {
+    if (depth > kMaxBodyNesting) return;  // the import refuses deeper nesting with its own error
+    for (const auto& a : node.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        for (const auto& inner : a.g().node()) {
+          names.insert(names.end(), inner.input().begin(), inner.input().end());
+          add_subgraph_reads(inner, names, depth + 1);
+        }
+  }
+
   static std::vector<const onnx::NodeProto*> sorted_nodes(const NodeList& nodes) {
     std::unordered_map<std::string, int> producer;
     for (int i = 0; i < nodes.size(); ++i)
       for (const auto& o : nodes.Get(i).output())
         if (!o.empty()) producer[o] = i;
+    std::vector<std::vector<std::string>> deps(static_cast<size_t>(nodes.size()));
+    for (int i = 0; i < nodes.size(); ++i) {
+      const auto& node = nodes.Get(i);
+      std::vector<std::string> reads;
+      add_subgraph_reads(node, reads);
+      std::erase_if(reads, [&](const std::string& name) {  // the node's own outputs, by a name clash
+        auto it = producer.find(name);
+        return it != producer.end() && it->second == i;
+      });
+      deps[i].assign(node.input().begin(), node.input().end());
+      deps[i].insert(deps[i].end(), reads.begin(), reads.end());
+    }
     std::vector<int> state(static_cast<size_t>(nodes.size()), 0);
     std::vector<const onnx::NodeProto*> order;
     std::vector<std::pair<int, int>> stack;
@@ -207,8 +234,8 @@ class Importer {
       while (!stack.empty()) {
         auto& [n, next] = stack.back();
         const auto& node = nodes.Get(n);
-        if (next < node.input_size()) {
-          auto it = producer.find(node.input(next++));
+        if (next < static_cast<int>(deps[n].size())) {
+          auto it = producer.find(deps[n][static_cast<size_t>(next++)]);
           if (it == producer.end()) continue;
           int p = it->second;
           if (state[p] == 1) throw Error("graph has a cycle through node '" + nodes.Get(p).name() + "'");
@@ -228,6 +255,8 @@ class Importer {
 
   // `value_info` types the node's outputs where it names them (none inside function bodies).
   void add_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
+    if (is_expanded_contrib_op(np.domain() == "ai.onnx" ? "" : np.domain(), np.op_type()))
+      return add_contrib_node(graph, np, opsets, value_info);
     Node n;
     n.op_type = np.op_type();
     n.domain = np.domain() == "ai.onnx" ? "" : np.domain();
@@ -242,14 +271,29 @@ class Importer {
     if (n.domain == kFusorDomain) op = Op::Fused;
     const bool is_constant = n.domain.empty() && n.op_type == "Constant";
     if (!op && !is_constant) throw Error(where + ": unsupported operator", ErrorKind::UnsupportedOp);
-    for (const auto& a : np.attribute()) n.attrs[a.name()] = convert_attribute(a, where, base_dir_);
+    Subgraphs subgraphs;
+    for (const auto& a : np.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        if (op != Op::If && op != Op::Loop && op != Op::Scan)
+          throw Error(where + ": attribute '" + a.name() + "' is a graph; only If, Loop and Scan take graphs",
+                      ErrorKind::UnsupportedOp);
+        subgraphs.push_back({a.name(), {}, {}});
+        subgraphs.back().graph = import_subgraph(a.g(), opsets, where + ", attribute '" + a.name() + "'",
+                                                 subgraphs.back().captured);
+        continue;
+      }
+      if (a.name() == kOuterInputsAttr) throw Error(where + ": attribute '" + a.name() + "' is fusor's own");
+      n.attrs[a.name()] = convert_attribute(a, where, base_dir_);
+    }
     if (n.domain.empty()) dtype_attributes_to_dtype(n, where);
     for (const auto& name : np.input()) {
       if (name.empty()) { n.inputs.push_back(-1); continue; }
       int id = graph.find_value(name);
+      if (id < 0) id = capture(graph, name);
       if (id < 0) throw Error(where + ": input '" + name + "' is not defined");
       n.inputs.push_back(id);
     }
+    if (!subgraphs.empty()) link_outer_scope(graph, n, subgraphs, where);
     if (is_constant) {
       if (np.output_size() != 1) throw Error(where + ": Constant must have one output");
       Value v;
@@ -280,6 +324,26 @@ class Importer {
       n.outputs.push_back(graph.add_value(std::move(v)));
     }
     graph.nodes.push_back(std::move(n));
+  }
+
+  // An ONNX Runtime contrib node becomes the ONNX nodes that compute it (onnx/contrib_ops.h), read
+  // at the default opset or at 13 (the forms the expansions write), whichever is later.
+  void add_contrib_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
+    Opsets expanded = opsets;
+    expanded[""] = std::max<int64_t>(expanded[""], 13);
+    auto shape_of = [&graph](const std::string& name) -> std::optional<std::vector<int64_t>> {
+      int id = graph.find_value(name);
+      // Through Casts (ORT's optimizer casts masks and ids to int32): the shape is the input's.
+      for (int p; id >= 0 && !graph.values[static_cast<size_t>(id)].shape &&
+                  (p = graph.values[static_cast<size_t>(id)].producer) >= 0 &&
+                  graph.nodes[static_cast<size_t>(p)].op == Op::Cast;)
+        id = graph.nodes[static_cast<size_t>(p)].inputs[0];
+      if (id < 0 || !graph.values[static_cast<size_t>(id)].shape) return std::nullopt;
+      std::vector<int64_t> dims;
+      for (const Dim& d : *graph.values[static_cast<size_t>(id)].shape) dims.push_back(d.value);
+      return dims;
+    };
+    for (const auto& node : contrib_.expand(np, expanded[""], shape_of)) add_node(graph, node, expanded, value_info);
   }
 
   // A call of a model-local function in domain "fusor" is a fused node: the function is its
@@ -332,7 +396,9 @@ class Importer {
       body->inputs.push_back(body->add_value(std::move(v)));
     }
     try {
+      scopes_.push_back({body.get(), {}, true});  // a function body reads no outer names
       for (const auto* np : sorted_nodes(fp.node())) add_node(*body, *np, opsets, nullptr);
+      scopes_.pop_back();
     } catch (const Error& e) {
       throw Error(context + ": " + e.what(), e.kind());  // a node name alone would not say where it is
     }
@@ -351,6 +417,132 @@ class Importer {
     return body;
   }
 
+  // A graph attribute of a node, imported, with the outer names it reads.
+  struct Subgraph {
+    std::string attribute;
+    std::shared_ptr<Graph> graph;
+    std::vector<std::string> captured;
+  };
+  using Subgraphs = std::vector<Subgraph>;
+
+  // Resolves `name`, which `graph` does not define, against the scopes enclosing it: returns a
+  // new value of `graph` standing for the outer one (recorded as captured), or -1 when no
+  // enclosing scope defines it (or `graph` is not a subgraph being imported).
+  int capture(Graph& graph, const std::string& name) {
+    if (scopes_.empty() || scopes_.back().graph != &graph || scopes_.back().isolated) return -1;
+    for (size_t s = scopes_.size() - 1; s-- > 0;) {
+      const Graph& outer = *scopes_[s].graph;
+      if (int id = outer.find_value(name); id >= 0) {
+        Value v;
+        v.name = name;
+        v.dtype = outer.values[static_cast<size_t>(id)].dtype;
+        v.shape = outer.values[static_cast<size_t>(id)].shape;
+        scopes_.back().captured.push_back(name);
+        return graph.add_value(std::move(v));
+      }
+      if (scopes_[s].isolated) break;
+    }
+    return -1;
+  }
+
+  // Subgraph inputs and outputs may be untyped: binding infers their types from the node.
+  static Value subgraph_value(const onnx::ValueInfoProto& vi, const std::string& context) {
+    Value v;
+    v.name = vi.name();
+    if (v.name.empty()) throw Error(context + ": an input has an empty name");
+    if (!vi.has_type()) return v;
+    if (!vi.type().has_tensor_type())
+      throw Error(context + ": input '" + v.name + "' is not a tensor (sequences and maps are not supported)",
+                  ErrorKind::UnsupportedOp);
+    if (int et = vi.type().tensor_type().elem_type(); et != 0) {
+      v.dtype = dtype_from_onnx(et);
+      if (v.dtype == DType::Undefined)
+        throw Error(context + ": input '" + v.name + "' has unsupported dtype " + onnx_type_name(et),
+                    ErrorKind::UnsupportedOp);
+    }
+    v.shape = shape_from_type(vi.type());
+    return v;
+  }
+
+  // A graph attribute (If's branches, Loop's and Scan's body) as a Graph; `captured` receives the
+  // names it reads from enclosing scopes, in first-use order.
+  std::shared_ptr<Graph> import_subgraph(const onnx::GraphProto& gp, const Opsets& opsets, const std::string& context,
+                                         std::vector<std::string>& captured) {
+    if (scopes_.size() > kMaxBodyNesting)
+      throw Error(context + ": subgraphs nest deeper than " + std::to_string(kMaxBodyNesting) + " levels");
+    auto sub = std::make_shared<Graph>();
+    sub->name = gp.name();
+    sub->opset = default_opset(opsets, "subgraph");
+    sub->source_node_count = static_cast<size_t>(gp.node_size());
+    const size_t depth = scopes_.size();
+    try {
+      for (const auto& init : gp.initializer()) {
+        Value v;
+        v.name = init.name();
+        if (sub->find_value(v.name) >= 0) throw Error("initializer '" + v.name + "' is defined twice");
+        v.constant = tensor_from_proto(init, base_dir_);
+        v.dtype = v.constant->dtype();
+        Shape s;
+        for (int64_t d : v.constant->dims()) s.push_back(Dim{d, ""});
+        v.shape = s;
+        sub->add_value(std::move(v));
+      }
+      for (const auto& in : gp.input()) {
+        if (sub->find_value(in.name()) >= 0) throw Error("input '" + in.name() + "' is listed twice");
+        sub->inputs.push_back(sub->add_value(subgraph_value(in, "subgraph")));
+      }
+      ValueInfos value_info;
+      for (const auto& vi : gp.value_info()) value_info[vi.name()] = &vi;
+      for (const auto& vi : gp.output()) value_info[vi.name()] = &vi;
+      scopes_.push_back({sub.get(), {}, false});
+      for (const auto* np : sorted_nodes(gp.node())) add_node(*sub, *np, opsets, &value_info);
+      for (const auto& out : gp.output()) {
+        int id = sub->find_value(out.name());
+        if (id < 0) id = capture(*sub, out.name());
+        if (id < 0) throw Error("output '" + out.name() + "' is not produced by any node");
+        sub->outputs.push_back(id);
+      }
+      if (sub->outputs.empty()) throw Error("the subgraph has no outputs");
+    } catch (const Error& e) {
+      scopes_.resize(depth);
+      throw Error(context + ": " + e.what(), e.kind());  // says which subgraph the node is in
+    }
+    captured = std::move(scopes_.back().captured);
+    scopes_.pop_back();
+    return sub;
+  }
+
+  // The outer values a node's subgraphs read become trailing inputs of the node and, in the same
+  // order, trailing inputs of every subgraph (ir/control_flow.h): explicit dependencies, so the
+  // memory planner keeps them alive and the executor passes them.
+  void link_outer_scope(Graph& graph, Node& n, Subgraphs& subgraphs, const std::string& where) {
+    std::vector<std::string> names;
+    for (const Subgraph& s : subgraphs)
+      for (const auto& name : s.captured)
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
+    for (Subgraph& s : subgraphs) {
+      for (const auto& name : names) {
+        const bool reads = std::find(s.captured.begin(), s.captured.end(), name) != s.captured.end();
+        int id = reads ? s.graph->find_value(name) : -1;
+        if (id < 0) {  // a value only another subgraph reads: an unused input keeps positions aligned
+          Value v;
+          v.name = name + "/unused";
+          while (s.graph->find_value(v.name) >= 0) v.name += "_";
+          id = s.graph->add_value(std::move(v));
+        }
+        s.graph->inputs.push_back(id);
+      }
+      n.subgraphs[s.attribute] = std::move(s.graph);
+    }
+    for (const auto& name : names) {
+      int id = graph.find_value(name);
+      if (id < 0) id = capture(graph, name);
+      if (id < 0) throw Error(where + ": outer-scope value '" + name + "' is not defined");
+      n.inputs.push_back(id);
+    }
+    if (!names.empty()) n.attrs[kOuterInputsAttr] = static_cast<int64_t>(names.size());
+  }
+
   onnx::ModelProto& model_;
   std::string base_dir_;
   Opsets opsets_;
@@ -360,6 +552,15 @@ class Importer {
   std::vector<std::string> importing_;                            // the functions being imported
   std::map<const Graph*, size_t> body_size_;                      // nodes with nested bodies expanded
   size_t expanded_nodes_ = 0;                                     // over the graph's fused nodes
+  // The graphs being imported, outermost first: a subgraph reads the names it does not define
+  // from the scopes enclosing it, up to the first isolated one (the model's graph, a function).
+  struct Scope {
+    Graph* graph;
+    std::vector<std::string> captured;  // outer names this graph reads, in first-use order
+    bool isolated;
+  };
+  std::vector<Scope> scopes_;
+  ContribExpander contrib_;                                       // ranks of the outputs it defined
 };
 
 }  // namespace

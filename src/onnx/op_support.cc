@@ -2,7 +2,9 @@
 
 #include <map>
 
+#include "ir/op_pending.h"
 #include "ir/op_table.h"
+#include "onnx/contrib_ops.h"
 #include "onnx/exporter.h"
 
 namespace fusor {
@@ -38,11 +40,12 @@ void count_uses(const onnx::GraphProto& g, const Opsets& opsets, std::vector<OpU
 }  // namespace
 
 std::string unsupported_reason(const std::string& domain, const std::string& op_type) {
-  if (domain == kFusorDomain) return "";
+  if (domain == kFusorDomain || is_expanded_contrib_op(domain == "ai.onnx" ? "" : domain, op_type)) return "";
   if (!domain.empty() && domain != "ai.onnx") return "domain '" + domain + "' is not supported";
   if (op_type == "Constant") return "";
   auto op = op_from_name(op_type);
   if (!op || *op == Op::Fused) return "not an operator fusor implements";
+  if (op_is_pending(*op)) return "not implemented yet";
   return "";
 }
 

@@ -93,6 +93,13 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     case DType::Int8: copy_field<int8_t>(p.int32_data(), t, p.name()); break;
     case DType::UInt8: copy_field<uint8_t>(p.int32_data(), t, p.name()); break;
     case DType::Bool: copy_field<bool>(p.int32_data(), t, p.name()); break;
+    // float16 and bfloat16 keep their bit patterns in the low 16 bits of int32_data.
+    case DType::Float16: case DType::BFloat16: case DType::UInt16:
+      copy_field<uint16_t>(p.int32_data(), t, p.name());
+      break;
+    case DType::Int16: copy_field<int16_t>(p.int32_data(), t, p.name()); break;
+    case DType::UInt32: copy_field<uint32_t>(p.uint64_data(), t, p.name()); break;
+    case DType::UInt64: copy_field<uint64_t>(p.uint64_data(), t, p.name()); break;
     // float8 values keep their bit patterns in int32_data.
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
       copy_field<uint8_t>(p.int32_data(), t, p.name());

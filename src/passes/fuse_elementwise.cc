@@ -19,6 +19,7 @@
 
 #include "ir/elementwise.h"
 #include "ir/graph_edit.h"
+#include "passes/fused_elementwise_ops.h"
 #include "passes/passes.h"
 
 namespace fusor::passes {
@@ -45,15 +46,15 @@ bool is_float_or_bool(const FusionContext& ctx, int v) {
 
 // Why node `i` cannot be a member: empty for nodes that are simply not elementwise (not worth a
 // report), a reason for elementwise nodes of a kind the kernel does not run; nullopt when it can.
+// The ops it runs are fused_elementwise_runs's, the test its program compiler applies too.
 std::optional<std::string> member_problem(const FusionContext& ctx, int i) {
   const Node& n = ctx.node(i);
-  if (n.op == Op::Fused) {
-    if (!is_fused_kind(n, FusedKind::Gelu)) return std::string();
-  } else {
-    OpCategory c = op_info(n.op).category;
+  if (!fused_elementwise_runs(n)) {
+    OpCategory c = n.op == Op::Fused ? OpCategory::Opaque : op_info(n.op).category;
     if ((c != OpCategory::Elementwise && c != OpCategory::Broadcast) || n.op == Op::Expand ||
-        n.op == Op::BatchNormalization)
+        n.op == Op::BatchNormalization || ctx.binding().folded(n))
       return std::string();
+    return n.describe() + " is not an op the fused elementwise kernel runs";
   }
   if (ctx.binding().folded(n)) return std::string();
   if (n.outputs.empty() || n.outputs[0] < 0 || std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](int v) { return v >= 0; }))

@@ -3,9 +3,11 @@
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
 #include "kernels/ref/reference.h"
+#include "plan/inline_branches.h"
 #include "plan/layouts.h"
 #include "plan/plan.h"
 #include "passes/pipeline.h"
+#include "passes/storage_types.h"
 #include "plan/schedule.h"
 
 namespace fusor {
@@ -138,7 +140,9 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   std::vector<Tensor> frozen(graph->inputs.size());
   bind_inputs(*graph, input_dims, options.frozen_inputs, in_types, frozen);
   FusionReport report;
+  graph = compute_storage_types_in_float32(std::move(graph), in_types, frozen, ref::evaluate);
   std::shared_ptr<const Graph> source = graph;
+  graph = inline_known_branches(graph, in_types, frozen);  // before fusion, so it sees the branch taken
   if (options.fusion && options.kernels == KernelChoice::Fast) {
     FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion, ref::evaluate);
     graph = fused.graph;

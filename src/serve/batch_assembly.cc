@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ir/half.h"
+
 namespace fusor::serve {
 namespace {
 
@@ -15,6 +17,12 @@ void fill(std::byte* dst, int64_t n, DType t, double v) {
     case DType::Int8: std::fill_n(reinterpret_cast<int8_t*>(dst), n, static_cast<int8_t>(v)); break;
     case DType::UInt8: std::fill_n(reinterpret_cast<uint8_t*>(dst), n, static_cast<uint8_t>(v)); break;
     case DType::Bool: std::fill_n(reinterpret_cast<bool*>(dst), n, v != 0); break;
+    case DType::Float16: std::fill_n(reinterpret_cast<uint16_t*>(dst), n, float_to_half(v)); break;
+    case DType::BFloat16: std::fill_n(reinterpret_cast<uint16_t*>(dst), n, float_to_bfloat16(v)); break;
+    case DType::Int16: std::fill_n(reinterpret_cast<int16_t*>(dst), n, static_cast<int16_t>(v)); break;
+    case DType::UInt16: std::fill_n(reinterpret_cast<uint16_t*>(dst), n, static_cast<uint16_t>(v)); break;
+    case DType::UInt32: std::fill_n(reinterpret_cast<uint32_t*>(dst), n, static_cast<uint32_t>(v)); break;
+    case DType::UInt64: std::fill_n(reinterpret_cast<uint64_t*>(dst), n, static_cast<uint64_t>(v)); break;
     case DType::Undefined: break;
   }
 }

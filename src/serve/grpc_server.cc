@@ -21,9 +21,13 @@ Tensor from_contents(const WireTensor& w, const inference::InferTensorContents& 
   if (w.datatype == "FP32") return values(c.fp32_contents());
   if (w.datatype == "FP64") return values(c.fp64_contents());
   if (w.datatype == "INT64") return values(c.int64_contents());
-  if (w.datatype == "INT32" || w.datatype == "INT8") return values(c.int_contents());
-  if (w.datatype == "UINT8") return values(c.uint_contents());
+  if (w.datatype == "INT32" || w.datatype == "INT16" || w.datatype == "INT8") return values(c.int_contents());
+  if (w.datatype == "UINT32" || w.datatype == "UINT16" || w.datatype == "UINT8") return values(c.uint_contents());
+  if (w.datatype == "UINT64") return values(c.uint64_contents());
   if (w.datatype == "BOOL") return values(c.bool_contents());
+  if (w.datatype == "FP16" || w.datatype == "BF16")
+    throw RequestError{Code::BadRequest, "input '" + w.name + "' is " + w.datatype +
+                                             ": KServe has no typed contents for it, send raw_input_contents"};
   return allocate(w, 0);  // throws for the unsupported datatype
 }
 

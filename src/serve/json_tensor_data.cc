@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "ir/half.h"
 #include "serve/json_dom.h"
 #include "serve/status.h"
 
@@ -63,6 +64,19 @@ void fill_tensor(const WireTensor& w, const element& data, const Tensor& t) {
   }
 }
 
+// float16 and bfloat16 from JSON numbers, rounded to nearest even.
+void fill_storage(const WireTensor& w, const element& data, const Tensor& t) {
+  auto wrong = [&] { return bad("input '" + w.name + "' data holds a value that is not " + w.datatype); };
+  auto* out = static_cast<uint16_t*>(t.raw());
+  const bool half = t.dtype() == DType::Float16;
+  fill(data, out, [&](const element& e) {
+    auto k = e.type();
+    if (k != element_type::DOUBLE && k != element_type::INT64 && k != element_type::UINT64) throw wrong();
+    double x = e.get_double().value_unsafe();
+    return half ? float_to_half(x) : float_to_bfloat16(x);
+  });
+}
+
 // The longest text one value prints as: "-2.2250738585072014e-308".
 constexpr size_t kMaxValueChars = 26;
 
@@ -88,9 +102,17 @@ char* put(char* p, T v) {
   }
 }
 
+// float16 and bfloat16 print as the float32 they widen to, whose shortest text reads back to
+// the same bits.
+struct Widened {
+  const uint16_t* bits;
+  bool half;
+  float operator[](int64_t i) const { return half ? half_to_float(bits[i]) : bfloat16_to_float(bits[i]); }
+};
+
 // Prints through a small buffer that stays in L1, so the body is written once, by append.
-template <class T>
-void append_values(std::string& out, const T* v, int64_t n) {
+template <class Values>
+void append_values(std::string& out, const Values& v, int64_t n) {
   char buf[16384];
   char* p = buf;
   out.push_back('[');
@@ -117,6 +139,11 @@ size_t max_chars(DType t) {
     case DType::Int8: return 5;
     case DType::UInt8: return 4;
     case DType::Bool: return 6;
+    case DType::Float16: case DType::BFloat16: return 18;
+    case DType::Int16: return 7;
+    case DType::UInt16: return 6;
+    case DType::UInt32: return 11;
+    case DType::UInt64: return 21;
     case DType::Undefined: break;
   }
   return 0;
@@ -134,6 +161,11 @@ Tensor decode_tensor_data(const WireTensor& w, const element& data) {
     case DType::Int8: fill_tensor<int8_t>(w, data, t); break;
     case DType::UInt8: fill_tensor<uint8_t>(w, data, t); break;
     case DType::Bool: fill_tensor<bool>(w, data, t); break;
+    case DType::Float16: case DType::BFloat16: fill_storage(w, data, t); break;
+    case DType::Int16: fill_tensor<int16_t>(w, data, t); break;
+    case DType::UInt16: fill_tensor<uint16_t>(w, data, t); break;
+    case DType::UInt32: fill_tensor<uint32_t>(w, data, t); break;
+    case DType::UInt64: fill_tensor<uint64_t>(w, data, t); break;
     case DType::Undefined: break;
   }
   return t;
@@ -151,6 +183,13 @@ void append_tensor_data(std::string& out, const Tensor& t) {
     case DType::Int8: append_values(out, static_cast<const int8_t*>(p), n); break;
     case DType::UInt8: append_values(out, static_cast<const uint8_t*>(p), n); break;
     case DType::Bool: append_values(out, static_cast<const bool*>(p), n); break;
+    case DType::Float16: case DType::BFloat16:
+      append_values(out, Widened{static_cast<const uint16_t*>(p), t.dtype() == DType::Float16}, n);
+      break;
+    case DType::Int16: append_values(out, static_cast<const int16_t*>(p), n); break;
+    case DType::UInt16: append_values(out, static_cast<const uint16_t*>(p), n); break;
+    case DType::UInt32: append_values(out, static_cast<const uint32_t*>(p), n); break;
+    case DType::UInt64: append_values(out, static_cast<const uint64_t*>(p), n); break;
     case DType::Undefined: out += "[]"; break;
   }
 }

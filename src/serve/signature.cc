@@ -13,13 +13,20 @@ const char* triton_dtype(DType t) {
     case DType::Int8: return "INT8";
     case DType::UInt8: return "UINT8";
     case DType::Bool: return "BOOL";
+    case DType::Float16: return "FP16";
+    case DType::BFloat16: return "BF16";
+    case DType::Int16: return "INT16";
+    case DType::UInt16: return "UINT16";
+    case DType::UInt32: return "UINT32";
+    case DType::UInt64: return "UINT64";
     case DType::Undefined: break;
   }
   return "";
 }
 
 DType dtype_from_triton(const std::string& name) {
-  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool})
+  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool,
+                  DType::Float16, DType::BFloat16, DType::Int16, DType::UInt16, DType::UInt32, DType::UInt64})
     if (name == triton_dtype(t)) return t;
   return DType::Undefined;
 }

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "ir/half.h"
+
 #include "serve/signature.h"
 #include "serve/status.h"
 
@@ -16,6 +18,17 @@ template <class T, class V>
 void store(const Tensor& t, std::span<const V> values) {
   T* out = static_cast<T*>(t.raw());
   for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);
+}
+
+// float16 and bfloat16 from numbers: rounded to nearest even.
+template <class V>
+void store_storage(const Tensor& t, std::span<const V> values) {
+  auto* out = static_cast<uint16_t*>(t.raw());
+  const bool half = t.dtype() == DType::Float16;
+  for (size_t i = 0; i < values.size(); ++i) {
+    double x = static_cast<double>(values[i]);
+    out[i] = half ? float_to_half(x) : float_to_bfloat16(x);
+  }
 }
 
 // Validates datatype and shape; returns the element count.
@@ -64,6 +77,11 @@ Tensor from_values(const WireTensor& w, std::span<const V> values) {
     case DType::Int8: store<int8_t>(t, values); break;
     case DType::UInt8: store<uint8_t>(t, values); break;
     case DType::Bool: store<bool>(t, values); break;
+    case DType::Float16: case DType::BFloat16: store_storage(t, values); break;
+    case DType::Int16: store<int16_t>(t, values); break;
+    case DType::UInt16: store<uint16_t>(t, values); break;
+    case DType::UInt32: store<uint32_t>(t, values); break;
+    case DType::UInt64: store<uint64_t>(t, values); break;
     case DType::Undefined: break;
   }
   return t;
@@ -72,6 +90,7 @@ Tensor from_values(const WireTensor& w, std::span<const V> values) {
 template Tensor from_values(const WireTensor&, std::span<const int64_t>);
 template Tensor from_values(const WireTensor&, std::span<const int32_t>);
 template Tensor from_values(const WireTensor&, std::span<const uint32_t>);
+template Tensor from_values(const WireTensor&, std::span<const uint64_t>);
 template Tensor from_values(const WireTensor&, std::span<const float>);
 template Tensor from_values(const WireTensor&, std::span<const double>);
 template Tensor from_values(const WireTensor&, std::span<const bool>);

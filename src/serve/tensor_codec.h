@@ -22,7 +22,7 @@ Tensor allocate(const WireTensor& w, int64_t values);
 Tensor from_raw(const WireTensor& w, const void* data, size_t bytes);
 // Values given one by one, each converted with static_cast to the tensor's type (int64 -> int8
 // wraps, as C++ does; double -> float rounds to nearest).
-// Defined for V = int64_t, int32_t, uint32_t, float, double, bool.
+// Defined for V = int64_t, int32_t, uint32_t, uint64_t, float, double, bool.
 template <class V>
 Tensor from_values(const WireTensor& w, std::span<const V> values);
 

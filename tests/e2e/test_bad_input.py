@@ -90,7 +90,7 @@ def test_wrong_static_dim(tmp_path):
 def test_unsupported_npy_dtype(tmp_path):
     p = add_model(tmp_path)
     npy = tmp_path / "x.npy"
-    np.save(npy, np.zeros((2, 4), np.float16))
+    np.save(npy, np.zeros((2, 4), np.complex64))
     assert_one_line_error(run_fusor("run", p, "--input", f"x={npy}"), "not supported")
 
 

@@ -226,6 +226,13 @@ const UnaryCase kUnaryCases[] = {
     {"softplus", Op::Softplus, {}, 40},
     {"mish", Op::Mish, {}, 40},
     {"elu", Op::Elu, {{"alpha", 0.7f}}, 40},
+    {"floor", Op::Floor, {}, 3}, {"ceil", Op::Ceil, {}, 3}, {"round", Op::Round, {}, 3}, {"sign", Op::Sign},
+    {"sin", Op::Sin, {}, 10}, {"cos", Op::Cos, {}, 10}, {"tan", Op::Tan, {}, 0.4f},
+    {"asin", Op::Asin, {}, 0.3f}, {"acos", Op::Acos, {}, 0.3f}, {"atan", Op::Atan, {}, 10},
+    {"sinh", Op::Sinh, {}, 10}, {"cosh", Op::Cosh, {}, 10}, {"asinh", Op::Asinh, {}, 10},
+    {"acosh", Op::Acosh, {}, 10}, {"atanh", Op::Atanh, {}, 0.3f},
+    {"selu", Op::Selu, {}, 10}, {"celu", Op::Celu, {{"alpha", 2.f}}, 10}, {"softsign", Op::Softsign, {}, 10},
+    {"thresholded_relu", Op::ThresholdedRelu, {{"alpha", 0.5f}}}, {"shrink", Op::Shrink, {{"lambd", 1.f}, {"bias", 0.5f}}},
 };
 
 void PrintTo(const UnaryCase& c, std::ostream* os) { *os << c.name; }
@@ -245,6 +252,41 @@ TEST_P(FusedUnary, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Table, FusedUnary, ::testing::ValuesIn(kUnaryCases),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// Clamps and PRelu as real models have them (T5's min/max clamps, YOLO's PRelu), with Sin: one
+// kernel, the reference's numbers (NaN-propagating min and max included).
+TEST(FuseElementwise, MinMaxPReluAndSin) {
+  test::GraphBuilder b;
+  int x = b.input("x"), floor = b.input("floor");
+  Tensor slope(DType::Float32, {7});
+  for (int64_t i = 0; i < 7; ++i) slope.data<float>()[i] = 0.1f * static_cast<float>(i);
+  int s = b.node(Op::Sin, {x}, "s");
+  int lo = b.node(Op::Min, {s, b.constant("half", scalar(0.5f))}, "lo");
+  int hi = b.node(Op::Max, {lo, floor}, "hi");
+  int p = b.node(Op::PRelu, {hi, b.constant("slope", slope)}, "p");
+  int m = b.node(Op::Max, {p}, "m");  // one operand: a copy
+  auto g = b.finish({b.node(Op::Add, {m, x}, "y")});
+  auto feeds = random_feeds({{"x", f32({9, 7})}, {"floor", f32({9, 1})}});
+  feeds["x"].data<float>()[3] = NAN;
+  feeds["floor"].data<float>()[2] = NAN;
+  auto r = test::expect_fused_matches_reference(g, feeds, FusionConfig{}, kStrict);
+  EXPECT_EQ(elementwise_kernels(r.fused), std::vector<std::string>{std::string("elementwise_f32_6ops_bcast_") + cpu::kIsa});
+}
+
+// Elementwise ops the kernel does not run (Mod, a Max of three operands) are never members, so
+// the pass forms no group that the kernel then declines; the pass says why.
+TEST(FuseElementwise, OpsTheKernelDoesNotRunStayOut) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int n = b.node(Op::Neg, {x}, "n");
+  int mod = b.node(Op::Mod, {n, b.constant("three", scalar(3))}, "mod", DType::Float32, {{"fmod", int64_t{1}}});
+  int abs = b.node(Op::Abs, {mod}, "abs");
+  auto g = b.finish({b.node(Op::Max, {abs, x, n}, "y")});
+  auto r = test::expect_fused_matches_reference(g, random_feeds({{"x", f32({4, 16})}}), FusionConfig{}, kStrict);
+  EXPECT_TRUE(declined(r.fused, "is not an op the fused elementwise kernel runs"));
+  EXPECT_TRUE(fused_nodes(r.fused).empty());
+  for (const NotFused& nf : r.fused.fusion.not_fused) EXPECT_NE(nf.pass, "plan") << nf.reason;
+}
 
 // Outputs over 16 MiB are streamed past the caches: same numbers.
 TEST(FuseElementwise, LargeOutputsAreStreamed) {

@@ -56,7 +56,8 @@ inline std::string element(const Tensor& t, int64_t i) {
     case DType::Int64: s << t.data<int64_t>()[i]; break;
     case DType::Int32: s << t.data<int32_t>()[i]; break;
     case DType::Bool: s << (t.data<bool>()[i] ? "true" : "false"); break;
-    default: s << "(" << dtype_name(t.dtype()) << ")";
+    case DType::Undefined: s << "(undefined)"; break;
+    default: s << t.scalar_as_double(i) << " (" << dtype_name(t.dtype()) << ")";
   }
   return s.str();
 }

@@ -27,7 +27,10 @@ TEST_P(NanPropagation, FastKernelGivesNaNForNaN) {
 
 INSTANTIATE_TEST_SUITE_P(Table, NanPropagation,
                          ::testing::Values(Op::Exp, Op::Log, Op::Erf, Op::Tanh, Op::Sigmoid, Op::Softplus, Op::Mish, Op::Elu,
-                                           Op::Relu, Op::LeakyRelu),
+                                           Op::Relu, Op::LeakyRelu, Op::Floor, Op::Ceil, Op::Round, Op::Sign, Op::Sin,
+                                           Op::Cos, Op::Tan, Op::Asin, Op::Acos, Op::Atan, Op::Sinh, Op::Cosh, Op::Asinh,
+                                           Op::Acosh, Op::Atanh, Op::Selu, Op::Celu, Op::Softsign, Op::ThresholdedRelu,
+                                           Op::Shrink),
                          [](const auto& info) { return std::string(op_info(info.param).name); });
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace fusor {
 
 TEST(Npy, RoundTripsEveryDtypeAndRank) {
   auto dir = std::filesystem::temp_directory_path();
-  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool})
+  for (DType t : {DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::Int8, DType::UInt8, DType::Bool,
+                  DType::Float16, DType::BFloat16, DType::Int16, DType::UInt16, DType::UInt32, DType::UInt64})
     for (Dims dims : {Dims{}, Dims{5}, Dims{2, 3}, Dims{0, 4}}) {
       Tensor a(t, dims);
       auto* bytes = static_cast<uint8_t*>(a.raw());
@@ -37,9 +38,9 @@ TEST(Npy, RejectsCorruptFilesWithAClearError) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000, 1000000), }";
   std::string h(1, static_cast<char>(header.size()));
   expect_error(std::string("\x93NUMPY\x01\x00", 8) + h + std::string(1, '\0') + header, "needs");
-  std::string f16 = "{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }";
-  expect_error(std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(f16.size()) + std::string(1, '\0') + f16 + "abcd",
-               "'<f2' is not supported");
+  std::string c8 = "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }";
+  expect_error(std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(c8.size()) + std::string(1, '\0') + c8 + "abcdefgh",
+               "'<c8' is not supported");
 }
 
 }  // namespace fusor

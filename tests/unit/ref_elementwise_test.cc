@@ -157,7 +157,7 @@ TEST(RefElementwise, UnsupportedDtypesAndBadShapesNameTheNode) {
   }
   EXPECT_THROW(run(make_node("Add", 14), {make<float>({2}, {1, 2}), make<float>({3}, {1, 2, 3})}), Error);
   EXPECT_THROW(run(make_node("Add", 14), {make<float>({1}, {1}), make<int64_t>({1}, {1})}), Error);
-  // An ONNX type code: the importer turns those into DTypes (and rejects float16 and the like).
+  // An ONNX type code: the importer turns those into DTypes (and rejects float8 and the like).
   EXPECT_THROW(run(make_node("Cast", 13, {{"to", int64_t{1}}}), {make<float>({1}, {1})}), Error);
   EXPECT_THROW(run(make_node("Div", 14), {make<int32_t>({1}, {1}), make<int32_t>({1}, {0})}), Error);
 }

@@ -200,7 +200,7 @@ TEST(JsonInferTest, MalformedRequestsFailWithOneLine400) {
       {input(R"("datatype":7,"shape":[1],"data":[1])"), "", "input 'datatype' must be a string"},
       {input(R"("datatype":"INT64","data":[1])"), "", "input 'x' has no 'shape' array"},
       {input(R"("datatype":"INT64","shape":[1.0],"data":[1])"), "", "input 'x' shape must hold integers"},
-      {input(R"("datatype":"FP16","shape":[1],"data":[1])"), "", "input 'x' has unsupported datatype 'FP16'"},
+      {input(R"("datatype":"BYTES","shape":[1],"data":[1])"), "", "input 'x' has unsupported datatype 'BYTES'"},
       {input(R"("datatype":"INT64","shape":[-1],"data":[1])"), "", "input 'x' has a negative dimension in shape [-1]"},
       {input(R"("datatype":"INT64","shape":[65536,65536],"data":[1])"), "", "input 'x' shape [65536,65536] is too large"},
       {input(R"("datatype":"INT64","shape":[3],"data":[1,2])"), "", "input 'x' has 2 values; shape [3] needs 3"},

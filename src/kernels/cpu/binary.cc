@@ -1,4 +1,4 @@
-// Broadcasting binary float32 kernels (Add Sub Mul Div Pow).
+// Broadcasting binary float32 kernels (Add Sub Mul Div Pow, and Min Max PRelu of two operands).
 //
 // Why the decomposition: real models broadcast along whole trailing blocks ([B,S,384] + [384],
 // [B,S,384] / [B,S,1], [B,1,1,S] + [B,H,S,S]). At build time we drop size-1 output dims, merge
@@ -13,6 +13,7 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/binary_ops.h"
 #include "kernels/cpu/simd.h"
 
 namespace fusor::cpu {
@@ -22,7 +23,7 @@ using simd::D;
 using simd::V;
 namespace hn = simd::hn;
 
-enum class BinOp { Add, Sub, Mul, Div, Pow, Square, PowGeneric };
+enum class BinOp { Add, Sub, Mul, Div, Pow, Square, PowGeneric, Min, Max, PRelu };
 
 template <BinOp kOp>
 HWY_INLINE V apply(V a, V b) {
@@ -31,6 +32,9 @@ HWY_INLINE V apply(V a, V b) {
   if constexpr (kOp == BinOp::Mul) return hn::Mul(a, b);
   if constexpr (kOp == BinOp::Div) return hn::Div(a, b);
   if constexpr (kOp == BinOp::Square) return hn::Mul(a, a);
+  if constexpr (kOp == BinOp::Min) return binary_ops::MinOp::apply(a, b);
+  if constexpr (kOp == BinOp::Max) return binary_ops::MaxOp::apply(a, b);
+  if constexpr (kOp == BinOp::PRelu) return binary_ops::PReluOp::apply(a, b);
   return a;
 }
 
@@ -109,6 +113,9 @@ RunFn run_fn(Op op, const Layout& l) {
     case Op::Mul: return pick<BinOp::Mul>(l.a_scalar, l.b_scalar);
     case Op::Div: return pick<BinOp::Div>(l.a_scalar, l.b_scalar);
     case Op::Pow: return pick<BinOp::PowGeneric>(l.a_scalar, l.b_scalar);
+    case Op::Min: return pick<BinOp::Min>(l.a_scalar, l.b_scalar);
+    case Op::Max: return pick<BinOp::Max>(l.a_scalar, l.b_scalar);
+    case Op::PRelu: return pick<BinOp::PRelu>(l.a_scalar, l.b_scalar);
     default: return nullptr;
   }
 }
@@ -240,6 +247,9 @@ std::unique_ptr<Kernel> make_binary_kernel(const KernelRequest& r) {
                    : n.op == Op::Mul ? "mul"
                    : n.op == Op::Div ? "div"
                    : n.op == Op::Pow ? "pow"
+                   : n.op == Op::Min ? "min"
+                   : n.op == Op::Max ? "max"
+                   : n.op == Op::PRelu ? "prelu"
                                      : nullptr;
   if (!op) return nullptr;
   const Layout l = plan_layout(a, b, out);

@@ -6,7 +6,9 @@
 
 #include "ir/bind.h"
 #include "ir/elementwise.h"
+#include "kernels/cpu/binary_ops.h"
 #include "kernels/ref/reference.h"
+#include "passes/fused_elementwise_ops.h"
 #include "passes/fused_kinds.h"
 
 namespace fusor::cpu::ew {
@@ -60,6 +62,8 @@ FUSOR_BINARY(Div, hn::Div(a, b))
 FUSOR_BINARY(Equal, hn::IfThenElseZero(hn::Eq(a, b), hn::Set(d, 1.f)))
 FUSOR_BINARY(Greater, hn::IfThenElseZero(hn::Gt(a, b), hn::Set(d, 1.f)))
 FUSOR_BINARY(Less, hn::IfThenElseZero(hn::Lt(a, b), hn::Set(d, 1.f)))
+FUSOR_BINARY(GreaterOrEqual, hn::IfThenElseZero(hn::Ge(a, b), hn::Set(d, 1.f)))
+FUSOR_BINARY(LessOrEqual, hn::IfThenElseZero(hn::Le(a, b), hn::Set(d, 1.f)))
 #undef FUSOR_BINARY
 
 template <class F, bool kAS, bool kBS>
@@ -103,6 +107,24 @@ Fn pick_binary(bool as, bool bs) {
 
 // ---- compiling a body -----------------------------------------------------------------------
 
+// The instruction of a two-operand arithmetic op or comparison.
+Code binary_code(Op op) {
+  switch (op) {
+    case Op::Add: return Code::Add;
+    case Op::Sub: return Code::Sub;
+    case Op::Mul: return Code::Mul;
+    case Op::Div: return Code::Div;
+    case Op::Min: return Code::Min;
+    case Op::Max: return Code::Max;
+    case Op::PRelu: return Code::PRelu;
+    case Op::Equal: return Code::Equal;
+    case Op::Greater: return Code::Greater;
+    case Op::Less: return Code::Less;
+    case Op::GreaterOrEqual: return Code::GreaterOrEqual;
+    default: return Code::LessOrEqual;
+  }
+}
+
 struct Compiler {
   const Graph& body;
   Binding b;
@@ -145,6 +167,7 @@ struct Compiler {
       if (!is_fused_kind(n, FusedKind::Gelu)) return n.describe() + " is a fused " + n.op_type + ", not an elementwise op";
       op = Op::Gelu;
     }
+    if (!fused_elementwise_runs(n)) return n.describe() + " is not an elementwise op this kernel runs";
     const bool f_in = is(input(0), DType::Float32), f_out = is(out, DType::Float32);
     if (is_unary_table_op(op)) {
       if (!f_in || !f_out) return n.describe() + ": only float32 is supported";
@@ -194,16 +217,22 @@ struct Compiler {
           return n.describe() + ": the exponent is neither float32 nor a scalar constant";
         }
         break;
-      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div:
-        if (!f_in || !is(input(1), DType::Float32) || !f_out) return n.describe() + ": only float32 is supported";
-        ins.code = op == Op::Add ? Code::Add : op == Op::Sub ? Code::Sub : op == Op::Mul ? Code::Mul : Code::Div;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Min: case Op::Max: case Op::PRelu:
+        if (!f_in || !f_out) return n.describe() + ": only float32 is supported";
+        if (in.size() == 1) {  // Min or Max of one operand
+          ins.code = Code::Copy;
+          operands({input(0)});
+          break;
+        }
+        if (!is(input(1), DType::Float32)) return n.describe() + ": only float32 is supported";
+        ins.code = binary_code(op);
         operands({input(0), input(1)});
         break;
-      case Op::Equal: case Op::Greater: case Op::Less: {
+      case Op::Equal: case Op::Greater: case Op::Less: case Op::GreaterOrEqual: case Op::LessOrEqual: {
         bool both_float = f_in && is(input(1), DType::Float32);
         bool both_bool = op == Op::Equal && is(input(0), DType::Bool) && is(input(1), DType::Bool);
         if (!(both_float || both_bool) || !is(out, DType::Bool)) return n.describe() + ": only float32 operands";
-        ins.code = op == Op::Equal ? Code::Equal : op == Op::Greater ? Code::Greater : Code::Less;
+        ins.code = binary_code(op);
         operands({input(0), input(1)});
         break;
       }
@@ -297,6 +326,11 @@ Fn select_fn(const Instr& ins, const bool scalar[3]) {
     case Code::Equal: return pick_binary<EqualOp>(as, bs);
     case Code::Greater: return pick_binary<GreaterOp>(as, bs);
     case Code::Less: return pick_binary<LessOp>(as, bs);
+    case Code::GreaterOrEqual: return pick_binary<GreaterOrEqualOp>(as, bs);
+    case Code::LessOrEqual: return pick_binary<LessOrEqualOp>(as, bs);
+    case Code::Min: return pick_binary<binary_ops::MinOp>(as, bs);
+    case Code::Max: return pick_binary<binary_ops::MaxOp>(as, bs);
+    case Code::PRelu: return pick_binary<binary_ops::PReluOp>(as, bs);
     case Code::Pow:
       if (as && bs) return pow_tensor<false, false>;
       return as ? pow_tensor<true, false> : bs ? pow_tensor<false, true> : pow_tensor<false, false>;

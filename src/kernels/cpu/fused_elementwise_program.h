@@ -29,7 +29,7 @@ enum class Code : uint8_t {
   // one operand; Unary is any op of the elementwise table (Instr::op)
   Copy, Unary, PowConst, Not, ToBool,
   // two operands
-  Add, Sub, Mul, Div, Pow, Equal, Greater, Less,
+  Add, Sub, Mul, Div, Pow, Min, Max, PRelu, Equal, Greater, Less, GreaterOrEqual, LessOrEqual,
   // three
   Where,
 };

@@ -4,6 +4,7 @@
 // exactly what the standalone kernel does. Each functor keeps NaN as NaN (Highway's Ne is an
 // ordered compare, so a NaN test is written !(x == x)) and stays finite where the op is.
 #pragma once
+#include <cmath>
 #include <limits>
 #include <type_traits>
 
@@ -19,13 +20,33 @@ namespace hn = simd::hn;
 // A node's parameters as the functors read them: UnaryParams with Clip's missing bounds at
 // -inf and +inf. (The fused programs' PowConst keeps its exponent in alpha.)
 struct Params {
-  float alpha = 0, beta = 0, lo = 0, hi = 0;
+  float alpha = 0, beta = 0, gamma = 0, bias = 0, lambd = 0, lo = 0, hi = 0;
   int variant = 0;
 };
 
 inline Params simd_params(const UnaryParams& u) {
   const double inf = std::numeric_limits<double>::infinity();
-  return {u.alpha, u.beta, static_cast<float>(u.lo.value_or(-inf)), static_cast<float>(u.hi.value_or(inf)), u.variant};
+  return {u.alpha, u.beta, u.gamma, u.bias, u.lambd, static_cast<float>(u.lo.value_or(-inf)),
+          static_cast<float>(u.hi.value_or(inf)), u.variant};
+}
+
+// Highway's approximations hold on a range (sin within +-39000, sinh within +-88.7, asin on
+// [-1, 1]). Lanes where `outside` holds (beyond it, inf, NaN) take the scalar function, which
+// is the reference's: rare inputs cost a slow vector, never a wrong value.
+template <class F>
+HWY_INLINE V beyond_range(V x, V y, hn::Mask<D> outside, F scalar) {
+  const D d;
+  if (HWY_LIKELY(hn::AllFalse(d, outside))) return y;
+  alignas(64) float lanes[64];  // room for the widest vector Highway has (2048 bits)
+  hn::StoreU(x, d, lanes);
+  for (size_t i = 0; i < hn::Lanes(d); ++i) lanes[i] = scalar(lanes[i]);
+  return hn::IfThenElse(outside, hn::LoadU(d, lanes), y);
+}
+
+// Lanes with |x| > limit, or NaN.
+HWY_INLINE hn::Mask<D> abs_above(V x, float limit) {
+  const D d;
+  return hn::Not(hn::Le(hn::Abs(x), hn::Set(d, limit)));
 }
 
 #define FUSOR_UNARY(Name, expr)                                            \
@@ -108,6 +129,47 @@ struct EluOp {
     return hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(hn::Expm1(d, x), hn::Set(d, p.alpha)), x);
   }
 };
+
+FUSOR_UNARY(Floor, hn::Floor(x))
+FUSOR_UNARY(Ceil, hn::Ceil(x))
+FUSOR_UNARY(Round, hn::Round(x))  // halves to even
+FUSOR_UNARY(Sign, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Set(d, 1.f),
+                                 hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, -1.f), x)))
+FUSOR_UNARY(Sin, beyond_range(x, hn::Sin(d, x), abs_above(x, 39000.f), [](float v) { return std::sin(v); }))
+FUSOR_UNARY(Cos, beyond_range(x, hn::Cos(d, x), abs_above(x, 39000.f), [](float v) { return std::cos(v); }))
+FUSOR_UNARY(Tan, beyond_range(x, hn::Div(hn::Sin(d, x), hn::Cos(d, x)), abs_above(x, 39000.f),
+                              [](float v) { return std::tan(v); }))
+FUSOR_UNARY(Asin, beyond_range(x, hn::Asin(d, x), abs_above(x, 1.f), [](float v) { return std::asin(v); }))
+FUSOR_UNARY(Acos, beyond_range(x, hn::Acos(d, x), abs_above(x, 1.f), [](float v) { return std::acos(v); }))
+FUSOR_UNARY(Atan, beyond_range(x, hn::Atan(d, x), abs_above(x, std::numeric_limits<float>::max()),
+                               [](float v) { return std::atan(v); }))
+FUSOR_UNARY(Sinh, beyond_range(x, hn::Sinh(d, x), abs_above(x, 88.72f), [](float v) { return std::sinh(v); }))
+// (e^|x| + e^-|x|) / 2, exact enough where e^|x| does not overflow; past that cosh is up to 89.4
+// still finite, which the scalar path gives.
+FUSOR_UNARY(Cosh, beyond_range(x,
+                               hn::Mul(hn::Set(d, 0.5f), hn::Add(hn::Exp(d, hn::Abs(x)),
+                                                                hn::Div(hn::Set(d, 1.f), hn::Exp(d, hn::Abs(x))))),
+                               abs_above(x, 88.72f), [](float v) { return std::cosh(v); }))
+FUSOR_UNARY(Asinh, beyond_range(x, hn::Asinh(d, x), abs_above(x, std::numeric_limits<float>::max()),
+                                [](float v) { return std::asinh(v); }))
+FUSOR_UNARY(Acosh, beyond_range(x, hn::Acosh(d, x),
+                                hn::Not(hn::And(hn::Ge(x, hn::Set(d, 1.f)),
+                                                hn::Le(x, hn::Set(d, std::numeric_limits<float>::max())))),
+                                [](float v) { return std::acosh(v); }))
+FUSOR_UNARY(Atanh, beyond_range(x, hn::Atanh(d, x), hn::Not(hn::Lt(hn::Abs(x), hn::Set(d, 1.f))),
+                                [](float v) { return std::atanh(v); }))
+// NaN fails x <= 0 and takes gamma * x, so it stays NaN.
+FUSOR_UNARY(Selu, hn::IfThenElse(hn::Le(x, hn::Zero(d)), hn::Mul(hn::Expm1(d, x), hn::Set(d, p.gamma * p.alpha)),
+                                 hn::Mul(x, hn::Set(d, p.gamma))))
+FUSOR_UNARY(Celu, hn::IfThenElse(hn::Le(x, hn::Zero(d)),
+                                 hn::Mul(hn::Expm1(d, hn::Div(x, hn::Set(d, p.alpha))), hn::Set(d, p.alpha)), x))
+FUSOR_UNARY(Softsign, hn::IfThenElse(hn::IsInf(x), hn::CopySign(hn::Set(d, 1.f), x),
+                                     hn::Div(x, hn::Add(hn::Set(d, 1.f), hn::Abs(x)))))
+FUSOR_UNARY(ThresholdedRelu, hn::IfThenZeroElse(hn::Le(x, hn::Set(d, p.alpha)), x))
+// 0 on [-lambd, lambd], else x + bias below and x - bias above (NaN: x - bias, NaN).
+FUSOR_UNARY(Shrink, hn::IfThenZeroElse(hn::And(hn::Ge(x, hn::Set(d, -p.lambd)), hn::Le(x, hn::Set(d, p.lambd))),
+                                       hn::IfThenElse(hn::Lt(x, hn::Set(d, -p.lambd)), hn::Add(x, hn::Set(d, p.bias)),
+                                                      hn::Sub(x, hn::Set(d, p.bias)))))
 
 #undef FUSOR_UNARY
 

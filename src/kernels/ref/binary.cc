@@ -1,5 +1,5 @@
-// Reference kernels of the broadcasting ops: arithmetic (Add Sub Mul Div Pow), comparisons
-// (Equal Greater Less), Where and Expand. All run through the one loop in broadcast.h; each op
+// Reference kernels of the broadcasting ops: arithmetic (Add Sub Mul Div Pow Mod PRelu),
+// comparisons (Equal Greater Less GreaterOrEqual LessOrEqual), Where and Expand. All run through the one loop in broadcast.h; each op
 // is one lambda over a pair of elements.
 #include <cmath>
 #include <type_traits>
@@ -66,6 +66,19 @@ T power(T base, E exponent) {
   }
 }
 
+// a mod b for integers: with fmod, the sign of a (C's %); without, the sign of b (Python's %).
+template <class T>
+T int_mod(const Node& node, T a, T b, bool fmod) {
+  if (b == T(0)) fail(node, "integer modulo by zero");
+  if constexpr (std::is_signed_v<T>) {
+    if (b == T(-1)) return T(0);  // INT_MIN % -1 overflows in C
+    const T r = static_cast<T>(a % b);
+    return !fmod && r != T(0) && ((r < T(0)) != (b < T(0))) ? static_cast<T>(r + b) : r;
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+
 }  // namespace
 
 namespace ref {
@@ -110,6 +123,32 @@ void Greater(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
 }
 void Less(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
   comparison(n, in, out, [](auto a, auto b) { return a < b; });
+}
+
+void GreaterOrEqual(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  comparison(n, in, out, [](auto a, auto b) { return a >= b; });
+}
+void LessOrEqual(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  comparison(n, in, out, [](auto a, auto b) { return a <= b; });
+}
+
+// Floats take fmod=1 only (the shape function refuses fmod=0 for them): C's fmod.
+void Mod(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  const bool fmod = n.attr_int("fmod", 0) != 0;
+  arithmetic(n, in, out, [&](auto a, auto b) {
+    using T = decltype(a);
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(std::fmod(a, b));
+    else return int_mod(n, a, b, fmod);
+  });
+}
+
+// x < 0 ? slope * x : x, with the slope broadcast to x's shape; NaN stays NaN.
+void PRelu(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  arithmetic(n, in, out, [](auto x, auto slope) {
+    using T = decltype(x);
+    if constexpr (std::is_signed_v<T>) return x < T(0) ? wrap_mul(slope, x) : x;
+    else return x;  // unsigned: never below 0
+  });
 }
 
 void Where(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <span>
 
 #include "ir/float8.h"
 #include "ir/shape_util.h"
-#include "kernels/ref/reference.h"
+#include "kernels/ref/cast.h"
 
 namespace fusor::ref {
 
@@ -20,9 +19,7 @@ void cast_quant_storage(const Node& n, const Tensor& in, Tensor& out) {
     // Every float8, int4 and uint4 value is exact in float32; the generic Cast takes it from there.
     Tensor wide(DType::Float32, in.dims());
     for (int64_t i = 0; i < in.numel(); ++i) wide.data<float>()[i] = static_cast<float>(in.scalar_as_double(i));
-    Tensor src[1] = {wide};
-    Tensor dst[1] = {out};  // shares out's storage
-    Cast(n, src, dst);
+    cast_elements(n, wide, out);
     return;
   }
   auto* y = static_cast<uint8_t*>(out.raw());

@@ -1,5 +1,5 @@
 // Cast to and from the quantized storage types (float8, int4, uint4), which the generic Cast
-// kernel does not visit: ref::Cast hands them here.
+// kernel does not visit: ref::cast_elements (Cast, CastLike) hands them here.
 #pragma once
 #include "ir/graph.h"
 

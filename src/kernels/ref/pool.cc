@@ -1,9 +1,10 @@
-// Reference MaxPool, AveragePool (1 to 3 spatial dims) and GlobalAveragePool. Averages are
+// Reference MaxPool, AveragePool, LpPool (1 to 3 spatial dims), GlobalAveragePool and GlobalMaxPool. Averages are
 // taken in double. With ceil_mode, windows may run past the padded input; with
 // count_include_pad the divisor is still the full kernel volume, as in ONNX's reference and
 // node tests (PyTorch and ORT clip the divisor to the padded input instead).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -43,6 +44,13 @@ void for_each_tap(const Window& w, const std::array<int64_t, 3>& st, F&& f) {
       }
     }
   }
+}
+
+// LpPool's p: an int from opset 11, a float before.
+double lp_pool_p(const Node& node) {
+  auto it = node.attrs.find("p");
+  if (it != node.attrs.end() && std::holds_alternative<float>(it->second)) return std::get<float>(it->second);
+  return static_cast<double>(node.attr_int("p", 2));
 }
 
 }  // namespace
@@ -119,6 +127,47 @@ void GlobalAveragePool(const Node& node, std::span<const Tensor> inputs, std::sp
       for (int64_t i = 0; i < vol; ++i) sum += static_cast<double>(px[pl * vol + i]);
       py[pl] = static_cast<T>(sum / static_cast<double>(vol));
     }
+  });
+}
+
+void GlobalMaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = inputs[0];
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t vol = planes ? x.numel() / planes : 0;
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+#pragma omp parallel for
+    for (int64_t pl = 0; pl < planes; ++pl) {
+      const T* src = px + pl * vol;
+      T best = -std::numeric_limits<T>::infinity();
+      for (int64_t i = 0; i < vol; ++i)
+        if (src[i] > best || std::isnan(src[i])) best = src[i];
+      py[pl] = best;
+    }
+  });
+}
+
+// (sum over the window of |x|^p)^(1/p); taps in the padding add zero.
+void LpPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  const Tensor& x = inputs[0];
+  Window w = window_of(node, x.dims(), outputs[0].dims(), node.attr_ints("kernel_shape"));
+  const double p = lp_pool_p(node);
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = outputs[0].data<T>();
+    for_each_window<T>(w, planes, [&](int64_t plane, int64_t at, std::array<int64_t, 3> st) {
+      const T* xc = px + plane * in_vol;
+      double sum = 0;
+      for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
+        sum += std::pow(std::fabs(static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix])), p);
+      });
+      py[plane * p_len + at] = static_cast<T>(std::pow(sum, 1.0 / p));
+    });
   });
 }
 

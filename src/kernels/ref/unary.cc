@@ -1,7 +1,9 @@
 // Reference kernels of the unary elementwise ops. Every row of the elementwise table
 // (ir/elementwise_table.h) runs its scalar functor (ref/unary_functors.h) over the input's
-// element types; Not, Identity and Dropout (inference) are written out here.
+// element types; Not, IsNaN, IsInf, Identity, CastLike and Dropout (inference) are written out
+// here.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -59,6 +61,25 @@ void Not(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
   require_dtype(n, in[0], DType::Bool, "input");
   map_unary<bool>(in[0], out[0], [](bool x) { return !x; });
 }
+
+void IsNaN(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  visit_float(in[0].dtype(), n, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    map_unary<T, bool>(in[0], out[0], [](T x) { return std::isnan(x); });
+  });
+}
+
+// Which infinities count: detect_negative and detect_positive (both by default).
+void IsInf(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
+  const bool negative = n.attr_int("detect_negative", 1) != 0, positive = n.attr_int("detect_positive", 1) != 0;
+  visit_float(in[0].dtype(), n, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    map_unary<T, bool>(in[0], out[0], [&](T x) { return std::isinf(x) && (x < T(0) ? negative : positive); });
+  });
+}
+
+// Cast to input 1's dtype, which the shape function gave the output: Cast's conversion.
+void CastLike(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) { Cast(n, in.first(1), out); }
 
 void Identity(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
   require_dtype(n, out[0], in[0].dtype(), "output");

@@ -40,6 +40,50 @@ FUSOR_SCALAR(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std:
 FUSOR_SCALAR(Mish, x * std::tanh(Softplus::apply(x, p)))
 // alpha * (exp(x) - 1) below 0, with expm1: exact near 0 where exp(x) - 1 cancels.
 FUSOR_SCALAR(Elu, x < T(0) ? T(p.alpha) * std::expm1(x) : x)
+FUSOR_SCALAR(Floor, std::floor(x))
+FUSOR_SCALAR(Ceil, std::ceil(x))
+FUSOR_SCALAR(Round, std::nearbyint(x))  // halves to even, in the default rounding mode
+FUSOR_SCALAR(Sin, std::sin(x))
+FUSOR_SCALAR(Cos, std::cos(x))
+FUSOR_SCALAR(Tan, std::tan(x))
+FUSOR_SCALAR(Asin, std::asin(x))
+FUSOR_SCALAR(Acos, std::acos(x))
+FUSOR_SCALAR(Atan, std::atan(x))
+FUSOR_SCALAR(Sinh, std::sinh(x))
+FUSOR_SCALAR(Cosh, std::cosh(x))
+FUSOR_SCALAR(Asinh, std::asinh(x))
+FUSOR_SCALAR(Acosh, std::acosh(x))
+FUSOR_SCALAR(Atanh, std::atanh(x))
+// gamma * (alpha * e^x - alpha) up to 0, gamma * x above; NaN falls to expm1, which keeps it.
+FUSOR_SCALAR(Selu, x > T(0) ? T(p.gamma) * x : T(p.gamma) * T(p.alpha) * std::expm1(x))
+// max(0, x) + min(0, alpha * (e^(x/alpha) - 1)), which is one branch or the other.
+FUSOR_SCALAR(Celu, x > T(0) ? x : T(p.alpha) * std::expm1(x / T(p.alpha)))
+// x / (1 + |x|), whose limit at +-inf is +-1 (the formula itself gives inf/inf).
+FUSOR_SCALAR(Softsign, std::isinf(x) ? std::copysign(T(1), x) : x / (T(1) + std::abs(x)))
+FUSOR_SCALAR(ThresholdedRelu, x <= T(p.alpha) ? T(0) : x)  // NaN fails the test and stays
+
+// 1 above 0, -1 below, 0 at 0; NaN stays NaN. Unsigned types are never below 0.
+struct Sign {
+  template <class T>
+  static T apply(T x, const UnaryParams&) {
+    if (x > T(0)) return T(1);
+    if constexpr (std::is_signed_v<T>)
+      if (x < T(0)) return T(-1);
+    return x;
+  }
+};
+
+// x + bias below -lambd, x - bias above lambd, 0 between; NaN stays NaN. Computed in double,
+// where a float32 sum rounds once as in float; integer results truncate like numpy's astype.
+struct Shrink {
+  template <class T>
+  static T apply(T x, const UnaryParams& p) {
+    const double v = static_cast<double>(x), lambd = p.lambd, bias = p.bias;
+    const double y = v >= -lambd && v <= lambd ? 0.0 : v < -lambd ? v + bias : v - bias;
+    if constexpr (std::is_floating_point_v<T>) return static_cast<T>(y);
+    else return float_to_int<T>(y);
+  }
+};
 
 struct Abs {
   template <class T>

@@ -1,0 +1,77 @@
+// Builds the default-domain nodes that one ONNX Runtime contrib node (domain com.microsoft)
+// expands into: constants as Constant nodes, fresh value names under the contrib node's own
+// scope, and the few ops whose form changed across opsets written for the opset in use.
+// Reads the contrib node's inputs and attributes for the expansions in contrib_ops.cc.
+#pragma once
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace fusor::contrib {
+
+class NodeBuilder {
+ public:
+  // `opset` is the default-domain opset the emitted nodes are read at (13 or later).
+  NodeBuilder(const onnx::NodeProto& source, int64_t opset);
+
+  // The contrib node: input/output `i` ("" when absent or empty) and its attributes.
+  const std::string& in(size_t i) const;
+  const std::string& out(size_t i) const;
+  bool has_in(size_t i) const { return !in(i).empty(); }
+  bool has_out(size_t i) const { return !out(i).empty(); }
+  int64_t attr_int(const char* name, int64_t fallback) const;
+  float attr_float(const char* name, float fallback) const;
+  std::vector<int64_t> attr_ints(const char* name) const;
+  // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an
+  // input in [first, last] or an output from `first` on is present.
+  void require_inputs(std::initializer_list<size_t> required) const;
+  void forbid_inputs(size_t first, size_t last, const char* what) const;
+  void forbid_outputs(size_t first, const char* what) const;
+  // Throws fusor::Error (UnsupportedOp) naming the contrib node.
+  [[noreturn]] void unsupported(const std::string& why) const;
+  // Throws fusor::Error (InvalidModel) naming the contrib node.
+  [[noreturn]] void invalid(const std::string& why) const;
+
+  // Adds a node; returns its output, named `out` when given (a contrib output), else fresh.
+  std::string add(const char* op, std::vector<std::string> inputs, std::vector<onnx::AttributeProto> attrs = {},
+                  std::string out = "");
+  // Constants: a float32 scalar, an int64 scalar, a 1-D int64 tensor.
+  std::string scalar(float v);
+  std::string scalar_i64(int64_t v);
+  std::string ints(const std::vector<int64_t>& v);
+
+  // Ops whose signature depends on the opset.
+  std::string reduce_mean(const std::string& x, const std::vector<int64_t>& axes, std::string out = "");
+  std::string unsqueeze(const std::string& x, const std::vector<int64_t>& axes);
+  // x[..., begin:end] along `axis` with constant bounds.
+  std::string slice(const std::string& x, int64_t axis, int64_t begin, int64_t end);
+  // Dim `axis` of x's shape as a 1-D int64 tensor of one element, or as a scalar.
+  std::string dim(const std::string& x, int64_t axis);
+  std::string dim_scalar(const std::string& x, int64_t axis);
+  // 0, 1, ..., limit - 1 (int64) for a scalar `limit`.
+  std::string arange(const std::string& limit);
+  // Cast to the ONNX element type `to` (onnx::TensorProto::DataType).
+  std::string cast(const std::string& x, int to);
+
+  static onnx::AttributeProto attr(const char* name, int64_t v);
+  static onnx::AttributeProto attr(const char* name, float v);
+  static onnx::AttributeProto attr(const char* name, const std::vector<int64_t>& v);
+
+  std::vector<onnx::NodeProto> take() { return std::move(nodes_); }
+
+ private:
+  std::string fresh(const char* what);
+  const onnx::AttributeProto* find_attr(const char* name) const;
+
+  const onnx::NodeProto& source_;
+  int64_t opset_;
+  std::string scope_;  // prefix of every emitted node and value name
+  std::string where_;  // "node 'X' (op Y, domain 'com.microsoft')" for errors
+  int counter_ = 0;
+  std::vector<onnx::NodeProto> nodes_;
+};
+
+}  // namespace fusor::contrib
