@@ -39,10 +39,12 @@ void require_same_dtype(const InferContext& ctx, size_t i, size_t j, const char*
                        dtype_name(ctx.inputs[i].dtype), ErrorKind::InvalidModel);
 }
 
-void require_float_scale(const InferContext& ctx, size_t i, const char* what) {
+void require_float_scale(const InferContext& ctx, size_t i, const char* what, bool half_too = false) {
   require_input(ctx, i, what);
-  if (!is_float(ctx.inputs[i].dtype))
-    fail(ctx.node, std::string(what) + " must be float32 or float64, got " + dtype_name(ctx.inputs[i].dtype));
+  const DType t = ctx.inputs[i].dtype;
+  if (!is_float(t) && !(half_too && (t == DType::Float16 || t == DType::BFloat16)))
+    fail(ctx.node, std::string(what) + " must be float32 or float64" + (half_too ? " (or float16, bfloat16)" : "") +
+                       ", got " + dtype_name(t));
 }
 
 // A zero point that is scalar or a vector of `n` (per row or per column).
@@ -144,7 +146,8 @@ std::vector<TensorType> shape::QLinearMatMul(const InferContext& ctx) {
   require_same_dtype(ctx, 0, 2, "a_zero_point");
   require_same_dtype(ctx, 3, 5, "b_zero_point");
   require_8bit(ctx, 7, "y_zero_point");
-  for (size_t i : {1, 4, 6}) require_float_scale(ctx, i, "the scales");
+  // Its scales keep float16/bfloat16 (passes/storage_types.cc): the multiplier rounds as ONNX's does.
+  for (size_t i : {1, 4, 6}) require_float_scale(ctx, i, "the scales", true);
   require_same_dtype(ctx, 1, 4, "b_scale");
   require_same_dtype(ctx, 1, 6, "y_scale");
   const Dims& b = ctx.inputs[3].dims;

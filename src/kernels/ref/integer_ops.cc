@@ -3,10 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/half.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/quant_values.h"
 
 namespace fusor::ref {
+namespace {
+
+// Rounds a float to the scales' precision: numpy computes float16 arithmetic in float32 and
+// rounds each result back to float16.
+float round_to(DType t, float x) {
+  if (t == DType::Float16) return half_to_float(float_to_half(x));
+  if (t == DType::BFloat16) return bfloat16_to_float(float_to_bfloat16(x));
+  return x;
+}
+
+}  // namespace
 
 Tensor minus_zero_point(const Tensor& t, const Tensor* zp, DType to, bool zp_per_row) {
   Tensor out(to, t.dims());
@@ -42,11 +54,16 @@ void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const T
   const std::vector<double> sa = values_as_double(a_scale), sb = values_as_double(b_scale);
   const std::vector<double> sy = values_as_double(y_scale);
   const double zp = y_zero_point ? y_zero_point->scalar_as_double(0) : 0.0;
-  const bool f32 = a_scale.dtype() == DType::Float32;
+  const DType st = a_scale.dtype();
   std::vector<double> mult(sb.size());
-  for (size_t c = 0; c < sb.size(); ++c)
-    mult[c] = f32 ? static_cast<double>(static_cast<float>(sa[0]) * static_cast<float>(sb[c]) / static_cast<float>(sy[0]))
-                  : sa[0] * sb[c] / sy[0];
+  for (size_t c = 0; c < sb.size(); ++c) {
+    if (st == DType::Float64) {
+      mult[c] = sa[0] * sb[c] / sy[0];
+    } else {
+      const float ab = round_to(st, static_cast<float>(sa[0]) * static_cast<float>(sb[c]));
+      mult[c] = round_to(st, ab / static_cast<float>(sy[0]));
+    }
+  }
   const auto channels = static_cast<int64_t>(mult.size());
   const auto [lo, hi] = quant_range(y.dtype());
   for (int64_t i = 0; i < acc.numel(); ++i) {

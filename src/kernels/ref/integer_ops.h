@@ -18,7 +18,7 @@ Tensor minus_channel_zero_point(const Tensor& t, const Tensor* zp);
 
 // y = saturate(round_half_even(acc * multiplier[c] + y_zero_point)), where c is the channel of
 // each element: (i / inner) % channels, and multiplier[c] = a_scale * b_scale[c] / y_scale in
-// float32, as ONNX's reference computes it. `acc` holds exact integers (int64 or float64).
+// the scales' type (float16 rounds each step, as numpy does), as ONNX's reference computes it. `acc` holds exact integers (int64 or float64).
 // With `wrap`, out-of-range results wrap modulo 256 instead of saturating: ONNX's reference
 // QLinearMatMul casts without clipping, and its node tests expect that.
 void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const Tensor& b_scale,
