@@ -84,6 +84,9 @@ struct ProfileReport {
   size_t nodes_in_model = 0;         // nodes in the ONNX file, Constant nodes included
   size_t kernels_per_inference = 0;  // steps in the plan
   size_t kernels_unfused = 0;        // steps the same plan has with every fusion pass off
+  // Why the model is planned per run (a shape depends on input values, and every run with new
+  // values plans again with all of them folded), or "" when one plan serves every run.
+  std::string planned_per_run;
   std::vector<ProfileRow> kernels;   // sorted by time, descending
   std::vector<ProfileRow> ops;       // sorted by time, descending
   struct FusedItem {

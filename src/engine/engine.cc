@@ -2,6 +2,7 @@
 
 #include "engine/internals.h"
 #include "engine/sample_inputs.h"
+#include "ir/data_dependent.h"
 #include "kernels/cpu/backend.h"
 #include "onnx/importer.h"
 
@@ -93,8 +94,21 @@ Session build_session(const Engine& engine, const std::map<std::string, Dims>& i
   po.memory_aware_order = options.reorder;
   po.fusion = options.fusion;
   po.wrap_fused_kernel = internal.wrap_fused_kernel;
-  return EngineInternals::session(
-      std::make_unique<Plan>(build_plan(EngineInternals::graph(engine), input_dims, po)), options);
+  const std::shared_ptr<const Graph>& graph = EngineInternals::graph(engine);
+  try {
+    return EngineInternals::session(std::make_unique<Plan>(build_plan(graph, input_dims, po)), options);
+  } catch (const DataDependentShape& e) {
+    // Some shape depends on input values (NonZero, Unique, NonMaxSuppression on run-time data,
+    // a computed Reshape target): plan per run with every input frozen. The whole graph then
+    // folds at plan time in reference kernels, so each run with new values costs a plan
+    // (binding, fusion passes, memory plan) and runs no fast kernel; see docs/architecture.md.
+    PlanForInputs plan_for = [graph, input_dims, po](const std::map<std::string, Tensor>& inputs) {
+      PlanOptions frozen = po;
+      for (const auto& [name, value] : inputs) frozen.frozen_inputs.try_emplace(name, value);  // options.frozen_inputs stay
+      return std::make_unique<Plan>(build_plan(graph, input_dims, frozen));
+    };
+    return EngineInternals::session_planned_per_run(std::move(plan_for), e.what(), graph, input_dims, options);
+  }
 }
 
 }  // namespace fusor

@@ -3,6 +3,7 @@
 // session runs and its executor here. Nothing in include/fusor/ or the Python binding may
 // include this; users see a session through Session::set_observer and fusion_items().
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,21 +20,44 @@ struct InternalSessionOptions {
   KernelWrapper wrap_fused_kernel;
 };
 
+// Plans the model with every input frozen to `inputs`: how a session planned per run gets each
+// run's plan (see build_session).
+using PlanForInputs = std::function<std::unique_ptr<Plan>(const std::map<std::string, Tensor>& inputs)>;
+
 struct EngineInternals {
   static const std::shared_ptr<const Graph>& graph(const Engine& engine);
   static const Plan& plan(const Session& session);
   static Executor& executor(Session& session);
   static Session session(std::unique_ptr<Plan> plan, const SessionOptions& options);
+  // A session without a plan until run(): `model` and `dims` check each run's inputs, and
+  // `reason` says which shape needed input values.
+  static Session session_planned_per_run(PlanForInputs plan_for, std::string reason,
+                                         std::shared_ptr<const Graph> model, std::map<std::string, Dims> dims,
+                                         const SessionOptions& options);
+  static const std::string& planned_per_run(const Session& session);
+  static void prepare(Session& session, const std::map<std::string, Tensor>& inputs);
 };
+
+// Why the session is planned per run (the first shape that needed input values), or "" when it
+// has one plan for every run.
+inline const std::string& planned_per_run(const Session& session) { return EngineInternals::planned_per_run(session); }
+// A session planned per run plans for these inputs now, without running (nothing for others):
+// plan_of and executor_of then describe the run with these values. Runs with the same values
+// keep that plan and executor (their hooks too); other values replace both.
+inline void prepare_for(Session& session, const std::map<std::string, Tensor>& inputs) {
+  EngineInternals::prepare(session, inputs);
+}
 
 // The model as imported.
 inline const Graph& graph_of(const Engine& engine) { return *EngineInternals::graph(engine); }
+// The session's plan; a session planned per run throws before its first run (or prepare_for).
 inline const Plan& plan_of(const Session& session) { return EngineInternals::plan(session); }
 // The session's executor. Its step hook and observer are the ones Session::set_observer
 // installs: setting either here replaces the session's observer.
 inline Executor& executor_of(Session& session) { return EngineInternals::executor(session); }
 
-// Engine::session with the internal options as well.
+// Engine::session with the internal options as well. When a shape depends on input values that
+// are not known at plan time (ir/data_dependent.h), the session is planned per run instead.
 Session build_session(const Engine& engine, const std::map<std::string, Dims>& input_dims,
                       const SessionOptions& options, const InternalSessionOptions& internal);
 

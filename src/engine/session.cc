@@ -1,19 +1,85 @@
 #include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
 
 #include "engine/internals.h"
 
 namespace fusor {
 
+// A session holds one plan and the executor that runs it. A session planned per run (its model
+// has shapes that depend on input values, see build_session) starts without either: each run()
+// with new input values plans again with every input frozen and replaces both, so plan_of,
+// executor_of, kernels_per_inference(), memory() and fusion_items() describe the last run.
 struct Session::Impl {
-  Impl(std::unique_ptr<Plan> p, const SessionOptions& options)
-      : plan(std::move(p)), executor(*plan, ExecutorOptions{options.mem_reuse, options.mem_guard}) {}
+  // Per-run planning: how to plan for given values, and the values the current plan was made for.
+  struct PerRun {
+    PlanForInputs plan_for;
+    std::string reason;  // the first shape that needed input values
+    std::shared_ptr<const Graph> model;
+    std::map<std::string, Dims> dims;
+    std::map<std::string, Tensor> planned_for;  // copies: callers may reuse their buffers
+  };
 
-  std::unique_ptr<Plan> plan;  // the executor refers to it: declared first, destroyed last
-  Executor executor;
+  Impl(std::unique_ptr<Plan> p, const SessionOptions& options)
+      : executor_options{options.mem_reuse, options.mem_guard} {
+    install(std::move(p));
+  }
+  Impl(PerRun per_run_planning, const SessionOptions& options)
+      : executor_options{options.mem_reuse, options.mem_guard}, per_run(std::move(per_run_planning)) {}
+
+  void install(std::unique_ptr<Plan> p) {
+    executor.reset();  // it refers to the old plan
+    plan = std::move(p);
+    executor = std::make_unique<Executor>(*plan, executor_options);
+    kernel_names.clear();
+    install_observer();
+  }
+  void install_observer();
+  void plan_for_values(const std::map<std::string, Tensor>& inputs);
+  [[noreturn]] void no_plan_yet() const {
+    throw Error(per_run->reason + "; the session is planned per run and has no plan before its first run()");
+  }
+
+  ExecutorOptions executor_options;
+  std::optional<PerRun> per_run;
+  std::unique_ptr<Plan> plan;          // the executor refers to it: destroyed after it
+  std::unique_ptr<Executor> executor;  // null only in a per-run session before its first run
   Observer observer;
   std::vector<std::string> kernel_names;  // per step, for StepEvent (names are built strings)
   double step_seconds = 0;                // the step hook's time, read by the step observer
 };
+
+namespace {
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+}  // namespace
+
+// Plans again unless these are the values of the current plan (one plan cached: the last).
+void Session::Impl::plan_for_values(const std::map<std::string, Tensor>& inputs) {
+  PerRun& p = *per_run;
+  for (const auto& [name, dims] : p.dims) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) throw Error("missing input '" + name + "'", ErrorKind::InvalidArgument);
+    const Value& v = p.model->values[static_cast<size_t>(p.model->find_value(name))];
+    if (it->second.dtype() != v.dtype || it->second.dims() != dims)
+      throw Error("input '" + name + "' must be " + dtype_name(v.dtype) + " " + dims_to_string(dims) + ", got " +
+                      dtype_name(it->second.dtype()) + " " + dims_to_string(it->second.dims()),
+                  ErrorKind::InvalidArgument);
+  }
+  for (const auto& [name, t] : inputs)
+    if (!p.dims.count(name)) throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
+  if (plan && std::all_of(inputs.begin(), inputs.end(),
+                          [&](const auto& in) { return same_values(in.second, p.planned_for.at(in.first)); }))
+    return;
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, t] : inputs) values[name] = t.clone();
+  install(p.plan_for(values));
+  p.planned_for = std::move(values);
+}
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::Session(Session&&) noexcept = default;
@@ -21,6 +87,7 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) {
+  if (impl_->per_run) impl_->plan_for_values(inputs);
   const Graph& g = *impl_->plan->graph;
   std::vector<Tensor> ordered;
   for (int id : g.inputs) {
@@ -34,16 +101,17 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
       throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
   }
-  std::vector<Tensor> outs = impl_->executor.run(ordered);
+  std::vector<Tensor> outs = impl_->executor->run(ordered);
   std::map<std::string, Tensor> named;
   for (size_t i = 0; i < outs.size(); ++i) named[g.values[static_cast<size_t>(g.outputs[i])].name] = outs[i];
   return named;
 }
 
-size_t Session::kernels_per_inference() const { return impl_->plan->steps.size(); }
+size_t Session::kernels_per_inference() const { return impl_->plan ? impl_->plan->steps.size() : 0; }
 
 Session::MemoryStats Session::memory() const {
-  const MemoryPlan& m = impl_->executor.memory();
+  if (!impl_->executor) return {0, 0, 0, 0};
+  const MemoryPlan& m = impl_->executor->memory();
   size_t weights = 0;
   for (const Tensor& c : impl_->plan->constants) weights += c.defined() ? c.nbytes() : 0;
   return {m.arena_bytes, m.lower_bound_bytes, m.naive_bytes, weights};
@@ -51,33 +119,57 @@ Session::MemoryStats Session::memory() const {
 
 std::vector<FusionItemInfo> Session::fusion_items() const {
   std::vector<FusionItemInfo> items;
+  if (!impl_->plan) return items;
   for (const FusionItem& item : impl_->plan->fusion.items) items.push_back({item.name, item.kind, item.pass});
   return items;
 }
 
-// The executor reports a step's time (hook) and then its tensors (observer); the event joins them.
 void Session::set_observer(Observer observer) {
-  Impl& s = *impl_;
-  s.observer = std::move(observer);
-  if (!s.observer) {
-    s.executor.set_step_hook(nullptr);
-    s.executor.set_step_observer(nullptr);
+  impl_->observer = std::move(observer);
+  impl_->install_observer();
+}
+
+// The executor reports a step's time (hook) and then its tensors (observer); the event joins them.
+void Session::Impl::install_observer() {
+  if (!executor) return;  // a per-run session installs it once it has planned
+  if (!observer) {
+    executor->set_step_hook(nullptr);
+    executor->set_step_observer(nullptr);
     return;
   }
-  if (s.kernel_names.empty())
-    for (const Step& step : s.plan->steps) s.kernel_names.push_back(step.kernel->name());
-  s.executor.set_step_hook([&s](size_t, const Step&, double seconds) { s.step_seconds = seconds; });
-  s.executor.set_step_observer(
-      [&s](size_t index, const Step& step, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
-        const Node& node = s.plan->graph->nodes[static_cast<size_t>(step.node)];
-        s.observer({index, node.name, node.op_type, s.kernel_names[index], inputs, outputs, s.step_seconds});
+  if (kernel_names.empty())
+    for (const Step& step : plan->steps) kernel_names.push_back(step.kernel->name());
+  executor->set_step_hook([this](size_t, const Step&, double seconds) { step_seconds = seconds; });
+  executor->set_step_observer(
+      [this](size_t index, const Step& step, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
+        const Node& node = plan->graph->nodes[static_cast<size_t>(step.node)];
+        observer({index, node.name, node.op_type, kernel_names[index], inputs, outputs, step_seconds});
       });
 }
 
-const Plan& EngineInternals::plan(const Session& session) { return *session.impl_->plan; }
-Executor& EngineInternals::executor(Session& session) { return session.impl_->executor; }
+const Plan& EngineInternals::plan(const Session& session) {
+  if (!session.impl_->plan) session.impl_->no_plan_yet();
+  return *session.impl_->plan;
+}
+Executor& EngineInternals::executor(Session& session) {
+  if (!session.impl_->executor) session.impl_->no_plan_yet();
+  return *session.impl_->executor;
+}
 Session EngineInternals::session(std::unique_ptr<Plan> plan, const SessionOptions& options) {
   return Session(std::make_unique<Session::Impl>(std::move(plan), options));
+}
+Session EngineInternals::session_planned_per_run(PlanForInputs plan_for, std::string reason,
+                                                 std::shared_ptr<const Graph> model,
+                                                 std::map<std::string, Dims> dims, const SessionOptions& options) {
+  Session::Impl::PerRun per_run{std::move(plan_for), std::move(reason), std::move(model), std::move(dims), {}};
+  return Session(std::make_unique<Session::Impl>(std::move(per_run), options));
+}
+const std::string& EngineInternals::planned_per_run(const Session& session) {
+  static const std::string none;
+  return session.impl_->per_run ? session.impl_->per_run->reason : none;
+}
+void EngineInternals::prepare(Session& session, const std::map<std::string, Tensor>& inputs) {
+  if (session.impl_->per_run) session.impl_->plan_for_values(inputs);
 }
 
 }  // namespace fusor

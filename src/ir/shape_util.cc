@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/data_dependent.h"
+
 namespace fusor {
 
 [[noreturn]] void fail(const Node& node, const std::string& what, ErrorKind kind) {
@@ -57,11 +59,7 @@ std::vector<TensorType> same_as_input(const InferContext& ctx, size_t i) {
 }
 
 std::vector<int64_t> constant_ints(const InferContext& ctx, size_t i, const char* what) {
-  const Tensor* t = ctx.constant(i);
-  if (!t)
-    fail(ctx.node, std::string(what) + " must be known when the plan is built (input " +
-                       std::to_string(i) + " is computed at run time)");
-  return t->to_int64_vector();
+  return known_value(ctx, i, what).to_int64_vector();
 }
 
 }  // namespace fusor

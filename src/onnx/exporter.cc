@@ -98,6 +98,11 @@ class Exporter {
     }
     for (const Node& n : g.nodes) write_node(g, n, *gp.add_node());
     for (int v : g.outputs) set_type(*gp.add_output(), value(g, v));
+    // Nodes of other domains (ai.onnx.ml) need their opset imported wherever they may sit.
+    for (const auto& [domain, version] : other_domains_) {
+      add_import(model_.mutable_opset_import(), domain, version);
+      for (auto& f : *model_.mutable_functions()) add_import(f.mutable_opset_import(), domain, version);
+    }
   }
 
  private:
@@ -115,6 +120,13 @@ class Exporter {
     auto* fusor = out->Add();
     fusor->set_domain(kFusorDomain);
     fusor->set_version(1);
+  }
+
+  static void add_import(google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto>* out, const std::string& domain,
+                         int64_t version) {
+    auto* o = out->Add();
+    o->set_domain(domain);
+    o->set_version(version);
   }
 
   // Values any node or the graph's outputs use, each once, in first-use order.
@@ -152,6 +164,7 @@ class Exporter {
     if (n.op != Op::Fused) {
       np.set_op_type(n.op_type);
       np.set_domain(n.domain);
+      if (!n.domain.empty()) other_domains_.emplace(n.domain, n.opset);
       return;
     }
     if (!n.body) throw Error(n.describe() + ": fused node has no body to export");
@@ -223,6 +236,7 @@ class Exporter {
   int64_t opset_ = 0;
   std::map<std::string, int> next_index_;
   std::set<std::string> function_names_;
+  std::map<std::string, int64_t> other_domains_;  // domain -> opset of the nodes written in it
 };
 
 }  // namespace

@@ -136,6 +136,8 @@ class Importer {
   Graph run() {
     if (model_.opset_import_size() == 0) throw Error("model declares no opset_import");
     opsets_ = read_opsets(model_.opset_import());
+    // A model of ai.onnx.ml nodes alone may import no default domain: give it the newest.
+    opsets_.emplace("", kMaxOpset);
     opset_ = default_opset(opsets_, "model");
     // Every unsupported op at once: a user fixing a model should not discover them one by one.
     if (std::string missing = unsupported_summary(op_uses(model_)); !missing.empty())
@@ -266,8 +268,7 @@ class Importer {
     std::string where = "node '" + n.name + "' (op " + n.op_type + ", domain '" +
                         (n.domain.empty() ? "ai.onnx" : n.domain) + "', opset " +
                         std::to_string(n.opset) + ")";
-    auto op = n.domain.empty() ? op_from_name(n.op_type) : std::nullopt;
-    if (op == Op::Fused) op.reset();  // fusor's own: only as a function call in domain "fusor"
+    auto op = op_for_node(n.domain, n.op_type);
     if (n.domain == kFusorDomain) op = Op::Fused;
     const bool is_constant = n.domain.empty() && n.op_type == "Constant";
     if (!op && !is_constant) throw Error(where + ": unsupported operator", ErrorKind::UnsupportedOp);

@@ -1,6 +1,8 @@
 #include "onnx/op_support.h"
 
+#include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "ir/op_pending.h"
 #include "ir/op_table.h"
@@ -13,6 +15,11 @@ namespace {
 std::string node_label(const onnx::NodeProto& n, int index) {
   return n.name().empty() ? "#" + std::to_string(index) : n.name();
 }
+
+// The ai.onnx.ml ops fusor implements, each with an op row of the same name (ir/op_rows_ml.h).
+constexpr std::string_view kOnnxMlOps[] = {"Binarizer", "ArrayFeatureExtractor", "TreeEnsemble"};
+
+bool is_onnx_ml_op(std::string_view op_type) { return std::ranges::find(kOnnxMlOps, op_type) != std::end(kOnnxMlOps); }
 
 using Opsets = std::map<std::string, int64_t>;
 
@@ -39,12 +46,21 @@ void count_uses(const onnx::GraphProto& g, const Opsets& opsets, std::vector<OpU
 
 }  // namespace
 
+std::optional<Op> op_for_node(const std::string& domain, const std::string& op_type) {
+  if (domain == kOnnxMlDomain) return is_onnx_ml_op(op_type) ? op_from_name(op_type) : std::nullopt;
+  if ((!domain.empty() && domain != "ai.onnx") || is_onnx_ml_op(op_type)) return std::nullopt;
+  auto op = op_from_name(op_type);
+  if (op == Op::Fused) return std::nullopt;  // fusor's own: only as a function call in domain "fusor"
+  return op;
+}
+
 std::string unsupported_reason(const std::string& domain, const std::string& op_type) {
   if (domain == kFusorDomain || is_expanded_contrib_op(domain == "ai.onnx" ? "" : domain, op_type)) return "";
-  if (!domain.empty() && domain != "ai.onnx") return "domain '" + domain + "' is not supported";
-  if (op_type == "Constant") return "";
-  auto op = op_from_name(op_type);
-  if (!op || *op == Op::Fused) return "not an operator fusor implements";
+  if (domain == kOnnxMlDomain && !op_for_node(domain, op_type)) return "not an ai.onnx.ml operator fusor implements";
+  if (!domain.empty() && domain != "ai.onnx" && domain != kOnnxMlDomain) return "domain '" + domain + "' is not supported";
+  if (op_type == "Constant" && domain != kOnnxMlDomain) return "";
+  auto op = op_for_node(domain, op_type);
+  if (!op) return "not an operator fusor implements";
   if (op_is_pending(*op)) return "not implemented yet";
   return "";
 }

@@ -5,13 +5,24 @@
 #include <onnx/onnx_pb.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "ir/op_table.h"
 
 namespace fusor {
 
 // "" when fusor runs `op_type` of `domain` ("" or "ai.onnx" for ONNX's), else why not.
 std::string unsupported_reason(const std::string& domain, const std::string& op_type);
+
+// ONNX's classic-ML domain: fusor runs the few of its ops listed in op_support.cc.
+inline constexpr const char* kOnnxMlDomain = "ai.onnx.ml";
+
+// The op row a node of `domain` ("" or "ai.onnx" for ONNX's) and `op_type` runs as, or nullopt.
+// An ai.onnx.ml op maps to the row of its name only in its own domain. Constant nodes and
+// fused nodes (domain "fusor") are no op row here: the importer handles them itself.
+std::optional<Op> op_for_node(const std::string& domain, const std::string& op_type);
 
 // One op type a model uses, counted over its graph and every subgraph (If, Loop, Scan bodies).
 struct OpUse {

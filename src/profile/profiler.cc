@@ -98,6 +98,7 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   if (options.warmup < 0) throw Error("profile: warmup must not be negative");
   auto feeds = engine.sample_inputs(input_dims);
   Session session = engine.session(input_dims, options.session);
+  prepare_for(session, feeds);  // a session planned per run plans for the sample inputs now
   const Plan& plan = plan_of(session);
   const std::vector<StepInfo> steps = describe_steps(plan);
 
@@ -147,6 +148,7 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   report.nodes_in_model = engine.node_count();
   report.kernels_per_inference = session.kernels_per_inference();
   report.kernels_unfused = report.kernels_per_inference;
+  report.planned_per_run = planned_per_run(session);
   if (plan.source_graph != plan.graph) {  // fusion ran: count the plan it replaced (no run needed)
     SessionOptions unfused = options.session;
     unfused.fusion.reset();

@@ -63,6 +63,7 @@ std::string profile_json(const ProfileReport& r) {
       {"nodes_in_model", r.nodes_in_model},
       {"kernels_per_inference", r.kernels_per_inference},
       {"kernels_per_inference_unfused", r.kernels_unfused},
+      {"planned_per_run", r.planned_per_run},
       {"latency_ms", r.latency_ms},
       {"steps_ms", r.steps_ms},
       {"kernels", std::move(kernels)},
@@ -107,6 +108,8 @@ std::string profile_table(const ProfileReport& r, size_t top) {
                 r.inferences_per_s, r.throughput_per_s);
   out += format("%zu nodes in model, %zu kernels per inference (%zu unfused), %zu fusion items\n",
                 r.nodes_in_model, r.kernels_per_inference, r.kernels_unfused, r.fusion_items.size());
+  if (!r.planned_per_run.empty())
+    out += "planned per run (each run with new input values plans again): " + r.planned_per_run + "\n";
   std::map<std::string, int> kinds;
   for (const auto& i : r.fusion_items) ++kinds[i.kind];
   std::string by_kind;
