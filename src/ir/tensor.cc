@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "ir/float8.h"
 #include "ir/half.h"
 
 namespace fusor {
@@ -72,6 +73,10 @@ double Tensor::scalar_as_double(int64_t i) const {
     case DType::UInt16: return static_cast<const uint16_t*>(data_)[i];
     case DType::UInt32: return static_cast<const uint32_t*>(data_)[i];
     case DType::UInt64: return static_cast<double>(static_cast<const uint64_t*>(data_)[i]);
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+      return float8_to_float(static_cast<const uint8_t*>(data_)[i], dtype_);
+    case DType::Int4: return static_cast<const int8_t*>(data_)[i];
+    case DType::UInt4: return static_cast<const uint8_t*>(data_)[i];
     case DType::Undefined: break;
   }
   throw Error("scalar read of an undefined tensor");

@@ -5,6 +5,12 @@
 #include <cctype>
 
 namespace fusor {
+namespace {
+// TensorProto codes newer than the onnx headers fusor may build against (float8: onnx 1.14,
+// int4/uint4: onnx 1.16).
+constexpr int kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19, kFloat8E5M2FNUZ = 20, kUInt4 = 21,
+              kInt4 = 22;
+}  // namespace
 
 DType dtype_from_onnx(int t) {
   switch (t) {
@@ -21,6 +27,12 @@ DType dtype_from_onnx(int t) {
     case onnx::TensorProto::UINT16: return DType::UInt16;
     case onnx::TensorProto::UINT32: return DType::UInt32;
     case onnx::TensorProto::UINT64: return DType::UInt64;
+    case kFloat8E4M3FN: return DType::Float8E4M3FN;
+    case kFloat8E4M3FNUZ: return DType::Float8E4M3FNUZ;
+    case kFloat8E5M2: return DType::Float8E5M2;
+    case kFloat8E5M2FNUZ: return DType::Float8E5M2FNUZ;
+    case kUInt4: return DType::UInt4;
+    case kInt4: return DType::Int4;
     default: return DType::Undefined;
   }
 }
@@ -40,6 +52,12 @@ int dtype_to_onnx(DType t) {
     case DType::UInt16: return onnx::TensorProto::UINT16;
     case DType::UInt32: return onnx::TensorProto::UINT32;
     case DType::UInt64: return onnx::TensorProto::UINT64;
+    case DType::Float8E4M3FN: return kFloat8E4M3FN;
+    case DType::Float8E4M3FNUZ: return kFloat8E4M3FNUZ;
+    case DType::Float8E5M2: return kFloat8E5M2;
+    case DType::Float8E5M2FNUZ: return kFloat8E5M2FNUZ;
+    case DType::UInt4: return kUInt4;
+    case DType::Int4: return kInt4;
     case DType::Undefined: return onnx::TensorProto::UNDEFINED;
   }
   return onnx::TensorProto::UNDEFINED;

@@ -58,7 +58,8 @@ Attribute convert_attribute(const onnx::AttributeProto& a, const std::string& wh
 constexpr std::pair<const char*, const char*> kDTypeAttributes[] = {
     {"Cast", "to"}, {"EyeLike", "dtype"},
     {"HannWindow", "output_datatype"}, {"HammingWindow", "output_datatype"},
-    {"BlackmanWindow", "output_datatype"}, {"MelWeightMatrix", "output_datatype"}};
+    {"BlackmanWindow", "output_datatype"}, {"MelWeightMatrix", "output_datatype"},
+    {"QuantizeLinear", "output_dtype"}};
 
 void dtype_attributes_to_dtype(Node& n, const std::string& where) {
   for (const auto& [op, name] : kDTypeAttributes) {

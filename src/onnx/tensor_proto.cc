@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "onnx/dtype_codes.h"
+#include "onnx/int4_packing.h"
 
 namespace fusor {
 namespace {
@@ -73,6 +74,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   if (external) bytes = read_external(p, base_dir);
   else if (p.has_raw_data()) bytes = p.raw_data();
   const bool raw = external || p.has_raw_data();
+  if (is_4bit(dtype)) return tensor_4bit_from_proto(p, dtype, dims, count, raw, bytes);  // packed in files
   if (raw && count * dtype_size(dtype) != bytes.size())
     throw Error("tensor '" + p.name() + "' has " + std::to_string(bytes.size()) + " bytes of data but its shape " +
                 dims_to_string(dims) + " needs " + std::to_string(count * dtype_size(dtype)));
@@ -98,6 +100,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     case DType::Int16: copy_field<int16_t>(p.int32_data(), t, p.name()); break;
     case DType::UInt32: copy_field<uint32_t>(p.uint64_data(), t, p.name()); break;
     case DType::UInt64: copy_field<uint64_t>(p.uint64_data(), t, p.name()); break;
+    // float8 values keep their bit patterns in int32_data.
+    case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+      copy_field<uint8_t>(p.int32_data(), t, p.name());
+      break;
+    case DType::Int4: case DType::UInt4: break;  // read above
     case DType::Undefined: break;
   }
   return t;
@@ -107,7 +114,8 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto& p) {
   p.set_data_type(dtype_to_onnx(t.dtype()));
   p.clear_dims();
   for (int64_t d : t.dims()) p.add_dims(d);
-  p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
+  if (is_4bit(t.dtype())) p.set_raw_data(pack_4bit(static_cast<const uint8_t*>(t.raw()), t.numel()));
+  else p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
 }
 
 }  // namespace fusor

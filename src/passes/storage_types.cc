@@ -174,6 +174,7 @@ bool keeps_storage_types(Op op) {
     case Op::Cast: case Op::CastLike: case Op::Shape: case Op::Size: case Op::ConstantOfShape:
     case Op::Identity: case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze:
     case Op::Transpose: case Op::Concat: case Op::Split: case Op::Slice: case Op::Gather:
+    case Op::QLinearMatMul:  // integer in and out; its float16 scales round as ONNX's reference does
       return true;
     default:
       return false;

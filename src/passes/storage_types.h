@@ -3,7 +3,8 @@
 // executors: every node that would compute on a storage-typed input reads it through a Cast to
 // float32, and each of its float32 results goes through a Cast back to the storage type. Ops
 // that only move or reinterpret bytes (Reshape, Transpose, Concat, Slice, Gather, ...), Shape
-// and Size, and the casts themselves keep the storage types. The fusion passes then see float32.
+// and Size, the casts themselves, and QLinearMatMul (integer in and out, its float16 scales
+// rounding as ONNX's reference does) keep the storage types. The fusion passes then see float32.
 #pragma once
 #include <memory>
 #include <span>

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "ir/half.h"
+#include "kernels/ref/cast_quant.h"
 #include "kernels/ref/elementwise.h"
 #include "kernels/ref/reference.h"
 
@@ -50,6 +51,7 @@ To convert(From x) {
 void ref::cast_elements(const Node& n, const Tensor& in, Tensor& out) {
   if (in.numel() != out.numel())
     fail(n, "cast of " + std::to_string(in.numel()) + " elements into " + std::to_string(out.numel()));
+  if (is_quant_storage(in.dtype()) || is_quant_storage(out.dtype())) return cast_quant_storage(n, in, out);
   visit_cast_dtype(in.dtype(), n, [&](auto* from_tag) {
     using From = elem_t<decltype(from_tag)>;
     visit_cast_dtype(out.dtype(), n, [&](auto* to_tag) {
