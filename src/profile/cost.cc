@@ -73,7 +73,7 @@ StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::sp
   const TensorType& b = input_or_empty(inputs, 1);
 
   switch (op) {
-    case Op::MatMul: {
+    case Op::MatMul: case Op::MatMulInteger: case Op::QLinearMatMul: {
       // numpy semantics: a 1-D A is [K]; every output element is a dot product of length K.
       const int64_t k = a.dims.empty() ? 0 : a.dims.back();
       c.flops = 2.0 * out * static_cast<double>(k);
@@ -87,18 +87,28 @@ StepCost step_cost(const Node& node, std::span<const TensorType> inputs, std::sp
       if (input_or_empty(inputs, 2).dtype != DType::Undefined) c.flops += out;
       break;
     }
-    case Op::Conv: {
+    case Op::Conv: case Op::ConvInteger: case Op::QLinearConv: {
       // W is [M, C/group, k1, k2, ...]: one multiply-add per weight element feeding an output.
-      if (b.dims.size() >= 2) c.flops = 2.0 * out * product(std::vector<int64_t>(b.dims.begin() + 1, b.dims.end()));
+      const TensorType& w = op == Op::QLinearConv ? input_or_empty(inputs, 3) : b;
+      if (w.dims.size() >= 2) c.flops = 2.0 * out * product(std::vector<int64_t>(w.dims.begin() + 1, w.dims.end()));
+      if (op == Op::Conv && input_or_empty(inputs, 2).dtype != DType::Undefined) c.flops += out;
+      break;
+    }
+    case Op::ConvTranspose: {
+      // W is [C, M/group, k1, ...]: each input element feeds M/group * prod(k) outputs.
+      if (b.dims.size() >= 2) c.flops = 2.0 * numel(a) * product(std::vector<int64_t>(b.dims.begin() + 1, b.dims.end()));
       if (input_or_empty(inputs, 2).dtype != DType::Undefined) c.flops += out;
       break;
     }
+    case Op::GroupNormalization: case Op::InstanceNormalization: c.flops = 8.0 * out; break;
     case Op::Softmax: case Op::LogSoftmax: c.flops = 5.0 * out; break;
     case Op::LayerNormalization: c.flops = 8.0 * out; break;
-    case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax: case Op::GlobalAveragePool:
+    case Op::ReduceMean: case Op::ReduceSum: case Op::ReduceMax: case Op::ReduceMin: case Op::ReduceProd:
+    case Op::ReduceL1: case Op::ReduceL2: case Op::ReduceSumSquare: case Op::ReduceLogSum:
+    case Op::ReduceLogSumExp: case Op::GlobalAveragePool: case Op::GlobalMaxPool:
       c.flops = numel(a);
       break;
-    case Op::MaxPool: case Op::AveragePool: c.flops = out * product(node.attr_ints("kernel_shape")); break;
+    case Op::MaxPool: case Op::AveragePool: case Op::LpPool: c.flops = out * product(node.attr_ints("kernel_shape")); break;
     case Op::Gather:
       // Reads the indices and only the rows it gathers, not the whole table.
       c.bytes_read = nbytes(b) + c.bytes_written;

@@ -4,15 +4,20 @@
 // kernel happened to do.
 //
 // Conventions (docs/profile.md has the table):
-// - A multiply-add is 2 FLOPs. MatMul: 2*K per output element; Gemm adds one per output element
-//   for C; Conv: 2*(C/group)*prod(kernel) per output element, plus one for a bias.
+// - A multiply-add is 2 FLOPs. MatMul (and its integer forms): 2*K per output element; Gemm adds
+//   one per output element for C; Conv (and ConvInteger, QLinearConv): 2*(C/group)*prod(kernel)
+//   per output element, plus one for a bias; ConvTranspose: 2*(M/group)*prod(kernel) per input
+//   element, plus one per output for a bias.
 // - Unary elementwise ops: the elementwise table's FLOPs per element (ir/elementwise_table.h:
 //   each arithmetic op, compare-select and transcendental function of the formula counts 1, so
 //   Relu 1, Sigmoid 4, Gelu 5). Binary ops, comparisons and Where: 1 per output element;
 //   BatchNormalization 2; copies, casts and layout ops (Identity, Cast, Transpose, Gather, ...) 0.
 // - Softmax/LogSoftmax: 5 per element (max, subtract, exp, sum, divide/log).
-//   LayerNormalization: 8 per element (mean, subtract, square, sum, scale, gamma, beta, ~rsqrt).
-// - Reductions: 1 per input element. Pools: prod(kernel) per output element.
+//   LayerNormalization, GroupNormalization, InstanceNormalization: 8 per element (mean,
+//   subtract, square, sum, scale, gamma, beta, ~rsqrt).
+// - Reductions (every Reduce*, the global pools): 1 per input element. Pools (Max, Average, Lp):
+//   prod(kernel) per output element. Ops not named here (recurrent, spectral, Einsum, the
+//   control-flow ops) count 0 FLOPs: bytes only.
 // - Fused nodes: the FLOPs of their body's nodes; bytes are their own inputs and outputs only
 //   (intermediates stay in registers or cache: that is the point of fusing).
 // - Bytes read: every input tensor once (weights included), except Gather (indices plus the

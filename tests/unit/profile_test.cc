@@ -68,6 +68,17 @@ TEST(ProfileCost, ConvCountsChannelsPerGroupTimesKernel) {
   EXPECT_DOUBLE_EQ(step_cost(node_of(Op::Conv, {{"group", int64_t{32}}}), dw, dwo).flops, 32.0 * 64 * 2 * 9);
 }
 
+// A transposed convolution scatters each input element through M/group * prod(kernel) weights:
+// U-Net's 2x up-sampling [1, 64, 8, 8] * W [64, 32, 2, 2] stride 2 -> [1, 32, 16, 16].
+TEST(ProfileCost, ConvTransposeCountsPerInputElement) {
+  std::vector<TensorType> in = {f32({1, 64, 8, 8}), f32({64, 32, 2, 2}), f32({32})};
+  std::vector<TensorType> out = {f32({1, 32, 16, 16})};
+  const double inputs = 64.0 * 8 * 8, outputs = 32.0 * 16 * 16;
+  EXPECT_DOUBLE_EQ(step_cost(node_of(Op::ConvTranspose), in, out).flops, inputs * 2 * 32 * 2 * 2 + outputs);
+  // Every output gets C * prod(k) / stride^2 MACs here, the same work as the Conv it inverts.
+  EXPECT_DOUBLE_EQ(inputs * 32 * 2 * 2, outputs * 64);
+}
+
 TEST(ProfileCost, ElementwiseAndBroadcast) {
   // Add with a broadcast bias: one FLOP per output element; reads both inputs once.
   std::vector<TensorType> in = {f32({1, 16, 384}), f32({384})}, out = {f32({1, 16, 384})};
