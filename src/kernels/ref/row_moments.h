@@ -1,5 +1,6 @@
 // Mean and inverse standard deviation of one contiguous row, in double with two passes (more
-// precise than any stash_type asks): shared by LayerNormalization and the norms of norms.cc.
+// precise than any stash_type asks): shared by LayerNormalization, GroupNormalization and
+// InstanceNormalization.
 #pragma once
 #include <cmath>
 #include <cstdint>
