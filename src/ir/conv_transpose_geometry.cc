@@ -10,6 +10,8 @@ namespace {
 
 int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
 
+}  // namespace
+
 std::vector<int64_t> ints_sized(const Node& node, const char* key, size_t n, int64_t fill) {
   auto v = node.attr_ints(key);
   if (v.empty()) return std::vector<int64_t>(n, fill);
@@ -17,8 +19,6 @@ std::vector<int64_t> ints_sized(const Node& node, const char* key, size_t n, int
     fail(node, std::string(key) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
   return v;
 }
-
-}  // namespace
 
 std::vector<TransposedAxis> conv_transpose_axes(const Node& node, const Dims& x, const Dims& kernel) {
   const size_t ns = x.size() - 2;

@@ -16,4 +16,8 @@ struct TransposedAxis {
 // the node on attributes that do not fit (wrong lengths, non-positive strides, negative sizes).
 std::vector<TransposedAxis> conv_transpose_axes(const Node& node, const Dims& x, const Dims& kernel);
 
+// A per-axis int attribute of Conv or ConvTranspose (strides, dilations, pads...): `n` copies of
+// `fill` when absent, else exactly `n` values or a failure naming the node.
+std::vector<int64_t> ints_sized(const Node& node, const char* key, size_t n, int64_t fill);
+
 }  // namespace fusor

@@ -37,14 +37,6 @@ Dims kernel_of(const InferContext& ctx, const Dims& w) {
   return k;
 }
 
-std::vector<int64_t> ints_sized(const Node& node, const char* key, size_t n, int64_t fill) {
-  auto v = node.attr_ints(key);
-  if (v.empty()) return std::vector<int64_t>(n, fill);
-  if (v.size() != n)
-    fail(node, std::string(key) + " has " + std::to_string(v.size()) + " values, expected " + std::to_string(n));
-  return v;
-}
-
 }  // namespace
 
 std::vector<TensorType> shape::ConvTranspose(const InferContext& ctx) {

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "ir/graph.h"
+#include "ir/input_checks.h"
 #include "ir/layout_params.h"
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
@@ -12,16 +13,6 @@ namespace fusor {
 namespace {
 
 int64_t rank_of(const InferContext& ctx, size_t i) { return static_cast<int64_t>(ctx.inputs[i].dims.size()); }
-
-void require_input(const InferContext& ctx, size_t i, const char* what) {
-  if (!ctx.has_input(i)) fail(ctx.node, std::string("missing required input ") + what);
-}
-
-void require_int_dtype(const InferContext& ctx, size_t i, const char* what) {
-  DType t = ctx.inputs[i].dtype;
-  if (t != DType::Int64 && t != DType::Int32)
-    fail(ctx.node, std::string(what) + " must be int64 or int32, got " + dtype_name(t));
-}
 
 // Axes of Squeeze/Unsqueeze: the "axes" attribute before opset 13, optional input 1 from 13.
 std::optional<std::vector<int64_t>> axes_arg(const InferContext& ctx) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "ir/graph.h"
+#include "ir/input_checks.h"
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
 #include "ir/tfidf_params.h"
@@ -10,10 +11,6 @@
 
 namespace fusor {
 namespace {
-
-void require_input(const InferContext& ctx, size_t i, const char* what) {
-  if (!ctx.has_input(i)) fail(ctx.node, std::string("missing required input ") + what);
-}
 
 void require_dtype_in(const InferContext& ctx, size_t i, std::initializer_list<DType> allowed, const char* what) {
   const DType t = ctx.inputs[i].dtype;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/graph.h"
+#include "ir/input_checks.h"
 #include "ir/op_functions.h"
 #include "ir/pad_params.h"
 #include "ir/resize_params.h"
@@ -10,16 +11,6 @@
 
 namespace fusor {
 namespace {
-
-void require_input(const InferContext& ctx, size_t i, const char* what) {
-  if (!ctx.has_input(i)) fail(ctx.node, std::string("missing required input ") + what);
-}
-
-void require_int_dtype(const InferContext& ctx, size_t i, const char* what) {
-  DType t = ctx.inputs[i].dtype;
-  if (t != DType::Int64 && t != DType::Int32)
-    fail(ctx.node, std::string(what) + " must be int64 or int32, got " + dtype_name(t));
-}
 
 void require_same_dtype(const InferContext& ctx, size_t i, size_t j, const char* what) {
   if (ctx.inputs[i].dtype != ctx.inputs[j].dtype)

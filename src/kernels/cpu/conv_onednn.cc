@@ -7,7 +7,6 @@
 // activation.
 #include "kernels/cpu/conv_onednn.h"
 
-#include <cstring>
 #include <optional>
 
 #include "kernels/cpu/common.h"
@@ -130,27 +129,12 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
         return dnnl::convolution_forward::primitive_desc(desc(dnnl::algorithm::convolution_direct), attr,
                                                          onednn::engine());
       }();
-      auto ent = std::make_shared<PlainIoEntry>();
-      ent->prim = dnnl::convolution_forward(conv_pd);
-      ent->src = conv_pd.src_desc();
-      ent->dst = conv_pd.dst_desc();
-      ent->scratchpad = conv_pd.scratchpad_desc();
-      ent->weights = conv_pd.weights_desc();
+      auto ent = plain_io_entry(dnnl::convolution_forward(conv_pd), conv_pd, src_user, dst_user,
+                                /*dst_in=*/epi.residual >= 0);
       ent->winograd = std::string(conv_pd.impl_info_str()).find("wino") != std::string::npos;
-      add_plain_reorders(*ent, src_user, dst_user, /*dst_in=*/epi.residual >= 0);
       return ent;
     });
-    auto& eng = onednn::engine();
-    memory wu(w_user, eng, const_cast<float*>(w->data<float>()));
-    memory packed(e->weights, eng);
-    dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
-    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, packed}};
-    if (has_bias) {
-      memory bias(bias_md, eng);
-      std::memcpy(bias.get_data_handle(), b->data<float>(), static_cast<size_t>(OC) * sizeof(float));
-      args[DNNL_ARG_BIAS] = bias;
-    }
-    onednn::stream().wait();
+    auto args = packed_weights_and_bias(*e, w_user, *w, bias_md, b);
     std::string name = std::string("conv2d_f32") + (group > 1 ? "_grouped" : "") + (has_bias ? "_bias" : "") +
                        (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + (e->winograd ? "_winograd" : "") +
                        "_onednn_packed";

@@ -4,8 +4,6 @@
 // (negative when output_padding or output_shape grows the end). ONNX's W, [C, M / group, k...],
 // is oneDNN's iohw / giohw order, reordered once into the layout the primitive prefers. src and
 // dst stay plain for the caller, as with Conv (onednn_plain_io.h).
-#include <cstring>
-
 #include "ir/conv_transpose_geometry.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
@@ -13,13 +11,10 @@
 #include "kernels/cpu/onednn_plain_io.h"
 
 namespace fusor::cpu {
-namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-}  // namespace
 
 std::unique_ptr<Kernel> make_conv_transpose_kernel(const KernelRequest& r) {
   const Node& n = r.node;
@@ -84,26 +79,9 @@ std::unique_ptr<Kernel> make_conv_transpose_kernel(const KernelRequest& r) {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       dnnl::deconvolution_forward::primitive_desc pd(desc, attr, onednn::engine());
-      auto ent = std::make_shared<PlainIoEntry>();
-      ent->prim = dnnl::deconvolution_forward(pd);
-      ent->src = pd.src_desc();
-      ent->dst = pd.dst_desc();
-      ent->scratchpad = pd.scratchpad_desc();
-      ent->weights = pd.weights_desc();
-      add_plain_reorders(*ent, src_user, dst_user);
-      return ent;
+      return plain_io_entry(dnnl::deconvolution_forward(pd), pd, src_user, dst_user);
     });
-    auto& eng = onednn::engine();
-    memory wu(w_user, eng, const_cast<float*>(w->data<float>()));
-    memory packed(e->weights, eng);
-    dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
-    std::unordered_map<int, memory> args{{DNNL_ARG_WEIGHTS, packed}};
-    if (has_bias) {
-      memory bias(bias_md, eng);
-      std::memcpy(bias.get_data_handle(), b->data<float>(), static_cast<size_t>(OC) * sizeof(float));
-      args[DNNL_ARG_BIAS] = bias;
-    }
-    onednn::stream().wait();
+    auto args = packed_weights_and_bias(*e, w_user, *w, bias_md, b);
     const std::string name = std::string("deconv") + (is3d ? "3d" : "2d") + "_f32" + (group > 1 ? "_grouped" : "") +
                              (has_bias ? "_bias" : "") + "_onednn_packed";
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name);

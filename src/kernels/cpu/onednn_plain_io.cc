@@ -57,6 +57,36 @@ void add_plain_reorders(PlainIoEntry& e, const dnnl::memory::desc& user_src, con
     e.dst_in_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(eng, user_dst, eng, e.dst));
 }
 
+std::shared_ptr<PlainIoEntry> plain_io_entry(dnnl::primitive prim, const dnnl::primitive_desc_base& pd,
+                                             const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst,
+                                             bool dst_in) {
+  auto e = std::make_shared<PlainIoEntry>();
+  e->prim = std::move(prim);
+  e->src = pd.src_desc(0);
+  e->dst = pd.dst_desc(0);
+  e->scratchpad = pd.scratchpad_desc();
+  e->weights = pd.weights_desc(0);
+  add_plain_reorders(*e, user_src, user_dst, dst_in);
+  return e;
+}
+
+std::unordered_map<int, dnnl::memory> packed_weights_and_bias(const PlainIoEntry& entry,
+                                                              const dnnl::memory::desc& w_user, const Tensor& w,
+                                                              const dnnl::memory::desc& bias_md, const Tensor* bias) {
+  auto& eng = onednn::engine();
+  dnnl::memory wu(w_user, eng, const_cast<float*>(w.data<float>()));
+  dnnl::memory packed(entry.weights, eng);
+  dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
+  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, packed}};
+  if (bias) {
+    dnnl::memory b(bias_md, eng);
+    std::memcpy(b.get_data_handle(), bias->data<float>(), bias_md.get_size());
+    args[DNNL_ARG_BIAS] = b;
+  }
+  onednn::stream().wait();
+  return args;
+}
+
 OnednnPlainIo::OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dnnl::memory::desc& user_src,
                              const dnnl::memory::desc& user_dst, std::unordered_map<int, dnnl::memory> extra_args)
     : entry_(std::move(entry)), args_(std::move(extra_args)) {

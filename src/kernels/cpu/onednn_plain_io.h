@@ -9,6 +9,7 @@
 
 #include "kernels/kernel.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <span>
@@ -31,6 +32,18 @@ struct PlainIoEntry {
 // the one that brings a plain tensor into dst's layout).
 void add_plain_reorders(PlainIoEntry& entry, const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst,
                         bool dst_in = false);
+
+// A new entry for `prim`, compiled as `pd` (with a user scratchpad): the primitive's layouts,
+// weights' included where it has any, and the reorders to and from the caller's (above).
+std::shared_ptr<PlainIoEntry> plain_io_entry(dnnl::primitive prim, const dnnl::primitive_desc_base& pd,
+                                             const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst,
+                                             bool dst_in = false);
+
+// The constant arguments of a convolution-like primitive: float32 weights `w`, laid out as
+// `w_user`, reordered once into entry.weights, and the bias (when given) copied into `bias_md`.
+std::unordered_map<int, dnnl::memory> packed_weights_and_bias(const PlainIoEntry& entry,
+                                                              const dnnl::memory::desc& w_user, const Tensor& w,
+                                                              const dnnl::memory::desc& bias_md, const Tensor* bias);
 
 class OnednnPlainIo {
  public:

@@ -11,13 +11,10 @@
 #include "kernels/cpu/onednn_plain_io.h"
 
 namespace fusor::cpu {
-namespace {
 
 using dnnl::memory;
 using tag = memory::format_tag;
 using dt = memory::data_type;
-
-}  // namespace
 
 std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
   const Node& n = r.node;
@@ -79,13 +76,7 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
       } catch (const dnnl::error&) {
         pd = make_pd(src, dst);
       }
-      auto ent = std::make_shared<PlainIoEntry>();
-      ent->prim = dnnl::pooling_forward(pd);
-      ent->src = pd.src_desc();
-      ent->dst = pd.dst_desc();
-      ent->scratchpad = pd.scratchpad_desc();
-      add_plain_reorders(*ent, src, dst);
-      return ent;
+      return plain_io_entry(dnnl::pooling_forward(pd), pd, src, dst);
     });
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src, dst, {}),
                                         std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");

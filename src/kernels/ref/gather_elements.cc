@@ -12,27 +12,12 @@ namespace fusor::ref {
 
 void GatherElements(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   const Tensor& data = inputs[0];
-  const Dims& idims = inputs[1].dims();
-  const auto indices = inputs[1].to_int64_vector();
-  const size_t rank = data.rank();
-  const auto axis = static_cast<size_t>(normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(rank), node));
-  const auto strides = strides_of(data.dims());
+  const auto offsets = element_offsets(node, data, inputs[1]);
   const size_t esize = dtype_size(data.dtype());
   const auto* src = static_cast<const std::byte*>(data.raw());
   auto* dst = static_cast<std::byte*>(outputs[0].raw());
-  std::vector<int64_t> pos(rank, 0);
-  int64_t base = 0;  // data offset of `pos` without the axis term
-  for (size_t k = 0; k < indices.size(); ++k) {
-    const int64_t i = wrap_index(node, indices[k], data.dims()[axis], axis);
-    std::memcpy(dst + k * esize, src + static_cast<size_t>(base + i * strides[axis]) * esize, esize);
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t step = d == axis ? 0 : strides[d];
-      base += step;
-      if (++pos[d] < idims[d]) break;
-      base -= step * idims[d];
-      pos[d] = 0;
-    }
-  }
+  for (size_t k = 0; k < offsets.size(); ++k)
+    std::memcpy(dst + k * esize, src + static_cast<size_t>(offsets[k]) * esize, esize);
 }
 
 // Data viewed as [batch, d_b .. d_{r-1}], indices as [batch, n, k]: each k-tuple picks the

@@ -5,6 +5,7 @@
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
 #include "kernels/ref/reference.h"
+#include "kernels/ref/row_moments.h"
 
 namespace fusor::ref {
 namespace {
@@ -57,15 +58,7 @@ void LayerNormalization(const Node& node, std::span<const Tensor> inputs, std::s
     for (int64_t r = 0; r < rows; ++r) {
       const T* src = in + r * d;
       T* dst = out + r * d;
-      double sum = 0;
-      for (int64_t i = 0; i < d; ++i) sum += static_cast<double>(src[i]);
-      double mean = sum / static_cast<double>(d);
-      double sq = 0;
-      for (int64_t i = 0; i < d; ++i) {
-        double c = static_cast<double>(src[i]) - mean;
-        sq += c * c;
-      }
-      double inv = 1.0 / std::sqrt(sq / static_cast<double>(d) + eps);
+      const auto [mean, inv] = row_moments(src, d, eps);
       for (int64_t i = 0; i < d; ++i) {
         double v = (static_cast<double>(src[i]) - mean) * inv * scale[static_cast<size_t>(i)];
         if (!bias.empty()) v += bias[static_cast<size_t>(i)];

@@ -8,6 +8,7 @@
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
 #include "kernels/ref/reference.h"
+#include "kernels/ref/row_moments.h"
 
 namespace fusor::ref {
 namespace {
@@ -20,15 +21,7 @@ void normalize_rows(const T* x, T* y, int64_t rows, int64_t len, double eps, Aff
   for (int64_t r = 0; r < rows; ++r) {
     const T* src = x + r * len;
     T* dst = y + r * len;
-    double sum = 0;
-    for (int64_t i = 0; i < len; ++i) sum += static_cast<double>(src[i]);
-    const double mean = len ? sum / static_cast<double>(len) : 0.0;
-    double sq = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      const double c = static_cast<double>(src[i]) - mean;
-      sq += c * c;
-    }
-    const double inv = 1.0 / std::sqrt((len ? sq / static_cast<double>(len) : 0.0) + eps);
+    const auto [mean, inv] = row_moments(src, len, eps);
     for (int64_t i = 0; i < len; ++i)
       dst[i] = static_cast<T>(affine(r, i, (static_cast<double>(src[i]) - mean) * inv));
   }

@@ -46,6 +46,45 @@ void for_each_tap(const Window& w, const std::array<int64_t, 3>& st, F&& f) {
   }
 }
 
+// For each output of a windowed pool: y = finish(sum of term(x) over the window's taps inside
+// the input, how many taps those are, the kernel volume), in double (AveragePool, LpPool).
+template <class Term, class Finish>
+void sum_windows(const Node& node, const Tensor& x, Tensor& y, Term&& term, Finish&& finish) {
+  const Window w = window_of(node, x.dims(), y.dims(), node.attr_ints("kernel_shape"));
+  const int64_t kernel_vol = w.k[0] * w.k[1] * w.k[2];
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    for_each_window<T>(w, planes, [&](int64_t plane, int64_t p, std::array<int64_t, 3> st) {
+      const T* xc = px + plane * in_vol;
+      double sum = 0;
+      int64_t valid = 0;
+      for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
+        ++valid;
+        sum += term(static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]));
+      });
+      py[plane * p_len + p] = static_cast<T>(finish(sum, valid, kernel_vol));
+    });
+  });
+}
+
+// y[plane] = reduce(the plane's values, their count) for each N x C plane of x (global pools).
+template <class Reduce>
+void reduce_planes(const Node& node, const Tensor& x, Tensor& y, Reduce&& reduce) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t vol = planes ? x.numel() / planes : 0;
+  visit_float(x.dtype(), node, [&](auto* tag) {
+    using T = elem_t<decltype(tag)>;
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+#pragma omp parallel for
+    for (int64_t pl = 0; pl < planes; ++pl) py[pl] = static_cast<T>(reduce(px + pl * vol, vol));
+  });
+}
+
 // LpPool's p: an int from opset 11, a float before.
 double lp_pool_p(const Node& node) {
   auto it = node.attrs.find("p");
@@ -89,86 +128,37 @@ void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
 }
 
 void AveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  const Tensor& x = inputs[0];
-  Window w = window_of(node, x.dims(), outputs[0].dims(), node.attr_ints("kernel_shape"));
-  bool include_pad = node.attr_int("count_include_pad", 0) != 0;
-  int64_t kernel_vol = w.k[0] * w.k[1] * w.k[2];
-  int64_t planes = x.dim(0) * x.dim(1);
-  int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
-  visit_float(x.dtype(), node, [&](auto* tag) {
-    using T = elem_t<decltype(tag)>;
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-    for_each_window<T>(w, planes, [&](int64_t plane, int64_t p, std::array<int64_t, 3> st) {
-      const T* xc = px + plane * in_vol;
-      double sum = 0;
-      int64_t valid = 0;
-      for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
-        ++valid;
-        sum += static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]);
-      });
-      int64_t count = include_pad ? kernel_vol : valid;
-      py[plane * p_len + p] = static_cast<T>(count ? sum / static_cast<double>(count) : 0.0);
-    });
-  });
+  const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
+  sum_windows(node, inputs[0], outputs[0], [](double v) { return v; },
+              [&](double sum, int64_t valid, int64_t kernel_vol) {
+                const int64_t count = include_pad ? kernel_vol : valid;
+                return count ? sum / static_cast<double>(count) : 0.0;
+              });
 }
 
 void GlobalAveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  const Tensor& x = inputs[0];
-  int64_t planes = x.dim(0) * x.dim(1);
-  int64_t vol = planes ? x.numel() / planes : 0;
-  visit_float(x.dtype(), node, [&](auto* tag) {
-    using T = elem_t<decltype(tag)>;
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-#pragma omp parallel for
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      double sum = 0;
-      for (int64_t i = 0; i < vol; ++i) sum += static_cast<double>(px[pl * vol + i]);
-      py[pl] = static_cast<T>(sum / static_cast<double>(vol));
-    }
+  reduce_planes(node, inputs[0], outputs[0], [](const auto* src, int64_t vol) {
+    double sum = 0;
+    for (int64_t i = 0; i < vol; ++i) sum += static_cast<double>(src[i]);
+    return sum / static_cast<double>(vol);
   });
 }
 
 void GlobalMaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  const Tensor& x = inputs[0];
-  const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t vol = planes ? x.numel() / planes : 0;
-  visit_float(x.dtype(), node, [&](auto* tag) {
-    using T = elem_t<decltype(tag)>;
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-#pragma omp parallel for
-    for (int64_t pl = 0; pl < planes; ++pl) {
-      const T* src = px + pl * vol;
-      T best = -std::numeric_limits<T>::infinity();
-      for (int64_t i = 0; i < vol; ++i)
-        if (src[i] > best || std::isnan(src[i])) best = src[i];
-      py[pl] = best;
-    }
+  reduce_planes(node, inputs[0], outputs[0], [](const auto* src, int64_t vol) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(src)>>;
+    T best = -std::numeric_limits<T>::infinity();
+    for (int64_t i = 0; i < vol; ++i)
+      if (src[i] > best || std::isnan(src[i])) best = src[i];
+    return best;
   });
 }
 
 // (sum over the window of |x|^p)^(1/p); taps in the padding add zero.
 void LpPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  const Tensor& x = inputs[0];
-  Window w = window_of(node, x.dims(), outputs[0].dims(), node.attr_ints("kernel_shape"));
   const double p = lp_pool_p(node);
-  const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
-  visit_float(x.dtype(), node, [&](auto* tag) {
-    using T = elem_t<decltype(tag)>;
-    const T* px = x.data<T>();
-    T* py = outputs[0].data<T>();
-    for_each_window<T>(w, planes, [&](int64_t plane, int64_t at, std::array<int64_t, 3> st) {
-      const T* xc = px + plane * in_vol;
-      double sum = 0;
-      for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
-        sum += std::pow(std::fabs(static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix])), p);
-      });
-      py[plane * p_len + at] = static_cast<T>(std::pow(sum, 1.0 / p));
-    });
-  });
+  sum_windows(node, inputs[0], outputs[0], [&](double v) { return std::pow(std::fabs(v), p); },
+              [&](double sum, int64_t, int64_t) { return std::pow(sum, 1.0 / p); });
 }
 
 }  // namespace fusor::ref

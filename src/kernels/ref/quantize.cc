@@ -4,6 +4,7 @@
 // targets round and saturate per ir/float8.h, following the `saturate` attribute).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "ir/float8.h"
 #include "ir/quant_layout.h"
@@ -17,6 +18,21 @@ namespace {
 
 const Tensor* optional_input(std::span<const Tensor> in, size_t i) {
   return i < in.size() && in[i].defined() ? &in[i] : nullptr;
+}
+
+// What QuantizeLinear and DequantizeLinear share: which scale and zero point each element of
+// x uses, and the zero points as doubles (one 0 when none is given).
+struct LinearParams {
+  QuantLayout layout;
+  bool has_zp = false;
+  std::vector<double> zps;
+  double zero_point(int64_t p) const { return zps[has_zp ? static_cast<size_t>(p) : 0]; }
+};
+
+LinearParams linear_params(const Node& n, std::span<const Tensor> in) {
+  const Tensor* zp = optional_input(in, 2);
+  return LinearParams{quant_layout(n, in[0].dims(), in[1].dims(), zp ? &zp->dims() : nullptr), zp != nullptr,
+                      zp ? values_as_double(*zp) : std::vector<double>(1, 0.0)};
 }
 
 // x / scale as float32 when both are float32 (numpy's float32 division), else as double.
@@ -33,10 +49,8 @@ double divide(double x, S scale, bool x_is_float32) {
 void QuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
   const Tensor& x = in[0];
   const Tensor& scale = in[1];
-  const Tensor* zp = optional_input(in, 2);
   Tensor& y = out[0];
-  const QuantLayout q = quant_layout(n, x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
-  const std::vector<double> zps = zp ? values_as_double(*zp) : std::vector<double>(1, 0.0);
+  const LinearParams q = linear_params(n, in);
   const bool saturate = n.opset < 19 || n.attr_int("saturate", 1) != 0;
   const bool x_is_float32 = x.dtype() == DType::Float32;
   const DType t = y.dtype();
@@ -46,9 +60,9 @@ void QuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor>
     using S = elem_t<decltype(tag)>;
     const S* s = scale.data<S>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const int64_t p = q.param_index(i);
+      const int64_t p = q.layout.param_index(i);
       const double r = divide(x.scalar_as_double(i), s[p], x_is_float32);
-      const double z = zps[zp ? p : 0];
+      const double z = q.zero_point(p);
       if (is_float8(t)) {
         // A zero point of 0 is skipped so that -0 stays -0.
         static_cast<uint8_t*>(y.raw())[i] = float_to_float8(static_cast<float>(z != 0 ? r + z : r), f8, saturate);
@@ -63,20 +77,18 @@ void QuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor>
 void DequantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor> out) {
   const Tensor& x = in[0];
   const Tensor& scale = in[1];
-  const Tensor* zp = optional_input(in, 2);
   Tensor& y = out[0];
-  const QuantLayout q = quant_layout(n, x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
-  const std::vector<double> zps = zp ? values_as_double(*zp) : std::vector<double>(1, 0.0);
-  if (zp && is_float8(x.dtype()) && std::any_of(zps.begin(), zps.end(), [](double z) { return z != 0; }))
+  const LinearParams q = linear_params(n, in);
+  if (q.has_zp && is_float8(x.dtype()) && std::any_of(q.zps.begin(), q.zps.end(), [](double z) { return z != 0; }))
     fail(n, "a float8 x_zero_point must be zero");
   visit_float(scale.dtype(), n, [&](auto* tag) {
     using S = elem_t<decltype(tag)>;
     const S* s = scale.data<S>();
     S* py = y.data<S>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const int64_t p = q.param_index(i);
+      const int64_t p = q.layout.param_index(i);
       // (x - zero point) in float32, as ONNX's reference does, then times the scale.
-      const float dx = static_cast<float>(x.scalar_as_double(i)) - static_cast<float>(zps[zp ? p : 0]);
+      const float dx = static_cast<float>(x.scalar_as_double(i)) - static_cast<float>(q.zero_point(p));
       py[i] = static_cast<S>(dx * s[p]);
     }
   });

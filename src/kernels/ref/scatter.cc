@@ -63,31 +63,15 @@ void copy_data(const Tensor& data, Tensor& out) {
 void scatter_elements(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   const Tensor& data = inputs[0];
   Tensor& out = outputs[0];
-  const Dims& idims = inputs[1].dims();
-  const auto indices = inputs[1].to_int64_vector();
-  const size_t rank = data.rank();
-  const auto axis = static_cast<size_t>(normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(rank), node));
-  const auto strides = strides_of(data.dims());
-  const size_t esize = dtype_size(data.dtype());
   const Combine combine = combiner(node, data.dtype());
-  // Check every index before writing, so a bad one leaves no half-written output behind.
-  std::vector<int64_t> wrapped(indices.size());
-  for (size_t k = 0; k < indices.size(); ++k) wrapped[k] = wrap_index(node, indices[k], data.dims()[axis], axis);
+  // Every index is checked before writing, so a bad one leaves no half-written output behind.
+  const auto offsets = element_offsets(node, data, inputs[1]);
+  const size_t esize = dtype_size(data.dtype());
   copy_data(data, out);
   const auto* upd = static_cast<const std::byte*>(inputs[2].raw());
   auto* dst = static_cast<std::byte*>(out.raw());
-  std::vector<int64_t> pos(rank, 0);
-  int64_t base = 0;  // output offset of `pos` without the axis term
-  for (size_t k = 0; k < wrapped.size(); ++k) {
-    combine(dst + static_cast<size_t>(base + wrapped[k] * strides[axis]) * esize, upd + k * esize, 1);
-    for (size_t d = rank; d-- > 0;) {
-      const int64_t step = d == axis ? 0 : strides[d];
-      base += step;
-      if (++pos[d] < idims[d]) break;
-      base -= step * idims[d];
-      pos[d] = 0;
-    }
-  }
+  for (size_t k = 0; k < offsets.size(); ++k)
+    combine(dst + static_cast<size_t>(offsets[k]) * esize, upd + k * esize, 1);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // double.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
@@ -30,7 +31,10 @@ AxisView axis_view(const Node& node, const Tensor& x) {
   return v;
 }
 
-void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
+// Calls f(src, dst, d, inner) for each lane along the normalized axis: its d values are
+// src[i * inner], their results go to dst[i * inner].
+template <class F>
+void for_each_lane(const Node& node, const Tensor& x, Tensor& y, F&& f) {
   const AxisView v = axis_view(node, x);
   const int64_t outer = v.outer, d = v.d, inner = v.inner;
   visit_float(x.dtype(), node, [&](auto* tag) {
@@ -38,46 +42,37 @@ void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
     const T* in = x.data<T>();
     T* out = y.data<T>();
 #pragma omp parallel for
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t j = 0; j < inner; ++j) {
-        const T* src = in + o * d * inner + j;
-        T* dst = out + o * d * inner + j;
-        double mx = -std::numeric_limits<double>::infinity();
-        for (int64_t i = 0; i < d; ++i) mx = std::max(mx, static_cast<double>(src[i * inner]));
-        double sum = 0;
-        for (int64_t i = 0; i < d; ++i) sum += std::exp(static_cast<double>(src[i * inner]) - mx);
-        if (log) {
-          double lse = std::log(sum);
-          for (int64_t i = 0; i < d; ++i)
-            dst[i * inner] = static_cast<T>(static_cast<double>(src[i * inner]) - mx - lse);
-        } else {
-          double inv = 1.0 / sum;
-          for (int64_t i = 0; i < d; ++i)
-            dst[i * inner] = static_cast<T>(std::exp(static_cast<double>(src[i * inner]) - mx) * inv);
-        }
-      }
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j = 0; j < inner; ++j) f(in + o * d * inner + j, out + o * d * inner + j, d, inner);
+  });
+}
+
+void softmax_like(const Node& node, const Tensor& x, Tensor& y, bool log) {
+  for_each_lane(node, x, y, [log](const auto* src, auto* dst, int64_t d, int64_t inner) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    double mx = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < d; ++i) mx = std::max(mx, static_cast<double>(src[i * inner]));
+    double sum = 0;
+    for (int64_t i = 0; i < d; ++i) sum += std::exp(static_cast<double>(src[i * inner]) - mx);
+    if (log) {
+      double lse = std::log(sum);
+      for (int64_t i = 0; i < d; ++i) dst[i * inner] = static_cast<T>(static_cast<double>(src[i * inner]) - mx - lse);
+    } else {
+      double inv = 1.0 / sum;
+      for (int64_t i = 0; i < d; ++i)
+        dst[i * inner] = static_cast<T>(std::exp(static_cast<double>(src[i * inner]) - mx) * inv);
     }
   });
 }
 
 // 1 at the first maximum along the axis (a NaN counts as the maximum), 0 elsewhere.
 void hardmax(const Node& node, const Tensor& x, Tensor& y) {
-  const AxisView v = axis_view(node, x);
-  const int64_t outer = v.outer, d = v.d, inner = v.inner;
-  visit_float(x.dtype(), node, [&](auto* tag) {
-    using T = elem_t<decltype(tag)>;
-    const T* in = x.data<T>();
-    T* out = y.data<T>();
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t j = 0; j < inner; ++j) {
-        const T* src = in + o * d * inner + j;
-        T* dst = out + o * d * inner + j;
-        int64_t best = 0;
-        for (int64_t i = 1; i < d && !std::isnan(src[best * inner]); ++i)
-          if (std::isnan(src[i * inner]) || src[i * inner] > src[best * inner]) best = i;
-        for (int64_t i = 0; i < d; ++i) dst[i * inner] = i == best ? T{1} : T{0};
-      }
-    }
+  for_each_lane(node, x, y, [](const auto* src, auto* dst, int64_t d, int64_t inner) {
+    using T = std::remove_pointer_t<decltype(dst)>;
+    int64_t best = 0;
+    for (int64_t i = 1; i < d && !std::isnan(src[best * inner]); ++i)
+      if (std::isnan(src[i * inner]) || src[i * inner] > src[best * inner]) best = i;
+    for (int64_t i = 0; i < d; ++i) dst[i * inner] = i == best ? T{1} : T{0};
   });
 }
 
