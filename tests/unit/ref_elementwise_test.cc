@@ -11,10 +11,7 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
+using namespace test;
 
 TEST(RefElementwise, AddBroadcastsRowOverMatrix) {
   auto out = run(make_node("Add", 14), {make<float>({2, 3}, {0, 1, 2, 3, 4, 5}), make<float>({3}, {10, 20, 30})});

@@ -14,10 +14,8 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
+using namespace test;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
