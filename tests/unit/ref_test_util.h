@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,22 @@ inline Tensor floats(std::vector<float> v) {
   const auto n = static_cast<int64_t>(v.size());
   return make({n}, std::move(v));
 }
+
+// A unary op of the elementwise table with its spec's formula in double, for the
+// parameterized formula tests (PrintTo names the case by its op).
+struct UnaryFormula {
+  const char* op;
+  int opset;
+  std::map<std::string, Attribute> attrs;
+  double (*spec)(double x);
+};
+inline void PrintTo(const UnaryFormula& f, std::ostream* os) { *os << f.op; }
+
+// The storage dtypes of issue 14 (half-width floats and the wider integer kinds), and the raw
+// 16-bit patterns of a float16, bfloat16 or uint16 tensor.
+constexpr DType kNewTypes[] = {DType::Float16, DType::BFloat16, DType::Int16,
+                               DType::UInt16,  DType::UInt32,   DType::UInt64};
+inline uint16_t* bits16(const Tensor& t) { return static_cast<uint16_t*>(t.raw()); }
 
 // 0, 1, ..., n-1 as floats.
 inline std::vector<float> iota_f(int n) {
