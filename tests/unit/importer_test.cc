@@ -151,6 +151,22 @@ TEST(Importer, ExternalDataOutsideTheModelFolderIsRejected) {
   fs::remove_all(dir);
 }
 
+// The error importing a model gives; a model that imports is a test failure.
+Error import_error(const std::string& bytes, const char* dir = ".") {
+  try {
+    import_onnx_bytes(bytes, dir);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the model imported";
+  return Error("no error");
+}
+Error import_error(const onnx::ModelProto& m) {
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return import_error(bytes);
+}
+
 TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
   onnx::ModelProto m;
   m.add_opset_import()->set_version(17);
@@ -160,24 +176,13 @@ TEST(Importer, RejectsUndefinedInputsAndUnsupportedOps) {
   n->add_input("ghost");
   n->add_output("y");
   m.mutable_graph()->add_output()->set_name("y");
-  std::string bytes;
-  m.SerializeToString(&bytes);
-  try {
-    import_onnx_bytes(bytes, ".");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'ghost' is not defined"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::InvalidModel);
-  }
+  const Error undefined = import_error(m);
+  EXPECT_NE(std::string(undefined.what()).find("'ghost' is not defined"), std::string::npos) << undefined.what();
+  EXPECT_EQ(undefined.kind(), ErrorKind::InvalidModel);
   n->set_op_type("Bogus");
-  m.SerializeToString(&bytes);
-  try {
-    import_onnx_bytes(bytes, ".");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("Bogus"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
-  }
+  const Error unsupported = import_error(m);
+  EXPECT_NE(std::string(unsupported.what()).find("Bogus"), std::string::npos) << unsupported.what();
+  EXPECT_EQ(unsupported.kind(), ErrorKind::UnsupportedOp);
 }
 
 // A user fixing a model should learn every missing op at once, with where each first appears,
@@ -205,22 +210,16 @@ TEST(Importer, ListsEveryUnsupportedOpInOneError) {
   attr->set_type(onnx::AttributeProto::GRAPH);
   add(attr->mutable_g(), "Widget", "inner", "x", "z");
   g->add_output()->set_name("y");
-  std::string bytes;
-  m.SerializeToString(&bytes);
-  try {
-    import_onnx_bytes(bytes, ".");
-    FAIL();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-    EXPECT_NE(msg.find("3 unsupported operators"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Bogus (ai.onnx opset 17, first at node 'first_bogus')"), std::string::npos) << msg;
-    EXPECT_EQ(msg.find("second_bogus"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Thing (example.custom opset 0, first at node 't')"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("Widget (ai.onnx opset 17, first at node 'inner')"), std::string::npos) << msg;
-    EXPECT_EQ(msg.find("Relu"), std::string::npos) << msg;
-  }
+  const Error e = import_error(m);
+  const std::string msg = e.what();
+  EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3 unsupported operators"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Bogus (ai.onnx opset 17, first at node 'first_bogus')"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("second_bogus"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Thing (example.custom opset 0, first at node 't')"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Widget (ai.onnx opset 17, first at node 'inner')"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find("Relu"), std::string::npos) << msg;
 }
 
 TEST(Importer, ErrorKindsSayWhoseFaultItIs) {
@@ -278,14 +277,11 @@ TEST(Importer, CastTargetsBecomeDTypes) {
   Tensor y = engine.session({{"x", {3}}}).run({{"x", x}}).at("y");
   ASSERT_EQ(y.dtype(), DType::Float32);
   EXPECT_EQ(y.data<float>()[2], 7.0f);
-  try {
-    import_onnx_bytes(cast_model(onnx::TensorProto::COMPLEX64), "");
-    FAIL();
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("the_cast"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("unsupported dtype complex64 for attribute 'to'"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
-  }
+  const Error e = import_error(cast_model(onnx::TensorProto::COMPLEX64), "");
+  const std::string msg = e.what();
+  EXPECT_NE(msg.find("the_cast"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unsupported dtype complex64 for attribute 'to'"), std::string::npos) << msg;
+  EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
 }
 
 TEST(Importer, ShapeSubgraphFoldsToConstantsOnceShapesAreBound) {

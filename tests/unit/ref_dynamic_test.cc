@@ -16,34 +16,13 @@
 namespace fusor {
 namespace {
 
-Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
-Tensor make_bool(Dims dims, std::vector<bool> v) {
-  Tensor t(DType::Bool, std::move(dims));
-  for (size_t i = 0; i < v.size(); ++i) t.data<bool>()[i] = v[i];
-  return t;
-}
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, size_t n_outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), static_cast<int>(n_outputs));
-}
-const auto run = test::run_reference;
+using namespace test;
+
 using Ints = std::vector<int64_t>;
 
 void expect_ints(const Tensor& t, Dims dims, Ints want) {
   ASSERT_EQ(t.dims(), dims);
   EXPECT_EQ(test::values<int64_t>(t), want);
-}
-
-void expect_error(const Node& n, std::vector<Tensor> inputs, const std::string& what) {
-  try {
-    run(n, std::move(inputs));
-    FAIL() << "expected an error containing '" << what << "'";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(n.name), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
 }
 
 TEST(RefDynamic, NonZeroIndicesPerDimension) {

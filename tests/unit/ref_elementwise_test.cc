@@ -11,10 +11,7 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
+using namespace test;
 
 TEST(RefElementwise, AddBroadcastsRowOverMatrix) {
   auto out = run(make_node("Add", 14), {make<float>({2, 3}, {0, 1, 2, 3, 4, 5}), make<float>({3}, {10, 20, 30})});
@@ -89,14 +86,7 @@ TEST(RefElementwise, ActivationsMatchFormulas) {
 // A unary op of the elementwise table against its spec's formula evaluated in double (with the
 // float32 attribute values a model carries). The points reach where a naive float formula
 // overflows (exp(100)) or cancels (exp(x) - 1 near 0).
-struct Formula {
-  const char* op;
-  int opset;
-  std::map<std::string, Attribute> attrs;
-  double (*spec)(double x);
-};
-
-const Formula kFormulas[] = {
+const UnaryFormula kFormulas[] = {
     {"Sigmoid", 13, {}, [](double x) { return 1 / (1 + std::exp(-x)); }},
     {"Tanh", 13, {}, [](double x) { return std::tanh(x); }},
     {"LeakyRelu", 16, {{"alpha", 0.1f}}, [](double x) { return x < 0 ? double(0.1f) * x : x; }},
@@ -107,12 +97,10 @@ const Formula kFormulas[] = {
     {"Elu", 6, {{"alpha", 0.5f}}, [](double x) { return x < 0 ? 0.5 * (std::exp(x) - 1) : x; }},
 };
 
-void PrintTo(const Formula& f, std::ostream* os) { *os << f.op; }
-
-class RefFormula : public ::testing::TestWithParam<Formula> {};
+class RefFormula : public ::testing::TestWithParam<UnaryFormula> {};
 
 TEST_P(RefFormula, MatchesTheSpecInDouble) {
-  const Formula& f = GetParam();
+  const UnaryFormula& f = GetParam();
   const std::vector<double> xs = {-100, -20, -3, -1, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 3, 20, 100};
   std::vector<float> x32(xs.begin(), xs.end());
   const Node node = make_node(f.op, f.opset, f.attrs);

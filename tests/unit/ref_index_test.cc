@@ -11,39 +11,10 @@
 namespace fusor {
 namespace {
 
+using namespace test;
+
 using V = std::vector<int64_t>;
 const float kInf = std::numeric_limits<float>::infinity();
-
-Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, int n_outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), n_outputs);
-}
-const auto run = test::run_reference;
-
-void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
-  ASSERT_EQ(t.dims(), dims);
-  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isinf(want[i]))
-      EXPECT_EQ(t.data<float>()[i], want[i]) << "at " << i;
-    else
-      EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
-  }
-}
-
-// Runs `n` and expects a fusor::Error whose one-line message names the node and contains `what`.
-void expect_error(const Node& n, std::vector<Tensor> inputs, const std::string& what) {
-  try {
-    run(n, std::move(inputs));
-    FAIL() << "expected an error containing: " << what;
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find("node 'test_" + n.op_type + "'"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
-}
 
 TEST(RefIndex, ReduceKindsAlongOneAxis) {
   Tensor x = make({2, 3}, {1, -2, 3, 4, 5, -6});

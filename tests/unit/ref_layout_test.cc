@@ -8,19 +8,7 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
-
-Tensor ints(std::vector<int64_t> v) { return make<int64_t>({static_cast<int64_t>(v.size())}, v); }
-
-
-std::vector<float> iota_f(int n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
-  return v;
-}
+using namespace test;
 
 TEST(RefLayout, ReshapeCopiesZeroAndInfersMinusOne) {
   Tensor x = make<float>({2, 3, 4}, iota_f(24));

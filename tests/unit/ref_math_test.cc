@@ -14,24 +14,15 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
+using namespace test;
+
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The spec's formula in double; every op keeps NaN as NaN (numpy's where would make some 0).
-struct Formula {
-  const char* op;
-  int opset;
-  std::map<std::string, Attribute> attrs;
-  double (*spec)(double x);
-};
-
 constexpr double kSeluAlpha = 1.67326319217681884765625, kSeluGamma = 1.05070102214813232421875;
 
-const Formula kFormulas[] = {
+// Every op keeps NaN as NaN (numpy's where would make some 0).
+const UnaryFormula kFormulas[] = {
     {"Floor", 13, {}, [](double x) { return std::floor(x); }},
     {"Ceil", 13, {}, [](double x) { return std::ceil(x); }},
     {"Round", 11, {}, [](double x) { return std::nearbyint(x); }},
@@ -55,8 +46,6 @@ const Formula kFormulas[] = {
      [](double x) { return x < -1.5 ? x + 0.25 : x > 1.5 || std::isnan(x) ? x - 0.25 : 0.0; }},
 };
 
-void PrintTo(const Formula& f, std::ostream* os) { *os << f.op; }
-
 // |got - want| within tol * |want| (+ a denormal's worth), or both NaN, or the same infinity.
 bool close(double got, double want, double tol) {
   if (std::isnan(want)) return std::isnan(got);
@@ -64,10 +53,10 @@ bool close(double got, double want, double tol) {
   return std::fabs(got - want) <= tol * std::fabs(want) + 1e-300;
 }
 
-class RefMathFormula : public ::testing::TestWithParam<Formula> {};
+class RefMathFormula : public ::testing::TestWithParam<UnaryFormula> {};
 
 TEST_P(RefMathFormula, MatchesTheSpecInDouble) {
-  const Formula& f = GetParam();
+  const UnaryFormula& f = GetParam();
   const std::vector<double> xs = {-kInf, -1e30, -100, -20, -2.5, -1, -0.5, -1e-3, -0.0, 0,
                                   1e-3,  0.5,   1,    1.5, 2.5,  3,  20,   100,   1e30, kInf, kNaN};
   std::vector<float> x32(xs.begin(), xs.end());

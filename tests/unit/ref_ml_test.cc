@@ -14,32 +14,12 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-const auto run = test::run_reference;
+using namespace test;
 
-Tensor ints(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
-Tensor floats(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor floats(std::vector<float> v) { const auto n = static_cast<int64_t>(v.size()); return floats({n}, std::move(v)); }
 Tensor modes(std::vector<uint8_t> v) {
   const auto n = static_cast<int64_t>(v.size());
   return test::tensor_of<uint8_t>({n}, std::move(v));
 }
-
-std::string error_of(const Node& n, std::vector<Tensor> inputs) {
-  try {
-    run(n, std::move(inputs));
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_NE(what.find(n.name), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    return what;
-  }
-  ADD_FAILURE() << n.op_type << " did not throw";
-  return "";
-}
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // Pool: unigram 5 (column 0) and bigram (5, 6) (column 1).
 Node tfidf(int64_t min_gram, int64_t max_skip, const char* mode = "TF", std::vector<float> weights = {}) {
@@ -55,7 +35,7 @@ Node tfidf(int64_t min_gram, int64_t max_skip, const char* mode = "TF", std::vec
 }
 
 TEST(RefMl, TfIdfCountsBigramsAcrossSkipsAndUnigramsOnce) {
-  const Tensor x = ints({6}, {5, 6, 9, 6, 5, 6});
+  const Tensor x = make_i64({6}, {5, 6, 9, 6, 5, 6});
   // Adjacent (5, 6) twice; distance 2 adds none; distance 3 adds (x0, x3). Unigram 5: twice, at any skip.
   EXPECT_EQ(values<float>(run(tfidf(1, 0), {x})[0]), (std::vector<float>{2, 2}));
   EXPECT_EQ(values<float>(run(tfidf(1, 1), {x})[0]), (std::vector<float>{2, 2}));
@@ -66,7 +46,7 @@ TEST(RefMl, TfIdfCountsBigramsAcrossSkipsAndUnigramsOnce) {
 }
 
 TEST(RefMl, TfIdfWeightsAndBatches) {
-  const Tensor x = ints({6}, {5, 6, 9, 6, 5, 6});
+  const Tensor x = make_i64({6}, {5, 6, 9, 6, 5, 6});
   EXPECT_EQ(values<float>(run(tfidf(1, 2, "IDF", {0.5f, 2}), {x})[0]), (std::vector<float>{0.5f, 2}));
   EXPECT_EQ(values<float>(run(tfidf(1, 2, "TFIDF", {0.5f, 2}), {x})[0]), (std::vector<float>{1, 6}));
   EXPECT_EQ(values<float>(run(tfidf(1, 2, "IDF"), {x})[0]), (std::vector<float>{1, 1}));
@@ -79,12 +59,12 @@ TEST(RefMl, TfIdfWeightsAndBatches) {
 TEST(RefMl, TfIdfBadAttributesNameTheNode) {
   Node n = tfidf(1, 0);
   n.attrs["ngram_indexes"] = std::vector<int64_t>{0};
-  EXPECT_TRUE(contains(error_of(n, {ints({2}, {5, 6})}), "ngram_indexes has 1 entries"));
+  EXPECT_TRUE(contains(error_of(n, {make_i64({2}, {5, 6})}), "ngram_indexes has 1 entries"));
   n = tfidf(1, 0);
   n.attrs["ngram_counts"] = std::vector<int64_t>{0, 2};  // one unigram... then half a bigram
-  EXPECT_TRUE(contains(error_of(n, {ints({2}, {5, 6})}), "not whole 2-grams"));
+  EXPECT_TRUE(contains(error_of(n, {make_i64({2}, {5, 6})}), "not whole 2-grams"));
   n = tfidf(1, 0, "BM25");
-  EXPECT_TRUE(contains(error_of(n, {ints({2}, {5, 6})}), "mode must be"));
+  EXPECT_TRUE(contains(error_of(n, {make_i64({2}, {5, 6})}), "mode must be"));
 }
 
 // Two one-node trees on feature 0. Tree A: x <= 1 ? leaf 0 (target 0, weight 1) : leaf 1
@@ -107,7 +87,7 @@ Node two_trees(int64_t aggregate, int64_t post = 0) {
 }
 
 TEST(RefMl, TreeEnsembleAggregatesPerTarget) {
-  const Tensor x = floats({3, 1}, {0, 1.5f, 5});
+  const Tensor x = make({3, 1}, {0, 1.5f, 5});
   const float hi = std::numeric_limits<float>::max(), lo = std::numeric_limits<float>::lowest();
   EXPECT_EQ(values<float>(run(two_trees(1), {x})[0]), (std::vector<float>{4, 0, 7, 0, 4, 10}));       // SUM
   EXPECT_EQ(values<float>(run(two_trees(0), {x})[0]), (std::vector<float>{2, 0, 3.5f, 0, 2, 5}));     // AVERAGE
@@ -119,7 +99,7 @@ TEST(RefMl, TreeEnsembleAggregatesPerTarget) {
   auto softmax = values<float>(run(two_trees(1, 1), {x})[0]);
   EXPECT_NEAR(softmax[4] + softmax[5], 1, 1e-6);
   EXPECT_NEAR(softmax[5], 1 / (1 + std::exp(-6.0)), 1e-6);
-  auto probit = values<float>(run(two_trees(0, 4), {floats({1, 1}, {5})})[0]);  // AVERAGE: [2, 5]
+  auto probit = values<float>(run(two_trees(0, 4), {make({1, 1}, {5})})[0]);  // AVERAGE: [2, 5]
   EXPECT_TRUE(std::isnan(probit[0]));  // outside [0, 1]
 }
 
@@ -143,13 +123,13 @@ Node member_tree(bool missing_goes_true) {
 }
 
 TEST(RefMl, TreeEnsembleMembershipBranch) {
-  const Tensor x = floats({4, 2}, {0, 2, 0, 3, 0, 7, 0, NAN});
+  const Tensor x = make({4, 2}, {0, 2, 0, 3, 0, 7, 0, NAN});
   EXPECT_EQ(values<float>(run(member_tree(false), {x})[0]), (std::vector<float>{1, 2, 1, 2}));
   EXPECT_EQ(values<float>(run(member_tree(true), {x})[0]), (std::vector<float>{1, 2, 1, 1}));
 }
 
 TEST(RefMl, TreeEnsembleBadAttributesNameTheNode) {
-  const Tensor x = floats({1, 2}, {0, 0});
+  const Tensor x = make({1, 2}, {0, 0});
   Node n = two_trees(1);
   n.attrs["nodes_featureids"] = std::vector<int64_t>{0};
   EXPECT_TRUE(contains(error_of(n, {x}), "'nodes_featureids' has 1 entries"));
@@ -178,17 +158,17 @@ TEST(RefMl, TreeEnsembleBadAttributesNameTheNode) {
 TEST(RefMl, BinarizerAndArrayFeatureExtractor) {
   Node bin = make_node("Binarizer", 1, {{"threshold", 1.0f}});
   EXPECT_EQ(values<float>(run(bin, {floats({0.5f, 1, 1.5f, NAN})})[0]), (std::vector<float>{0, 0, 1, 0}));
-  EXPECT_EQ(values<int64_t>(run(bin, {ints({3}, {0, 1, 2})})[0]), (std::vector<int64_t>{0, 0, 1}));
+  EXPECT_EQ(values<int64_t>(run(bin, {make_i64({3}, {0, 1, 2})})[0]), (std::vector<int64_t>{0, 0, 1}));
 
   Node afe = make_node("ArrayFeatureExtractor", 1);
-  auto out = run(afe, {floats({2, 3}, {0, 1, 2, 3, 4, 5}), ints({2}, {2, 0})})[0];
+  auto out = run(afe, {make({2, 3}, {0, 1, 2, 3, 4, 5}), make_i64({2}, {2, 0})})[0];
   EXPECT_EQ(out.dims(), (Dims{2, 2}));
   EXPECT_EQ(values<float>(out), (std::vector<float>{2, 0, 5, 3}));
-  out = run(afe, {floats({0, 1, 2}), ints({1, 1}, {1})})[0];  // 1-D X: one row
+  out = run(afe, {floats({0, 1, 2}), make_i64({1, 1}, {1})})[0];  // 1-D X: one row
   EXPECT_EQ(out.dims(), (Dims{1, 1}));
   EXPECT_EQ(values<float>(out), (std::vector<float>{1}));
-  EXPECT_TRUE(contains(error_of(afe, {floats({0, 1, 2}), ints({1}, {3})}), "index 3 is out of range [0, 3)"));
-  EXPECT_TRUE(contains(error_of(afe, {floats({0, 1, 2}), ints({1}, {-1})}), "index -1 is out of range"));
+  EXPECT_TRUE(contains(error_of(afe, {floats({0, 1, 2}), make_i64({1}, {3})}), "index 3 is out of range [0, 3)"));
+  EXPECT_TRUE(contains(error_of(afe, {floats({0, 1, 2}), make_i64({1}, {-1})}), "index -1 is out of range"));
 }
 
 TEST(RefMl, OnlyImplementedAiOnnxMlOpsAreSupported) {

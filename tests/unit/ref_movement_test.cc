@@ -9,36 +9,9 @@
 namespace fusor {
 namespace {
 
-using test::make_node;
-using test::values;
-template <class T> Tensor make(Dims dims, std::vector<T> v) { return test::tensor_of<T>(std::move(dims), std::move(v)); }
-const auto run = test::run_reference;
+using namespace test;
 
-Tensor ints(std::vector<int64_t> v) { return make<int64_t>({static_cast<int64_t>(v.size())}, v); }
-Tensor floats(std::vector<float> v) { return make<float>({static_cast<int64_t>(v.size())}, v); }
 Tensor scalar(float v) { return make<float>({}, {v}); }
-
-std::vector<float> iota_f(int n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i);
-  return v;
-}
-
-// The message of the fusor::Error that running `n` throws; checks it is one line naming the node.
-std::string error_of(const Node& n, std::vector<Tensor> inputs) {
-  try {
-    run(n, std::move(inputs));
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_NE(what.find(n.name), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    return what;
-  }
-  ADD_FAILURE() << n.op_type << " did not throw";
-  return "";
-}
-
-bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 TEST(RefMovement, PadModesOnOneAxis) {
   Tensor x = floats({1, 2, 3});

@@ -11,40 +11,14 @@
 namespace fusor {
 namespace {
 
+using namespace test;
+
 using V = std::vector<int64_t>;
-Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
 Tensor filled(Dims dims, float v) { return make(dims, std::vector<float>(static_cast<size_t>(numel_of(dims)), v)); }
 Tensor iota(Dims dims) {
   std::vector<float> v(static_cast<size_t>(numel_of(dims)));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
   return make(std::move(dims), v);
-}
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, int outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), outputs);
-}
-const auto run = test::run_reference;
-
-void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
-  ASSERT_EQ(t.dims(), dims);
-  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.data<float>()[i])) << "at " << i;
-    else EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
-  }
-}
-
-// Runs the node and expects a fusor::Error whose one-line message names the node and says `what`.
-void expect_error(const Node& n, std::vector<Tensor> inputs, const std::string& what) {
-  try {
-    run(n, std::move(inputs));
-    FAIL() << "expected an error containing '" << what << "'";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(n.describe()), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
 }
 
 TEST(RefNnOps, ConvTransposeStridesPadsAndOutputShape) {

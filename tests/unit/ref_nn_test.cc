@@ -9,18 +9,7 @@
 namespace fusor {
 namespace {
 
-Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, size_t n_outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), static_cast<int>(n_outputs));
-}
-const auto run = test::run_reference;
-
-void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
-  ASSERT_EQ(t.dims(), dims);
-  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
-}
+using namespace test;
 
 TEST(RefNn, MatMul2x3By3x2) {
   auto y = run(node_of(Op::MatMul, 13), {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({3, 2}, {7, 8, 9, 10, 11, 12})});

@@ -14,11 +14,8 @@
 namespace fusor {
 namespace {
 
-const auto run = test::run_reference;
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, int n_outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), n_outputs);
-}
-Tensor f32(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
+using namespace test;
+
 template <class T>
 Tensor typed(DType t, Dims dims, std::vector<int> v) {
   Tensor out(t, std::move(dims));
@@ -29,18 +26,6 @@ std::vector<double> doubles(const Tensor& t) {
   std::vector<double> v;
   for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.scalar_as_double(i));
   return v;
-}
-// The error message of running `n`, checked to be one line.
-std::string error_of(const Node& n, std::vector<Tensor> inputs) {
-  try {
-    run(n, std::move(inputs));
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    return what;
-  }
-  ADD_FAILURE() << "no error";
-  return "";
 }
 
 constexpr DType kFloat8[] = {DType::Float8E4M3FN, DType::Float8E4M3FNUZ, DType::Float8E5M2, DType::Float8E5M2FNUZ};
@@ -153,12 +138,12 @@ TEST(Float8, TensorProtoRoundTrip) {
 
 TEST(RefQuant, QuantizeRoundsHalfToEvenAndSaturates) {
   auto y = run(node_of(Op::QuantizeLinear, 13),
-               {f32({7}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.0f, -300.0f}), f32({}, {1.0f}),
+               {make({7}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 300.0f, -300.0f}), make({}, {1.0f}),
                 typed<int8_t>(DType::Int8, {}, {0})});
   EXPECT_EQ(y[0].dtype(), DType::Int8);
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{0, 2, 2, 0, -2, 127, -128}));
   // No zero point: uint8 with zero point 0.
-  auto u = run(node_of(Op::QuantizeLinear, 13), {f32({3}, {-5.0f, 5.0f, 1e4f}), f32({}, {2.0f})});
+  auto u = run(node_of(Op::QuantizeLinear, 13), {make({3}, {-5.0f, 5.0f, 1e4f}), make({}, {2.0f})});
   EXPECT_EQ(u[0].dtype(), DType::UInt8);
   EXPECT_EQ(doubles(u[0]), (std::vector<double>{0, 2, 255}));
 }
@@ -166,43 +151,43 @@ TEST(RefQuant, QuantizeRoundsHalfToEvenAndSaturates) {
 TEST(RefQuant, QuantizePerAxisWithZeroPoints) {
   // x [2, 3], axis 1: one scale and zero point per column.
   auto y = run(node_of(Op::QuantizeLinear, 13, {{"axis", int64_t{1}}}),
-               {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {1, 2, 4}), typed<uint8_t>(DType::UInt8, {3}, {10, 20, 30})});
+               {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({3}, {1, 2, 4}), typed<uint8_t>(DType::UInt8, {3}, {10, 20, 30})});
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{11, 21, 31, 14, 22, 32}));
 }
 
 TEST(RefQuant, BlockedQuantizeToInt4WithShortLastBlock) {
   // x [1, 5] blocked along axis 1 by 2: blocks {0,1}, {2,3}, {4}.
   auto n = node_of(Op::QuantizeLinear, 21, {{"axis", int64_t{1}}, {"block_size", int64_t{2}}});
-  auto y = run(n, {f32({1, 5}, {2, 4, 9, -9, 100}), f32({1, 3}, {2, 3, 1}), typed<int8_t>(DType::Int4, {1, 3}, {0, 1, -1})});
+  auto y = run(n, {make({1, 5}, {2, 4, 9, -9, 100}), make({1, 3}, {2, 3, 1}), typed<int8_t>(DType::Int4, {1, 3}, {0, 1, -1})});
   EXPECT_EQ(y[0].dtype(), DType::Int4);
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{1, 2, 4, -2, 7}));
   auto d = run(node_of(Op::DequantizeLinear, 21, {{"axis", int64_t{1}}, {"block_size", int64_t{2}}}),
-               {y[0], f32({1, 3}, {2, 3, 1}), typed<int8_t>(DType::Int4, {1, 3}, {0, 1, -1})});
+               {y[0], make({1, 3}, {2, 3, 1}), typed<int8_t>(DType::Int4, {1, 3}, {0, 1, -1})});
   EXPECT_EQ(doubles(d[0]), (std::vector<double>{2, 4, 9, -9, 8}));
 }
 
 TEST(RefQuant, QuantizeToFloat8FollowsSaturate) {
   auto sat = run(node_of(Op::QuantizeLinear, 19, {{"saturate", int64_t{1}}}),
-                 {f32({2}, {1000.0f, -0.0f}), f32({}, {1.0f}), typed<uint8_t>(DType::Float8E4M3FN, {}, {0})});
+                 {make({2}, {1000.0f, -0.0f}), make({}, {1.0f}), typed<uint8_t>(DType::Float8E4M3FN, {}, {0})});
   EXPECT_EQ(sat[0].dtype(), DType::Float8E4M3FN);
   EXPECT_EQ(static_cast<const uint8_t*>(sat[0].raw())[0], 0x7E);
   EXPECT_EQ(static_cast<const uint8_t*>(sat[0].raw())[1], 0x80);  // -0 kept
   auto nosat = run(node_of(Op::QuantizeLinear, 21, {{"saturate", int64_t{0}}, {"output_dtype", DType::Float8E4M3FN}}),
-                   {f32({1}, {1000.0f}), f32({}, {1.0f})});
+                   {make({1}, {1000.0f}), make({}, {1.0f})});
   EXPECT_TRUE(std::isnan(nosat[0].scalar_as_double(0)));
 }
 
 TEST(RefQuant, DequantizePerAxisAndFloat8) {
   auto y = run(node_of(Op::DequantizeLinear, 13, {{"axis", int64_t{0}}}),
-               {typed<uint8_t>(DType::UInt8, {2, 2}, {10, 20, 30, 40}), f32({2}, {0.5f, 2.0f}),
+               {typed<uint8_t>(DType::UInt8, {2, 2}, {10, 20, 30, 40}), make({2}, {0.5f, 2.0f}),
                 typed<uint8_t>(DType::UInt8, {2}, {10, 0})});
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{0, 5, 60, 80}));
-  auto f = run(node_of(Op::DequantizeLinear, 19), {typed<uint8_t>(DType::Float8E4M3FN, {2}, {0x38, 0xC0}), f32({}, {2.0f})});
+  auto f = run(node_of(Op::DequantizeLinear, 19), {typed<uint8_t>(DType::Float8E4M3FN, {2}, {0x38, 0xC0}), make({}, {2.0f})});
   EXPECT_EQ(doubles(f[0]), (std::vector<double>{2, -4}));
 }
 
 TEST(RefQuant, DynamicQuantizeKeepsZeroInRange) {
-  auto y = run(node_of(Op::DynamicQuantizeLinear, 11, {}, 3), {f32({4}, {1, 2, 3, 5.1f})});
+  auto y = run(node_of(Op::DynamicQuantizeLinear, 11, {}, 3), {make({4}, {1, 2, 3, 5.1f})});
   // Range [0, 5.1]: scale 0.02, zero point 0.
   EXPECT_FLOAT_EQ(y[1].data<float>()[0], 5.1f / 255.0f);
   EXPECT_EQ(y[2].data<uint8_t>()[0], 0);
@@ -229,9 +214,9 @@ TEST(RefQuant, ConvIntegerPadsWithTheZeroPoint) {
 TEST(RefQuant, QLinearMatMulWrapsLikeOnnxReference) {
   // 2*100 + 3*100 = 500 does not fit uint8: ONNX's reference (and its node tests) wrap it to 244.
   auto y = run(node_of(Op::QLinearMatMul, 10),
-               {typed<uint8_t>(DType::UInt8, {1, 2}, {2, 3}), f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
-                typed<uint8_t>(DType::UInt8, {2, 1}, {100, 100}), f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
-                f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0})});
+               {typed<uint8_t>(DType::UInt8, {1, 2}, {2, 3}), make({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
+                typed<uint8_t>(DType::UInt8, {2, 1}, {100, 100}), make({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0}),
+                make({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0})});
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{244}));
 }
 
@@ -240,36 +225,36 @@ TEST(RefQuant, QLinearConvPerChannelScaleBiasAndSaturation) {
   Tensor bias(DType::Int32, {2});
   bias.data<int32_t>()[0] = 4;
   auto y = run(node_of(Op::QLinearConv, 10),
-               {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {10}), f32({}, {0.5f}), typed<uint8_t>(DType::UInt8, {}, {2}),
-                typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {3, -4}), f32({2}, {1, 100}), typed<int8_t>(DType::Int8, {2}, {0, 0}),
-                f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {100}), bias});
+               {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {10}), make({}, {0.5f}), typed<uint8_t>(DType::UInt8, {}, {2}),
+                typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {3, -4}), make({2}, {1, 100}), typed<int8_t>(DType::Int8, {2}, {0, 0}),
+                make({}, {1}), typed<uint8_t>(DType::UInt8, {}, {100}), bias});
   EXPECT_EQ(y[0].dims(), (Dims{1, 2, 1, 1}));
   EXPECT_EQ(doubles(y[0]), (std::vector<double>{114, 0}));
 }
 
 TEST(RefQuant, BadScalesAndZeroPointsGiveOneLineErrors) {
   auto q = node_of(Op::QuantizeLinear, 13, {{"axis", int64_t{1}}});
-  EXPECT_NE(error_of(q, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({2}, {1, 1})}).find("scale [2]"), std::string::npos);
-  EXPECT_NE(error_of(q, {f32({2, 3}, {1, 2, 3, 4, 5, 6}), f32({3}, {1, 1, 1}), typed<uint8_t>(DType::UInt8, {2}, {0, 0})})
+  EXPECT_NE(error_of(q, {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({2}, {1, 1})}).find("scale [2]"), std::string::npos);
+  EXPECT_NE(error_of(q, {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({3}, {1, 1, 1}), typed<uint8_t>(DType::UInt8, {2}, {0, 0})})
                 .find("differ in shape"),
             std::string::npos);
   auto blocked = node_of(Op::QuantizeLinear, 21, {{"axis", int64_t{1}}, {"block_size", int64_t{2}}});
-  EXPECT_NE(error_of(blocked, {f32({1, 5}, {1, 2, 3, 4, 5}), f32({1, 2}, {1, 1})}).find("must be [1, 3]"),
+  EXPECT_NE(error_of(blocked, {make({1, 5}, {1, 2, 3, 4, 5}), make({1, 2}, {1, 1})}).find("must be [1, 3]"),
             std::string::npos);
   auto negative = node_of(Op::QuantizeLinear, 21, {{"block_size", int64_t{-1}}});
-  EXPECT_NE(error_of(negative, {f32({2}, {1, 2}), f32({}, {1})}).find("block_size"), std::string::npos);
+  EXPECT_NE(error_of(negative, {make({2}, {1, 2}), make({}, {1})}).find("block_size"), std::string::npos);
   auto mismatch = node_of(Op::QuantizeLinear, 21, {{"output_dtype", DType::Int8}});
-  EXPECT_NE(error_of(mismatch, {f32({1}, {1}), f32({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0})}).find("output_dtype"),
+  EXPECT_NE(error_of(mismatch, {make({1}, {1}), make({}, {1}), typed<uint8_t>(DType::UInt8, {}, {0})}).find("output_dtype"),
             std::string::npos);
   EXPECT_NE(error_of(node_of(Op::DequantizeLinear, 19),
-                     {typed<uint8_t>(DType::Float8E4M3FN, {1}, {0x38}), f32({}, {1}),
+                     {typed<uint8_t>(DType::Float8E4M3FN, {1}, {0x38}), make({}, {1}),
                       typed<uint8_t>(DType::Float8E4M3FN, {}, {0x38})})
                 .find("must be zero"),
             std::string::npos);
   // A per-channel w_scale must have one value per output channel.
   EXPECT_NE(error_of(node_of(Op::QLinearConv, 10),
-                     {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {1}), f32({}, {1}), Tensor(),
-                      typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {1, 1}), f32({3}, {1, 1, 1}), Tensor(), f32({}, {1})})
+                     {typed<uint8_t>(DType::UInt8, {1, 1, 1, 1}, {1}), make({}, {1}), Tensor(),
+                      typed<int8_t>(DType::Int8, {2, 1, 1, 1}, {1, 1}), make({3}, {1, 1, 1}), Tensor(), make({}, {1})})
                 .find("w_scale must be a scalar or a vector of 2"),
             std::string::npos);
 }

@@ -12,32 +12,7 @@
 namespace fusor {
 namespace {
 
-Tensor make(Dims dims, std::vector<float> v) { return test::tensor_of<float>(std::move(dims), std::move(v)); }
-Tensor make_i64(Dims dims, std::vector<int64_t> v) { return test::tensor_of<int64_t>(std::move(dims), std::move(v)); }
-Tensor make_i32(Dims dims, std::vector<int32_t> v) { return test::tensor_of<int32_t>(std::move(dims), std::move(v)); }
-Node node_of(Op op, int opset, std::map<std::string, Attribute> attrs = {}, size_t n_outputs = 1) {
-  return test::make_node(op_info(op).name, opset, std::move(attrs), static_cast<int>(n_outputs));
-}
-const auto run = test::run_reference;
-
-void expect_values(const Tensor& t, Dims dims, std::vector<float> want, float tol = 1e-5f) {
-  ASSERT_EQ(t.dims(), dims);
-  ASSERT_EQ(static_cast<size_t>(t.numel()), want.size());
-  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(t.data<float>()[i], want[i], tol) << "at " << i;
-}
-
-// The error names the node and says `what`.
-void expect_error(const Node& n, std::vector<Tensor> inputs, const std::string& what) {
-  try {
-    run(n, std::move(inputs));
-    FAIL() << "expected an error containing '" << what << "'";
-  } catch (const Error& e) {
-    std::string msg = e.what();
-    EXPECT_NE(msg.find(n.name), std::string::npos) << msg;
-    EXPECT_NE(msg.find(what), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
-  }
-}
+using namespace test;
 
 Node einsum(const char* eq, size_t) { return node_of(Op::Einsum, 12, {{"equation", std::string(eq)}}); }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/half.h"
+#include "ref_test_util.h"
 #include "serve/json_infer.h"
 #include "serve/signature.h"
 #include "serve/status.h"
@@ -15,11 +16,8 @@
 namespace fusor::serve {
 namespace {
 
-constexpr DType kNewTypes[] = {DType::Float16, DType::BFloat16, DType::Int16,
-                               DType::UInt16,  DType::UInt32,   DType::UInt64};
-
-// The 16-bit patterns of a float16, bfloat16 or uint16 tensor.
-uint16_t* bits16(const Tensor& t) { return static_cast<uint16_t*>(t.raw()); }
+using test::bits16;
+using test::kNewTypes;
 
 std::string response_data(const Tensor& t) {
   HttpInferRequest req;

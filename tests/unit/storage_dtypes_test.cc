@@ -18,15 +18,13 @@
 #include "kernels/ref/reference.h"
 #include "onnx/tensor_proto.h"
 #include "passes/storage_types.h"
+#include "ref_test_util.h"
 
 namespace fusor {
 namespace {
 
-constexpr DType kNewTypes[] = {DType::Float16, DType::BFloat16, DType::Int16,
-                               DType::UInt16,  DType::UInt32,   DType::UInt64};
-
-// The 16-bit patterns of a float16, bfloat16 or uint16 tensor.
-uint16_t* bits16(const Tensor& t) { return static_cast<uint16_t*>(t.raw()); }
+using test::bits16;
+using test::kNewTypes;
 
 // A tensor of `t` whose bytes are a pattern, every byte used.
 Tensor patterned(DType t, Dims dims) {
