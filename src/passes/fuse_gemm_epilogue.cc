@@ -18,7 +18,7 @@ namespace {
 constexpr const char* kPass = "fuse_gemm_epilogue";
 
 struct Activation {
-  std::string name;  // relu, leaky_relu, tanh, sigmoid, hardswish, gelu_erf, gelu_tanh
+  std::string name;  // relu, leaky_relu, tanh, sigmoid, hardswish, silu, gelu_erf, gelu_tanh
   float alpha = 0.f;
 };
 
@@ -47,6 +47,30 @@ bool is_graph_output(const FusionContext& ctx, int v) {
   return std::find(outs.begin(), outs.end(), v) != outs.end();
 }
 
+// SiLU as exporters write it, y = x * Sigmoid(x): `cur` read by exactly a Sigmoid and the Mul of
+// that Sigmoid's result (and nothing else). Returns {sigmoid node, mul node}.
+std::optional<std::pair<int, int>> silu_at(const FusionContext& ctx, int cur) {
+  const auto& users = ctx.consumers(cur);
+  if (users.size() != 2 || is_graph_output(ctx, cur)) return std::nullopt;
+  for (int k = 0; k < 2; ++k) {
+    const Node& sig = ctx.node(users[k]);
+    const Node& mul = ctx.node(users[1 - k]);
+    if (sig.op != Op::Sigmoid || mul.op != Op::Mul || sig.inputs[0] != cur) continue;
+    const int s = sig.outputs[0];
+    if (ctx.consumers(s).size() != 1 || is_graph_output(ctx, s)) continue;
+    const bool reads_both = (mul.inputs[0] == cur && mul.inputs[1] == s) || (mul.inputs[0] == s && mul.inputs[1] == cur);
+    if (reads_both && ctx.type(mul.outputs[0]).dims == ctx.type(cur).dims) return std::pair{users[k], users[1 - k]};
+  }
+  return std::nullopt;
+}
+
+// `cur`'s readers begin an epilogue: an Add, an activation, or the SiLU pair.
+bool starts_epilogue(const FusionContext& ctx, int cur) {
+  for (int u : ctx.consumers(cur))
+    if (ctx.node(u).op == Op::Add || activation_of(ctx.node(u))) return true;
+  return silu_at(ctx, cur).has_value();
+}
+
 // True when `dims` is [n] or [1, .., 1, n] with no more dims than `rank`.
 bool is_row(const Dims& dims, int64_t n, size_t rank) {
   if (dims.empty() || dims.size() > rank || dims.back() != n) return false;
@@ -64,9 +88,7 @@ struct Chain {
 // consumer that looks like an epilogue step exists; nullopt when there is simply nothing to take.
 std::optional<std::string> blocked_step(const FusionContext& ctx, int cur) {
   const auto& users = ctx.consumers(cur);
-  bool candidate = false;
-  for (int u : users) candidate = candidate || ctx.node(u).op == Op::Add || activation_of(ctx.node(u));
-  if (!candidate) return std::nullopt;
+  if (!starts_epilogue(ctx, cur)) return std::nullopt;
   const std::string name = "'" + ctx.graph().values[static_cast<size_t>(cur)].name + "'";
   if (is_graph_output(ctx, cur)) return name + " is a graph output";
   return name + " is used by " + std::to_string(users.size()) + " nodes";
@@ -86,6 +108,15 @@ std::optional<std::string> grow(const FusionContext& ctx, Chain& c, int cur, int
   bool residual_done = false;
   while (stage != kDone) {
     const auto& users = ctx.consumers(cur);
+    if (auto silu = c.act ? std::nullopt : silu_at(ctx, cur)) {  // oneDNN's swish with alpha 1
+      c.act = Activation{"silu", 1.f};
+      c.steps.push_back("silu");
+      c.nodes.push_back(silu->first);
+      c.nodes.push_back(silu->second);
+      cur = ctx.node(silu->second).outputs[0];
+      stage = gemm ? kResidual : kDone;
+      continue;
+    }
     if (users.size() != 1 || is_graph_output(ctx, cur)) return blocked_step(ctx, cur);
     const Node& u = ctx.node(users[0]);
     if (u.op == Op::Add) {
@@ -175,10 +206,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   const int out = n.outputs[0];
   int64_t n_cols = 0;
   int c_bias = -1;
-  auto looks_fusable = blocked_step(ctx, out) || (ctx.consumers(out).size() == 1 && !is_graph_output(ctx, out) &&
-                                                  (ctx.node(ctx.consumers(out)[0]).op == Op::Add ||
-                                                   activation_of(ctx.node(ctx.consumers(out)[0]))));
-  if (!looks_fusable) return false;
+  if (!starts_epilogue(ctx, out)) return false;
   if (auto why = gemm_unsupported(ctx, n, n_cols, c_bias)) {
     ctx.decline(kPass, {i}, *why);
     return false;
@@ -204,10 +232,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
 bool fuse_conv_at(FusionContext& ctx, int i) {
   const Node& n = ctx.node(i);
   const int out = n.outputs[0];
-  const auto& users = ctx.consumers(out);
-  bool candidate = false;
-  for (int u : users) candidate = candidate || ctx.node(u).op == Op::Add || activation_of(ctx.node(u));
-  if (!candidate) return false;
+  if (!starts_epilogue(ctx, out)) return false;
   const int x = n.inputs[0], w = n.inputs[1];
   const int b = n.inputs.size() > 2 ? n.inputs[2] : -1;
   std::optional<std::string> why;

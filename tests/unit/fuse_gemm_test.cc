@@ -205,6 +205,35 @@ TEST(FuseConv, ConvReluAndConvResidualRelu) {
   }
 }
 
+// SiLU as torch exports it (YOLO's Conv+BN+SiLU, U-Net blocks): y = c * Sigmoid(c). The pair is
+// one epilogue (oneDNN's swish, alpha 1) on a convolution and on a GEMM; a Sigmoid whose result
+// is also read elsewhere is no SiLU and stays out.
+TEST(FuseConv, SiluPairIsOneEpilogue) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::map<std::string, Attribute> attrs = {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}};
+  int c1 = b.node(Op::Conv, {x, b.constant("W1", weight({8, 8, 3, 3}, 50)), b.constant("B1", random({8}, 1.f, 51))},
+                  "c1", DType::Float32, attrs);
+  int s1 = b.node(Op::Sigmoid, {c1}, "s1");
+  int y1 = b.node(Op::Mul, {s1, c1}, "y1");  // either operand order
+  int mm = b.node(Op::MatMul, {y1, b.constant("W2", weight({10, 6}, 52))}, "mm");
+  int s2 = b.node(Op::Sigmoid, {mm}, "s2");
+  int y2 = b.node(Op::Mul, {mm, s2}, "y2");
+  int c3 = b.node(Op::Conv, {y1, b.constant("W3", weight({8, 8, 3, 3}, 53))}, "c3", DType::Float32, attrs);
+  int s3 = b.node(Op::Sigmoid, {c3}, "s3");
+  int y3 = b.node(Op::Mul, {c3, s3}, "y3");
+  int z3 = b.node(Op::Add, {s3, y3}, "z3");  // s3 read twice: not the SiLU pattern
+  for (int64_t batch : {1, 2}) {
+    auto r = test::expect_fused_matches_reference(b.finish({y2, z3}), {{"x", random({batch, 8, 10, 10}, 2.f, 54)}},
+                                                  only_gemm());
+    EXPECT_EQ(item_names(r.fused), (std::vector<std::string>{"conv_silu", "silu"})) << r.kernels();
+    EXPECT_NE(r.kernels().find("conv2d_f32_bias_silu"), std::string::npos) << r.kernels();
+    EXPECT_NE(r.kernels().find("silu"), r.kernels().rfind("conv2d_f32_bias_silu")) << r.kernels();
+    EXPECT_NE(reasons(r.fused, "fuse_gemm_epilogue").find("'c3' is used by 2 nodes"), std::string::npos)
+        << reasons(r.fused, "fuse_gemm_epilogue");
+  }
+}
+
 // r1 = Relu(Conv(x)) feeds a convolution and, as its residual, the one after; every reader of r1
 // and r2 takes oneDNN's blocked layout, so they stay blocked between the steps, while the graph output
 // and what step observers (the precision gate) see stay row-major.

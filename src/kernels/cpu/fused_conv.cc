@@ -2,6 +2,7 @@
 // plus has_bias, has_residual, activation and alpha. The plain oneDNN convolution with a sum
 // post-op for the residual and an eltwise post-op for the activation, in that order.
 #include "kernels/cpu/conv_onednn.h"
+#include "kernels/cpu/onednn_post_ops.h"
 #include "kernels/cpu/factories.h"
 
 namespace fusor::cpu {
@@ -12,7 +13,7 @@ KernelSelection make_fused_conv_kernel(const KernelRequest& r) {
   epi.has_bias = n.attr_int("has_bias", 0) != 0;
   if (n.attr_int("has_residual", 0) != 0) epi.residual = epi.has_bias ? 3 : 2;
   epi.activation = n.attr_string("activation", "none");
-  epi.alpha = epi.activation == "leaky_relu" ? n.attr_float("alpha", 0.01f) : 0.f;
+  epi.alpha = onednn::eltwise_alpha(epi.activation, n.attr_float("alpha", 0.01f));
   return make_onednn_conv(r, epi);
 }
 

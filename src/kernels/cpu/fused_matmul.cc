@@ -172,7 +172,7 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
     name += "_bias";
   }
   if (alg) {
-    spec.post_ops.append_eltwise(1.f, *alg, act == "leaky_relu" ? n.attr_float("alpha", 0.01f) : 0.f, 0.f);
+    spec.post_ops.append_eltwise(1.f, *alg, onednn::eltwise_alpha(act, n.attr_float("alpha", 0.01f)), 0.f);
     spec.post_ops_key = act + std::to_string(n.attr_float("alpha", 0.f));
     name += "_" + act;
   }

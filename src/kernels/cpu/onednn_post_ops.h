@@ -8,7 +8,7 @@
 
 namespace fusor::cpu::onednn {
 
-// The eltwise algorithm for `activation` (relu, leaky_relu, tanh, sigmoid, hardswish,
+// The eltwise algorithm for `activation` (relu, leaky_relu, tanh, sigmoid, hardswish, silu,
 // gelu_erf, gelu_tanh);
 // nullopt for "none" or a name this table does not know.
 inline std::optional<dnnl::algorithm> eltwise_for(const std::string& activation) {
@@ -16,9 +16,16 @@ inline std::optional<dnnl::algorithm> eltwise_for(const std::string& activation)
   if (activation == "tanh") return dnnl::algorithm::eltwise_tanh;
   if (activation == "sigmoid") return dnnl::algorithm::eltwise_logistic;
   if (activation == "hardswish") return dnnl::algorithm::eltwise_hardswish;  // x * clip(x / 6 + 1/2, 0, 1)
+  if (activation == "silu") return dnnl::algorithm::eltwise_swish;  // x * sigmoid(alpha * x), alpha 1
   if (activation == "gelu_erf") return dnnl::algorithm::eltwise_gelu_erf;
   if (activation == "gelu_tanh") return dnnl::algorithm::eltwise_gelu_tanh;
   return std::nullopt;
+}
+
+// The eltwise post-op's alpha: LeakyRelu's slope (the node's `alpha`), 1 for SiLU, else unused.
+inline float eltwise_alpha(const std::string& activation, float node_alpha) {
+  if (activation == "leaky_relu") return node_alpha;
+  return activation == "silu" ? 1.f : 0.f;
 }
 
 }  // namespace fusor::cpu::onednn
