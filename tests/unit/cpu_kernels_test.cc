@@ -257,6 +257,8 @@ const Case kCases[] = {
     {"layernorm_nobias", Op::LayerNormalization, {f({3, 37}), fc({37})}, {}, 17, "layernorm"},
     {"layernorm_axis", Op::LayerNormalization, {f({2, 3, 5}), fc({3, 5}), fc({3, 5})}, {{"axis", int64_t{-2}}}, 17, "layernorm"},
     {"layernorm_stats", Op::LayerNormalization, {f({4, 50}), fc({50}), fc({50})}, {}, 17, "layernorm", 3},
+    {"instancenorm", Op::InstanceNormalization, {f({2, 3, 8, 9}), fc({3}), fc({3})}, {{"epsilon", 1e-3f}}, 6, "instancenorm"},
+    {"instancenorm_1d", Op::InstanceNormalization, {f({3, 5, 37}), fc({5}), fc({5})}, {}, 6, "instancenorm"},
     // Transpose and Gather.
     {"transpose_heads", Op::Transpose, {f({1, 128, 12, 32})}, {{"perm", V{0, 2, 1, 3}}}, 14, "transpose_rows"},
     {"transpose_keys_b8", Op::Transpose, {f({8, 128, 12, 32})}, {{"perm", V{0, 2, 3, 1}}}, 14, "transpose_tiled"},

@@ -38,6 +38,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::ReduceMean, make_reduce_kernel},
     {Op::ReduceSum, make_reduce_kernel},
     {Op::LayerNormalization, make_layer_norm_kernel},
+    {Op::InstanceNormalization, make_instance_norm_kernel},
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
 };

@@ -19,6 +19,7 @@ std::unique_ptr<Kernel> make_binary_kernel(const KernelRequest& r);      // bina
 std::unique_ptr<Kernel> make_softmax_kernel(const KernelRequest& r);     // softmax.cc
 std::unique_ptr<Kernel> make_reduce_kernel(const KernelRequest& r);      // reduce.cc
 std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r);  // layer_norm.cc
+std::unique_ptr<Kernel> make_instance_norm_kernel(const KernelRequest& r);  // layer_norm.cc
 std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
 
