@@ -54,7 +54,8 @@ void QuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor>
   const bool saturate = n.opset < 19 || n.attr_int("saturate", 1) != 0;
   const bool x_is_float32 = x.dtype() == DType::Float32;
   const DType t = y.dtype();
-  const auto [lo, hi] = quant_range(t);
+  const auto range = quant_range(t);  // not a structured binding: clang 14 cannot capture those
+  const double lo = range.first, hi = range.second;
   const Float8Format f8 = float8_format(t);
   visit_float(scale.dtype(), n, [&](auto* tag) {
     using S = elem_t<decltype(tag)>;
