@@ -31,11 +31,15 @@ std::vector<KnownValue> scan_once(const Node& n, const Graph& body, std::vector<
                                   std::span<const KnownValue> scan_inputs, std::span<const KnownValue> captured,
                                   const ScanAxes& axes, EvaluateFn evaluate) {
   const size_t carried = state.size(), scans_in = scan_inputs.size();
+  if (body.outputs.size() < carried)
+    fail(n, "the body has " + std::to_string(body.outputs.size()) + " outputs, fewer than the " +
+                std::to_string(carried) + " state variables");
   const size_t scans_out = body.outputs.size() - carried;
   std::vector<int64_t> in_axis(scans_in);
   int64_t length = -1;
   for (size_t j = 0; j < scans_in; ++j) {
     const Dims& d = scan_inputs[j].type.dims;
+    if (d.empty()) fail(n, "scan input " + std::to_string(j) + " is a scalar: it has no axis to scan");
     in_axis[j] = normalize_axis(axes.in_axes[j], static_cast<int64_t>(d.size()), n);
     const int64_t len = d[static_cast<size_t>(in_axis[j])];
     if (length >= 0 && len != length)
