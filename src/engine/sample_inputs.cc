@@ -1,6 +1,7 @@
 #include "engine/sample_inputs.h"
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 #include "ir/half.h"
@@ -80,6 +81,10 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
       }
       case DType::Bool:
         for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = true;
+        break;
+      case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
+      case DType::Int4: case DType::UInt4:  // quantized storage: zeros are valid in every one of them
+        if (n) std::memset(t.raw(), 0, static_cast<size_t>(n));
         break;
       case DType::Undefined: break;
     }
