@@ -31,6 +31,7 @@ Tolerance: pass when |a - b| <= atol + rtol * |b| elementwise (b = ONNX Runtime)
 where ORT has NaN, and shapes equal.
 """
 import argparse
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -215,6 +216,15 @@ def run_fusor(fusor, model, inputs_dir, out_dir, extra=()):
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {r.returncode}\n{r.stdout}{r.stderr}")
     return r
+
+
+def fusor_matches_ort(fusor, model, data, out_dir, reference=False):
+    """Runs fusor on data/inputs (the reference executor when asked) and compares its outputs with
+    data/ort; returns (ok, report)."""
+    run_fusor(fusor, model, Path(data) / "inputs", out_dir, ["--reference"] if reference else [])
+    report = io.StringIO()
+    ok = compare(out_dir, Path(data) / "ort", out=report)
+    return ok, report.getvalue()
 
 
 def gen(model, batch, seq, out, seed=0, threads=2):

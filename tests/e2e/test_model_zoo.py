@@ -2,7 +2,6 @@
 scripts/model_zoo.py (docs/models.md), elementwise within |a-b| <= 1e-5 + 1e-4*|b|, at two or
 more shapes each. llama-tiny gets decoder inputs (positions after the past, a mask over past +
 sequence), including the empty past of a first step; the others get ort_compare's inputs."""
-import io
 import sys
 
 import pytest
@@ -58,12 +57,9 @@ def ort_results(tmp_path_factory):
 
 
 def check(model, data, executor, tmp_path):
-    extra = ["--reference"] if executor == "reference" else []
-    ort_compare.run_fusor(FUSOR, model_path(model), data / "inputs", tmp_path, extra)
-    report = io.StringIO()
-    ok = ort_compare.compare(tmp_path, data / "ort", out=report)
-    print(report.getvalue())
-    assert ok, report.getvalue()
+    ok, report = ort_compare.fusor_matches_ort(FUSOR, model_path(model), data, tmp_path, executor == "reference")
+    print(report)
+    assert ok, report
 
 
 @pytest.mark.parametrize("executor", ["fast", "reference"])

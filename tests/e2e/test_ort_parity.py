@@ -1,6 +1,5 @@
 """Both executors match ONNX Runtime on the real models, elementwise within
 |a-b| <= 1e-5 + 1e-4*|b|; the max abs and max rel errors are printed (pytest -s shows them)."""
-import io
 
 import pytest
 
@@ -39,9 +38,6 @@ def ort_results(tmp_path_factory):
 @pytest.mark.parametrize("model,batch,seq", CASES)
 def test_matches_onnx_runtime(model, batch, seq, executor, ort_results, tmp_path):
     data = ort_results(model, batch, seq)
-    extra = ["--reference"] if executor == "reference" else []
-    ort_compare.run_fusor(FUSOR, model_path(model), data / "inputs", tmp_path, extra)
-    report = io.StringIO()
-    ok = ort_compare.compare(tmp_path, data / "ort", out=report)
-    print(report.getvalue())
-    assert ok, report.getvalue()
+    ok, report = ort_compare.fusor_matches_ort(FUSOR, model_path(model), data, tmp_path, executor == "reference")
+    print(report)
+    assert ok, report
