@@ -68,6 +68,9 @@ struct CheckOptions {
   std::map<std::string, Tolerance> output_tolerances;
   int max_rounds = 8;
   std::function<void(const std::string&)> progress;
+  // Also check packed execution (fusor/packed.h) on models that pack, at lengths up to the
+  // bound sequence length; a failure rolls packing back (kPackingItem joins rolled_back).
+  bool check_packing = true;
 };
 
 // What the gate decided for one fusion item. The names are an item's "status" in
@@ -109,6 +112,31 @@ struct OutputVerdict {
   bool passed = true;
 };
 
+// ---- packing (padding-free execution, fusor/packed.h), checked like a fusion item: requests of
+// mixed lengths (1, 2, the longest and one short of it, left- and right-padded, two rows) run in
+// one packed step, and each must match the same request run alone: tier 1 against the fast
+// padded plan, tier 3 against the reference kernels, both under the twin rule 1e-5 + 1e-4 |b|.
+
+inline constexpr const char* kPackingItem = "packing";  // its name in rolled_back and verdicts
+
+struct PackingCheckOptions {
+  int64_t max_length = 128;  // the longest request checked
+  FusionConfig fusion;       // the switches of the packed and the padded fast plans
+  uint64_t seed = 0;
+};
+
+struct PackingVerdict {
+  bool packable = false;
+  std::string reason;                 // why the model does not pack (nothing was checked then)
+  bool passed = false;
+  std::vector<std::string> requests;  // what was checked, e.g. "128 tokens, left-padded 42"
+  Difference vs_padded;               // tier 1, the worst request
+  Difference vs_truth;                // tier 3, the worst request
+  std::string worst_request;          // where vs_padded was worst
+};
+
+PackingVerdict check_packing(const Engine& engine, const PackingCheckOptions& options);
+
 struct CheckReport {
   bool passed = false;
   std::string mode;
@@ -119,6 +147,7 @@ struct CheckReport {
   std::string injected_into;           // the item a fault went into, if any
   int rounds = 0;
   FusionConfig final_fusion;           // the checked config with the rollbacks in fusion.disabled
+  std::optional<PackingVerdict> packing;  // when options.check_packing
 };
 
 CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options);

@@ -400,6 +400,14 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     report.final_fusion = r.final_fusion;
     report.rounds += r.rounds;
   }
+  if (options.check_packing) {
+    if (options.progress) options.progress("packing");
+    PackingCheckOptions po;
+    po.fusion = report.final_fusion;
+    for (const auto& [name, dims] : options.dims) po.max_length = std::max<int64_t>(2, dims.size() == 2 ? dims[1] : 2);
+    report.packing = check_packing(engine, po);
+    if (report.packing->packable && !report.packing->passed) report.rolled_back.push_back(kPackingItem);
+  }
   return report;
 }
 

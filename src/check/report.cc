@@ -55,6 +55,15 @@ std::string check_report_json(const CheckReport& r) {
                       {"samples", r.samples},     {"items", items},         {"rolled_back", r.rolled_back},
                       {"outputs", outputs},       {"fusion_disabled", r.final_fusion.disabled}};
   if (!r.injected_into.empty()) j["fault_injected_into"] = r.injected_into;
+  if (const auto& p = r.packing) {
+    j["packing"] = {{"packable", p->packable}, {"passed", p->passed}, {"reason", p->reason}};
+    if (p->packable) {
+      j["packing"]["requests"] = p->requests;
+      j["packing"]["vs_padded"] = difference_json(p->vs_padded);
+      j["packing"]["vs_truth"] = difference_json(p->vs_truth);
+      j["packing"]["worst_request"] = p->worst_request;
+    }
+  }
   return j.dump(2) + "\n";
 }
 

@@ -85,8 +85,7 @@ std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, 
 
 const std::shared_ptr<const Graph>& EngineInternals::graph(const Engine& engine) { return engine.impl_->graph; }
 
-Session build_session(const Engine& engine, const std::map<std::string, Dims>& input_dims,
-                      const SessionOptions& options, const InternalSessionOptions& internal) {
+PlanOptions plan_options(const SessionOptions& options, const InternalSessionOptions& internal) {
   PlanOptions po;
   po.kernels = options.reference ? KernelChoice::Reference : KernelChoice::Fast;
   po.backend = &cpu::backend();
@@ -94,6 +93,12 @@ Session build_session(const Engine& engine, const std::map<std::string, Dims>& i
   po.memory_aware_order = options.reorder;
   po.fusion = options.fusion;
   po.wrap_fused_kernel = internal.wrap_fused_kernel;
+  return po;
+}
+
+Session build_session(const Engine& engine, const std::map<std::string, Dims>& input_dims,
+                      const SessionOptions& options, const InternalSessionOptions& internal) {
+  const PlanOptions po = plan_options(options, internal);
   const std::shared_ptr<const Graph>& graph = EngineInternals::graph(engine);
   try {
     return EngineInternals::session(std::make_unique<Plan>(build_plan(graph, input_dims, po)), options);

@@ -56,6 +56,9 @@ inline const Plan& plan_of(const Session& session) { return EngineInternals::pla
 // installs: setting either here replaces the session's observer.
 inline Executor& executor_of(Session& session) { return EngineInternals::executor(session); }
 
+// How a session with these options plans (kernels, fusion, frozen inputs, reordering).
+PlanOptions plan_options(const SessionOptions& options, const InternalSessionOptions& internal);
+
 // Engine::session with the internal options as well. When a shape depends on input values that
 // are not known at plan time (ir/data_dependent.h), the session is planned per run instead.
 Session build_session(const Engine& engine, const std::map<std::string, Dims>& input_dims,

@@ -20,9 +20,10 @@ constexpr bool kSometimes = false;
 constexpr ContractAttr kLayerNorm[] = {{"axis", Int}, {"epsilon", Float}, {"has_scale", Int}, {"has_bias", Int}};
 // fuse_gelu: "none" (erf) or "tanh", as ONNX Gelu.
 constexpr ContractAttr kGelu[] = {{"approximate", String}};
-// fuse_attention: mask is "additive" (the fourth input) or "none"; fill is the causal mask's value.
-constexpr ContractAttr kAttention[] = {{"num_heads", Int}, {"head_dim", Int}, {"scale", Float},
-                                       {"causal", Int},    {"fill", Float},   {"mask", String}};
+// fuse_attention: mask is "additive" (the fourth input) or "none"; fill is the causal mask's value;
+// segments, set by packing (passes/pack_tokens.h), is the index of the sequence-starts input.
+constexpr ContractAttr kAttention[] = {{"num_heads", Int}, {"head_dim", Int}, {"scale", Float},   {"causal", Int},
+                                       {"fill", Float},    {"mask", String},  {"segments", Int, kSometimes}};
 // merge_projections: p projections of one input; splits[i] = Ni, biases[i] = 1 when i has a bias.
 constexpr ContractAttr kMergedMatMul[] = {{"projections", Int}, {"splits", Ints}, {"biases", Ints}};
 // fuse_gemm_epilogue on MatMul/Gemm: activation is "none", "relu", "gelu", ... (alpha for leaky_relu).

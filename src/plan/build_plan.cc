@@ -6,6 +6,7 @@
 #include "plan/inline_branches.h"
 #include "plan/layouts.h"
 #include "plan/plan.h"
+#include "passes/pack_tokens.h"
 #include "passes/pipeline.h"
 #include "passes/storage_types.h"
 #include "plan/schedule.h"
@@ -130,6 +131,27 @@ Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType>
   return plan;
 }
 
+// The fusion switches a plan runs with. A packed plan needs its attention fused (the packed
+// attention kernel, or in a reference plan its body with the sequence mask), so a reference
+// packed plan fuses attention and nothing else.
+std::optional<FusionConfig> fusion_to_run(const PlanOptions& options) {
+  if (options.packed_tokens) {
+    FusionConfig attention_only = options.kernels == KernelChoice::Fast && options.fusion ? *options.fusion : FusionConfig{};
+    if (options.kernels == KernelChoice::Reference) {
+#define FUSOR_SWITCH_OFF(member, label, passes, description) attention_only.member = false;
+      FUSOR_FUSION_SWITCHES(FUSOR_SWITCH_OFF)
+#undef FUSOR_SWITCH_OFF
+      attention_only.fuse_attention = true;
+    }
+    if (!options.fusion || !attention_only.fuse_attention)
+      throw Error("cannot pack tokens: packing needs the attention fusion (fusion.fuse_attention)",
+                  ErrorKind::UnsupportedOp);
+    return attention_only;
+  }
+  if (options.fusion && options.kernels == KernelChoice::Fast) return options.fusion;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
@@ -143,11 +165,13 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   graph = compute_storage_types_in_float32(std::move(graph), in_types, frozen, ref::evaluate);
   std::shared_ptr<const Graph> source = graph;
   graph = inline_known_branches(graph, in_types, frozen);  // before fusion, so it sees the branch taken
-  if (options.fusion && options.kernels == KernelChoice::Fast) {
-    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *options.fusion, ref::evaluate);
+  if (std::optional<FusionConfig> fusion = fusion_to_run(options)) {
+    FusionResult fused = run_fusion_passes(*graph, in_types, frozen, *fusion, ref::evaluate);
     graph = fused.graph;
     report = std::move(fused.report);
   }
+  if (options.packed_tokens)
+    graph = std::make_shared<const Graph>(pack_attention(*graph, in_types, frozen, ref::evaluate));
   DeclinedFusions declined;
   Plan plan = build_steps(graph, in_types, frozen, options, declined);
   // A fused item whose kernel declines these shapes would run its body op by op in reference

@@ -39,6 +39,9 @@ struct PlanOptions {
   KernelWrapper wrap_fused_kernel;
   // Let kernels pass values in their blocked layouts (plan/layouts.h; fast plans only).
   bool blocked_layouts = true;
+  // A packed plan (passes/pack_tokens.h): the graph went through prepare_packed_graph and every
+  // input is bound [1, T]. Needs `fusion` with the attention fusion on, in reference plans too.
+  bool packed_tokens = false;
 };
 
 struct Step {

@@ -124,6 +124,14 @@ int check(const CheckArgs& a) {
       std::cout << "  rolled back " << i.name << " (tier " << i.tier << ", sample " << i.sample << "): max abs "
                 << i.vs_native.max_abs << " vs threshold " << i.threshold << ", error against truth " << i.fused_vs_truth
                 << " (native " << i.native_vs_truth << ")\n";
+  if (const auto& p = r.packing) {
+    if (!p->packable)
+      std::cout << "  packing: not used, " << p->reason << "\n";
+    else
+      std::cout << "  packing: " << (p->passed ? "kept" : "rolled back") << ", " << p->requests.size()
+                << " requests in one packed step; worst max abs " << p->vs_padded.max_abs << " against each alone ("
+                << p->worst_request << "), " << p->vs_truth.max_abs << " against the reference kernels\n";
+  }
   if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
   // Only an unmodified plan's verdict is worth keeping: not one with a deliberate fault in it.
   if (a.fault.empty()) {
