@@ -24,6 +24,7 @@
 
 #include "fusor/config.h"
 #include "fusor/engine.h"
+#include "fusor/packed.h"
 #include "fusor/tensor.h"
 
 namespace fusor {
@@ -116,8 +117,6 @@ struct OutputVerdict {
 // mixed lengths (1, 2, the longest and one short of it, left- and right-padded, two rows) run in
 // one packed step, and each must match the same request run alone: tier 1 against the fast
 // padded plan, tier 3 against the reference kernels, both under the twin rule 1e-5 + 1e-4 |b|.
-
-inline constexpr const char* kPackingItem = "packing";  // its name in rolled_back and verdicts
 
 struct PackingCheckOptions {
   int64_t max_length = 128;  // the longest request checked

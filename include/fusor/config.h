@@ -106,6 +106,7 @@ struct TrafficClass {
   double timeout_ms = 30000;    // queued longer than this: 503
   int64_t max_queue_size = 256;  // requests queued beyond this: 503
   bool adaptive_window = true;  // close a batch before the window when waiting cannot help
+  int64_t max_batch_tokens = 2048;  // packed serving: a batch closes on this many real tokens
 
   bool operator==(const TrafficClass&) const = default;
 };
@@ -125,6 +126,12 @@ struct ServeConfig {
   int64_t execution_contexts = 1;             // worker threads, each with its own sessions
   int64_t max_body_bytes = 64 << 20;          // larger HTTP bodies / gRPC messages: 400
   int64_t seq_bucket = 16;                    // sequence lengths pad up to a multiple of this
+  // Packed (padding-free) serving of encoders that pack (fusor/packed.h): requests of any length
+  // share a batch that closes on the class's max_batch_tokens; plans bind to token counts rounded
+  // up to multiples of token_bucket (a coarser step for large batches, serve/packed_cache.h).
+  // Off, or for a model that does not pack: length buckets as above.
+  bool packing = true;
+  int64_t token_bucket = 16;
   std::map<std::string, double> pad_values;   // input name -> pad value (others pad with 0)
   std::map<std::string, TrafficClass> classes = {{"default", {}}};
   std::vector<MatrixEntry> matrix;            // ascending max_batch; larger batches: top-level fusion

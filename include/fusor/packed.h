@@ -22,6 +22,10 @@
 
 namespace fusor {
 
+// Packing's name where the precision gate lists what it rolled back (then fusion.disabled holds
+// it, and the server does not pack).
+inline constexpr const char* kPackingItem = "packing";
+
 class PackedSession {
  public:
   PackedSession(PackedSession&&) noexcept;

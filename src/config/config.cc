@@ -71,6 +71,8 @@ const Key kKeys[] = {
     {"serve.execution_contexts", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.execution_contexts; }},
     {"serve.max_body_bytes", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_body_bytes; }},
     {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
+    {"serve.packing", Kind::Bool, [](Config& c) -> bool& { return c.serve.packing; }},
+    {"serve.token_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.token_bucket; }},
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
     {"serve.matrix", Kind::Matrix},
@@ -78,8 +80,8 @@ const Key kKeys[] = {
 };
 
 // The keys of one traffic class inside serve.classes.NAME.
-constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch", "preferred_batch_sizes",
-                                           "priority",        "timeout_ms",      "max_queue_size"};
+constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch",     "preferred_batch_sizes",
+                                           "priority",        "timeout_ms",      "max_queue_size", "max_batch_tokens"};
 // The keys of one serve.matrix entry.
 constexpr std::string_view kMatrixKeys[] = {"max_batch", "fusion"};
 
@@ -374,6 +376,7 @@ class Parser {
       else if (k == "priority") c.priority = parse_count(v, at, path, 0);
       else if (k == "timeout_ms") c.timeout_ms = parse_non_negative(v, at, path);
       else if (k == "max_queue_size") c.max_queue_size = parse_count(v, at, path, 1);
+      else if (k == "max_batch_tokens") c.max_batch_tokens = parse_count(v, at, path, 1);
       else if (k == "preferred_batch_sizes") {
         preferred_at = at;
         if (!v.IsSequence()) fail(at, "'" + path + "' must be a list of positive integers, got " + described(v));

@@ -52,7 +52,9 @@ std::string config_yaml(const Config& c) {
     << "  default_class: " << c.serve.default_class << "\n"
     << "  execution_contexts: " << c.serve.execution_contexts << "\n"
     << "  max_body_bytes: " << c.serve.max_body_bytes << "\n"
-    << "  seq_bucket: " << c.serve.seq_bucket << "\n";
+    << "  seq_bucket: " << c.serve.seq_bucket << "\n"
+    << "  packing: " << flag(c.serve.packing) << "\n"
+    << "  token_bucket: " << c.serve.token_bucket << "\n";
   if (!c.serve.pad_values.empty()) {
     y << "  pad_values:\n";
     for (const auto& [name, v] : c.serve.pad_values) y << "    " << name << ": " << number(v) << "\n";
@@ -63,7 +65,7 @@ std::string config_yaml(const Config& c) {
       << ", adaptive_window: " << flag(t.adaptive_window) << ", max_batch: " << t.max_batch;
     if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
     y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size
-      << "}\n";
+      << ", max_batch_tokens: " << t.max_batch_tokens << "}\n";
   }
   if (!c.serve.matrix.empty()) {
     y << "  matrix:\n";

@@ -7,9 +7,17 @@
 
 namespace fusor::serve {
 
+namespace {
+
+constexpr const char* kOneGroup = "packed";  // token mode: every request's group
+
+int64_t tokens_of(const RequestShape& s) { return s.rows * std::max<int64_t>(1, s.seq); }
+
+}  // namespace
+
 Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
-                 std::function<void(size_t)> on_context_start)
-    : config_(config), sig_(std::move(sig)), run_(std::move(run)), stats_(stats),
+                 std::function<void(size_t)> on_context_start, RunPacked run_packed)
+    : config_(config), sig_(std::move(sig)), run_(std::move(run)), run_packed_(std::move(run_packed)), stats_(stats),
       on_context_start_(std::move(on_context_start)), contexts_(std::max<int64_t>(1, config_.execution_contexts)) {
   for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}, {}});
   for (int64_t i = 0; i < contexts_; ++i)
@@ -39,6 +47,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
   RequestShape shape;
   try {
     shape = sig_.check(inputs, config_.seq_bucket);
+    if (token_mode()) shape.group = kOneGroup;
   } catch (const RequestError& e) {
     return reject(e.code, e.message);
   }
@@ -91,14 +100,18 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& 
     }
     if (w.empty()) continue;
     const Request& oldest = w.front();
-    int64_t rows = 0;
+    int64_t rows = 0, tokens = 0;
     for (const auto& r : w)
-      if (r.shape.group == oldest.shape.group) rows += r.shape.rows;
+      if (r.shape.group == oldest.shape.group) rows += r.shape.rows, tokens += tokens_of(r.shape);
     FormingBatch forming;
     forming.oldest = oldest.arrived;
     forming.window = std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
     forming.rows = rows;
     forming.target = q.cls.preferred_batch_sizes.empty() ? q.cls.max_batch : q.cls.preferred_batch_sizes.back();
+    if (token_mode()) {  // fills by tokens; the row limit still closes it
+      forming.target = q.cls.max_batch_tokens;
+      forming.rows = rows >= q.cls.max_batch ? forming.target : tokens;
+    }
     forming.idle_contexts = idle;
     forming.adaptive = q.cls.adaptive_window;
     if (forming.adaptive) forming.expected_gap = q.arrivals.expected_gap(oldest.shape.group);
@@ -118,10 +131,12 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& 
   batch.queue = best;
   auto& w = best->waiting;
   const std::string group = w.front().shape.group;
-  int64_t rows = 0;
+  int64_t rows = 0, tokens = 0;
   for (auto& r : w) {
     if (r.shape.group != group || rows + r.shape.rows > best->cls.max_batch) continue;
+    if (token_mode() && rows > 0 && tokens + tokens_of(r.shape) > best->cls.max_batch_tokens) continue;
     rows += r.shape.rows;
+    tokens += tokens_of(r.shape);
     r.dispatched = now;
     r.taken = true;
     batch.requests.push_back(std::move(r));
@@ -168,22 +183,12 @@ void Batcher::work(size_t context) {
 
 void Batcher::run(size_t context, std::vector<Request>& requests) {
   const Queue& q = *requests.front().queue;
-  std::vector<Part> parts;
-  int64_t rows = 0, seq = -1;
-  for (const auto& r : requests) {
-    parts.push_back({&r.inputs, r.shape});
-    rows += r.shape.rows;
-    seq = std::max(seq, r.shape.seq);
-  }
-  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows);
+  int64_t rows = 0;
+  for (const auto& r : requests) rows += r.shape.rows;
   std::vector<Tensors> outputs;
   Status failure;
   try {
-    auto t0 = Clock::now();
-    Tensors out = run_(context, assemble(sig_, parts, batch_rows, padded_seq(seq, config_.seq_bucket), config_.pad_values));
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-    stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(ns));
-    outputs = split(sig_, out, parts);
+    outputs = token_mode() ? run_packed(context, requests, rows) : run_padded(context, requests, rows);
   } catch (const Error& e) {  // e.g. the model rejected the values (a token id out of range)
     failure = {code_of(e.kind()), std::string("inference failed: ") + e.what()};
   } catch (const std::exception& e) {
@@ -200,6 +205,45 @@ void Batcher::run(size_t context, std::vector<Request>& requests) {
   } else {
     complete(q.name, requests[0], {failure, {}});
   }
+}
+
+std::vector<Tensors> Batcher::run_padded(size_t context, const std::vector<Request>& requests, int64_t rows) {
+  const Queue& q = *requests.front().queue;
+  std::vector<Part> parts;
+  int64_t seq = -1, useful = 0;
+  for (const auto& r : requests) {
+    parts.push_back({&r.inputs, r.shape});
+    seq = std::max(seq, r.shape.seq);
+    useful += tokens_of(r.shape);
+  }
+  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows), batch_seq = padded_seq(seq, config_.seq_bucket);
+  auto t0 = Clock::now();
+  Tensors out = run_(context, assemble(sig_, parts, batch_rows, batch_seq, config_.pad_values));
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(ns));
+  const int64_t computed = batch_rows * std::max<int64_t>(1, batch_seq);
+  stats_.tokens_ran(q.name, useful, computed, computed);
+  return split(sig_, out, parts);
+}
+
+std::vector<Tensors> Batcher::run_packed(size_t context, const std::vector<Request>& requests, int64_t rows) {
+  const Queue& q = *requests.front().queue;
+  std::vector<const Tensors*> inputs;
+  int64_t useful = 0, bucket_plan = 0;
+  for (const auto& r : requests) {
+    inputs.push_back(&r.inputs);
+    useful += tokens_of(r.shape);
+    bucket_plan += r.shape.rows * std::max<int64_t>(1, padded_seq(r.shape.seq, config_.seq_bucket));
+  }
+  auto t0 = Clock::now();
+  std::vector<Tensors> out = run_packed_(context, inputs);
+  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  stats_.batch_ran(q.name, rows, requests.size(), static_cast<uint64_t>(ns));
+  // bucket_plan: what length buckets would have computed for the same requests, each padded to its
+  // seq_bucket multiple (a lower bound: their batches also pad rows).
+  const int64_t packed = (useful + config_.token_bucket - 1) / config_.token_bucket * config_.token_bucket;
+  stats_.tokens_ran(q.name, useful, packed, bucket_plan);
+  return out;
 }
 
 void Batcher::complete(const std::string& cls, Request& r, Completion c) {

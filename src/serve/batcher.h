@@ -17,6 +17,12 @@
 // that fits, else the next power of two up to max_batch) and its sequence to a multiple of
 // seq_bucket, so each context keeps a bounded set of plans.
 //
+// Token mode (packed serving of an encoder, fusor/packed.h): every request joins one group,
+// whatever its length, and a batch fills by real tokens: it is ready when it holds the class's
+// max_batch_tokens (or max_batch rows), and takes requests in arrival order while both limits
+// hold (a request larger than the budget runs alone). Nothing is padded: RunPacked gets the
+// requests as they came.
+//
 // Requests are never dropped silently: each completion runs exactly once, with outputs or an
 // error: 503 when the class's queue is full, when a request waits longer than timeout_ms, or when
 // submitted after drain() began. drain() runs everything already accepted before returning.
@@ -48,12 +54,15 @@ using Done = std::function<void(Completion)>;
 // context's own thread. May throw; the batcher then retries the batch's requests one by one, so a
 // request the model rejects fails alone.
 using RunBatch = std::function<Tensors(size_t context, const Tensors& batch)>;
+// Token mode: runs the requests in one packed step; returns each one's outputs, in order.
+using RunPacked = std::function<std::vector<Tensors>(size_t context, const std::vector<const Tensors*>& requests)>;
 
 class Batcher {
  public:
   // `on_context_start(i)` runs first on context i's thread (sets its OpenMP thread count).
+  // With `run_packed` the batcher works in token mode (`run` is then unused).
   Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
-          std::function<void(size_t)> on_context_start = {});
+          std::function<void(size_t)> on_context_start = {}, RunPacked run_packed = {});
   ~Batcher();  // drains
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -66,6 +75,7 @@ class Batcher {
   void drain();
 
   int64_t max_batch() const;  // the largest max_batch of any class
+  bool token_mode() const { return static_cast<bool>(run_packed_); }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -99,11 +109,15 @@ class Batcher {
   void note_holds(Clock::time_point now);
   // Runs requests (one class, one group) as one batch and completes each of them.
   void run(size_t context, std::vector<Request>& requests);
+  // run() in token mode, or padded to the class's buckets; returns each request's outputs.
+  std::vector<Tensors> run_packed(size_t context, const std::vector<Request>& requests, int64_t rows);
+  std::vector<Tensors> run_padded(size_t context, const std::vector<Request>& requests, int64_t rows);
   void complete(const std::string& cls, Request& r, Completion c);
 
   const ServeConfig config_;
   const Signature sig_;
   RunBatch run_;
+  RunPacked run_packed_;
   ModelStats& stats_;
   std::function<void(size_t)> on_context_start_;
 

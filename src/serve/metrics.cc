@@ -61,6 +61,13 @@ std::string prometheus_text(const std::vector<ServedModel*>& models) {
          [](const ClassStats& c) { return c.compute_us; });
   family({"nv_inference_pending_request_count", "gauge", "Instantaneous number of pending requests"},
          [](const ClassStats& c) { return c.pending; });
+  family({"fusor_useful_tokens_total", "counter", "Tokens (rows x length) of the requests answered, padding excluded"},
+         [](const ClassStats& c) { return c.useful_tokens; });
+  family({"fusor_computed_tokens_total", "counter", "Tokens the plans computed for them, padding included"},
+         [](const ClassStats& c) { return c.computed_tokens; });
+  family({"fusor_bucket_plan_tokens_total", "counter",
+          "Tokens length-bucket padding would have computed for the same requests"},
+         [](const ClassStats& c) { return c.bucket_plan_tokens; });
   o << "# HELP nv_inference_request_latency_us Inference request latency in microseconds\n"
        "# TYPE nv_inference_request_latency_us histogram\n";
   for (auto& [m, s] : snaps)

@@ -36,9 +36,26 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
     };
     contexts_.push_back(std::make_unique<SessionCache>(engine_, matrix_, sig_.batched, log));
   }
+  // Packed serving when the model packs (one session at a token bucket proves it).
+  if (std::optional<PackedSession> probe = probe_packing(engine_, config, options, not_packed_reason_)) {
+    std::fprintf(stderr, "fusor serve: model %s: packed serving, batches fill by tokens, plans per %lld-token step\n",
+                 name_.c_str(), static_cast<long long>(config.token_bucket));
+    for (size_t i = 0; i < contexts_.size(); ++i) {
+      auto log = [this, i](int64_t tokens, const Session& s) {
+        std::fprintf(stderr, "fusor serve: model %s context %zu: packed session for %lld tokens: %zu kernel(s)\n",
+                     name_.c_str(), i, static_cast<long long>(tokens), s.kernels_per_inference());
+      };
+      packed_.push_back(std::make_unique<PackedCache>(engine_, options, config.token_bucket, log));
+    }
+    packed_[0]->adopt(std::move(*probe));
+  } else {
+    std::fprintf(stderr, "fusor serve: model %s: not packed: %s\n", name_.c_str(), not_packed_reason_.c_str());
+  }
+  RunPacked run_packed;
+  if (packed()) run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
-      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); });
+      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed));
 }
 
 ServedModel::~ServedModel() { batcher_->drain(); }

@@ -6,6 +6,7 @@
 
 #include "fusor/engine.h"
 #include "serve/batcher.h"
+#include "serve/packed_cache.h"
 #include "serve/session_cache.h"
 #include "serve/stats.h"
 
@@ -28,6 +29,9 @@ class ServedModel {
   int64_t max_batch() const { return batcher_->max_batch(); }
   size_t contexts() const { return contexts_.size(); }
   const SessionCache& context(size_t i) const { return *contexts_.at(i); }
+  // Served packed (padding-free, token batches), or by length buckets; why, when not packed.
+  bool packed() const { return !packed_.empty(); }
+  const std::string& not_packed_reason() const { return not_packed_reason_; }
   // Which session options (fusion config) each batch-size bucket uses (serve.matrix).
   const OptionsMatrix& options_matrix() const { return *matrix_; }
 
@@ -44,6 +48,8 @@ class ServedModel {
   ModelStats stats_;
   std::shared_ptr<const OptionsMatrix> matrix_;
   std::vector<std::unique_ptr<SessionCache>> contexts_;
+  std::vector<std::unique_ptr<PackedCache>> packed_;  // one per context when packed, else empty
+  std::string not_packed_reason_;
   std::unique_ptr<Batcher> batcher_;
 };
 

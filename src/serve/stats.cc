@@ -63,6 +63,14 @@ void ModelStats::batch_ran(const std::string& cls, int64_t padded_rows, size_t r
   b.compute_ns += compute_ns;
 }
 
+void ModelStats::tokens_ran(const std::string& cls, int64_t useful, int64_t computed, int64_t bucket_plan) {
+  std::lock_guard lock(mu_);
+  ClassStats& c = s_.classes[cls];
+  c.useful_tokens += static_cast<uint64_t>(useful);
+  c.computed_tokens += static_cast<uint64_t>(computed);
+  c.bucket_plan_tokens += static_cast<uint64_t>(bucket_plan);
+}
+
 ModelStats::Snapshot ModelStats::snapshot() const {
   std::lock_guard lock(mu_);
   return s_;

@@ -29,6 +29,10 @@ struct ClassStats {
   std::map<std::string, uint64_t> failures;  // reason (code name) -> count
   uint64_t queue_us = 0, compute_us = 0, request_us = 0;
   int64_t pending = 0;  // queued or running now
+  // Tokens (rows x sequence length) of the requests answered, of what the plans computed for them
+  // (padding included), and of what length-bucket padding would have computed (the padding that
+  // packed serving removes; equal to computed_tokens when not packed).
+  uint64_t useful_tokens = 0, computed_tokens = 0, bucket_plan_tokens = 0;
   Histogram request_latency, queue_latency;
 };
 
@@ -46,6 +50,8 @@ class ModelStats {
                 int64_t rows);
   // A batch of `requests` requests and `padded_rows` rows ran in `compute_ns`.
   void batch_ran(const std::string& cls, int64_t padded_rows, size_t requests, uint64_t compute_ns);
+  // The batch's tokens: the requests' own, what the plan computed, what length buckets would have.
+  void tokens_ran(const std::string& cls, int64_t useful, int64_t computed, int64_t bucket_plan);
 
   struct Snapshot {
     std::map<std::string, ClassStats> classes;

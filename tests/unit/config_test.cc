@@ -241,9 +241,11 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  execution_contexts: 1\n"
             "  max_body_bytes: 67108864\n"
             "  seq_bucket: 16\n"
+            "  packing: true\n"
+            "  token_bucket: 16\n"
             "  classes:\n"
             "    default: {batch_window_ms: 8, adaptive_window: true, max_batch: 8, priority: 0, timeout_ms: 30000, "
-            "max_queue_size: 256}\n");
+            "max_queue_size: 256, max_batch_tokens: 2048}\n");
   c.fusion.disabled = {"a"};
   FusionConfig row = c.fusion;
   row.fuse_attention = false;

@@ -1,0 +1,57 @@
+#include "serve/packed_cache.h"
+
+#include <algorithm>
+
+
+namespace fusor::serve {
+
+int64_t packed_capacity(int64_t tokens, int64_t token_bucket) {
+  int64_t step = std::max<int64_t>(1, token_bucket);
+  while (step * 16 < tokens) step *= 2;  // at most 1/8 filler above 8 buckets
+  return std::max<int64_t>(1, (tokens + step - 1) / step) * step;
+}
+
+void PackedCache::adopt(PackedSession session) {
+  const int64_t capacity = session.capacity();
+  sessions_.emplace(capacity, std::move(session));
+}
+
+std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {
+  if (sessions_.empty()) adopt(packed_session(engine_, bucket_, options_));
+  PackedSession& any = sessions_.begin()->second;
+  std::vector<Tensors> feeds;
+  int64_t tokens = 0;
+  for (const Tensors* r : requests) {
+    feeds.push_back(*r);
+    tokens += any.tokens_of(*r);
+  }
+  const int64_t capacity = packed_capacity(tokens, bucket_);
+  auto it = sessions_.find(capacity);
+  if (it == sessions_.end()) {
+    it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_)).first;
+    if (on_build_) on_build_(capacity, it->second.session());
+  }
+  return it->second.run(feeds);
+}
+
+std::optional<PackedSession> probe_packing(const Engine& engine, const ServeConfig& config, const SessionOptions& options,
+                                           std::string& why_not) {
+  if (!config.packing) {
+    why_not = "serve.packing is off";
+  } else if (!options.fusion || options.reference) {
+    why_not = "fusion is off (packing needs the attention fusion)";
+  } else if (std::find(options.fusion->disabled.begin(), options.fusion->disabled.end(), kPackingItem) !=
+             options.fusion->disabled.end()) {
+    why_not = "the precision gate rolled packing back (fusion.disabled has 'packing')";
+  } else {
+    try {
+      return packed_session(engine, config.token_bucket, options);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::UnsupportedOp) throw;
+      why_not = e.what();
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,45 @@
+// One execution context's packed sessions (fusor/packed.h), one per token capacity: a batch of
+// requests holding T real tokens runs in the session whose capacity is T rounded up to a step,
+// built on first use and kept. The step is serve.token_bucket, doubled while it is under T/16,
+// so filler stays under 1/8 of a batch and the plans are few (8 per doubling of T) whatever the
+// mix of lengths. Not thread-safe: one cache per context thread.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fusor/packed.h"
+#include "serve/signature.h"
+
+namespace fusor::serve {
+
+// The capacity of the plan a batch of `tokens` tokens runs in (see above).
+int64_t packed_capacity(int64_t tokens, int64_t token_bucket);
+
+class PackedCache {
+ public:
+  using OnBuild = std::function<void(int64_t tokens, const Session& session)>;
+  PackedCache(const Engine& engine, SessionOptions options, int64_t token_bucket, OnBuild on_build = {})
+      : engine_(engine), options_(std::move(options)), bucket_(token_bucket), on_build_(std::move(on_build)) {}
+  // Seeds the cache with a session already built (the server's probe at start-up).
+  void adopt(PackedSession session);
+  std::vector<Tensors> run(const std::vector<const Tensors*>& requests);
+  size_t size() const { return sessions_.size(); }
+
+ private:
+  const Engine& engine_;
+  SessionOptions options_;
+  int64_t bucket_;
+  OnBuild on_build_;
+  std::map<int64_t, PackedSession> sessions_;  // by token capacity
+};
+
+// Whether `engine` is served packed with these options, and the probe session when it is (its
+// capacity is one token bucket); otherwise `why_not` says why (logged at start-up).
+std::optional<PackedSession> probe_packing(const Engine& engine, const ServeConfig& config, const SessionOptions& options,
+                                           std::string& why_not);
+
+}  // namespace fusor::serve
