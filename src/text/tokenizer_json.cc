@@ -258,9 +258,9 @@ std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::parse(std::string_view j
     r.fail("not valid JSON", e.what());
   }
   r.object(root, "the file");
+  text::Bpe bpe = read_bpe(r, r.field(root, "model", "the file"));  // first: the model type says most
   check_normalizer(r, root.value("normalizer", json()));
   check_decoder(r, root.value("decoder", json()));
-  text::Bpe bpe = read_bpe(r, r.field(root, "model", "the file"));
   std::vector<text::PreTokenizeStep> steps;
   read_pre_tokenizer(r, root.value("pre_tokenizer", json()), "pre_tokenizer", steps);
   std::vector<text::AddedToken> added = read_added_tokens(r, root);
