@@ -142,7 +142,8 @@ TEST(Tokenizer, StreamingHoldsBackAnUnfinishedCharacter) {
   // A character cut off by a complete one reads as U+FFFD, as decode() reads it; finish()
   // flushes one that never completed.
   Tokenizer::StreamDecoder cut = t.stream_decoder();
-  std::string streamed = cut.push(ids[1]) + cut.push(ids[2]) + cut.push(ids[0]) + cut.push(ids[1]);
+  std::string streamed;
+  for (TokenId id : {ids[1], ids[2], ids[0], ids[1]}) streamed += cut.push(id);  // F0 9F 'a' F0
   streamed += cut.finish();
   EXPECT_EQ(streamed, t.decode(std::vector<TokenId>{ids[1], ids[2], ids[0], ids[1]}));
   EXPECT_EQ(streamed, "\xEF\xBF\xBD" "a" "\xEF\xBF\xBD");
