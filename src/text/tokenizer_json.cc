@@ -273,6 +273,9 @@ std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::parse(std::string_view j
   size_t size = 0;
   for (const auto& [token, id] : impl->bpe.vocab()) size = std::max(size, size_t(id) + 1);
   for (const text::AddedToken& a : added) size = std::max(size, size_t(a.id) + 1);
+  if (size > 2 * (impl->bpe.vocab().size() + added.size()) + 4096)  // tables are dense: refuse a file of holes
+    r.fail("the file", "ids run to " + std::to_string(size - 1) + " for only " +
+                           std::to_string(impl->bpe.vocab().size() + added.size()) + " tokens");
   impl->token_of.assign(size, {});
   impl->known.assign(size, false);
   impl->special.assign(size, false);

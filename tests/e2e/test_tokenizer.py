@@ -1,8 +1,9 @@
 """fusor's C++ tokenizer against Hugging Face `tokenizers` (issue #16).
 
 Byte-level BPE tokenizers are trained here with `tokenizers` on a small mixed corpus (English,
-code, CJK, emoji, accents, numbers, whitespace runs), in three pre-tokenizer styles (GPT-2's
-ByteLevel split, with and without a prefix space, and Llama 3's Split regex), then fusor's
+code, CJK, emoji, accents, numbers, whitespace runs), in four pre-tokenizer styles (GPT-2's
+ByteLevel split, with and without a prefix space, Llama 3's Split regex, and a Sequence using
+every Split behavior), then fusor's
 encode, decode and streaming decode (`fusor tokenize --file`) must give what HF gives on a few
 hundred strings, most of them not in the corpus.
 """
@@ -59,7 +60,7 @@ FIXED = [
     "nbsp\u00a0here", "ideographic\u3000space", "line\u2028separator", "zero\u200bwidth", "soft\u00adhyphen",
     "x" * 300, "ab" * 100, " " * 50 + "x", "\n" * 10, "😀" * 20,
     "<|endoftext|>", "hi<|endoftext|>there", "<|im_start|>system\nbe brief<|im_end|>",
-    "<|endoftext|><|endoftext|>", "text <mask> more", "text<mask>more", "a fusor b", "afusorb", "fusor",
+    "<|endoftext|><|endoftext|>", "x  <sep>  y", "<sep>", " <sep>\n", "a--b----c", "--", "text <mask> more", "text<mask>more", "a fusor b", "afusorb", "fusor",
     "def f(x):\n    return x ** 2  # square\n", "if (a && b || !c) { return; }", "SELECT * FROM t WHERE id=42;",
     "https://example.com/path?q=1&r=two#frag", "user@example.org", "C:\\Windows\\System32", "~/.bashrc && ls -la",
     "$$\\sum_{i=1}^{n} i^2$$", "<html><body class=\"x\">ok</body></html>", "{\"key\": [1, 2, {\"n\": null}]}",
@@ -70,7 +71,7 @@ FRAGMENTS = [
     "0", "7", "42", "1234567", "3.14", "1,000", "2024-12-02", "Café", "naïve", "e\u0301", "Straße", "日本", "語",
     "中文", "分词", "한국어", "テキスト", "😀", "🎉", "👍🏽", "🇯🇵", "👨‍👩‍👧", "→", "€", "∞", "©", ".", ",", "!", "?",
     "...", "--", "()", "[]", "{}", "::", "->", "==", "#", "@", "_", "__init__", "self.x", "return", "<|endoftext|>",
-    "<|im_start|>", "<|im_end|>", "<mask>", "fusor", "xyzzy", "Quux", "ünïcödé", "ЖЖЖ", "ααα", "\u00a0", "\u3000",
+    "<|im_start|>", "<|im_end|>", "<mask>", "<sep>", "--", "fusor", "xyzzy", "Quux", "ünïcödé", "ЖЖЖ", "ααα", "\u00a0", "\u3000",
 ]
 
 
@@ -86,7 +87,15 @@ SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 def train(style):
     tok = Tokenizer(models.BPE())
-    if style == "llama3":
+    if style == "split_behaviors":  # every Split behavior, a literal pattern, and invert
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split("--", behavior="removed"),
+            pre_tokenizers.Split(Regex(r"\s+"), behavior="merged_with_next"),
+            pre_tokenizers.Split(Regex(r"\p{N}"), behavior="contiguous"),
+            pre_tokenizers.Split(Regex(r"[.,;:!?]"), behavior="merged_with_previous"),
+            pre_tokenizers.Split(Regex(r"[\p{L}\p{M}\s]+"), behavior="merged_with_previous", invert=True),
+            pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)])
+    elif style == "llama3":
         tok.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
@@ -103,11 +112,12 @@ def train(style):
             single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
     # Added tokens past the trained vocabulary: one matched as a whole word only, one that eats
     # the whitespace before it.
-    tok.add_tokens([AddedToken("fusor", single_word=True), AddedToken("<mask>", lstrip=True, special=False)])
+    tok.add_tokens([AddedToken("fusor", single_word=True), AddedToken("<mask>", lstrip=True, special=False),
+                    AddedToken("<sep>", lstrip=True, rstrip=True, normalized=False)])
     return tok
 
 
-@pytest.fixture(scope="module", params=["gpt2", "gpt2_prefix_space", "llama3"])
+@pytest.fixture(scope="module", params=["gpt2", "gpt2_prefix_space", "llama3", "split_behaviors"])
 def trained(request, tmp_path_factory):
     tok = train(request.param)
     folder = tmp_path_factory.mktemp(request.param)
