@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "fusor/error.h"
 #include "fusor/tokenizer.h"
@@ -51,6 +52,18 @@ std::vector<TokenId> ids_of(const Tokenizer& t, const std::vector<std::string>& 
   return ids;
 }
 
+void expect_error(const json& j, const std::string& fragment, ErrorKind kind = ErrorKind::InvalidModel) {
+  try {
+    make(j);
+    FAIL() << "accepted; expected: " << fragment;
+  } catch (const Error& e) {
+    std::string message = e.what();
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_EQ(e.kind(), kind) << message;
+  }
+}
+
 TEST(Tokenizer, LowerRankedMergesApplyFirst) {
   Tokenizer el_first = make(tokenizer_json({"e l", "l l"}, {"el", "ll"}));
   EXPECT_EQ(el_first.encode("ell", false), ids_of(el_first, {"el", "l"}));
@@ -62,6 +75,28 @@ TEST(Tokenizer, LowerRankedMergesApplyFirst) {
   EXPECT_EQ(t.decode(t.encode("hello hello", false)), "hello hello");
   // Pairs of the same rank merge leftmost first: "lll" is "ll" + "l", not "l" + "ll".
   EXPECT_EQ(t.encode("lll", false), ids_of(t, {"ll", "l"}));
+}
+
+TEST(Tokenizer, IgnoreMergesUnkAndByteFallback) {
+  json j = tokenizer_json({"h e"}, {"he", "hello"});
+  Tokenizer merging = make(j);
+  EXPECT_EQ(merging.encode("hello", false), ids_of(merging, {"he", "l", "l", "o"}));  // no merge path to "hello"
+  j["model"]["ignore_merges"] = true;
+  Tokenizer whole = make(j);
+  EXPECT_EQ(whole.encode("hello", false), ids_of(whole, {"hello"}));
+
+  // A vocabulary without byte symbols: unknown characters become unk (runs fused or not), or
+  // their "<0xAB>" byte tokens when byte_fallback is on.
+  json small = {{"decoder", {{"type", "ByteLevel"}}},
+                {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"vocab", {{"<unk>", 0}, {"a", 1}, {"<0xC3>", 2}, {"<0xA9>", 3}}},
+                           {"merges", json::array()}}}};
+  EXPECT_EQ(make(small).encode("axxa", false), (std::vector<TokenId>{1, 0, 0, 1}));
+  small["model"]["fuse_unk"] = true;
+  EXPECT_EQ(make(small).encode("axxa", false), (std::vector<TokenId>{1, 0, 1}));
+  small["model"]["byte_fallback"] = true;
+  EXPECT_EQ(make(small).encode("a\u00e9x", false), (std::vector<TokenId>{1, 2, 3, 0}));
+  small["model"]["unk_token"] = "<missing>";
+  expect_error(small, "unk_token \"<missing>\" is not in the vocab");
 }
 
 // A character whose UTF-8 form holds byte b, or "" for bytes that valid UTF-8 never holds.
@@ -161,16 +196,23 @@ TEST(Tokenizer, SplitPreTokenizerAndSequence) {
   EXPECT_EQ(t.encode("aa-a--aa", false), ids_of(t, {"aa", "a", "aa"}));
 }
 
-void expect_error(const json& j, const std::string& fragment, ErrorKind kind = ErrorKind::InvalidModel) {
-  try {
-    make(j);
-    FAIL() << "accepted; expected: " << fragment;
-  } catch (const Error& e) {
-    std::string message = e.what();
-    EXPECT_NE(message.find(fragment), std::string::npos) << message;
-    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-    EXPECT_EQ(e.kind(), kind) << message;
-  }
+TEST(Tokenizer, ConstMethodsRunConcurrently) {
+  Tokenizer t = make(tokenizer_json({"l l", "h e", "he ll", "hell o", "Ġ hello"}, {"ll", "he", "hell", "hello", "Ġhello"}));
+  std::vector<std::string> texts = {"hello hello", "héllo \xF0\x9F\x98\x80 hello", "  \thello\r\nhello  ", "x"};
+  std::vector<std::vector<TokenId>> expected;
+  for (const auto& text : texts) expected.push_back(t.encode(text));
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      for (int round = 0; round < 200; ++round)
+        for (size_t i = 0; i < texts.size(); ++i) {
+          std::vector<TokenId> ids = t.encode(texts[i]);
+          failures[k] += ids != expected[i] || t.decode(ids) != texts[i];
+        }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(4, 0));
 }
 
 TEST(Tokenizer, MalformedFilesGiveOneLineErrors) {
