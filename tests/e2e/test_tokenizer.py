@@ -57,6 +57,7 @@ FIXED = [
     "中文，标点。「引号」", "ひらがな カタカナ 漢字", "Ελληνικά και Кириллица", "עברית וערבית: مرحبا بالعالم",
     "हिन्दी देवनागरी", "ไทย ภาษา", "😀", "🇯🇵🇺🇸", "👨‍👩‍👧‍👦 family", "👍🏽👍🏿", "❤️‍🔥", "🧑🏻‍💻 coding",
     "emoji😀glued🎉to😃words", "tab\tseparated\tvalues\n1\t2\t3", "line1\r\nline2\r\n\r\nline4",
+    "v\x0bt\x0cf\x1cs\x85n\u1680o\u2000e\u202fm\u205fi\ufeffb (whitespace kinds)", "\u2160\u3007\U0001d7ce numerals",
     "nbsp\u00a0here", "ideographic\u3000space", "line\u2028separator", "zero\u200bwidth", "soft\u00adhyphen",
     "x" * 300, "ab" * 100, " " * 50 + "x", "\n" * 10, "😀" * 20,
     "<|endoftext|>", "hi<|endoftext|>there", "<|im_start|>system\nbe brief<|im_end|>",
