@@ -89,6 +89,8 @@ std::string Tokenizer::id_to_token(TokenId id) const {
 
 size_t Tokenizer::vocab_size() const { return impl_->known.size(); }
 
-bool Tokenizer::is_special(TokenId id) const { return id >= 0 && size_t(id) < impl_->special.size() && impl_->special[id]; }
+bool Tokenizer::is_special(TokenId id) const {
+  return id >= 0 && size_t(id) < impl_->special.size() && impl_->special[id];
+}
 
 }  // namespace fusor

@@ -14,7 +14,8 @@
 namespace fusor {
 
 struct Tokenizer::Impl {
-  Impl(text::Bpe bpe, text::PreTokenizer pre, text::AddedTokens added) : bpe(std::move(bpe)), pre(std::move(pre)), added(std::move(added)) {}
+  Impl(text::Bpe bpe, text::PreTokenizer pre, text::AddedTokens added)
+      : bpe(std::move(bpe)), pre(std::move(pre)), added(std::move(added)) {}
 
   // Reads tokenizer.json (tokenizer_json.cc); `origin` starts every error message.
   static std::shared_ptr<const Impl> parse(std::string_view json_text, const std::string& origin);

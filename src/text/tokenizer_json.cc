@@ -70,7 +70,8 @@ text::Bpe read_bpe(const Reader& r, const json& model) {
   for (const auto& [token, id] : vocab_json.items()) {
     TokenId i = r.id(id, "model.vocab[\"" + token + "\"]");
     if (auto [it, fresh] = seen.emplace(i, token); !fresh)
-      r.fail("model.vocab", "id " + std::to_string(i) + " is given to both \"" + it->second + "\" and \"" + token + "\"");
+      r.fail("model.vocab",
+             "id " + std::to_string(i) + " is given to both \"" + it->second + "\" and \"" + token + "\"");
     vocab.emplace(token, i);
   }
   const json& merges_json = r.field(model, "merges", "model");
@@ -144,7 +145,8 @@ void read_pre_tokenizer(const Reader& r, const json& j, const std::string& where
     } else {
       r.fail(where + ".pattern", "has neither \"Regex\" nor \"String\"");
     }
-    step.behavior = split_behavior(r, r.string(r.field(j, "behavior", where), where + ".behavior"), where + ".behavior");
+    std::string behavior = r.string(r.field(j, "behavior", where), where + ".behavior");
+    step.behavior = split_behavior(r, behavior, where + ".behavior");
     step.invert = r.boolean(j, "invert", false, where);
   } else {
     r.unsupported(where, "type \"" + type + "\" is not supported (fusor reads ByteLevel, Split and Sequence)");
@@ -188,12 +190,14 @@ void read_post_processor(const Reader& r, const json& j, const std::string& wher
         if (id != "A" || seen_sequence) r.unsupported(at, "a single-sequence template holds sequence A once");
         seen_sequence = true;
       } else if (piece.contains("SpecialToken")) {
-        std::string name = r.string(r.field(piece["SpecialToken"], "id", at + ".SpecialToken"), at + ".SpecialToken.id");
+        std::string name =
+            r.string(r.field(piece["SpecialToken"], "id", at + ".SpecialToken"), at + ".SpecialToken.id");
         auto it = specials.find(name);
         if (it == specials.end()) r.fail(at, "special token \"" + name + "\" is not in special_tokens");
         const json& ids = r.field(*it, "ids", where + ".special_tokens." + name);
         if (!ids.is_array()) r.fail(where + ".special_tokens." + name + ".ids", "is not an array");
-        for (const json& id : ids) (seen_sequence ? after : before).push_back(r.id(id, where + ".special_tokens." + name));
+        for (const json& id : ids)
+          (seen_sequence ? after : before).push_back(r.id(id, where + ".special_tokens." + name));
       } else {
         r.fail(at, "is neither a Sequence nor a SpecialToken");
       }

@@ -2,6 +2,8 @@
 // --file runs many requests in one process: each line is a JSON string (encoded: {"ids": [...]})
 // or a JSON array of ids (decoded: {"text": "...", "pieces": [...]}, where pieces are what the
 // streaming decoder returned id by id, then its final flush).
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -76,9 +78,11 @@ void add_tokenize_command(CLI::App& app) {
   auto args = std::make_shared<TokenizeArgs>();
   CLI::App* cmd = app.add_subcommand("tokenize", "Encode text to token ids, or decode ids, with a tokenizer.json");
   cmd->group("");  // hidden: a test and debugging aid, not a documented workflow yet
-  cmd->add_option("tokenizer", args->tokenizer, "tokenizer.json or a folder holding one")->required()->type_name("PATH");
-  cmd->add_option_function<std::string>("--text", [args](const std::string& t) { args->text = t, args->has_text = true; },
-                                        "Text to encode; prints its ids");
+  cmd->add_option("tokenizer", args->tokenizer, "tokenizer.json or a folder holding one")
+      ->required()
+      ->type_name("PATH");
+  auto set_text = [args](const std::string& t) { args->text = t, args->has_text = true; };
+  cmd->add_option_function<std::string>("--text", set_text, "Text to encode; prints its ids");
   cmd->add_option("--decode", args->decode, "Comma-separated ids to decode; prints the text")->delimiter(',');
   cmd->add_option("--file", args->file, "One JSON string (encode) or array of ids (decode) per line; JSON lines out")
       ->type_name("FILE");
