@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   fusor::cli::add_onboard_command(app);
   fusor::cli::add_plan_command(app);
   fusor::cli::add_inspect_command(app);
+  fusor::cli::add_tokenize_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
