@@ -1,11 +1,12 @@
 """Makers of the small random-weight models that cover operator families the real models miss
-(issue #14): a Llama-style decoder with a KV cache, a YOLO-style detector, a U-Net, a wav2vec2
-encoder and resnet18 at opset 21. docs/models.md says why each is in the set.
+(issue #14): a YOLO-style detector, a U-Net, a wav2vec2 encoder and resnet18 at opset 21, plus
+the decoders of scripts/decoder_zoo.py (issue #16). docs/models.md says why each is in the set.
 
 Each maker takes `force`, returns at once when its outputs are cached, and otherwise exports into
 a temporary file, checks it (onnx.checker, then ONNX Runtime against torch on inputs of another
 shape than the trace's) and renames it into place, like the makers in scripts/get-models.
 """
+import decoder_zoo
 from model_tools import MODELS, ROOT, cached, check_close, export, finish, log, op_histogram, ort_run
 
 OPSET = 17
@@ -38,87 +39,6 @@ def _check_torch(tmp, model, name, feeds, atol=1e-4, rtol=1e-4):
     got = ort_run(tmp, feeds)
     for i, (g, w) in enumerate(zip(got, want)):
         check_close(f"{name} output {i}" if len(got) > 1 else name, g, w.numpy(), atol, rtol)
-
-
-# ---------------------------------------------------------------------------------- llama-tiny
-
-LLAMA = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-             intermediate_size=688, vocab_size=4096, max_position_embeddings=512)
-
-
-def llama_io_names(layers):
-    """Input and output names of the Hugging Face / Optimum decoder-with-past layout."""
-    kv = [f"{i}.{t}" for i in range(layers) for t in ("key", "value")]
-    return (["input_ids", "attention_mask", "position_ids"] + [f"past_key_values.{n}" for n in kv],
-            ["logits"] + [f"present.{n}" for n in kv])
-
-
-def llama_feeds(batch, seq, past, seed, heads, head_dim, layers, vocab):
-    """Valid decoder inputs: positions continue after the past, the mask covers past + seq."""
-    import numpy as np
-    rng = np.random.Generator(np.random.PCG64(seed))
-    feeds = {"input_ids": rng.integers(0, vocab, (batch, seq), dtype=np.int64),
-             "attention_mask": np.ones((batch, past + seq), dtype=np.int64),
-             "position_ids": np.tile(np.arange(past, past + seq, dtype=np.int64), (batch, 1))}
-    for i in range(layers):
-        for t in ("key", "value"):
-            feeds[f"past_key_values.{i}.{t}"] = rng.standard_normal(
-                (batch, heads, past, head_dim)).astype(np.float32)
-    return feeds
-
-
-def get_llama_tiny(force):
-    out_dir = MODELS / "llama-tiny"
-    path = out_dir / "model.onnx"
-    if not force and cached(out_dir, ["model.onnx", "config.json", "generation_config.json"]):
-        log(f"{path.relative_to(ROOT)}: cached")
-        return
-    import torch
-    import transformers
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-    transformers.logging.set_verbosity_error()
-    log(f"exporting {path.relative_to(ROOT)} (random init, seed 0, opset {OPSET})")
-    torch.manual_seed(0)
-    cfg = LlamaConfig(**LLAMA, attn_implementation="eager")
-    model = LlamaForCausalLM(cfg).eval()
-    layers, kv_heads = cfg.num_hidden_layers, cfg.num_key_value_heads
-    head_dim = cfg.hidden_size // cfg.num_attention_heads
-
-    class Flat(torch.nn.Module):
-        """Flat tensors in and out (the exporter's view of the nested past_key_values tuples)."""
-
-        def __init__(self, lm):
-            super().__init__()
-            self.lm = lm
-
-        def forward(self, input_ids, attention_mask, position_ids, *past):
-            pkv = tuple((past[2 * i], past[2 * i + 1]) for i in range(layers))
-            o = self.lm(input_ids=input_ids, attention_mask=attention_mask,
-                        position_ids=position_ids, past_key_values=pkv, use_cache=True,
-                        return_dict=True)
-            return (o.logits, *[t for kv in o.past_key_values for t in kv])
-
-    flat = Flat(model).eval()
-    ins, outs = llama_io_names(layers)
-    feed_args = dict(heads=kv_heads, head_dim=head_dim, layers=layers, vocab=cfg.vocab_size)
-    # Traced with a non-empty past (so no size-0 special case is baked in); checked below with
-    # the empty past of a first step too.
-    trace = llama_feeds(2, 5, 3, 0, **feed_args)
-    axes = {"input_ids": {0: "batch_size", 1: "sequence_length"},
-            "attention_mask": {0: "batch_size", 1: "total_sequence_length"},
-            "position_ids": {0: "batch_size", 1: "sequence_length"},
-            "logits": {0: "batch_size", 1: "sequence_length"}}
-    axes.update({n: {0: "batch_size", 2: "past_sequence_length"} for n in ins[3:]})
-    axes.update({n: {0: "batch_size", 2: "total_sequence_length"} for n in outs[1:]})
-    tmp, m = export(flat, tuple(torch.from_numpy(v) for v in trace.values()), path,
-                    input_names=ins, output_names=outs, dynamic_axes=axes, opset_version=OPSET)
-    log(f"  {op_histogram(m)}")
-    for batch, seq, past in ((1, 7, 0), (3, 1, 9)):
-        feeds = llama_feeds(batch, seq, past, 1, **feed_args)
-        _check_torch(tmp, flat, f"llama-tiny batch {batch} seq {seq} past {past}", feeds)
-    cfg.save_pretrained(out_dir)
-    GenerationConfig.from_model_config(cfg).save_pretrained(out_dir)
-    finish(tmp, path)
 
 
 # ----------------------------------------------------------------------------------- yolo-tiny
@@ -342,5 +262,5 @@ def get_resnet18_op21(force, make_resnet18):
     finish(tmp, path)
 
 
-MAKERS = {"llama-tiny": get_llama_tiny, "yolo-tiny": get_yolo_tiny, "unet-tiny": get_unet_tiny,
+MAKERS = {**decoder_zoo.MAKERS, "yolo-tiny": get_yolo_tiny, "unet-tiny": get_unet_tiny,
           "wav2vec2-tiny": get_wav2vec2_tiny}
