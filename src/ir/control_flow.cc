@@ -3,6 +3,7 @@
 
 #include "ir/bind.h"
 #include "ir/control_flow_detail.h"
+#include "ir/data_dependent.h"
 #include "ir/shape_util.h"
 
 namespace fusor {
@@ -142,11 +143,11 @@ std::vector<KnownValue> eval_if(const Node& n, std::span<const KnownValue> in, E
   auto b = branch(false);
   for (size_t o = 0; o < a.size(); ++o) {
     if (a[o].type.dtype != b[o].type.dtype || a[o].type.dims != b[o].type.dims)
-      fail(n, "output " + std::to_string(o) + " is " + dtype_name(a[o].type.dtype) + " " +
-                  dims_to_string(a[o].type.dims) + " in then_branch and " + dtype_name(b[o].type.dtype) + " " +
-                  dims_to_string(b[o].type.dims) +
-                  " in else_branch, and the condition is only known at run time (freeze it to pick a branch "
-                  "at plan time)");
+      // A merged decoder's If (use_cache_branch): plan per run with the condition known.
+      throw DataDependentShape(n.describe() + ": output " + std::to_string(o) + " is " +
+                               dtype_name(a[o].type.dtype) + " " + dims_to_string(a[o].type.dims) +
+                               " in then_branch and " + dtype_name(b[o].type.dtype) + " " +
+                               dims_to_string(b[o].type.dims) + " in else_branch, so its shape depends on the condition");
     a[o].value = Tensor();
   }
   return a;

@@ -35,11 +35,9 @@ DECODER_CASES = [
     ("gpt2-tiny", 1, 7, 0),
     ("gpt2-tiny", 2, 1, 9),
     ("llama-tiny-merged", 1, 7, 0),
-    # fusor plans an If with one shape per output, and the branches disagree here (present is
-    # past + 1 long in one, 1 in the other): the If's shape check fails instead of raising
-    # DataDependentShape, which would plan per run with use_cache_branch frozen (issue #16).
-    pytest.param("llama-tiny-merged", 2, 1, 9, marks=pytest.mark.xfail(
-        strict=True, raises=RuntimeError, reason="If branches of different shapes")),
+    # The branches disagree on present's length (past + 1 in one, 1 in the other): the session
+    # is planned per run with use_cache_branch known.
+    ("llama-tiny-merged", 2, 1, 9),
 ]
 
 
