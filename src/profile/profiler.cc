@@ -6,6 +6,8 @@
 #include <set>
 
 #include "engine/internals.h"
+#include "fusor/packed.h"
+#include "passes/pack_tokens.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace fusor {
@@ -92,6 +94,23 @@ std::vector<StepInfo> describe_steps(const Plan& plan) {
 
 }  // namespace
 
+namespace {
+
+// Why the model cannot be served packed (fusor/packed.h), or "" when it can (or fusion is off,
+// which says nothing about the model): the profile lists it with the declined fusions.
+std::string packing_refusal(const Engine& engine, const SessionOptions& options) {
+  if (!options.fusion || options.reference) return "";
+  try {
+    packed_session(engine, 16, options);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::UnsupportedOp) return e.what();
+    throw;
+  }
+  return "";
+}
+
+}  // namespace
+
 ProfileReport profile_model(const Engine& engine, const std::map<std::string, Dims>& input_dims,
                             const ProfileOptions& options, const Ceilings& ceilings) {
   if (options.runs < 1) throw Error("profile: runs must be at least 1");
@@ -157,6 +176,8 @@ ProfileReport profile_model(const Engine& engine, const std::map<std::string, Di
   for (const FusionItem& item : plan.fusion.items)
     report.fusion_items.push_back({item.name, item.kind, item.pass, item.nodes, item.bytes_saved});
   for (const NotFused& nf : plan.fusion.not_fused) report.not_fused.push_back({nf.pass, nf.nodes, nf.reason});
+  if (std::string why = packing_refusal(engine, options.session); !why.empty())
+    report.not_fused.push_back({kPackPass, {}, why});
   report.ceilings = ceilings;
   report.memory = session.memory();
   report.latency_ms = median(latencies_s) * 1e3;

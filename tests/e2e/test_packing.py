@@ -113,3 +113,15 @@ def test_models_that_do_not_pack_are_served_by_length_buckets(tmp_path, model, c
         assert metric(text, "fusor_computed_tokens_total") == 16 + 48  # each alone, padded to seq_bucket 16
     finally:
         assert s.stop() == 0, s.output()
+
+
+@pytest.mark.parametrize("model,packs", [("minilm-l6-ort", False), ("minilm-l6", True)])
+def test_profile_lists_why_a_model_does_not_pack_with_the_declined_fusions(fusor, tmp_path, model, packs):
+    out = tmp_path / "profile.json"
+    r = fusor("profile", model_path(model), "--runs", 1, "--warmup", 0, "--json", out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    declined = [d for d in json.loads(out.read_text())["not_fused"] if d["pass"] == "pack_tokens"]
+    if packs:
+        assert not declined, declined
+    else:
+        assert len(declined) == 1 and "cannot pack tokens" in declined[0]["reason"], declined
