@@ -116,6 +116,69 @@ TEST(ServeBatcher, GroupsBySequenceBucketPadsAndCutsBack) {
   EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 16}}));
 }
 
+// Token mode (packed serving): requests of any length share a batch, which closes on the class's
+// token budget (or row limit); nothing is padded, each request gets its own outputs; a request
+// larger than the budget runs alone, and a batch that fails is retried request by request.
+struct PackedHarness {
+  std::mutex mu;
+  std::vector<std::vector<int64_t>> batches;  // each batch's request lengths
+  ModelStats stats{{"interactive", "batch"}};
+  std::unique_ptr<Batcher> batcher;
+  explicit PackedHarness(const ServeConfig& c) {
+    RunPacked packed = [this](size_t, const std::vector<const Tensors*>& requests) {
+      std::vector<int64_t> lengths;
+      for (const Tensors* r : requests) lengths.push_back(r->at("input_ids").dims()[1]);
+      {
+        std::lock_guard lock(mu);
+        batches.push_back(lengths);
+      }
+      std::vector<Tensors> outs;
+      for (const Tensors* r : requests) {
+        const Tensor& ids = r->at("input_ids");
+        Tensor out(DType::Float32, ids.dims());
+        for (int64_t i = 0; i < ids.numel(); ++i) {
+          if (ids.data<int64_t>()[i] < 0) throw Error("negative id", ErrorKind::InvalidArgument);
+          out.data<float>()[i] = static_cast<float>(ids.data<int64_t>()[i]);
+        }
+        outs.push_back({{"out", out}});
+      }
+      return outs;
+    };
+    batcher = std::make_unique<Batcher>(c, text_signature(), nullptr, stats, nullptr, packed);
+  }
+  std::future<Completion> submit(std::vector<int64_t> ids) {
+    auto p = std::make_shared<std::promise<Completion>>();
+    auto f = p->get_future();
+    batcher->submit(request(std::move(ids)), "batch", [p](Completion c) { p->set_value(std::move(c)); });
+    return f;
+  }
+};
+
+TEST(ServeBatcher, TokenModeFillsBatchesByTokensWithoutPadding) {
+  ServeConfig c = batch_class_waits();
+  c.classes["batch"].max_batch = 16;
+  c.classes["batch"].max_batch_tokens = 10;
+  PackedHarness h(c);
+  auto a = h.submit({1, 2, 3});
+  auto d = h.submit({4, 5, 6, 7, 8, 9, 9});        // 3 + 7 = 10 tokens: a's batch is full
+  auto b = h.submit(std::vector<int64_t>(13, 5));  // longer than the budget: runs alone
+  auto e = h.submit({-1});                         // fails alone; its batch-mate still answers
+  auto f = h.submit({6, 6});
+  h.batcher->drain();
+  EXPECT_EQ(values(a.get()), (std::vector<float>{1, 2, 3}));
+  Completion rb = b.get();
+  EXPECT_EQ(rb.outputs.at("out").dims(), (Dims{1, 13}));
+  EXPECT_EQ(values(d.get()), (std::vector<float>{4, 5, 6, 7, 8, 9, 9}));
+  EXPECT_FALSE(e.get().status.ok());
+  EXPECT_EQ(values(f.get()), (std::vector<float>{6, 6}));
+  std::lock_guard lock(h.mu);
+  // a and d share one batch (10 tokens), b runs alone, e and f fail together and are retried alone.
+  EXPECT_EQ(h.batches, (std::vector<std::vector<int64_t>>{{3, 7}, {13}, {1, 2}, {1}, {2}}));
+  auto snap = h.stats.snapshot().classes.at("batch");
+  EXPECT_EQ(snap.useful_tokens, 3u + 13 + 7 + 2);
+  EXPECT_EQ(snap.bucket_plan_tokens, 8u + 16 + 8 + 8);  // each padded to its seq_bucket (8)
+}
+
 TEST(ServeBatcher, PaddingUsesTheConfiguredPadValues) {
   ServeConfig c = two_classes();
   c.pad_values = {{"input_ids", 7}, {"attention_mask", 0}};
