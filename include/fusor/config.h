@@ -114,9 +114,12 @@ struct TrafficClass {
 // One row of serve.matrix: batches of up to max_batch rows (and more than the previous row's)
 // build their sessions with `fusion`: the top-level fusion section with this row's keys over it,
 // its disabled list joined to the top-level one. precision_check is always the top level's.
+// A row may give max_tokens instead: it then applies to packed plans (serve.packing) of up to
+// max_tokens tokens, by the same rules; rows of each kind ascend on their own.
 struct MatrixEntry {
   int64_t max_batch = 1;
   FusionConfig fusion;
+  int64_t max_tokens = 0;  // > 0: a token-bucket row (max_batch unused)
 
   bool operator==(const MatrixEntry&) const = default;
 };

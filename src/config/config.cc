@@ -83,7 +83,7 @@ const Key kKeys[] = {
 constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch",     "preferred_batch_sizes",
                                            "priority",        "timeout_ms",      "max_queue_size", "max_batch_tokens"};
 // The keys of one serve.matrix entry.
-constexpr std::string_view kMatrixKeys[] = {"max_batch", "fusion"};
+constexpr std::string_view kMatrixKeys[] = {"max_batch", "max_tokens", "fusion"};
 
 const Key* find_key(std::string_view path) {
   for (const Key& k : kKeys)
@@ -413,7 +413,7 @@ class Parser {
       if (!entry.IsMap()) fail(eat, "'" + epath + "' must be a mapping with max_batch and fusion, got " + described(entry));
       MatrixEntry e;
       YAML::Node fusion;
-      bool has_max = false;
+      bool has_max = false, has_tokens = false;
       std::map<std::string, int> seen;
       for (const auto& pair : entry) {
         const YAML::Node key = pair.first;
@@ -424,11 +424,18 @@ class Parser {
         auto [first, inserted] = seen.emplace(k, key.Mark().line + 1);
         if (!inserted) fail(key.Mark(), "duplicate key '" + shown(kpath) + "' (first at line " + std::to_string(first->second) + ")");
         const YAML::Mark& vat = value.IsNull() ? key.Mark() : value.Mark();
-        if (k == "max_batch") {
-          e.max_batch = parse_count(value, vat, kpath, 1), has_max = true;
-          if (!out.empty() && e.max_batch <= out.back().max_batch)
-            fail(vat, "'" + kpath + "' must be greater than the previous entry's (" + std::to_string(out.back().max_batch) +
-                          "): entries are batch-size buckets in ascending order");
+        if (k == "max_batch" || k == "max_tokens") {
+          const bool tokens = k == "max_tokens";
+          if (has_max || has_tokens) fail(key.Mark(), "'" + epath + "' has both max_batch and max_tokens; give one");
+          (tokens ? e.max_tokens : e.max_batch) = parse_count(value, vat, kpath, 1);
+          (tokens ? has_tokens : has_max) = true;
+          auto same_kind = [&](const MatrixEntry& p) { return (p.max_tokens > 0) == tokens; };
+          auto prev = std::find_if(out.rbegin(), out.rend(), same_kind);
+          const int64_t bound = tokens ? e.max_tokens : e.max_batch;
+          if (prev != out.rend() && bound <= (tokens ? prev->max_tokens : prev->max_batch))
+            fail(vat, "'" + kpath + "' must be greater than the previous entry's (" +
+                          std::to_string(tokens ? prev->max_tokens : prev->max_batch) + "): entries are " +
+                          (tokens ? "token" : "batch-size") + " buckets in ascending order");
         } else if (k == "fusion") {
           FusionConfig scratch;
           apply_fusion(value, kpath, scratch);
@@ -441,7 +448,8 @@ class Parser {
           fail(key.Mark(), "unknown key '" + shown(kpath) + "'" + hint);
         }
       }
-      if (!has_max) fail(eat, "'" + epath + "' needs max_batch (the largest batch this entry applies to)");
+      if (!has_max && !has_tokens)
+        fail(eat, "'" + epath + "' needs max_batch (the largest batch this entry applies to) or max_tokens");
       out.push_back(e);
       matrix_fusion_.push_back(fusion);
     }

@@ -74,7 +74,8 @@ std::string config_yaml(const Config& c) {
       std::vector<std::string> own;
       for (const auto& n : e.fusion.disabled)
         if (std::find(c.fusion.disabled.begin(), c.fusion.disabled.end(), n) == c.fusion.disabled.end()) own.push_back(n);
-      y << "    - {max_batch: " << e.max_batch << ", fusion: " << fusion_switches(e.fusion, own) << "}\n";
+      y << "    - {" << (e.max_tokens > 0 ? "max_tokens: " + std::to_string(e.max_tokens) : "max_batch: " + std::to_string(e.max_batch))
+        << ", fusion: " << fusion_switches(e.fusion, own) << "}\n";
     }
   }
   return y.str();

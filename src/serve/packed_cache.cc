@@ -11,27 +11,28 @@ int64_t packed_capacity(int64_t tokens, int64_t token_bucket) {
   return std::max<int64_t>(1, (tokens + step - 1) / step) * step;
 }
 
-void PackedCache::adopt(PackedSession session) {
+void PackedCache::adopt(PackedSession session, const SessionOptions& built_with) {
   const int64_t capacity = session.capacity();
-  sessions_.emplace(capacity, std::move(session));
+  if (options_->for_tokens(capacity).fusion == built_with.fusion) sessions_.emplace(capacity, std::move(session));
 }
 
 std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {
-  if (sessions_.empty()) adopt(packed_session(engine_, bucket_, options_));
-  PackedSession& any = sessions_.begin()->second;
+  auto session_for = [&](int64_t capacity) -> PackedSession& {
+    auto it = sessions_.find(capacity);
+    if (it == sessions_.end()) {
+      it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_->for_tokens(capacity))).first;
+      if (on_build_) on_build_(capacity, it->second.session());
+    }
+    return it->second;
+  };
+  PackedSession& any = sessions_.empty() ? session_for(bucket_) : sessions_.begin()->second;
   std::vector<Tensors> feeds;
   int64_t tokens = 0;
   for (const Tensors* r : requests) {
     feeds.push_back(*r);
     tokens += any.tokens_of(*r);
   }
-  const int64_t capacity = packed_capacity(tokens, bucket_);
-  auto it = sessions_.find(capacity);
-  if (it == sessions_.end()) {
-    it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_)).first;
-    if (on_build_) on_build_(capacity, it->second.session());
-  }
-  return it->second.run(feeds);
+  return session_for(packed_capacity(tokens, bucket_)).run(feeds);
 }
 
 std::optional<PackedSession> probe_packing(const Engine& engine, const ServeConfig& config, const SessionOptions& options,

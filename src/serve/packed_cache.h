@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fusor/packed.h"
+#include "serve/session_cache.h"
 #include "serve/signature.h"
 
 namespace fusor::serve {
@@ -22,16 +23,19 @@ int64_t packed_capacity(int64_t tokens, int64_t token_bucket);
 class PackedCache {
  public:
   using OnBuild = std::function<void(int64_t tokens, const Session& session)>;
-  PackedCache(const Engine& engine, SessionOptions options, int64_t token_bucket, OnBuild on_build = {})
+  // Each plan's options come from `options` by its token capacity (serve.matrix's max_tokens rows).
+  PackedCache(const Engine& engine, std::shared_ptr<const OptionsMatrix> options, int64_t token_bucket,
+              OnBuild on_build = {})
       : engine_(engine), options_(std::move(options)), bucket_(token_bucket), on_build_(std::move(on_build)) {}
-  // Seeds the cache with a session already built (the server's probe at start-up).
-  void adopt(PackedSession session);
+  // Seeds the cache with a session already built (the server's probe at start-up), when its
+  // capacity's options are `built_with`'s fusion config.
+  void adopt(PackedSession session, const SessionOptions& built_with);
   std::vector<Tensors> run(const std::vector<const Tensors*>& requests);
   size_t size() const { return sessions_.size(); }
 
  private:
   const Engine& engine_;
-  SessionOptions options_;
+  std::shared_ptr<const OptionsMatrix> options_;
   int64_t bucket_;
   OnBuild on_build_;
   std::map<int64_t, PackedSession> sessions_;  // by token capacity

@@ -45,9 +45,9 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
         std::fprintf(stderr, "fusor serve: model %s context %zu: packed session for %lld tokens: %zu kernel(s)\n",
                      name_.c_str(), i, static_cast<long long>(tokens), s.kernels_per_inference());
       };
-      packed_.push_back(std::make_unique<PackedCache>(engine_, options, config.token_bucket, log));
+      packed_.push_back(std::make_unique<PackedCache>(engine_, matrix_, config.token_bucket, log));
     }
-    packed_[0]->adopt(std::move(*probe));
+    packed_[0]->adopt(std::move(*probe), options);
   } else {
     std::fprintf(stderr, "fusor serve: model %s: not packed: %s\n", name_.c_str(), not_packed_reason_.c_str());
   }

@@ -15,7 +15,10 @@ OptionsMatrix OptionsMatrix::of(const ServeConfig& config, const SessionOptions&
     for (const std::string& name : base.fusion->disabled)
       if (std::find(o.fusion->disabled.begin(), o.fusion->disabled.end(), name) == o.fusion->disabled.end())
         o.fusion->disabled.push_back(name);
-    m.buckets.push_back({e.max_batch, std::move(o)});
+    if (e.max_tokens > 0)
+      m.token_buckets.push_back({e.max_tokens, std::move(o)});
+    else
+      m.buckets.push_back({e.max_batch, std::move(o)});
   }
   return m;
 }
@@ -23,6 +26,12 @@ OptionsMatrix OptionsMatrix::of(const ServeConfig& config, const SessionOptions&
 const SessionOptions& OptionsMatrix::for_rows(int64_t rows) const {
   for (const Bucket& b : buckets)
     if (rows <= b.max_batch) return b.options;
+  return fallback;
+}
+
+const SessionOptions& OptionsMatrix::for_tokens(int64_t tokens) const {
+  for (const Bucket& b : token_buckets)
+    if (tokens <= b.max_batch) return b.options;
   return fallback;
 }
 
@@ -38,6 +47,8 @@ std::string describe_fusion(const std::optional<FusionConfig>& f) {
 std::vector<std::string> OptionsMatrix::describe() const {
   std::vector<std::string> out;
   for (const Bucket& b : buckets) out.push_back("<=" + std::to_string(b.max_batch) + ": " + describe_fusion(b.options.fusion));
+  for (const Bucket& b : token_buckets)
+    out.push_back("<=" + std::to_string(b.max_batch) + " tokens (packed): " + describe_fusion(b.options.fusion));
   std::string rest = buckets.empty() ? "all" : ">" + std::to_string(buckets.back().max_batch);
   out.push_back(rest + ": " + describe_fusion(fallback.fusion));
   return out;

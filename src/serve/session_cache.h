@@ -20,6 +20,7 @@ struct OptionsMatrix {
     SessionOptions options;
   };
   std::vector<Bucket> buckets;  // ascending max_batch
+  std::vector<Bucket> token_buckets;  // ascending max tokens (in max_batch): packed plans
   SessionOptions fallback;
 
   // Resolves serve.matrix over `base` (the session options with the saved verdict applied):
@@ -27,6 +28,8 @@ struct OptionsMatrix {
   // the top-level list). With fusion off (--no-fusion, --reference) there are no buckets.
   static OptionsMatrix of(const ServeConfig& config, const SessionOptions& base);
   const SessionOptions& for_rows(int64_t rows) const;
+  // A packed plan of `tokens` tokens: the first max_tokens row that holds it, else `fallback`.
+  const SessionOptions& for_tokens(int64_t tokens) const;
   // "<=1: elemwise=1 ... disabled=[a,b]" per bucket, then ">N: ..." (or "all: ...") for the fallback.
   std::vector<std::string> describe() const;
 };

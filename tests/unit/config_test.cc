@@ -407,6 +407,13 @@ TEST(Config, ServeMatrixResolvesOverTheTopLevelFusion) {
   EXPECT_EQ(c.serve.matrix[2], (MatrixEntry{64, top}));  // no fusion key: the top level's
   EXPECT_EQ(c.serve.matrix[1].fusion.precision_check, PrecisionCheck::Relaxed);
   EXPECT_TRUE(parse_config("serve:\n  matrix: []\n", "c.yaml").serve.matrix.empty());
+  // Token rows (packed plans) ascend on their own beside batch rows, and are written back as such.
+  Config t = parse_config("serve:\n  matrix:\n    - {max_batch: 8}\n    - {max_tokens: 256, fusion: {fuse_elemwise: false}}\n"
+                          "    - {max_tokens: 4096}\n", "c.yaml");
+  ASSERT_EQ(t.serve.matrix.size(), 3u);
+  EXPECT_EQ(t.serve.matrix[1].max_tokens, 256);
+  EXPECT_FALSE(t.serve.matrix[1].fusion.fuse_elemwise);
+  EXPECT_EQ(parse_config(config_yaml(t), "c.yaml"), t);
   EXPECT_TRUE(parse_config("", "c.yaml").serve.matrix.empty());
 }
 
@@ -416,7 +423,13 @@ TEST(Config, ServeMatrixErrorsNameTheEntryAndKey) {
   EXPECT_CONFIG_ERROR("serve:\n  matrix: [3]\n",
                       "config.yaml:2:12: 'serve.matrix[0]' must be a mapping with max_batch and fusion, got '3'");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {fusion: {fuse_attention: false}}\n",
-                      "config.yaml:3:7: 'serve.matrix[0]' needs max_batch (the largest batch this entry applies to)");
+                      "config.yaml:3:7: 'serve.matrix[0]' needs max_batch (the largest batch this entry applies to) "
+                      "or max_tokens");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 2, max_tokens: 64}\n",
+                      "config.yaml:3:22: 'serve.matrix[0]' has both max_batch and max_tokens; give one");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_tokens: 512}\n    - {max_batch: 4}\n    - {max_tokens: 256}\n",
+                      "config.yaml:5:20: 'serve.matrix[2].max_tokens' must be greater than the previous entry's (512): "
+                      "entries are token buckets in ascending order");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 0}\n",
                       "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer, got '0'");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: \"4\"}\n",

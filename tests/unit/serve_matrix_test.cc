@@ -55,6 +55,23 @@ TEST(ServeMatrix, BucketsPickTheirFusionAndKeepTheVerdictsRollbacks) {
   EXPECT_TRUE(OptionsMatrix::of(c, base).buckets.empty());
 }
 
+// Token rows pick the options of packed plans by token capacity; batch rows stay for padded plans.
+TEST(ServeMatrix, TokenRowsPickTheFusionOfPackedPlansByCapacity) {
+  ServeConfig c = matrix_config();
+  FusionConfig no_gelu;
+  no_gelu.fuse_norm_act = false;
+  MatrixEntry tokens{1, no_gelu};
+  tokens.max_tokens = 256;
+  c.matrix.push_back(tokens);
+  OptionsMatrix m = OptionsMatrix::of(c, SessionOptions{});
+  ASSERT_EQ(m.buckets.size(), 2u);
+  ASSERT_EQ(m.token_buckets.size(), 1u);
+  EXPECT_FALSE(m.for_tokens(64).fusion->fuse_norm_act);
+  EXPECT_FALSE(m.for_tokens(256).fusion->fuse_norm_act);
+  EXPECT_EQ(&m.for_tokens(257), &m.fallback);
+  EXPECT_TRUE(m.for_rows(1).fusion->fuse_norm_act);  // the batch rows ignore it
+}
+
 TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   ServeConfig c = matrix_config();
   c.matrix = {{1, c.matrix[0].fusion}, {8, FusionConfig{}}};
