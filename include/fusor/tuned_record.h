@@ -9,6 +9,8 @@
 //     threads: 2                          # cores one instance uses
 //     request: {input_ids: [1, 32], attention_mask: [1, 32], token_type_ids: [1, 32]}
 //     arrivals: poisson                   # or trace:PATH
+//     lengths: [8, 128]                   # with --lengths: uniform request lengths
+//     packed: true                        # the model packs: token budgets were swept
 //     duration_s: 4                       # per measured point
 //     interrupted: false                  # true: stopped early, the best found so far
 //     classes:
@@ -16,6 +18,7 @@
 //         slo: {p99_ms: 20}               # or {throughput: true, p99_ms: 2000}
 //         capacity_qps: 131.5             # highest offered rate measured within the SLO
 //         chosen: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
+//                                         # a model that packs adds max_batch_tokens: 1024
 //         candidates:                     # every measured setting, the chosen one included
 //           - setting: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
 //             predicted_qps: 140          # the simulator's capacity, which picked it for measuring
@@ -76,6 +79,7 @@ struct Setting {
   double batch_window_ms = 0;
   int64_t max_batch = 1;
   int64_t execution_contexts = 1;
+  int64_t max_batch_tokens = 0;  // packed serving: a batch closes on this many real tokens; 0: not packed
   bool operator==(const Setting&) const = default;
 };
 
@@ -115,6 +119,8 @@ struct TunedRecord {
   int threads = 1;
   std::map<std::string, Dims> request;  // one request's input dims
   std::string arrivals = "poisson";
+  int64_t min_length = 0, max_length = 0;  // --lengths: uniform request lengths; 0: the request's own
+  bool packed = false;                     // the model packs: classes were tuned by token budget
   double duration_s = 0;
   bool interrupted = false;
   std::vector<ClassRecord> classes;

@@ -12,7 +12,9 @@ namespace {
 using nlohmann::json;
 
 json setting_json(const Setting& s) {
-  return {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
+  json j = {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
+  if (s.max_batch_tokens > 0) j["max_batch_tokens"] = s.max_batch_tokens;  // packed models only
+  return j;
 }
 
 json curve_json(const std::vector<CurvePoint>& curve) {
@@ -65,6 +67,14 @@ class Reader {
     if (x != std::floor(x)) fail(key, "must be an integer");
     return static_cast<int64_t>(x);
   }
+  // This reader's own value as an integer (a list item).
+  int64_t integer_value() const {
+    double x = 0;
+    if (j_.is_number()) x = j_.get<double>();
+    else if (!j_.is_string() || !parse(j_.get<std::string>(), x)) fail("", "must be a number");
+    if (!std::isfinite(x) || x != std::floor(x)) fail("", "must be an integer");
+    return static_cast<int64_t>(x);
+  }
   bool flag(const std::string& key) const {
     const json& v = at(key);
     if (v.is_boolean()) return v.get<bool>();
@@ -99,6 +109,8 @@ Setting read_setting(const Reader& r) {
   s.max_batch = r.integer("max_batch");
   s.execution_contexts = r.integer("execution_contexts");
   if (s.batch_window_ms < 0 || s.max_batch < 1 || s.execution_contexts < 1) r.fail("max_batch", "or a sibling is out of range");
+  if (r.has("max_batch_tokens") && (s.max_batch_tokens = r.integer("max_batch_tokens")) < 1)
+    r.fail("max_batch_tokens", "must be at least 1");
   return s;
 }
 
@@ -149,6 +161,8 @@ json tuned_record_json(const TunedRecord& r) {
             {"duration_s", r.duration_s}, {"interrupted", r.interrupted}, {"classes", classes},
             {"matrix", matrix}};
   j["baseline"] = r.baseline ? class_json(*r.baseline) : json(nullptr);
+  if (r.max_length > 0) j["lengths"] = {r.min_length, r.max_length};
+  if (r.packed) j["packed"] = true;
   return j;
 }
 
@@ -171,6 +185,14 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
   t.arrivals = r.text("arrivals");
   t.duration_s = r.number("duration_s");
   t.interrupted = r.flag("interrupted");
+  if (r.has("lengths")) {  // absent: every request had the record's request dims
+    std::vector<Reader> l = r.items("lengths");
+    if (l.size() != 2) r.fail("lengths", "must be [min, max]");
+    t.min_length = l[0].integer_value();
+    t.max_length = l[1].integer_value();
+    if (t.min_length < 1 || t.max_length < t.min_length) r.fail("lengths", "must be [min, max] with 1 <= min <= max");
+  }
+  t.packed = r.has("packed") && r.flag("packed");
   for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
   if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
   for (const Reader& m : r.items("matrix")) {
