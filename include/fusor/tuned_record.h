@@ -25,7 +25,8 @@
 //             capacity_qps: 131.5
 //             curve:                      # ascending offered rate
 //               - {offered_qps: 66, achieved_qps: 65.8, p50_ms: 9.1, p99_ms: 14.2, utilisation: 0.42,
-//                  mean_batch: 1.3, errors: 0}
+//                  mean_batch: 1.3, errors: 0, useful_tokens_per_s: 2100, padding: 0.02,
+//                  bucket_padding: 0.1}
 //     baseline:                           # the default: no fusion, no reuse, no batching
 //       name: interactive
 //       ...                               # a class record as above
@@ -54,6 +55,11 @@ struct CurvePoint {
   double utilisation = 0;   // compute time / (wall time x execution contexts), 0..1
   double mean_batch = 0;    // requests per executed batch
   int64_t errors = 0;       // requests answered with an error (503: queue full, timed out)
+  // Tokens (rows x length): the requests' own per second of the span, and the share of the
+  // tokens computed that was padding (packed: the plan's filler; padded: the length buckets' and
+  // batch buckets' padding), and the share length buckets alone would have padded. Records
+  // written before these fields read 0.
+  double useful_tokens_per_s = 0, padding = 0, bucket_padding = 0;
 };
 
 // A class's objective: p99 within p99_ms; `throughput` classes maximise rate with p99_ms only as

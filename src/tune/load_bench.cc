@@ -133,6 +133,15 @@ CurvePoint LoadBench::measure(double rate_qps, double duration_s, const ArrivalS
   auto [runs1, ns1] = batch_totals(after);
   double busy_s = static_cast<double>(ns1 - ns0) / 1e9;
   p.utilisation = r.total_s > 0 ? busy_s / (r.total_s * static_cast<double>(layout_.contexts)) : 0;
+  // Tokens, from the batcher's own counts (serve::ClassStats).
+  const serve::ClassStats& c0 = before.classes.at(kClass);
+  const serve::ClassStats& c1 = after.classes.at(kClass);
+  const double useful = static_cast<double>(c1.useful_tokens - c0.useful_tokens);
+  const double computed = static_cast<double>(c1.computed_tokens - c0.computed_tokens);
+  const double bucket_plan = static_cast<double>(c1.bucket_plan_tokens - c0.bucket_plan_tokens);
+  p.useful_tokens_per_s = useful / span_s;
+  p.padding = computed > 0 ? std::max(0.0, 1 - useful / computed) : 0;
+  p.bucket_padding = bucket_plan > 0 ? std::max(0.0, 1 - useful / bucket_plan) : 0;
   uint64_t execs = runs1 - runs0;
   p.mean_batch = execs ? static_cast<double>(after.inference_count - before.inference_count) / static_cast<double>(execs) : 0;
   return p;

@@ -21,7 +21,9 @@ json curve_json(const std::vector<CurvePoint>& curve) {
   json out = json::array();
   for (const CurvePoint& p : curve)
     out.push_back({{"offered_qps", p.offered_qps}, {"achieved_qps", p.achieved_qps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
-                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors}});
+                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors},
+                   {"useful_tokens_per_s", p.useful_tokens_per_s}, {"padding", p.padding},
+                   {"bucket_padding", p.bucket_padding}});
   return out;
 }
 
@@ -136,6 +138,11 @@ ClassRecord read_class(const Reader& r) {
       pt.utilisation = p.number("utilisation");
       pt.mean_batch = p.number("mean_batch");
       pt.errors = p.integer("errors");
+      if (p.has("useful_tokens_per_s")) {  // absent from records written before token metrics
+        pt.useful_tokens_per_s = p.number("useful_tokens_per_s");
+        pt.padding = p.number("padding");
+        pt.bucket_padding = p.number("bucket_padding");
+      }
       if (!cand.curve.empty() && pt.offered_qps < cand.curve.back().offered_qps)
         p.fail("offered_qps", "must not be below the previous point's (curves ascend)");
       cand.curve.push_back(pt);
