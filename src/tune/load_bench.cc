@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/cpu/thread_pool.h"
+#include "serve/batch_assembly.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
@@ -59,16 +60,29 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
       config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, *stats_,
       [threads](size_t) { cpu::set_thread_width(threads); }, std::move(run_packed));
   // r + 1 at once: the first may leave alone (window 0), the other r then fill bucket r. Once per
-  // context, so each builds its own.
-  for (int64_t rows : warm_rows)
-    if (rows <= setting.max_batch)
-      for (int64_t c = 0; c < layout.contexts; ++c) burst(rows + 1);
+  // context, so each builds its own. Padded with mixed lengths: once per length bucket too, each
+  // burst of one length (the longest of its bucket), since every bucket has its own plans.
+  std::vector<size_t> lengths = {kAnyLength};
+  if (!token_mode && requests_.size() > 1) {
+    lengths.clear();
+    for (size_t i = 0; i < requests_.size(); ++i) {
+      const int64_t l = min_length_ + static_cast<int64_t>(i);
+      if (i + 1 == requests_.size() || serve::padded_seq(l + 1, serve.seq_bucket) != serve::padded_seq(l, serve.seq_bucket))
+        lengths.push_back(i);
+    }
+  }
+  for (size_t length : lengths)
+    for (int64_t rows : warm_rows)
+      if (rows <= setting.max_batch)
+        for (int64_t c = 0; c < layout.contexts; ++c) burst(rows + 1, length);
 }
 
 LoadBench::~LoadBench() { batcher_->drain(); }
 
-void LoadBench::submit(std::function<void(bool)> done) {
-  const size_t i = requests_.size() == 1 ? 0 : std::uniform_int_distribution<size_t>(0, requests_.size() - 1)(pick_);
+void LoadBench::submit(std::function<void(bool)> done, size_t length) {
+  const size_t i = length != kAnyLength ? length
+                   : requests_.size() == 1 ? 0
+                                           : std::uniform_int_distribution<size_t>(0, requests_.size() - 1)(pick_);
   batcher_->submit(requests_[i], kClass, [done = std::move(done)](serve::Completion c) { done(c.status.ok()); });
 }
 
@@ -92,10 +106,10 @@ void LoadBench::warm_packed(size_t ctx) {
   }
 }
 
-void LoadBench::burst(int64_t requests) {
+void LoadBench::burst(int64_t requests, size_t length) {
   std::atomic<bool> never{false};
   run_open_loop(std::vector<double>(static_cast<size_t>(requests), 0.0),
-                [&](std::function<void(bool)> done) { submit(std::move(done)); },
+                [&](std::function<void(bool)> done) { submit(std::move(done), length); },
                 never, requests + 1);
 }
 

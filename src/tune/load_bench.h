@@ -51,8 +51,11 @@ class LoadBench {
   const Slo& slo() const { return slo_; }
 
  private:
-  void burst(int64_t requests);  // sends them at once and waits for every answer
-  void submit(std::function<void(bool)> done);  // the next request of the load
+  static constexpr size_t kAnyLength = static_cast<size_t>(-1);
+  // Sends them at once and waits for every answer: of requests_[length], or of the load's mix.
+  void burst(int64_t requests, size_t length = kAnyLength);
+  // The next request of the load: requests_[length], or drawn from the mix.
+  void submit(std::function<void(bool)> done, size_t length = kAnyLength);
   // Token mode, on context `ctx`'s thread before its first batch: builds its packed plans up to
   // the budget's reach, so no plan is built while a point is timed.
   void warm_packed(size_t ctx);
