@@ -62,6 +62,13 @@ class Progress {
   bool shown_ = false;
 };
 
+// Request lengths of the load (--lengths): uniform over [min, max] tokens; min == max: fixed.
+struct LengthRange {
+  int64_t min = 1, max = 1;
+};
+// "8-128" or "32" -> {8, 128} or {32, 32}; throws a one-line fusor::Error naming --lengths.
+LengthRange parse_lengths(const std::string& text);
+
 struct ClassGoal {
   std::string name;
   Slo slo;
@@ -81,6 +88,11 @@ struct TuneOptions {
   std::string arrivals_name = "poisson";
   std::vector<double> windows_ms = {0, 1, 2, 5, 10, 20, 50};
   std::vector<int64_t> max_batches = {1, 2, 4, 8, 16, 32};
+  // A model that packs (fusor/packed.h) is tuned by token budget: each class's max_batch_tokens
+  // from these, its row limit the largest of max_batches.
+  std::vector<int64_t> token_budgets = {256, 512, 1024, 2048, 4096};
+  // --lengths: request lengths uniform over [min_length, max_length] tokens (0: the request's own).
+  int64_t min_length = 0, max_length = 0;
   int measure_per_class = 3;            // settings measured per class, best predicted first
   bool baseline = true;
   std::string machine;                  // for the record

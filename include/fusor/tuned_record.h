@@ -9,6 +9,8 @@
 //     threads: 2                          # cores one instance uses
 //     request: {input_ids: [1, 32], attention_mask: [1, 32], token_type_ids: [1, 32]}
 //     arrivals: poisson                   # or trace:PATH
+//     lengths: [8, 128]                   # with --lengths: uniform request lengths
+//     packed: true                        # the model packs: token budgets were swept
 //     duration_s: 4                       # per measured point
 //     interrupted: false                  # true: stopped early, the best found so far
 //     classes:
@@ -16,13 +18,15 @@
 //         slo: {p99_ms: 20}               # or {throughput: true, p99_ms: 2000}
 //         capacity_qps: 131.5             # highest offered rate measured within the SLO
 //         chosen: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
+//                                         # a model that packs adds max_batch_tokens: 1024
 //         candidates:                     # every measured setting, the chosen one included
 //           - setting: {batch_window_ms: 2, max_batch: 4, execution_contexts: 1}
 //             predicted_qps: 140          # the simulator's capacity, which picked it for measuring
 //             capacity_qps: 131.5
 //             curve:                      # ascending offered rate
 //               - {offered_qps: 66, achieved_qps: 65.8, p50_ms: 9.1, p99_ms: 14.2, utilisation: 0.42,
-//                  mean_batch: 1.3, errors: 0}
+//                  mean_batch: 1.3, errors: 0, useful_tokens_per_s: 2100, padding: 0.02,
+//                  bucket_padding: 0.1}
 //     baseline:                           # the default: no fusion, no reuse, no batching
 //       name: interactive
 //       ...                               # a class record as above
@@ -51,6 +55,11 @@ struct CurvePoint {
   double utilisation = 0;   // compute time / (wall time x execution contexts), 0..1
   double mean_batch = 0;    // requests per executed batch
   int64_t errors = 0;       // requests answered with an error (503: queue full, timed out)
+  // Tokens (rows x length): the requests' own per second of the span, and the share of the
+  // tokens computed that was padding (packed: the plan's filler; padded: the length buckets' and
+  // batch buckets' padding), and the share length buckets alone would have padded. Records
+  // written before these fields read 0.
+  double useful_tokens_per_s = 0, padding = 0, bucket_padding = 0;
 };
 
 // A class's objective: p99 within p99_ms; `throughput` classes maximise rate with p99_ms only as
@@ -76,6 +85,7 @@ struct Setting {
   double batch_window_ms = 0;
   int64_t max_batch = 1;
   int64_t execution_contexts = 1;
+  int64_t max_batch_tokens = 0;  // packed serving: a batch closes on this many real tokens; 0: not packed
   bool operator==(const Setting&) const = default;
 };
 
@@ -115,6 +125,8 @@ struct TunedRecord {
   int threads = 1;
   std::map<std::string, Dims> request;  // one request's input dims
   std::string arrivals = "poisson";
+  int64_t min_length = 0, max_length = 0;  // --lengths: uniform request lengths; 0: the request's own
+  bool packed = false;                     // the model packs: classes were tuned by token budget
   double duration_s = 0;
   bool interrupted = false;
   std::vector<ClassRecord> classes;

@@ -92,8 +92,10 @@ std::string class_curves(const ClassRecord& c, const ClassRecord* baseline, size
 }  // namespace
 
 std::string setting_label(const Setting& s) {
-  return "window " + significant_digits(s.batch_window_ms) + " ms, max batch " + std::to_string(s.max_batch) + ", " +
-         std::to_string(s.execution_contexts) + (s.execution_contexts == 1 ? " context" : " contexts");
+  return "window " + significant_digits(s.batch_window_ms) + " ms, " +
+         (s.max_batch_tokens > 0 ? "max batch tokens " + std::to_string(s.max_batch_tokens) + ", " : std::string()) +
+         "max batch " + std::to_string(s.max_batch) + ", " + std::to_string(s.execution_contexts) +
+         (s.execution_contexts == 1 ? " context" : " contexts");
 }
 
 std::string curves_section(const TunedRecord& r) {
@@ -114,10 +116,35 @@ std::string curves_section(const TunedRecord& r) {
 std::string matrix_section(const TunedRecord& r) {
   std::string out = "<section id=\"matrix\"><h2>6. The chosen matrix</h2><h3>Batching per class</h3>";
   std::vector<TableRow> rows;
+  // Token columns when the record has them (tuned with token counts): useful tokens/s and the
+  // padding at each class's capacity point, and the token budget of a model that packs.
+  auto at_capacity = [](const ClassRecord& c) {
+    const Candidate* k = c.chosen_candidate();
+    return k ? capacity_point(k->curve, c.capacity_qps) : nullptr;
+  };
+  bool tokens = false;
   for (const ClassRecord& c : r.classes)
-    rows.push_back({{html_escape(c.name), slo_text(c.slo), significant_digits(c.chosen.batch_window_ms), std::to_string(c.chosen.max_batch),
-                     std::to_string(c.chosen.execution_contexts), significant_digits(c.capacity_qps, 4)}});
-  out += html_table({"class", "objective", "batch window (ms)", "max batch", "execution contexts", "capacity (qps)"}, rows, "llrrrr");
+    if (const CurvePoint* p = at_capacity(c); p && p->useful_tokens_per_s > 0) tokens = true;
+  for (const ClassRecord& c : r.classes) {
+    TableRow row{{html_escape(c.name), slo_text(c.slo), significant_digits(c.chosen.batch_window_ms),
+                  std::to_string(c.chosen.max_batch), std::to_string(c.chosen.execution_contexts),
+                  significant_digits(c.capacity_qps, 4)}};
+    if (tokens) {
+      const CurvePoint* p = at_capacity(c);
+      if (p && p->useful_tokens_per_s <= 0) p = nullptr;  // measured before token counts
+      row.cells.push_back(c.chosen.max_batch_tokens > 0 ? std::to_string(c.chosen.max_batch_tokens) : "&ndash;");
+      row.cells.push_back(p ? significant_digits(p->useful_tokens_per_s, 4) : "&ndash;");
+      row.cells.push_back(p ? significant_digits(100 * p->padding, 2) + "%" : "&ndash;");
+      row.cells.push_back(p ? significant_digits(100 * p->bucket_padding, 2) + "%" : "&ndash;");
+    }
+    rows.push_back(std::move(row));
+  }
+  if (tokens)
+    out += html_table({"class", "objective", "batch window (ms)", "max batch", "execution contexts", "capacity (qps)",
+                       "max batch tokens", "useful tokens/s", "padding computed", "padding of length buckets"},
+                      rows, "llrrrrrrrr");
+  else
+    out += html_table({"class", "objective", "batch window (ms)", "max batch", "execution contexts", "capacity (qps)"}, rows, "llrrrr");
 
   // Rows: batch sizes; columns: fusion options in order of first appearance.
   std::vector<std::string> options;

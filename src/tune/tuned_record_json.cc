@@ -12,14 +12,18 @@ namespace {
 using nlohmann::json;
 
 json setting_json(const Setting& s) {
-  return {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
+  json j = {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
+  if (s.max_batch_tokens > 0) j["max_batch_tokens"] = s.max_batch_tokens;  // packed models only
+  return j;
 }
 
 json curve_json(const std::vector<CurvePoint>& curve) {
   json out = json::array();
   for (const CurvePoint& p : curve)
     out.push_back({{"offered_qps", p.offered_qps}, {"achieved_qps", p.achieved_qps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
-                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors}});
+                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors},
+                   {"useful_tokens_per_s", p.useful_tokens_per_s}, {"padding", p.padding},
+                   {"bucket_padding", p.bucket_padding}});
   return out;
 }
 
@@ -65,6 +69,14 @@ class Reader {
     if (x != std::floor(x)) fail(key, "must be an integer");
     return static_cast<int64_t>(x);
   }
+  // This reader's own value as an integer (a list item).
+  int64_t integer_value() const {
+    double x = 0;
+    if (j_.is_number()) x = j_.get<double>();
+    else if (!j_.is_string() || !parse(j_.get<std::string>(), x)) fail("", "must be a number");
+    if (!std::isfinite(x) || x != std::floor(x)) fail("", "must be an integer");
+    return static_cast<int64_t>(x);
+  }
   bool flag(const std::string& key) const {
     const json& v = at(key);
     if (v.is_boolean()) return v.get<bool>();
@@ -99,6 +111,8 @@ Setting read_setting(const Reader& r) {
   s.max_batch = r.integer("max_batch");
   s.execution_contexts = r.integer("execution_contexts");
   if (s.batch_window_ms < 0 || s.max_batch < 1 || s.execution_contexts < 1) r.fail("max_batch", "or a sibling is out of range");
+  if (r.has("max_batch_tokens") && (s.max_batch_tokens = r.integer("max_batch_tokens")) < 1)
+    r.fail("max_batch_tokens", "must be at least 1");
   return s;
 }
 
@@ -124,6 +138,11 @@ ClassRecord read_class(const Reader& r) {
       pt.utilisation = p.number("utilisation");
       pt.mean_batch = p.number("mean_batch");
       pt.errors = p.integer("errors");
+      if (p.has("useful_tokens_per_s")) {  // absent from records written before token metrics
+        pt.useful_tokens_per_s = p.number("useful_tokens_per_s");
+        pt.padding = p.number("padding");
+        pt.bucket_padding = p.number("bucket_padding");
+      }
       if (!cand.curve.empty() && pt.offered_qps < cand.curve.back().offered_qps)
         p.fail("offered_qps", "must not be below the previous point's (curves ascend)");
       cand.curve.push_back(pt);
@@ -149,6 +168,8 @@ json tuned_record_json(const TunedRecord& r) {
             {"duration_s", r.duration_s}, {"interrupted", r.interrupted}, {"classes", classes},
             {"matrix", matrix}};
   j["baseline"] = r.baseline ? class_json(*r.baseline) : json(nullptr);
+  if (r.max_length > 0) j["lengths"] = {r.min_length, r.max_length};
+  if (r.packed) j["packed"] = true;
   return j;
 }
 
@@ -171,6 +192,14 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
   t.arrivals = r.text("arrivals");
   t.duration_s = r.number("duration_s");
   t.interrupted = r.flag("interrupted");
+  if (r.has("lengths")) {  // absent: every request had the record's request dims
+    std::vector<Reader> l = r.items("lengths");
+    if (l.size() != 2) r.fail("lengths", "must be [min, max]");
+    t.min_length = l[0].integer_value();
+    t.max_length = l[1].integer_value();
+    if (t.min_length < 1 || t.max_length < t.min_length) r.fail("lengths", "must be [min, max] with 1 <= min <= max");
+  }
+  t.packed = r.has("packed") && r.flag("packed");
   for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
   if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
   for (const Reader& m : r.items("matrix")) {

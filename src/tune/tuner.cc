@@ -10,12 +10,14 @@
 #include "fusor/check.h"
 #include "fusor/error.h"
 #include "serve/batch_assembly.h"
+#include "serve/packed_cache.h"
 #include "serve/signature.h"
 #include "tune/arrivals.h"
 #include "tune/fusion_matrix.h"
 #include "tune/load_bench.h"
 #include "tune/service_times.h"
 #include "tune/simulate.h"
+#include "tune/token_sweep.h"
 
 namespace fusor::tune {
 namespace {
@@ -30,6 +32,10 @@ std::string fmt(const char* f, double a, double b = 0, double c = 0, double d = 
 }
 
 std::string describe(const Setting& s) {
+  if (s.max_batch_tokens > 0)
+    return fmt("window %g ms, max batch tokens %g, max batch %g, %g context(s)", s.batch_window_ms,
+               static_cast<double>(s.max_batch_tokens), static_cast<double>(s.max_batch),
+               static_cast<double>(s.execution_contexts));
   return fmt("window %g ms, max batch %g, %g context(s)", s.batch_window_ms, static_cast<double>(s.max_batch),
              static_cast<double>(s.execution_contexts));
 }
@@ -51,24 +57,7 @@ bool adaptive_window_of(const TuneOptions& o, const std::string& name) {
   return it == o.base.serve.classes.end() || it->second.adaptive_window;
 }
 
-// The best-predicted settings of one layout for one class, best first.
-std::vector<Priced> price(const TuneOptions& o, const Slo& slo, const Layout& layout, const ServiceTimes& times,
-                          const std::vector<int64_t>& max_batches, bool adaptive_window) {
-  std::vector<Priced> out;
-  for (int64_t b : max_batches)
-    for (double w : o.windows_ms) {
-      if (b == 1 && w > 0) continue;  // a window only delays a batch that cannot grow
-      TrafficClass cls;
-      cls.batch_window_ms = w;
-      cls.max_batch = b;
-      cls.adaptive_window = adaptive_window;
-      out.push_back({{w, b, layout.contexts}, simulated_capacity(cls, layout.contexts, times, slo.p99_ms)});
-    }
-  std::stable_sort(out.begin(), out.end(), [](const Priced& a, const Priced& b) { return a.predicted_qps > b.predicted_qps; });
-  return out;
-}
-
-// The first `n` of `ranked` with distinct max_batch: measuring near-twins teaches nothing. One of
+// The first `n` of `ranked` with distinct max_batch (token budget, packed): measuring near-twins teaches nothing. One of
 // them (of two or more) waits no window: the model is least sure of waits (it priced MiniLM's 50 ms window at
 // 323 qps within a 100 ms p99, and the serving path held 21), so a no-wait setting is always
 // measured too and the choice never rests on waits alone.
@@ -76,7 +65,9 @@ std::vector<Priced> pick_distinct(const std::vector<Priced>& ranked, int n) {
   std::vector<Priced> out;
   for (const Priced& p : ranked) {
     if (static_cast<int>(out.size()) >= n || p.predicted_qps <= 0) break;
-    if (std::none_of(out.begin(), out.end(), [&](const Priced& q) { return q.setting.max_batch == p.setting.max_batch; }))
+    if (std::none_of(out.begin(), out.end(), [&](const Priced& q) {
+          return q.setting.max_batch == p.setting.max_batch && q.setting.max_batch_tokens == p.setting.max_batch_tokens;
+        }))
       out.push_back(p);
   }
   auto no_wait = [](const Priced& p) { return p.setting.batch_window_ms == 0; };
@@ -106,6 +97,13 @@ struct Run {
   std::vector<int64_t> rows;           // the batch-size buckets timed
   std::map<std::string, Dims> padded;  // one request, its sequence padded as the batcher pads it
   std::vector<Layout> layouts;         // one context with every thread; two with half each
+  serve::Signature sig;
+  std::optional<Lengths> lengths;      // --lengths
+  Lengths load_lengths;                // what the load sends: --lengths, or the request's own length
+  // Packed (the model packs): batches fill by tokens, and the budgets swept.
+  std::optional<SessionOptions> packed;
+  std::vector<int64_t> budgets;
+  int64_t row_limit = 1;               // a packed batch's max_batch: the largest of max_batches
   ArrivalSource arrivals;              // Poisson, or the replayed trace
   double service_s = 0;                // estimated seconds to time every bucket on one plan
   double total_s = 0, done_s = 0;      // the progress bar's work estimate and work done, in seconds
@@ -115,16 +113,26 @@ struct Run {
     done_s += seconds;
     status(text);
   }
-  bool complete(const ServiceTimes& t) const { return t.ms_by_rows.size() == rows.size(); }
+  size_t packed_points = 0;            // token counts timed per layout when packed
+  bool complete(const ServiceTimes& t) const {
+    return t.ms_by_rows.size() == (packed ? packed_points : rows.size()) && !t.ms_by_rows.empty();
+  }
 };
 
 Run::Run(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop)
-    : engine(engine), o(o), progress(progress), stop(stop) {
-  const serve::Signature sig = serve::Signature::of(engine.inputs(), engine.outputs());
+    : engine(engine), o(o), progress(progress), stop(stop), sig(serve::Signature::of(engine.inputs(), engine.outputs())) {
   max_batches = sig.batched ? o.max_batches : std::vector<int64_t>{1};
   rows = buckets_up_to(*std::max_element(max_batches.begin(), max_batches.end()));
-  // Sessions see batches padded as the batcher pads them: the sequence up to its bucket.
-  padded = o.request;
+  row_limit = rows.back();
+  if (o.max_length > 0) {
+    if (request_length(sig, o.request) == 0) throw Error("--lengths: the model has no sequence axis to vary");
+    lengths = Lengths{o.min_length, o.max_length};
+  }
+  const int64_t own = std::max<int64_t>(1, request_length(sig, o.request));
+  load_lengths = lengths ? *lengths : Lengths{own, own};
+  // Sessions see batches padded as the batcher pads them: the sequence up to its bucket (with
+  // mixed lengths, the longest's: the padded plans are timed at their slowest).
+  padded = lengths ? with_length(sig, o.request, lengths->max) : o.request;
   for (size_t i = 0; i < sig.inputs.size(); ++i)
     if (sig.input_has_seq[i] && padded.count(sig.inputs[i].name)) {
       Dims& d = padded[sig.inputs[i].name];
@@ -139,6 +147,68 @@ Run::Run(const Engine& engine, const TuneOptions& o, Progress& progress, const s
   service_s = static_cast<double>(rows.size()) * (kServiceSecondsPerSize + 0.3);
   const double curves = static_cast<double>(o.goals.size()) * o.measure_per_class + (o.baseline ? 1 : 0);
   total_s = 3 * 5.0 + (3 + 1) * service_s + curves * kMaxSearchPoints * (o.duration_s + 0.5);
+}
+
+// The best-predicted settings of one layout for one class, best first: (window, max_batch), or
+// for a model that packs (window, token budget) priced by the token batcher's model on the packed
+// plan's times (`times` is then by tokens).
+std::vector<Priced> price(const Run& run, const Slo& slo, const Layout& layout, const ServiceTimes& times,
+                          bool adaptive_window) {
+  std::vector<Priced> out;
+  const bool packed = run.packed.has_value();
+  for (int64_t b : packed ? run.budgets : run.max_batches)
+    for (double w : run.o.windows_ms) {
+      if (!packed && b == 1 && w > 0) continue;  // a window only delays a batch that cannot grow
+      TrafficClass cls;
+      cls.batch_window_ms = w;
+      cls.adaptive_window = adaptive_window;
+      if (packed) {
+        cls.max_batch = run.row_limit;
+        cls.max_batch_tokens = b;
+        out.push_back({{w, run.row_limit, layout.contexts, b},
+                       simulated_token_capacity(cls, layout.contexts, times, run.o.base.serve.token_bucket,
+                                                run.load_lengths, slo.p99_ms)});
+      } else {
+        cls.max_batch = b;
+        out.push_back({{w, b, layout.contexts}, simulated_capacity(cls, layout.contexts, times, slo.p99_ms)});
+      }
+    }
+  std::stable_sort(out.begin(), out.end(), [](const Priced& a, const Priced& b) { return a.predicted_qps > b.predicted_qps; });
+  return out;
+}
+
+// Whether the model is served packed with the gated options; if so, the budgets to sweep. Not
+// packing is no error: the model is tuned by max_batch, as before.
+void sweep_tokens_if_packed(Run& run, const SessionOptions& top) {
+  std::string why_not;
+  if (!serve::probe_packing(run.engine, run.o.base.serve, top, why_not)) {
+    if (run.o.base.serve.packing) run.progress.note("tune: not packed (" + why_not + "): tuning max_batch");
+    return;
+  }
+  run.packed = top;
+  run.budgets = effective_token_budgets(run.o.token_budgets, run.row_limit, run.load_lengths.max);
+  std::string list;
+  for (int64_t b : run.budgets) list += (list.empty() ? "" : ",") + std::to_string(b);
+  run.progress.note("tune: the model packs: batches fill by tokens; sweeping max_batch_tokens " + list +
+                    fmt(" (max batch %g)", static_cast<double>(run.row_limit)));
+}
+
+// The packed plan's time per token count on each layout (ms by plan capacity).
+std::vector<ServiceTimes> time_packed_layouts(Run& run) {
+  std::vector<ServiceTimes> out(run.layouts.size());
+  const int64_t most = std::max(run.budgets.back(), run.load_lengths.max);
+  const std::vector<int64_t> points = packed_time_points(
+      std::min(most, run.row_limit * run.load_lengths.max), run.o.base.serve.token_bucket);
+  run.packed_points = points.size();
+  for (size_t l = 0; l < run.layouts.size() && !run.stop.load(); ++l) {
+    run.status(fmt("timing packed steps on %g context(s)", static_cast<double>(run.layouts[l].contexts)));
+    out[l] = measure_packed_times(run.engine, run.sig, run.o.request, *run.packed, points, run.load_lengths, run.layouts[l],
+                                  kServiceSecondsPerSize / 2, run.stop);
+    std::string line = fmt("tune: packed step on %g context(s):", static_cast<double>(run.layouts[l].contexts));
+    for (const auto& [tokens, ms] : out[l].ms_by_rows) line += fmt(" %g tokens %.2f ms;", static_cast<double>(tokens), ms);
+    if (!run.stop.load()) run.progress.note(line);
+  }
+  return out;
 }
 
 // The fusion options that pass the precision gate, in fusion_options' order ("all" first).
@@ -227,8 +297,7 @@ size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<Serv
   predicted_qps.assign(run.layouts.size(), 0.0);
   for (size_t l = 0; l < run.layouts.size(); ++l) {
     if (!run.complete(layout_times[l])) continue;
-    auto ranked = price(run.o, lead.slo, run.layouts[l], layout_times[l], run.max_batches,
-                        adaptive_window_of(run.o, lead.name));
+    auto ranked = price(run, lead.slo, run.layouts[l], layout_times[l], adaptive_window_of(run.o, lead.name));
     if (!ranked.empty()) predicted_qps[l] = ranked.front().predicted_qps;
   }
   size_t best = 0;
@@ -254,14 +323,14 @@ ClassRecord measure_class(Run& run, const ClassGoal& goal, const ServeConfig& se
   cr.slo = goal.slo;
   std::vector<Priced> picks;
   if (run.complete(times))
-    picks = pick_distinct(price(run.o, goal.slo, layout, times, run.max_batches, adaptive_window_of(run.o, goal.name)),
+    picks = pick_distinct(price(run, goal.slo, layout, times, adaptive_window_of(run.o, goal.name)),
                           run.o.measure_per_class);
   for (const Priced& p : picks) {
     Candidate cand;
     if (!run.stop.load()) {
       run.status(goal.name + ": building sessions for " + describe(p.setting));
       LoadBench bench(run.engine, serve, matrix, layout, run.o.request, p.setting, adaptive_window_of(run.o, goal.name),
-                      goal.slo, run.rows);
+                      goal.slo, run.rows, {run.lengths, run.packed});
       const std::string label = goal.name + ": " + describe(p.setting);
       cand = measure_curve(run, bench, p.predicted_qps, label);
       run.progress.note("tune: " + label + fmt(": predicted %.0f qps, measured %.0f qps", p.predicted_qps, cand.capacity_qps));
@@ -299,7 +368,7 @@ std::optional<ClassRecord> measure_baseline(Run& run, const ClassGoal& lead) {
   one.max_batch = 1;
   const Setting s{0, 1, 1};
   LoadBench plain_bench(run.engine, serve, plain_matrix, {1, o.threads}, o.request, s, /*adaptive_window=*/true,
-                        lead.slo, {1});
+                        lead.slo, {1}, {run.lengths, std::nullopt});
   Candidate c = measure_curve(run, plain_bench, simulated_capacity(one, 1, t, lead.slo.p99_ms),
                               "baseline (no fusion, no reuse, no batching)");
   run.progress.note(fmt("tune: baseline: measured %.0f qps within p99 %.0f ms", c.capacity_qps, lead.slo.p99_ms));
@@ -324,6 +393,7 @@ void serve_chosen_classes(Config& config, const TunedRecord& rec, const Layout& 
     TrafficClass t = it != given.end() ? it->second : TrafficClass{};
     t.batch_window_ms = cr.chosen.batch_window_ms;
     t.max_batch = cr.chosen.max_batch;
+    if (cr.chosen.max_batch_tokens > 0) t.max_batch_tokens = cr.chosen.max_batch_tokens;
     t.preferred_batch_sizes.clear();
     t.priority = cr.slo.throughput ? 1 : 0;  // latency classes run first when both have a batch ready
     config.serve.classes[cr.name] = t;
@@ -370,6 +440,7 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   rec.request = o.request;
   rec.arrivals = o.arrivals_name;
   rec.duration_s = o.duration_s;
+  if (run.lengths) rec.min_length = run.lengths->min, rec.max_length = run.lengths->max;
 
   // 1. Gate the fusion options, time them per bucket size, and choose the config matrix.
   SessionOptions base_session;
@@ -386,7 +457,10 @@ TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, 
   SessionOptions top = base_session;
   top.fusion = options.empty() ? o.base.fusion : options.front().fusion;  // "all", gated
   auto matrix = std::make_shared<const serve::OptionsMatrix>(serve::OptionsMatrix::of(config.serve, top));
-  const std::vector<ServiceTimes> layout_times = time_layouts(run, choice, *matrix);
+  if (!stop.load() && !options.empty()) sweep_tokens_if_packed(run, top);
+  rec.packed = run.packed.has_value();
+  // A model that packs is served by tokens: its classes are priced on the packed plan's times.
+  const std::vector<ServiceTimes> layout_times = run.packed ? time_packed_layouts(run) : time_layouts(run, choice, *matrix);
 
   // 2. Price every setting; the layout is the one the lead class prefers.
   const ClassGoal& lead = lead_goal(o.goals);

@@ -1,6 +1,7 @@
 """fusor tune on the real MiniLM: the tuned file is a serve config that fusor serve and fusor plan
 read, every number in it is a measurement that meets its SLO, Ctrl-C keeps the best found so
-far, a recorded trace can replace Poisson arrivals, and bad arguments fail in one line."""
+far, a recorded trace can replace Poisson arrivals, mixed lengths tune MiniLM's token budget, and bad
+arguments fail in one line."""
 import math
 import signal
 import subprocess
@@ -49,6 +50,15 @@ def test_tuned_file_is_a_serve_config_holding_its_measurements(tuned):
         at = [p for p in cand["curve"] if math.isclose(p["offered_qps"], cls["capacity_qps"])]
         assert at and at[0]["p99_ms"] <= cls["slo"]["p99_ms"] and at[0]["errors"] == 0
         assert 0 < at[0]["utilisation"] <= 1.05
+    # MiniLM packs: each class was tuned by token budget, which the serve config carries, and its
+    # points count the tokens the batcher ran.
+    assert rec["packed"] is True and "lengths" not in rec
+    for cls in rec["classes"]:
+        assert serve["classes"][cls["name"]]["max_batch_tokens"] == cls["chosen"]["max_batch_tokens"] >= 1
+        for cand in cls["candidates"]:
+            for p in cand["curve"]:
+                assert p["useful_tokens_per_s"] > 0 and 0 <= p["padding"] < 1 and 0 <= p["bucket_padding"] < 1, p
+    assert "tune: the model packs" in r.stderr
     base = rec["baseline"]
     assert base["chosen"] == {"batch_window_ms": 0.0, "max_batch": 1, "execution_contexts": 1}
     assert base["capacity_qps"] > 0
@@ -134,12 +144,39 @@ def test_a_recorded_trace_replaces_poisson_arrivals(tmp_path):
     assert rec["classes"][0]["capacity_qps"] > 0 and rec["baseline"] is None
 
 
+def test_mixed_lengths_sweep_the_token_budget(tmp_path):
+    """--lengths sends lengths 4-16 uniformly; MiniLM packs, so the class is tuned by token budget:
+    4 rows of at most 16 tokens never pass 64, which stands for every budget from there up."""
+    out = tmp_path / "t.yaml"
+    r = run_fusor("tune", model_path("minilm-l6"), "--lengths", "4-16", "--windows", "0", "--max-batch", "1,4",
+                  "--token-budgets", "32,64,128,4096", "--duration", "0.3", "--measure", "2", "--no-baseline",
+                  "--slo", "interactive:p99=500ms", "-o", out, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "sweeping max_batch_tokens 32,64 (max batch 4)" in r.stderr
+    doc = yaml.safe_load(out.read_text())
+    rec = doc["tuned"]
+    assert rec["packed"] is True and rec["lengths"] == [4, 16]
+    cls = rec["classes"][0]
+    budgets = [c["setting"]["max_batch_tokens"] for c in cls["candidates"]]
+    assert sorted(budgets) == [32, 64]
+    assert cls["chosen"]["max_batch_tokens"] in budgets and cls["chosen"]["max_batch"] == 4
+    assert doc["serve"]["classes"]["interactive"]["max_batch_tokens"] == cls["chosen"]["max_batch_tokens"]
+    cand = next(c for c in cls["candidates"] if c["setting"] == cls["chosen"])
+    for p in cand["curve"]:
+        # Between 4 and 16 useful tokens per answered request.
+        assert 4 * p["achieved_qps"] * 0.9 <= p["useful_tokens_per_s"] <= 16 * p["achieved_qps"] * 1.1, p
+    assert "max_batch_tokens" in r.stdout
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--slo", "interactive"], 1, "must look like CLASS:p99=20ms"),
     (["--slo", "interactive:p99=fast"], 1, "must be a positive duration"),
     (["--slo", "a:throughput", "--slo", "a:p99=5ms"], 1, "class 'a' is given twice"),
     (["--slo", "a:throughput", "--max-batch", "0"], 1, "--max-batch"),
     (["--slo", "a:throughput", "--windows", "x"], 1, "--windows"),
+    (["--slo", "a:throughput", "--lengths", "9-8"], 1, "--lengths 9-8: MIN must not exceed MAX"),
+    (["--slo", "a:throughput", "--lengths", "0-8"], 1, "--lengths"),
+    (["--slo", "a:throughput", "--token-budgets", "0"], 1, "--token-budgets"),
     (["--slo", "a:throughput", "--trace", "/nonexistent.csv"], 1, "cannot read arrival trace"),
     ([], 2, "--slo is required"),
 ])

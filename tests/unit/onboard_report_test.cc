@@ -179,6 +179,29 @@ TEST(OnboardReport, TheMatrixShowsTheRoundsEvidenceWhenTheRecordHasIt) {
   EXPECT_NE(html.find("<td class=\"n\">8</td><td class=\"n\">45</td>"), std::string::npos);
 }
 
+TEST(OnboardReport, TokenCountsShowBesideRequestsPerSecondWhenTheRecordHasThem) {
+  json doc = fixture();
+  const std::string before = onboard_report_html(doc);
+  EXPECT_EQ(before.find("useful tokens/s"), std::string::npos);  // records without token counts: as before
+  // Every point of every candidate gets token counts; the chosen setting of the first class a budget.
+  auto& cls = doc["tuned"]["classes"][0];
+  for (auto& k : cls["candidates"])
+    for (auto& p : k["curve"]) p["useful_tokens_per_s"] = 12345.0, p["padding"] = 0.031, p["bucket_padding"] = 0.12;
+  cls["chosen"]["max_batch_tokens"] = 1024;
+  for (auto& k : cls["candidates"])
+    if (k["setting"]["batch_window_ms"] == cls["chosen"]["batch_window_ms"] && k["setting"]["max_batch"] == cls["chosen"]["max_batch"])
+      k["setting"]["max_batch_tokens"] = 1024;
+  const std::string html = onboard_report_html(doc);
+  EXPECT_EQ(fusor::test::markup_problem(html), "");
+  EXPECT_NE(html.find("useful tokens/s"), std::string::npos);
+  EXPECT_NE(html.find("<td class=\"n\">1024</td><td class=\"n\">12345</td><td class=\"n\">3.1%</td><td class=\"n\">12%</td>"),
+            std::string::npos)
+      << html.substr(html.find("useful tokens/s"), 1500);
+  EXPECT_NE(html.find("max batch tokens 1024"), std::string::npos);  // the setting's label
+  // The other class has no token counts: dashes, not zeros.
+  EXPECT_NE(html.find("<td class=\"n\">&ndash;</td><td class=\"n\">&ndash;</td><td class=\"n\">&ndash;</td>"), std::string::npos);
+}
+
 TEST(OnboardReport, EmptyPartsRenderWithoutCrashing) {
   json doc = fixture();
   doc["profile"]["after"]["kernels"] = json::array();

@@ -1,4 +1,5 @@
-// fusor bench: throughput, latency percentiles, kernels per inference and peak RSS per batch.
+// fusor bench: throughput, latency percentiles, kernels per inference and peak RSS per batch; for a
+// model that packs, useful tokens per second and the same batch run packed.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -7,9 +8,11 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "fusor/packed.h"
 #include "fusor/tune.h"
 #include "model_args.h"
 
@@ -42,12 +45,17 @@ nlohmann::json memory_json(const Session::MemoryStats& m) {
           {"weights_bytes", m.weights_bytes}};
 }
 
-nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
-  auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, a.model.seq);
-  auto feeds = engine.sample_inputs(dims);
-  Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
-  for (int i = 0; i < a.warmup; ++i) session.run(feeds);
+struct Timed {
+  std::vector<double> latencies_ms;
+  double elapsed_s = 0;
+  double per_second(int64_t per_run) const {
+    return static_cast<double>(per_run) * static_cast<double>(latencies_ms.size()) / elapsed_s;
+  }
+};
 
+// Runs `run` for a.seconds (5 runs at least), with a live line on a terminal.
+template <class Run>
+Timed timed_runs(const BenchArgs& a, const std::string& label, Run run) {
   using clock = std::chrono::steady_clock;
   std::vector<double> latencies_ms;
   auto start = clock::now();
@@ -55,26 +63,74 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
   const bool progress = isatty(STDERR_FILENO);
   while (elapsed < a.seconds || latencies_ms.size() < 5) {
     auto t0 = clock::now();
-    session.run(feeds);
+    run();
     auto t1 = clock::now();
     latencies_ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     elapsed = std::chrono::duration<double>(t1 - start).count();
     if (progress && elapsed - shown >= 0.25) {  // a live line on a terminal, nothing in logs
       shown = elapsed;
-      std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s", static_cast<long long>(batch), latencies_ms.size(), elapsed);
+      std::fprintf(stderr, "\r  %s: %zu runs, %.1f s", label.c_str(), latencies_ms.size(), elapsed);
     }
   }
-  if (progress) std::fprintf(stderr, "\r  batch %lld: %zu runs, %.1f s\n", static_cast<long long>(batch), latencies_ms.size(), elapsed);
-  double throughput = static_cast<double>(batch) * static_cast<double>(latencies_ms.size()) / elapsed;
-  return {{"batch", batch},
-          {"seq", a.model.seq},
-          {"runs", latencies_ms.size()},
-          {"throughput_per_s", throughput},
-          {"latency_ms",
-           {{"p50", tune::percentile(latencies_ms, 50)}, {"p90", tune::percentile(latencies_ms, 90)}, {"p99", tune::percentile(latencies_ms, 99)}}},
-          {"kernels_per_inference", session.kernels_per_inference()},
-          {"memory", memory_json(session.memory())},
-          {"peak_rss_bytes", peak_rss_bytes()}};
+  if (progress) std::fprintf(stderr, "\r  %s: %zu runs, %.1f s\n", label.c_str(), latencies_ms.size(), elapsed);
+  return {std::move(latencies_ms), elapsed};
+}
+
+nlohmann::json latency_json(const std::vector<double>& ms) {
+  return {{"p50", tune::percentile(ms, 50)}, {"p90", tune::percentile(ms, 90)}, {"p99", tune::percentile(ms, 99)}};
+}
+
+// The same batch as one packed step (fusor/packed.h): `batch` requests of one row of --seq tokens
+// each, so packed and padded run the same useful tokens; null when the model does not pack.
+nlohmann::json bench_packed(const Engine& engine, const BenchArgs& a, int64_t batch, const SessionOptions& options) {
+  const auto one = engine.sample_inputs(bind_dims(engine, a.model.parsed_shapes(), 1, a.model.seq));
+  std::optional<PackedSession> packed;
+  try {
+    packed.emplace(packed_session(engine, batch * a.model.seq, options));
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::UnsupportedOp) throw;
+    return nullptr;
+  }
+  const std::vector<std::map<std::string, Tensor>> requests(static_cast<size_t>(batch), one);
+  for (int i = 0; i < a.warmup; ++i) packed->run(requests);
+  const Timed t = timed_runs(a, "packed batch " + std::to_string(batch), [&] { packed->run(requests); });
+  const double throughput = t.per_second(batch);
+  return {{"throughput_per_s", throughput},
+          {"useful_tokens_per_s", throughput * static_cast<double>(a.model.seq)},
+          {"latency_ms", latency_json(t.latencies_ms)},
+          {"kernels_per_inference", packed->session().kernels_per_inference()}};
+}
+
+nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch) {
+  auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, a.model.seq);
+  auto feeds = engine.sample_inputs(dims);
+  const SessionOptions options = a.model.session_options(engine, a.model.model);
+  Session session = engine.session(dims, options);
+  for (int i = 0; i < a.warmup; ++i) session.run(feeds);
+  const Timed t = timed_runs(a, "batch " + std::to_string(batch), [&] { session.run(feeds); });
+  const std::vector<double>& latencies_ms = t.latencies_ms;
+  double throughput = t.per_second(batch);
+  nlohmann::json out = {{"batch", batch},
+                        {"seq", a.model.seq},
+                        {"runs", latencies_ms.size()},
+                        {"throughput_per_s", throughput},
+                        {"latency_ms", latency_json(latencies_ms)},
+                        {"kernels_per_inference", session.kernels_per_inference()},
+                        {"memory", memory_json(session.memory())},
+                        {"peak_rss_bytes", peak_rss_bytes()}};
+  // A model that packs (an encoder of tokens): its useful tokens, and the packed step beside it.
+  // Every row here holds --seq real tokens, so the padded plan pads nothing (padding 0); mixed
+  // lengths are fusor tune --lengths' and fusor serve's /metrics' to measure.
+  if (!a.model.reference && options.fusion) {
+    nlohmann::json packed = bench_packed(engine, a, batch, options);
+    if (!packed.is_null()) {
+      out["useful_tokens_per_s"] = throughput * static_cast<double>(a.model.seq);
+      out["padding"] = 0.0;
+      out["packed"] = packed;
+      out["peak_rss_bytes"] = peak_rss_bytes();
+    }
+  }
+  return out;
 }
 
 void bench(const BenchArgs& a) {
@@ -93,6 +149,12 @@ void bench(const BenchArgs& a) {
                 r["seq"].get<long long>(), r["throughput_per_s"].get<double>(), r["latency_ms"]["p50"].get<double>(),
                 r["latency_ms"]["p90"].get<double>(), r["latency_ms"]["p99"].get<double>(),
                 r["kernels_per_inference"].get<size_t>(), r["peak_rss_bytes"].get<double>() / (1 << 20));
+  for (const auto& r : report["results"])
+    if (r.contains("packed"))
+      std::printf("%6lld %6lld packed: %.1f inferences/s, %.0f useful tokens/s (padded: %.0f, padding %.0f%%), p50 %.2f ms\n",
+                  r["batch"].get<long long>(), r["seq"].get<long long>(), r["packed"]["throughput_per_s"].get<double>(),
+                  r["packed"]["useful_tokens_per_s"].get<double>(), r["useful_tokens_per_s"].get<double>(),
+                  100 * r["padding"].get<double>(), r["packed"]["latency_ms"]["p50"].get<double>());
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
     if (!f) throw Error("cannot write " + a.json_path);

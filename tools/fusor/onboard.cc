@@ -134,6 +134,8 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   if (!a.tune.trace_path.empty()) tune.insert(tune.end(), {"--trace", a.tune.trace_path});
   if (!a.tune.windows.empty()) tune.insert(tune.end(), {"--windows", a.tune.windows});
   if (!a.tune.max_batches.empty()) tune.insert(tune.end(), {"--max-batch", a.tune.max_batches});
+  if (!a.tune.lengths.empty()) tune.insert(tune.end(), {"--lengths", a.tune.lengths});
+  if (!a.tune.token_budgets.empty()) tune.insert(tune.end(), {"--token-budgets", a.tune.token_budgets});
   int tune_rc = step("5/6 tune", tune, false);
   if (tune_rc != 0 && !(tune_rc == 130 && fs::exists(p + "tuned.yaml"))) throw Error("tune failed (exit " + std::to_string(tune_rc) + ")");
 

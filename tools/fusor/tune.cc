@@ -36,6 +36,9 @@ void TuneArgs::add_to(CLI::App& cmd) {
   cmd.add_option("--trace", trace_path, "Replay this arrival trace (seconds, one per line) instead of Poisson arrivals");
   cmd.add_option("--windows", windows, "Batch windows to try, ms, e.g. 0,1,2,5,10,20,50");
   cmd.add_option("--max-batch", max_batches, "Max batch sizes to try, e.g. 1,2,4,8,16,32");
+  cmd.add_option("--lengths", lengths, "Request lengths uniform over MIN-MAX tokens, e.g. 8-128 (mixed-length traffic)");
+  cmd.add_option("--token-budgets", token_budgets,
+                 "For a model that packs: max_batch_tokens to try per class, e.g. 256,512,1024,2048,4096");
   cmd.add_option("--measure", measure_per_class, "Settings measured per class (best predicted first)")
       ->check(CLI::Range(1, 20));
   cmd.add_flag("--no-baseline", no_baseline, "Skip measuring the default (no fusion, no reuse, no batching)");
@@ -72,6 +75,11 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
     }
   }
   if (!max_batches.empty()) o.max_batches = parse_int_list(max_batches, "--max-batch");
+  if (!token_budgets.empty()) o.token_budgets = parse_int_list(token_budgets, "--token-budgets");
+  if (!lengths.empty()) {
+    const tune::LengthRange l = tune::parse_lengths(lengths);
+    o.min_length = l.min, o.max_length = l.max;
+  }
   o.measure_per_class = measure_per_class;
   o.baseline = !no_baseline;
   o.machine = cpu_model() + ", " + std::to_string(o.threads) + " thread(s)";
@@ -103,6 +111,12 @@ std::string tuned_summary(const tune::TunedRecord& r) {
     out += line;
   };
   for (const auto& c : r.classes) row(c.name, c);
+  for (const auto& c : r.classes)  // a model that packs: the budget its batches fill to
+    if (c.chosen.max_batch_tokens > 0) {
+      std::snprintf(line, sizeof line, "%-12s packed: max_batch_tokens %lld\n", c.name.c_str(),
+                    static_cast<long long>(c.chosen.max_batch_tokens));
+      out += line;
+    }
   if (r.baseline) {
     row("default", *r.baseline);
     if (r.baseline->capacity_qps > 0)

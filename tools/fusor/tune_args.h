@@ -13,7 +13,7 @@ struct TuneArgs {
   ModelArgs model;
   std::vector<std::string> slos;
   double duration_s = 4;
-  std::string trace_path, windows, max_batches;
+  std::string trace_path, windows, max_batches, lengths, token_budgets;
   int measure_per_class = 3;
   bool no_baseline = false;
 

@@ -1,0 +1,247 @@
+#include "tune/token_sweep.h"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <thread>
+
+#include "fusor/error.h"
+#include "fusor/packed.h"
+#include "kernels/cpu/thread_pool.h"
+#include "serve/arrival_rate.h"
+#include "serve/batch_window.h"
+#include "serve/packed_cache.h"
+#include "tune/arrivals.h"
+#include "tune/open_loop.h"
+
+namespace fusor::tune {
+
+Lengths parse_lengths(const std::string& text) {
+  auto number = [&](const std::string& part) {
+    int64_t x = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), x);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || x < 1 || x > (1 << 20))
+      throw Error("--lengths " + text + ": must be MIN-MAX (or one length), tokens from 1");
+    return x;
+  };
+  const size_t dash = text.find('-');
+  Lengths l;
+  l.min = number(text.substr(0, dash));
+  l.max = dash == std::string::npos ? l.min : number(text.substr(dash + 1));
+  if (l.max < l.min) throw Error("--lengths " + text + ": MIN must not exceed MAX");
+  return l;
+}
+
+std::map<std::string, Dims> with_length(const serve::Signature& sig, const std::map<std::string, Dims>& request,
+                                        int64_t length) {
+  auto dims = request;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    auto it = dims.find(sig.inputs[i].name);
+    if (sig.input_has_seq[i] && it != dims.end() && it->second.size() > 1) it->second[1] = length;
+  }
+  return dims;
+}
+
+int64_t request_length(const serve::Signature& sig, const std::map<std::string, Dims>& request) {
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    auto it = request.find(sig.inputs[i].name);
+    if (sig.input_has_seq[i] && it != request.end() && it->second.size() > 1) return it->second[1];
+  }
+  return 0;
+}
+
+std::vector<int64_t> effective_token_budgets(std::vector<int64_t> budgets, int64_t max_rows, int64_t max_length) {
+  const int64_t cap = std::max<int64_t>(1, max_rows) * std::max<int64_t>(1, max_length);
+  std::sort(budgets.begin(), budgets.end());
+  budgets.erase(std::unique(budgets.begin(), budgets.end()), budgets.end());
+  std::vector<int64_t> out;
+  for (int64_t b : budgets) {
+    if (b < 1) continue;
+    out.push_back(b);
+    if (b >= cap) break;  // every larger budget closes on rows first, as this one does
+  }
+  return out;
+}
+
+std::vector<int64_t> packed_time_points(int64_t max_tokens, int64_t token_bucket) {
+  std::vector<int64_t> out;
+  const int64_t top = serve::packed_capacity(std::max<int64_t>(1, max_tokens), token_bucket);
+  for (int64_t t = std::max<int64_t>(1, token_bucket); t < top; t *= 4) out.push_back(serve::packed_capacity(t, token_bucket));
+  out.push_back(top);
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+namespace {
+
+// Requests of the load's lengths that fill `capacity` tokens exactly (the last one cut to fit).
+std::vector<std::map<std::string, Tensor>> filling_requests(const Engine& engine, const serve::Signature& sig,
+                                                            const std::map<std::string, Dims>& request, Lengths lengths,
+                                                            int64_t capacity) {
+  std::vector<std::map<std::string, Tensor>> out;
+  LengthDraw draw(lengths, 7);
+  for (int64_t left = capacity; left > 0;) {
+    const int64_t length = std::min(left, draw.next());
+    out.push_back(engine.sample_inputs(with_length(sig, request, length)));
+    left -= length;
+  }
+  return out;
+}
+
+}  // namespace
+
+ServiceTimes measure_packed_times(const Engine& engine, const serve::Signature& sig,
+                                  const std::map<std::string, Dims>& request, const SessionOptions& options,
+                                  const std::vector<int64_t>& capacities, Lengths lengths, Layout layout, double seconds,
+                                  const std::atomic<bool>& stop) {
+  using Clock = std::chrono::steady_clock;
+  ServiceTimes out;
+  for (int64_t capacity : capacities) {
+    if (stop.load()) break;
+    const auto requests = filling_requests(engine, sig, request, lengths, capacity);
+    std::vector<double> medians(static_cast<size_t>(layout.contexts));
+    std::exception_ptr failed;
+    std::vector<std::thread> contexts;
+    for (int64_t c = 0; c < layout.contexts; ++c)
+      contexts.emplace_back([&, c] {
+        try {
+          cpu::set_thread_width(layout.threads_per_context);
+          PackedSession session = packed_session(engine, capacity, options);
+          session.run(requests);  // warm: first-run allocations and primitive creation
+          std::vector<double> ms;
+          const auto start = Clock::now();
+          while (ms.size() < 3 || (std::chrono::duration<double>(Clock::now() - start).count() < seconds && !stop.load())) {
+            const auto t0 = Clock::now();
+            session.run(requests);
+            ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+          }
+          medians[static_cast<size_t>(c)] = percentile(ms, 50);
+        } catch (...) {
+          failed = std::current_exception();  // one context's failure is the measurement's
+        }
+      });
+    for (auto& t : contexts) t.join();
+    if (failed) std::rethrow_exception(failed);
+    double sum = 0;
+    for (double m : medians) sum += m;
+    out.ms_by_rows[capacity] = sum / static_cast<double>(medians.size());
+  }
+  return out;
+}
+
+SimResult simulate_token_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                 int64_t token_bucket, const std::vector<double>& arrivals_s,
+                                 const std::vector<int64_t>& tokens) {
+  if (arrivals_s.empty()) return {};
+  using Clock = serve::FormingBatch::Clock;
+  using ms = std::chrono::duration<double, std::milli>;
+  auto time_at = [&](size_t i) {
+    return Clock::time_point{} + std::chrono::round<Clock::duration>(std::chrono::duration<double>(arrivals_s[i]));
+  };
+  const int64_t max_rows = std::max<int64_t>(1, cls.max_batch);
+  const int64_t budget = std::max<int64_t>(1, cls.max_batch_tokens);
+  serve::FormingBatch forming;  // as Batcher::take_ready fills it in token mode
+  forming.window = std::chrono::duration_cast<Clock::duration>(ms(cls.batch_window_ms));
+  forming.target = budget;
+  forming.adaptive = cls.adaptive_window;
+  serve::ArrivalRate rate;
+  struct Waiting {
+    Clock::time_point arrived;
+    int64_t tokens;
+  };
+  std::vector<Clock::time_point> free_at(static_cast<size_t>(std::max<int64_t>(1, contexts)));
+  std::deque<Waiting> queue;
+  std::vector<double> latencies;
+  latencies.reserve(arrivals_s.size());
+  size_t next = 0, batches = 0;
+  Clock::duration busy{};
+  Clock::time_point last_done{}, now = time_at(0), next_arrival = now;
+  while (true) {
+    while (next < arrivals_s.size() && next_arrival <= now) {
+      queue.push_back({next_arrival, std::max<int64_t>(1, tokens[next % tokens.size()])});
+      if (forming.adaptive) rate.arrived(next_arrival);
+      if (++next < arrivals_s.size()) next_arrival = time_at(next);
+    }
+    int64_t idle = std::count_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
+    auto closes = Clock::time_point::max();
+    while (!queue.empty()) {
+      int64_t queued_tokens = 0;
+      for (const Waiting& w : queue) queued_tokens += w.tokens;
+      forming.oldest = queue.front().arrived;
+      forming.rows = static_cast<int64_t>(queue.size()) >= max_rows ? budget : queued_tokens;
+      forming.idle_contexts = idle;
+      if (forming.adaptive) forming.expected_gap = rate.expected_gap();
+      closes = serve::batch_closes_at(forming);
+      if (idle == 0 || closes > now) break;
+      // Take in order while both limits hold, skipping a request that does not fit (as the batcher).
+      int64_t rows = 0, batch_tokens = 0;
+      auto& context = *std::find_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
+      std::vector<Clock::time_point> taken;
+      for (auto it = queue.begin(); it != queue.end() && rows < max_rows;) {
+        if (rows > 0 && batch_tokens + it->tokens > budget) {
+          ++it;
+          continue;
+        }
+        ++rows;
+        batch_tokens += it->tokens;
+        taken.push_back(it->arrived);
+        it = queue.erase(it);
+      }
+      const auto service = std::chrono::round<Clock::duration>(
+          ms(times.at(serve::packed_capacity(batch_tokens, token_bucket))));
+      context = now + service;
+      for (Clock::time_point a : taken) latencies.push_back(ms(context - a).count());
+      busy += service;
+      last_done = std::max(last_done, context);
+      ++batches;
+      --idle;
+    }
+    if (forming.adaptive) rate.hold(now, idle > 0 && !queue.empty());
+    if (next == arrivals_s.size() && queue.empty()) break;
+    auto then = next < arrivals_s.size() ? next_arrival : Clock::time_point::max();
+    if (!queue.empty()) then = std::min(then, idle > 0 ? closes : *std::min_element(free_at.begin(), free_at.end()));
+    now = then;
+  }
+  const auto end = std::max(last_done, time_at(arrivals_s.size() - 1));
+  SimResult r;
+  const double span_s = std::chrono::duration<double>(end - Clock::time_point{}).count();
+  r.p50_ms = percentile(latencies, 50);
+  r.p99_ms = percentile(latencies, 99);
+  r.achieved_qps = static_cast<double>(latencies.size()) / span_s;
+  r.utilisation = std::chrono::duration<double>(busy).count() / (span_s * static_cast<double>(free_at.size()));
+  r.mean_batch = static_cast<double>(latencies.size()) / static_cast<double>(batches);
+  return r;
+}
+
+double simulated_token_capacity(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                int64_t token_bucket, Lengths lengths, double p99_ms) {
+  std::vector<int64_t> tokens(4096);
+  LengthDraw draw(lengths, 5);
+  for (int64_t& t : tokens) t = draw.next();
+  // The most the contexts could ever do: full batches back to back.
+  const double mean_tokens = static_cast<double>(lengths.min + lengths.max) / 2;
+  const int64_t full = std::min<int64_t>(std::max<int64_t>(1, cls.max_batch_tokens),
+                                         static_cast<int64_t>(static_cast<double>(cls.max_batch) * mean_tokens));
+  const double per_batch = std::max(1.0, static_cast<double>(full) / mean_tokens);
+  const double ceiling = static_cast<double>(contexts) * per_batch /
+                         std::max(1e-6, times.at(serve::packed_capacity(std::max<int64_t>(1, full), token_bucket)) / 1e3);
+  auto meets = [&](double rate) {
+    const double duration = 3000.0 / rate;
+    for (uint64_t seed : {11u, 12u, 13u})
+      if (simulate_token_batcher(cls, contexts, times, token_bucket, poisson_arrivals(rate, duration, seed), tokens).p99_ms >
+          p99_ms)
+        return false;
+    return true;
+  };
+  double lo = ceiling * 0.01, hi = ceiling;
+  if (!meets(lo)) return 0;
+  for (int i = 0; i < 14; ++i) {
+    const double mid = (lo + hi) / 2;
+    (meets(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace fusor::tune
