@@ -30,9 +30,11 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
     requests_.push_back(engine.sample_inputs(request));
   }
   const bool token_mode = shape.packed && setting.max_batch_tokens > 0;
+  auto packed_options = std::make_shared<serve::OptionsMatrix>();  // every packed plan: shape.packed
+  if (token_mode) packed_options->fallback = *shape.packed;
   for (int64_t c = 0; c < layout.contexts; ++c) {
     caches_.push_back(std::make_unique<serve::SessionCache>(engine, matrix, sig_.batched));
-    if (token_mode) packed_caches_.push_back(std::make_unique<serve::PackedCache>(engine, *shape.packed, token_bucket_));
+    if (token_mode) packed_caches_.push_back(std::make_unique<serve::PackedCache>(engine, packed_options, token_bucket_));
   }
   warmed_.assign(static_cast<size_t>(layout.contexts), 0);
   ServeConfig config = serve;
