@@ -263,11 +263,13 @@ def test_soak_shows_no_memory_growth(server):
 
 def test_matrix_picks_the_fusion_config_per_batch_bucket(tmp_path):
     """serve.matrix: a batch of 1 runs a session built without attention/GEMM-epilogue fusion, a
-    batch of 8 one with every pass; both match ONNX Runtime."""
+    batch of 8 one with every pass; both match ONNX Runtime. (Batch-size rows are for padded
+    plans: packing is off here; token rows are tested in test_packing.py.)"""
     model = model_path("minilm-l6")
     config = """
 fusion: {precision_check: off}
 serve:
+  packing: false
   classes:
     default: {batch_window_ms: 0, max_batch: 8, preferred_batch_sizes: [1, 8]}
   matrix:
