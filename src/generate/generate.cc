@@ -47,7 +47,9 @@ GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, c
     else if (!options.ignore_eos && std::find(options.eos_ids.begin(), options.eos_ids.end(), id) != options.eos_ids.end())
       result.finish_reason = FinishReason::Stop;
     else if (static_cast<int64_t>(result.output_ids.size()) >= options.max_new_tokens) result.finish_reason = FinishReason::Length;
-    else if (context > 0 && decoder.past_length() + 1 > context) result.finish_reason = FinishReason::Length;  // full
+    // The context holds the prompt and every new token, the last one too (never fed, but a
+    // position it would take).
+    else if (context > 0 && decoder.past_length() + 1 >= context) result.finish_reason = FinishReason::Length;
     else done = false;
     if (done && text && !piece.stopped) {  // the last token: flush what the stream held back
       TextStream::Piece rest = text->finish();
