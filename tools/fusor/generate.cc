@@ -33,6 +33,7 @@ struct GenerateArgs {
   bool ignore_eos = false;
   std::vector<std::string> eos_ids;
   bool json = false;
+  bool stats = false;
 };
 
 // "1,2,3" -> ids; each a non-negative integer that fits a token id.
@@ -118,6 +119,11 @@ void generate_command(GenerateArgs& a) {
       std::cout.flush();
     };
   const GenerateResult r = generate(decoder, prompt, options, tokenizer ? &*tokenizer : nullptr, stream);
+  if (a.stats) {
+    const DecoderStep::Stats st = decoder.stats();
+    std::fprintf(stderr, "generate: %zu steps, %zu sessions planned in %.2f s\n", st.steps, st.sessions_built,
+                 st.plan_seconds);
+  }
   if (!a.json) {
     std::cout << "\n";
     return;
@@ -153,6 +159,7 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--eos-id", args->eos_ids, "EOS token id(s), replacing the model configs' (repeatable)")
       ->type_name("ID");
   cmd->add_flag("--json", args->json, "Print one JSON object at the end instead of streaming text");
+  cmd->add_flag("--stats", args->stats, "Print steps and sessions planned (and their time) to stderr");
   cmd->add_flag("--reference", args->model.reference, "Use the plain reference kernels (the ground truth)");
   cmd->add_flag("--no-fusion", args->model.no_fusion, "Run the unfused plan (every fusion pass off)");
   args->model.add_config_and_threads(*cmd, "YAML config file: one switch per optimization (docs/config.md)",
