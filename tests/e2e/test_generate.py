@@ -4,8 +4,9 @@ Greedy parity: the decoders' greedy_reference.json holds transformers' generate(
 for 20 prompts of 1-200 tokens (scripts/greedy_reference.py); fusor must pick the same tokens.
 Where the reference's two best logits are within 1e-5 (a true tie) either token is accepted and
 the run continues teacher-forced: fusor is restarted on the prompt plus the reference's tokens so
-far. Each prompt builds ~64 sessions today (one per past length, docs/generate.md), about 0.2-1 s
-each on two busy cores, so by default a few prompts per model run; FUSOR_GENERATE_ALL=1 runs all 20.
+far. Each prompt builds 64 sessions today (one per past length, docs/generate.md): 20-60 s a
+prompt on two busy cores, so by default five prompts run (~3 minutes); FUSOR_GENERATE_ALL=1 runs
+all 20 of both models (~15-25 minutes).
 The rest: the merged export, text in and out, EOS and stop strings, sampling, the repetition
 penalty (against transformers' logits processor over ONNX Runtime's logits), errors.
 """
