@@ -47,12 +47,12 @@ def greedy(model, prompt_ids, n, *args):
     return generate(model, "--prompt-ids", ids_arg(prompt_ids), "--max-new-tokens", n, "--ignore-eos", *args)
 
 
-def check_greedy_parity(model, case):
+def check_greedy_parity(model, case, *args):
     """fusor's greedy tokens equal the reference's, but for true ties; returns how many ties."""
     expected, gaps = case["output_ids"], case["top2_gap"]
     got, ties = [], 0
     while len(got) < len(expected):
-        out = greedy(model, case["prompt_ids"] + got, len(expected) - len(got))
+        out = greedy(model, case["prompt_ids"] + got, len(expected) - len(got), *args)
         assert out["finish_reason"] == "length" and len(out["output_ids"]) == len(expected) - len(got)
         for token in out["output_ids"]:
             step = len(got)
@@ -78,6 +78,14 @@ def test_greedy_parity_with_transformers(model, index):
     ties = check_greedy_parity(model, case)
     TRUE_TIES[(model, index)] = ties
     print(f"{model} prompt {index} ({len(case['prompt_ids'])} tokens): 64 tokens equal, {ties} true ties accepted")
+
+
+@pytest.mark.parametrize("model,index", [("llama-tiny", 4), ("gpt2-tiny", 11)])
+def test_greedy_parity_unfused(model, index):
+    """The unfused plan too: the KV-cache fusion to come is checked against it."""
+    case = reference(model)["prompts"][index]
+    ties = check_greedy_parity(model, case, "--no-fusion")
+    print(f"{model} prompt {index} unfused: 64 tokens equal, {ties} true ties accepted")
 
 
 def test_merged_export_gives_llama_tiny_tokens():
