@@ -15,6 +15,7 @@ void add_onboard_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
+void add_generate_command(CLI::App& app);
 
 // Thrown by a command that ran to completion but must exit non-zero (check: 1 when the plan
 // still fails); main returns the code without printing an error.

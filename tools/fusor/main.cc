@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   fusor::cli::add_plan_command(app);
   fusor::cli::add_inspect_command(app);
   fusor::cli::add_tokenize_command(app);
+  fusor::cli::add_generate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

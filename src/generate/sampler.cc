@@ -1,0 +1,88 @@
+// Choosing the next token, in transformers' order: the repetition penalty (a logits processor, so
+// greedy decoding gets it too), then when sampling the warpers temperature, top-k, top-p, and a
+// draw from the softmax of what is left.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "fusor/error.h"
+#include "fusor/generate.h"
+
+namespace fusor {
+
+void SamplingOptions::validate() const {
+  // Written as !(x > 0) so that NaN fails too.
+  if (!(temperature > 0) || !std::isfinite(temperature))
+    throw Error("temperature must be a positive number", ErrorKind::InvalidArgument);
+  if (top_k < 0) throw Error("top-k must be 0 (off) or positive", ErrorKind::InvalidArgument);
+  if (!(top_p > 0 && top_p <= 1)) throw Error("top-p must be in (0, 1]", ErrorKind::InvalidArgument);
+  if (!(repetition_penalty > 0) || !std::isfinite(repetition_penalty))
+    throw Error("repetition penalty must be a positive number", ErrorKind::InvalidArgument);
+}
+
+Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) { options_.validate(); }
+
+TokenId Sampler::next(std::span<const float> logits, std::span<const TokenId> history) {
+  if (logits.empty()) throw Error("no logits to choose a token from", ErrorKind::InvalidArgument);
+  const auto vocab = static_cast<TokenId>(logits.size());
+  scores_.assign(logits.begin(), logits.end());
+
+  // HF's RepetitionPenaltyLogitsProcessor: each id seen (once, however often) is made less likely.
+  if (options_.repetition_penalty != 1.0f) {
+    const float penalty = options_.repetition_penalty;
+    for (TokenId id : history)  // from the unpenalized logits: a repeated id is penalized once
+      if (id >= 0 && id < vocab) {
+        float s = logits[static_cast<size_t>(id)];
+        scores_[static_cast<size_t>(id)] = s < 0 ? s * penalty : s / penalty;
+      }
+  }
+
+  if (!options_.do_sample)  // argmax; the first of equal maxima, as torch.argmax
+    return static_cast<TokenId>(std::max_element(scores_.begin(), scores_.end()) - scores_.begin());
+
+  for (float& s : scores_) s /= options_.temperature;
+  order_.resize(scores_.size());
+  std::iota(order_.begin(), order_.end(), 0);
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](TokenId a, TokenId b) { return scores_[static_cast<size_t>(a)] > scores_[static_cast<size_t>(b)]; });
+  size_t keep = order_.size();
+
+  // Top-k keeps the k best and every id tied with the k-th (HF compares with the k-th score).
+  if (options_.top_k > 0 && static_cast<size_t>(options_.top_k) < keep) {
+    const float kth = scores_[static_cast<size_t>(order_[static_cast<size_t>(options_.top_k) - 1])];
+    keep = static_cast<size_t>(options_.top_k);
+    while (keep < order_.size() && scores_[static_cast<size_t>(order_[keep])] >= kth) ++keep;
+  }
+
+  // Softmax over what is kept, from the largest score for stability.
+  const float top = scores_[static_cast<size_t>(order_[0])];
+  probs_.assign(keep, 0.0);
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += probs_[i] = std::exp(double(scores_[static_cast<size_t>(order_[i])]) - top);
+  for (double& p : probs_) p /= total;
+
+  // Top-p keeps an id while the mass of the ids ranked above it is below top_p (HF removes
+  // those whose cumulative mass from the bottom is <= 1 - top_p), and always the best one.
+  if (options_.top_p < 1.0f) {
+    double above = 0;
+    size_t kept = 0;
+    while (kept < keep && (kept == 0 || above < options_.top_p)) above += probs_[kept++];
+    keep = kept;
+  }
+
+  // Draw from the kept ids in proportion to their probabilities: 53 random bits in [0, 1).
+  double mass = 0;
+  for (size_t i = 0; i < keep; ++i) mass += probs_[i];
+  const double u = static_cast<double>(rng_() >> 11) * 0x1.0p-53 * mass;
+  double cumulative = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    cumulative += probs_[i];
+    if (u < cumulative) return order_[i];
+  }
+  return order_[keep - 1];  // rounding left u at the very top
+}
+
+const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::Stop ? "stop" : "length"; }
+
+}  // namespace fusor

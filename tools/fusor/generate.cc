@@ -1,0 +1,170 @@
+// fusor generate: text (or token ids) after a prompt from a decoder export, greedy or sampled,
+// streamed as it is generated, or one JSON object at the end (docs/generate.md).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "commands.h"
+#include "fusor/decoder.h"
+#include "fusor/error.h"
+#include "fusor/generate.h"
+#include "fusor/tokenizer.h"
+#include "model_args.h"
+
+namespace fusor::cli {
+namespace {
+
+struct GenerateArgs {
+  ModelArgs model;  // --config, --threads, and the session switches below
+  std::optional<std::string> prompt;
+  std::optional<std::string> prompt_ids;
+  int64_t max_new_tokens = 0;
+  std::string tokenizer;
+  std::optional<float> temperature, top_p;
+  std::optional<int64_t> top_k;
+  float repetition_penalty = 1.0f;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+  std::vector<std::string> eos_ids;
+  bool json = false;
+  bool stats = false;
+};
+
+// "1,2,3" -> ids; each a non-negative integer that fits a token id.
+std::vector<TokenId> parse_ids(const std::string& text, const std::string& what) {
+  std::vector<TokenId> ids;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::logic_error&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > std::numeric_limits<TokenId>::max())
+      throw Error(what + ": '" + text + "' must be a comma-separated list of token ids (non-negative integers)",
+                  ErrorKind::InvalidArgument);
+    ids.push_back(static_cast<TokenId>(v));
+  }
+  if (ids.empty()) throw Error(what + ": no token ids", ErrorKind::InvalidArgument);
+  return ids;
+}
+
+// --tokenizer, else the model's folder when it holds a tokenizer.json; none is fine for
+// --prompt-ids without --stop (plain output then prints ids).
+std::optional<Tokenizer> load_tokenizer(const GenerateArgs& a, const DecoderSpec& spec) {
+  if (!a.tokenizer.empty()) return Tokenizer::load(a.tokenizer);
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(spec.folder) / "tokenizer.json", ec)) return Tokenizer::load(spec.folder);
+  if (a.prompt || !a.stop.empty())
+    throw Error("no tokenizer.json in " + spec.folder + ": give one with --tokenizer", ErrorKind::InvalidArgument);
+  return std::nullopt;
+}
+
+GenerateOptions generate_options(const GenerateArgs& a, const DecoderSpec& spec) {
+  GenerateOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.ignore_eos = a.ignore_eos;
+  o.stop = a.stop;
+  o.eos_ids = spec.eos_ids;
+  if (!a.eos_ids.empty()) {
+    o.eos_ids.clear();
+    for (const std::string& e : a.eos_ids)
+      for (TokenId id : parse_ids(e, "--eos-id")) o.eos_ids.push_back(id);
+  }
+  SamplingOptions& s = o.sampling;
+  // Sampling is on when a sampling knob is given (a temperature of 0 means greedy, as in
+  // most servers); the repetition penalty applies either way.
+  s.do_sample = (a.temperature && *a.temperature != 0) || a.top_k || a.top_p;
+  if (a.temperature && *a.temperature != 0) s.temperature = *a.temperature;
+  if (a.top_k) s.top_k = *a.top_k;
+  if (a.top_p) s.top_p = *a.top_p;
+  s.repetition_penalty = a.repetition_penalty;
+  s.seed = a.seed;
+  s.validate();
+  return o;
+}
+
+void generate_command(GenerateArgs& a) {
+  if (a.prompt.has_value() == a.prompt_ids.has_value())
+    throw Error("give the prompt as --prompt TEXT or --prompt-ids 1,2,3 (one of them)", ErrorKind::InvalidArgument);
+  if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be 0 or more", ErrorKind::InvalidArgument);
+  a.model.apply_threads();
+  const std::string model_file = DecoderSpec::model_file_of(a.model.model);
+  const Engine engine = Engine::load(model_file);
+  const DecoderSpec spec = DecoderSpec::describe(engine, model_file);
+  const std::optional<Tokenizer> tokenizer = load_tokenizer(a, spec);
+  const GenerateOptions options = generate_options(a, spec);
+  const std::vector<TokenId> prompt = a.prompt ? tokenizer->encode(*a.prompt) : parse_ids(*a.prompt_ids, "--prompt-ids");
+  if (prompt.empty()) throw Error("the prompt encodes to no tokens", ErrorKind::InvalidArgument);
+  if (spec.context_length > 0 && static_cast<int64_t>(prompt.size()) > spec.context_length)
+    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the model's context length of " +
+                    std::to_string(spec.context_length),
+                ErrorKind::InvalidArgument);
+
+  DecoderStep decoder(engine, spec, a.model.session_options(engine, model_file));
+  TokenCallback stream;
+  if (!a.json)
+    stream = [&](TokenId id, std::string_view text) {
+      if (tokenizer) std::cout << text;
+      else std::cout << id << " ";
+      std::cout.flush();
+    };
+  const GenerateResult r = generate(decoder, prompt, options, tokenizer ? &*tokenizer : nullptr, stream);
+  if (a.stats) {
+    const DecoderStep::Stats st = decoder.stats();
+    std::fprintf(stderr, "generate: %zu steps, %zu sessions planned in %.2f s\n", st.steps, st.sessions_built,
+                 st.plan_seconds);
+  }
+  if (!a.json) {
+    std::cout << "\n";
+    return;
+  }
+  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  nlohmann::json out = {{"prompt_ids", prompt},
+                        {"output_ids", r.output_ids},
+                        {"text", r.text},
+                        {"finish_reason", finish_reason_name(r.finish_reason)},
+                        {"ttft_ms", finite(r.ttft_ms)},
+                        {"tokens_per_s", finite(r.tokens_per_s)}};
+  std::cout << out.dump() << "\n";
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app) {
+  auto args = std::make_shared<GenerateArgs>();
+  CLI::App* cmd = app.add_subcommand("generate", "Generate text after a prompt with a decoder model (greedy or sampled)");
+  cmd->add_option("model", args->model.model, "Decoder model: a .onnx file or a folder holding model.onnx")->required();
+  cmd->add_option("--prompt", args->prompt, "Prompt text (encoded with the tokenizer)");
+  cmd->add_option("--prompt-ids", args->prompt_ids, "Prompt as comma-separated token ids")->type_name("IDS");
+  cmd->add_option("--max-new-tokens", args->max_new_tokens, "Most tokens to generate after the prompt")->required();
+  cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json or its folder (default: the model's folder)")
+      ->type_name("PATH");
+  cmd->add_option("--temperature", args->temperature, "Sample with this temperature (0: greedy)");
+  cmd->add_option("--top-k", args->top_k, "Sample among the K most likely tokens");
+  cmd->add_option("--top-p", args->top_p, "Sample among the most likely tokens whose probability reaches P");
+  cmd->add_option("--repetition-penalty", args->repetition_penalty, "Penalize tokens already in the sequence (1: off)");
+  cmd->add_option("--seed", args->seed, "Seed of the sampling's random stream");
+  cmd->add_option("--stop", args->stop, "Stop when the text holds STR, cut before it (repeatable)")->type_name("STR");
+  cmd->add_flag("--ignore-eos", args->ignore_eos, "Generate --max-new-tokens tokens even after EOS");
+  cmd->add_option("--eos-id", args->eos_ids, "EOS token id(s), replacing the model configs' (repeatable)")
+      ->type_name("ID");
+  cmd->add_flag("--json", args->json, "Print one JSON object at the end instead of streaming text");
+  cmd->add_flag("--stats", args->stats, "Print steps and sessions planned (and their time) to stderr");
+  cmd->add_flag("--reference", args->model.reference, "Use the plain reference kernels (the ground truth)");
+  cmd->add_flag("--no-fusion", args->model.no_fusion, "Run the unfused plan (every fusion pass off)");
+  args->model.add_config_and_threads(*cmd, "YAML config file: one switch per optimization (docs/config.md)",
+                                     "Threads (OpenMP, shared with oneDNN)");
+  cmd->callback([args] { generate_command(*args); });
+}
+
+}  // namespace fusor::cli
