@@ -67,6 +67,12 @@ int64_t padded_seq(int64_t seq, int64_t seq_bucket) {
   return (seq + b - 1) / b * b;
 }
 
+int64_t packed_capacity(int64_t tokens, int64_t token_bucket) {
+  int64_t step = std::max<int64_t>(1, token_bucket);
+  while (step * 16 < tokens) step *= 2;
+  return std::max<int64_t>(1, (tokens + step - 1) / step) * step;
+}
+
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values) {
   Tensors batch;

@@ -26,6 +26,10 @@ struct Part {
 int64_t padded_rows(const TrafficClass& cls, bool batched, int64_t rows);
 // A sequence length rounded up to a multiple of `seq_bucket` (-1, no sequence axis, stays -1).
 int64_t padded_seq(int64_t seq, int64_t seq_bucket);
+// The token capacity of the packed plan a batch of `tokens` real tokens runs in: a multiple of a
+// step that starts at `token_bucket` and doubles while under tokens / 16, so filler stays under
+// 1/8 and the plans are few (serve/packed_cache.h).
+int64_t packed_capacity(int64_t tokens, int64_t token_bucket);
 
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values);

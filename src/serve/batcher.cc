@@ -241,8 +241,7 @@ std::vector<Tensors> Batcher::run_packed(size_t context, const std::vector<Reque
   stats_.batch_ran(q.name, rows, requests.size(), static_cast<uint64_t>(ns));
   // bucket_plan: what length buckets would have computed for the same requests, each padded to its
   // seq_bucket multiple (a lower bound: their batches also pad rows).
-  const int64_t packed = (useful + config_.token_bucket - 1) / config_.token_bucket * config_.token_bucket;
-  stats_.tokens_ran(q.name, useful, packed, bucket_plan);
+  stats_.tokens_ran(q.name, useful, packed_capacity(useful, config_.token_bucket), bucket_plan);
   return out;
 }
 

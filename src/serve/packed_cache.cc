@@ -1,15 +1,10 @@
 #include "serve/packed_cache.h"
 
+#include "serve/batch_assembly.h"
+
 #include <algorithm>
 
-
 namespace fusor::serve {
-
-int64_t packed_capacity(int64_t tokens, int64_t token_bucket) {
-  int64_t step = std::max<int64_t>(1, token_bucket);
-  while (step * 16 < tokens) step *= 2;  // at most 1/8 filler above 8 buckets
-  return std::max<int64_t>(1, (tokens + step - 1) / step) * step;
-}
 
 void PackedCache::adopt(PackedSession session, const SessionOptions& built_with) {
   const int64_t capacity = session.capacity();

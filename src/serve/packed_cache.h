@@ -17,9 +17,6 @@
 
 namespace fusor::serve {
 
-// The capacity of the plan a batch of `tokens` tokens runs in (see above).
-int64_t packed_capacity(int64_t tokens, int64_t token_bucket);
-
 class PackedCache {
  public:
   using OnBuild = std::function<void(int64_t tokens, const Session& session)>;

@@ -13,6 +13,7 @@
 #include "fusor/engine.h"
 #include "fusor/tuned_record.h"
 #include "serve/batcher.h"
+#include "serve/batch_assembly.h"
 #include "serve/packed_cache.h"
 #include "serve/session_cache.h"
 #include "serve/signature.h"

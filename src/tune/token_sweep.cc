@@ -12,6 +12,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "serve/arrival_rate.h"
 #include "serve/batch_window.h"
+#include "serve/batch_assembly.h"
 #include "serve/packed_cache.h"
 #include "tune/arrivals.h"
 #include "tune/open_loop.h"

@@ -46,7 +46,7 @@ int64_t request_length(const serve::Signature& sig, const std::map<std::string, 
 std::vector<int64_t> effective_token_budgets(std::vector<int64_t> budgets, int64_t max_rows, int64_t max_length);
 
 // The token counts whose packed step is timed for the model: the plan capacities (as the serving
-// cache rounds them, serve::packed_capacity) of token_bucket, then x4 up to `max_tokens`, and
+// cache rounds them, serve::packed_capacity in serve/batch_assembly.h) of token_bucket, then x4 up to `max_tokens`, and
 // max_tokens' own. Between them ServiceTimes interpolates linearly.
 std::vector<int64_t> packed_time_points(int64_t max_tokens, int64_t token_bucket);
 

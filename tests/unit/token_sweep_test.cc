@@ -6,7 +6,7 @@
 #include "fusor/error.h"
 #include "fusor/tune.h"
 #include "fusor/tuned_record.h"
-#include "serve/packed_cache.h"
+#include "serve/batch_assembly.h"
 #include "tune/arrivals.h"
 #include "tune/token_sweep.h"
 
