@@ -92,6 +92,12 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
   std::vector<Tensor> ordered;
   for (int id : g.inputs) {
     const std::string& name = g.values[static_cast<size_t>(id)].name;
+    if (impl_->plan->is_shared(id)) {  // used in place: never fed
+      if (inputs.count(name))
+        throw Error("input '" + name + "' is shared with the session and is not fed per run", ErrorKind::InvalidArgument);
+      ordered.emplace_back();
+      continue;
+    }
     auto it = inputs.find(name);
     if (it == inputs.end()) throw Error("missing input '" + name + "'", ErrorKind::InvalidArgument);
     ordered.push_back(it->second);

@@ -154,6 +154,24 @@ std::optional<FusionConfig> fusion_to_run(const PlanOptions& options) {
 
 }  // namespace
 
+// Records the caller's tensors for shared inputs, checked against their bound types.
+void bind_shared_inputs(Plan& plan, const std::map<std::string, Tensor>& shared) {
+  if (shared.empty()) return;
+  const Graph& g = *plan.graph;
+  plan.shared.assign(plan.types.size(), Tensor());
+  for (const auto& [name, t] : shared) {
+    const int id = g.find_value(name);
+    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+      throw Error("shared input '" + name + "' is not an input of the model", ErrorKind::InvalidArgument);
+    const TensorType& want = plan.types[static_cast<size_t>(id)];
+    if (t.dtype() != want.dtype || t.dims() != want.dims)
+      throw Error("shared input '" + name + "' must be " + dtype_name(want.dtype) + " " + dims_to_string(want.dims) +
+                      ", got " + dtype_name(t.dtype()) + " " + dims_to_string(t.dims()),
+                  ErrorKind::InvalidArgument);
+    plan.shared[static_cast<size_t>(id)] = t;
+  }
+}
+
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
                 const PlanOptions& options) {
   if (options.kernels == KernelChoice::Fast && !options.backend)
@@ -196,6 +214,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   }
   plan.fusion = std::move(report);
   plan.source_graph = source;
+  bind_shared_inputs(plan, options.shared_inputs);
   plan.openmp_team = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.kernel->uses_openmp(); });
   if (options.memory_aware_order) schedule_for_memory(plan);
   if (options.blocked_layouts && options.kernels == KernelChoice::Fast) assign_blocked_layouts(plan);

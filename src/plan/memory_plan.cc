@@ -35,10 +35,11 @@ MemoryPlan plan_memory(const Plan& plan, const MemoryOptions& options) {
   mp.dying_after.resize(plan.steps.size());
 
   // Arena values: graph inputs (copied in, so the executor never holds the caller's memory)
-  // and every step output that is not a view. Graph inputs are written "before" step 0.
+  // and every step output that is not a view. Graph inputs are written "before" step 0. Shared
+  // inputs stay in the caller's memory.
   std::vector<bool> in_arena(n_values, false);
   for (int v : g.inputs)
-    if (!plan.is_constant(v)) {
+    if (!plan.is_constant(v) && !plan.is_shared(v)) {
       in_arena[static_cast<size_t>(v)] = true;
       mp.lifetime[static_cast<size_t>(v)] = {0, 0};
     }

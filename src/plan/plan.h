@@ -42,6 +42,11 @@ struct PlanOptions {
   // A packed plan (passes/pack_tokens.h): the graph went through prepare_packed_graph and every
   // input is bound [1, T]. Needs `fusion` with the attention fusion on, in reference plans too.
   bool packed_tokens = false;
+  // Inputs the caller owns and kernels use in place for the plan's lifetime (the decode
+  // runtime's KV-cache pool, which CachedAttention appends to): never copied into the arena nor
+  // fed per run, so every run reads and writes these very tensors. Each must match its bound
+  // dtype and dims.
+  std::map<std::string, Tensor> shared_inputs;
 };
 
 struct Step {
@@ -74,7 +79,12 @@ struct Plan {
   // Kernels may keep state between runs, so one executor at a time owns a plan's kernels.
   mutable bool claimed_by_executor = false;
 
+  // Per value id: the caller's tensor for a shared input (PlanOptions::shared_inputs); empty
+  // when there is none.
+  std::vector<Tensor> shared;
+
   bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
+  bool is_shared(int value) const { return !shared.empty() && shared[static_cast<size_t>(value)].defined(); }
 };
 
 // Binds `input_dims` (one entry per graph input), folds constants and selects kernels.

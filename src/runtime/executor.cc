@@ -34,6 +34,8 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
     const TensorType& t = plan.types[v];
     if (plan.is_constant(static_cast<int>(v))) {
       slots_[v] = plan.constants[v];
+    } else if (plan.is_shared(static_cast<int>(v))) {
+      slots_[v] = plan.shared[v];
     } else if (int root = alias_root(plan, static_cast<int>(v)); memory_.offset[static_cast<size_t>(root)] >= 0) {
       slots_[v] = Tensor::view(t.dtype, t.dims, arena_.get() + memory_.offset[static_cast<size_t>(root)]);
     }
@@ -61,6 +63,7 @@ void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
                 ErrorKind::InvalidArgument);
   for (size_t i = 0; i < inputs.size(); ++i) {
     size_t id = static_cast<size_t>(g.inputs[i]);
+    if (plan_.is_shared(static_cast<int>(id))) continue;  // the plan's own tensor, used in place
     const TensorType& want = plan_.types[id];
     if (inputs[i].dtype() != want.dtype || inputs[i].dims() != want.dims)
       throw Error("input '" + g.values[id].name + "' must be " + dtype_name(want.dtype) + " " +
