@@ -7,6 +7,7 @@ namespace {
 
 bool foldable(const Node& n, const Binding& b) {
   if (n.op == Op::Shape) return true;  // needs only the (bound) input type
+  if (op_writes_inputs(n.op)) return false;  // its effect is on the run's tensors, not a value
   for (int v : n.inputs)
     if (v >= 0 && !b.is_constant(v)) return false;
   return true;

@@ -39,6 +39,8 @@ const OpInfo& op_info(Op op) { return kOps.at(static_cast<size_t>(op)); }
 
 std::span<const OpInfo> all_ops() { return kOps; }
 
+bool op_writes_inputs(Op op) { return op == Op::CachedAttention; }
+
 std::optional<Op> op_from_name(std::string_view name) {
   static const auto* by_name = [] {
     auto* m = new std::unordered_map<std::string, Op>();

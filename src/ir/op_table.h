@@ -11,6 +11,7 @@
 #include "fusor/tensor.h"
 #include "ir/elementwise_table.h"
 #include "ir/op_rows_control.h"
+#include "ir/op_rows_decode.h"
 #include "ir/op_rows_dynamic.h"
 #include "ir/op_rows_index.h"
 #include "ir/op_rows_math.h"
@@ -47,7 +48,7 @@ const char* category_name(OpCategory c);
   X(Shape, Opaque) X(ConstantOfShape, Opaque) X(Range, Opaque)                              \
   FUSOR_OPS_MATH(X) FUSOR_OPS_INDEX(X) FUSOR_OPS_MOVEMENT(X) FUSOR_OPS_NN(X)                 \
   FUSOR_OPS_SEQUENCE(X) FUSOR_OPS_CONTROL(X) FUSOR_OPS_QUANT(X) FUSOR_OPS_DYNAMIC(X)        \
-  FUSOR_OPS_ML(X)                                                                            \
+  FUSOR_OPS_ML(X) FUSOR_OPS_DECODE(X)                                                        \
   X(Fused, Opaque)
 
 enum class Op {
@@ -92,6 +93,9 @@ struct OpInfo {
 };
 
 const OpInfo& op_info(Op op);
+// Whether running `op` writes some of its inputs in place (CachedAttention appends to the KV cache
+// it is given): such a node is never folded at plan time, even when all its inputs are constant.
+bool op_writes_inputs(Op op);
 std::optional<Op> op_from_name(std::string_view name);
 std::span<const OpInfo> all_ops();
 

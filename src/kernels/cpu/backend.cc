@@ -41,6 +41,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::InstanceNormalization, make_instance_norm_kernel},
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
+    {Op::CachedAttention, make_cached_attention_kernel},
 };
 
 const std::array<Factory, static_cast<size_t>(Op::Count)>& table() {
@@ -100,7 +101,9 @@ class CpuBackend final : public Backend {
 
   KernelSelection select(const KernelRequest& request) const override {
     if (request.node.op == Op::Fused) return select_fused_kernel(request);
-    if (!request.node.domain.empty() || request.node.op == Op::Count) return nullptr;
+    // Ops of other domains (ai.onnx.ml) run their reference kernels; fusor's own op rows have kernels here.
+    const bool own_op = request.node.op == Op::CachedAttention;  // domain "fusor"
+    if ((!request.node.domain.empty() && !own_op) || request.node.op == Op::Count) return nullptr;
     Factory f = table()[static_cast<size_t>(request.node.op)];
     return f ? f(request) : nullptr;
   }

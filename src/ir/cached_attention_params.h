@@ -1,0 +1,40 @@
+// CachedAttention (issue #16): attention of this step's tokens against a paged KV cache that the
+// node appends to in place. Its sizes and the checks of its inputs live here, in one place for
+// the shape function and both kernels.
+//
+// Inputs: 0 query [1, H, T, D], 1 key and 2 value [1, KVH, T, D] (this step's), 3 positions int64
+// [1, T] (< 0: padding token), 4 block_table int64 [1, T, MB], 5 key_cache and 6 value_cache
+// [NB, KVH, BS, D], all float32 but the int64 ones. Position p of token t's sequence lives in
+// cache block block_table[t][p / BS], row p % BS. A run first writes every token's key and value
+// at its own position, then attends each token to positions 0..pos of its sequence.
+#pragma once
+#include <span>
+
+#include "ir/graph.h"
+#include "ir/op_table.h"
+
+namespace fusor {
+
+struct CachedAttentionParams {
+  int64_t heads = 0;       // H
+  int64_t kv_heads = 0;    // KVH; query head h reads kv head h / (H / KVH)
+  int64_t tokens = 0;      // T
+  int64_t head_dim = 0;    // D
+  int64_t blocks = 0;      // NB, blocks in the pool
+  int64_t block_size = 0;  // BS, positions per block
+  int64_t max_blocks = 0;  // MB, block table entries per token
+  float scale = 1.f;
+  int64_t group() const { return heads / kv_heads; }  // query heads per kv head
+};
+
+// Reads the attributes (num_heads, kv_heads, scale) and checks the input types against them;
+// throws a one-line fusor::Error naming the node on anything else.
+CachedAttentionParams cached_attention_params(const Node& node, std::span<const TensorType> inputs);
+
+// Checks every block id a run will read or write (those of positions 0..pos of each token whose
+// pos >= 0) against [0, NB), and pos / BS against MB; throws naming the token. Kernels call it
+// before writing anything, so a bad step leaves the caches as they were.
+void check_cache_slots(const Node& node, const CachedAttentionParams& p, const int64_t* positions,
+                       const int64_t* block_table);
+
+}  // namespace fusor
