@@ -68,11 +68,81 @@ struct DecoderSpec {
   static DecoderSpec describe(const Engine& engine, const std::string& model_file);
 };
 
+// Where the paged KV cache stands: the pool's size and what is in use.
+struct KvCacheStats {
+  size_t bytes = 0;            // the pool, keys and values of every layer
+  size_t bytes_per_token = 0;  // layers x 2 x kv_heads x head_dim x 4
+  int64_t block_size = 0;      // positions per block
+  int64_t blocks = 0, blocks_used = 0;
+};
+
+struct DecoderBatchOptions {
+  int64_t block_size = 16;       // positions per pool block
+  int64_t cache_tokens = 0;      // the pool's capacity; 0: 8 x the context length (4096 if unknown)
+  int64_t max_step_tokens = 128; // tokens one plan runs; longer steps run in chunks of this many
+};
+
+// Many sequences decoded together over a paged KV cache (issue #16). The model's
+// Concat(past, new) -> attention is rewritten into CachedAttention over a pool of blocks
+// (passes/cache_attention.h), so no shape depends on a past length: one plan per token count
+// (powers of two up to max_step_tokens) serves every past, and the tokens of several sequences
+// at different positions run in one step, each attending to its own blocks.
+//
+//   fusor::DecoderBatch batch(engine, spec);
+//   auto a = batch.add(), b = batch.add();
+//   batch.step({{a, prompt_a}, {b, prompt_b}});       // prefills, together
+//   auto logits = batch.step({{a, next_a}, {b, next_b}});  // one token each
+//
+// Throws an UnsupportedOp Error ("cannot cache attention: <why>") when the export's attention
+// is not the pattern it proves (then DecoderStep runs the plain loop). Not thread-safe.
+class DecoderBatch {
+ public:
+  using SequenceId = int64_t;
+  struct Feed {
+    SequenceId sequence;
+    std::span<const TokenId> ids;  // at least one: the next positions after the sequence's past
+  };
+
+  DecoderBatch(const Engine& engine, const DecoderSpec& spec, const SessionOptions& options = {},
+               const DecoderBatchOptions& batch_options = {});
+  DecoderBatch(DecoderBatch&&) noexcept;
+  DecoderBatch& operator=(DecoderBatch&&) noexcept;
+  ~DecoderBatch();
+
+  // A new empty sequence.
+  SequenceId add();
+  // Ends a sequence and returns its blocks to the pool at once. Unknown ids are ignored.
+  void remove(SequenceId sequence);
+  // Forgets a sequence's past (its blocks return to the pool); the id stays valid.
+  void reset(SequenceId sequence);
+  // Tokens the sequence holds.
+  int64_t length(SequenceId sequence) const;
+
+  // Runs every feed's tokens as one step (in chunks of max_step_tokens when more) and returns,
+  // per feed, the logits of its last token (vocab floats), valid until the next step. A
+  // sequence may appear once per step. InvalidArgument for an unknown sequence, an id outside the
+  // vocabulary, or a sequence that would outgrow the context length; a Runtime Error when the
+  // pool has no room (nothing has run then, and every sequence is unchanged).
+  std::span<const std::span<const float>> step(std::span<const Feed> feeds);
+
+  KvCacheStats cache() const;
+  const DecoderSpec& spec() const;
+  // Plans built so far (one per token count used) and the seconds they took.
+  size_t plans_built() const;
+  double plan_seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // One sequence's decoder state. Each run() feeds tokens after the past and keeps their keys and
-// values; sessions are bound to concrete dims (fusor/engine.h), so one is built per
-// (tokens, past) shape the first time it is needed and cached by that shape. Each session holds
-// its own packed weights, so the cache keeps the `max_sessions` most recently used: one
-// generation never reuses a shape (the past grows), a second one over the same lengths does.
+// values. With fusion on (and the gate's kv_cache item not rolled back) a one-sequence
+// DecoderBatch runs it: the paged cache, one plan per token count. Otherwise, or when the export
+// does not match the cached pattern, the plain loop runs: the past is the last step's present
+// tensors, fed back whole, and since sessions are bound to concrete dims one is built per
+// (tokens, past) shape and cached by that shape, keeping the `max_sessions` most recently used
+// (each holds its own packed weights).
 // Not thread-safe: one DecoderStep per concurrent sequence.
 class DecoderStep {
  public:
@@ -99,6 +169,11 @@ class DecoderStep {
     size_t sessions_built = 0;  // sessions planned so far (a shape again after eviction too)
     double plan_seconds = 0;    // spent building them
     size_t steps = 0;           // run() calls
+    // The paged KV cache (DecoderBatch) runs the steps; otherwise the plain loop does, and
+    // kv_cache_refusal says why (fusion off, the gate rolled it back, or the pattern's refusal).
+    bool kv_cache = false;
+    std::string kv_cache_refusal;
+    KvCacheStats cache;
   };
   Stats stats() const;
 

@@ -1,6 +1,6 @@
 // Text generation over a DecoderStep (fusor/decoder.h): prefill the prompt in one step, then one
 // token per step, choosing each by greedy argmax or by sampling, until a length, EOS or a stop
-// string ends it. The loop is plain: one sequence, whatever the DecoderStep stores underneath.
+// string ends it; or over a DecoderBatch, many sequences together (generate_batch).
 //
 // Sampling follows Hugging Face transformers' semantics and order (repetition penalty, then
 // temperature, top-k, top-p, then a draw). It is reproducible per seed in fusor (same seed,
@@ -80,5 +80,27 @@ using TokenCallback = std::function<void(TokenId id, std::string_view text)>;
 // A prompt longer than the context length is an InvalidArgument error before any step runs.
 GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, const GenerateOptions& options,
                         const Tokenizer* tokenizer = nullptr, const TokenCallback& on_token = {});
+
+// One sequence of a batch: its prompt, options, and the step at which it joins (sequences that
+// join while others decode are prefilled in the same step as the others' next tokens).
+struct BatchRequest {
+  std::vector<TokenId> prompt;
+  GenerateOptions options;
+  int64_t start_step = 0;
+};
+
+struct BatchGenerateResult {
+  std::vector<GenerateResult> results;  // per request, in order (ttft from its own first step)
+  int64_t steps = 0;                    // DecoderBatch steps run
+  int64_t prompt_tokens = 0, generated_tokens = 0;
+  double seconds = 0;                   // the whole loop
+};
+
+// Generates for every request together over `batch`, continuous-batching style: each step runs
+// the next token of every running sequence plus the prompts of those joining; a sequence leaves
+// (and frees its cache blocks) as soon as it finishes. A request joins at its start_step, or
+// earlier when nothing else runs. Errors as generate(), before any step for bad prompts.
+BatchGenerateResult generate_batch(DecoderBatch& batch, std::span<const BatchRequest> requests,
+                                   const Tokenizer* tokenizer = nullptr);
 
 }  // namespace fusor

@@ -1,15 +1,18 @@
-// DecoderStep, the plain way: the past is the previous step's present tensors, fed back whole,
-// and every (tokens, past) shape has its own session. A 64-token generation after a prompt of
-// P tokens so builds 64 sessions (the prefill at past 0, then one per past P..P+62); the paged
-// pool and the attention-with-cache kernel of issue #16 will replace both behind this interface.
+// DecoderStep: a one-sequence DecoderBatch (the paged KV cache) when it can, else the plain
+// way: the past is the previous step's present tensors, fed back whole, and every
+// (tokens, past) shape has its own session. A 64-token generation after a prompt of P tokens so
+// builds 64 plain sessions (the prefill at past 0, then one per past P..P+62). The plain loop is
+// the unfused reference the gate checks the cached one against.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "generate/name_template.h"
+#include "passes/cache_attention.h"
 
 namespace fusor {
 
@@ -30,6 +33,31 @@ struct DecoderStep::Impl {
   int64_t past_length = 0;
   std::vector<float> logits;
   Stats stats;
+  std::optional<DecoderBatch> batch;  // the cached path, when it runs
+  DecoderBatch::SequenceId sequence = 0;
+
+  // The cached path unless fusion is off, the gate rolled it back, or the export does not match.
+  void try_cache(const Engine& e) {
+    if (!options.fusion) {
+      stats.kv_cache_refusal = "fusion is off";
+      return;
+    }
+    const auto& disabled = options.fusion->disabled;
+    if (std::find(disabled.begin(), disabled.end(), kCacheAttentionItem) != disabled.end()) {
+      stats.kv_cache_refusal = std::string("fusion.disabled lists ") + kCacheAttentionItem;
+      return;
+    }
+    try {
+      DecoderBatchOptions b;
+      b.cache_tokens = spec.context_length;  // one sequence: the context is all it can hold
+      batch.emplace(e, spec, options, b);
+      sequence = batch->add();
+      stats.kv_cache = true;
+    } catch (const Error& err) {
+      if (err.kind() != ErrorKind::UnsupportedOp) throw;
+      stats.kv_cache_refusal = err.what();
+    }
+  }
 
   Impl(Engine e, DecoderSpec s, SessionOptions o, size_t max)
       : engine(std::move(e)), spec(std::move(s)), options(std::move(o)), max_sessions(std::max<size_t>(max, 1)) {
@@ -48,6 +76,7 @@ struct DecoderStep::Impl {
       present_names.push_back(format_name(spec.present_value, layer));
     }
     reset();
+    try_cache(engine);
   }
 
   Dims cache_dims(int64_t length) const { return {1, spec.kv_heads, length, spec.head_dim}; }
@@ -98,6 +127,12 @@ struct DecoderStep::Impl {
   }
 
   std::span<const float> run(std::span<const TokenId> ids) {
+    if (batch) {
+      const DecoderBatch::Feed feed{sequence, ids};
+      std::span<const float> out = batch->step({&feed, 1})[0];
+      ++stats.steps;
+      return out;
+    }
     if (ids.empty()) throw Error("a decoder step needs at least one token", ErrorKind::InvalidArgument);
     const auto n = static_cast<int64_t>(ids.size());
     if (spec.context_length > 0 && past_length + n > spec.context_length)
@@ -158,9 +193,22 @@ DecoderStep& DecoderStep::operator=(DecoderStep&&) noexcept = default;
 DecoderStep::~DecoderStep() = default;
 
 std::span<const float> DecoderStep::run(std::span<const TokenId> ids) { return impl_->run(ids); }
-int64_t DecoderStep::past_length() const { return impl_->past_length; }
-void DecoderStep::reset() { impl_->reset(); }
+int64_t DecoderStep::past_length() const {
+  return impl_->batch ? impl_->batch->length(impl_->sequence) : impl_->past_length;
+}
+void DecoderStep::reset() {
+  if (impl_->batch) impl_->batch->reset(impl_->sequence);
+  impl_->reset();
+}
 const DecoderSpec& DecoderStep::spec() const { return impl_->spec; }
-DecoderStep::Stats DecoderStep::stats() const { return impl_->stats; }
+DecoderStep::Stats DecoderStep::stats() const {
+  Stats s = impl_->stats;
+  if (impl_->batch) {
+    s.sessions_built = impl_->batch->plans_built();
+    s.plan_seconds = impl_->batch->plan_seconds();
+    s.cache = impl_->batch->cache();
+  }
+  return s;
+}
 
 }  // namespace fusor

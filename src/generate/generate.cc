@@ -1,72 +1,105 @@
-// The plain generation loop: the prompt in one step, then one token per step.
+// The generation loops: one sequence over a DecoderStep (the prompt in one step, then one token
+// per step), and many over a DecoderBatch, each joining at its own step.
 #include <algorithm>
 #include <chrono>
-#include <optional>
+#include <list>
 
 #include "fusor/error.h"
 #include "fusor/generate.h"
-#include "generate/text_stream.h"
+#include "generate/sequence_generation.h"
 
 namespace fusor {
 
-GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, const GenerateOptions& options,
-                        const Tokenizer* tokenizer, const TokenCallback& on_token) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  if (prompt.empty()) throw Error("the prompt has no tokens", ErrorKind::InvalidArgument);
-  if (options.max_new_tokens < 0) throw Error("max new tokens must be 0 or more", ErrorKind::InvalidArgument);
-  if (!options.stop.empty() && !tokenizer) throw Error("stop strings need a tokenizer", ErrorKind::InvalidArgument);
-  const int64_t context = decoder.spec().context_length;
-  const auto prompt_length = static_cast<int64_t>(prompt.size()) + decoder.past_length();
+namespace {
+
+void check_prompt_fits(int64_t prompt_length, int64_t context) {
   if (context > 0 && prompt_length > context)
     throw Error("the prompt has " + std::to_string(prompt_length) + " tokens, more than the model's context length of " +
                     std::to_string(context),
                 ErrorKind::InvalidArgument);
-  Sampler sampler(options.sampling);
-  std::optional<TextStream> text;
-  if (tokenizer) text.emplace(*tokenizer, options.skip_special_tokens, options.stop);
+}
 
-  GenerateResult result;
-  if (options.max_new_tokens == 0) return result;
-  std::vector<TokenId> history(prompt.begin(), prompt.end());
+}  // namespace
+
+GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, const GenerateOptions& options,
+                        const Tokenizer* tokenizer, const TokenCallback& on_token) {
+  const int64_t context = decoder.spec().context_length;
+  SequenceGeneration seq(prompt, options, tokenizer, context);
+  check_prompt_fits(static_cast<int64_t>(prompt.size()) + decoder.past_length(), context);
+  if (seq.done()) return seq.result();
   std::span<const float> logits = decoder.run(prompt);
-  Clock::time_point first;
-  for (;;) {
-    const TokenId id = sampler.next(logits, history);
-    const auto now = Clock::now();
-    if (result.output_ids.empty()) {
-      first = now;
-      result.ttft_ms = std::chrono::duration<double, std::milli>(now - start).count();
-    }
-    result.output_ids.push_back(id);
-    history.push_back(id);
-
-    TextStream::Piece piece = text ? text->push(id) : TextStream::Piece{};
-    bool done = true;
-    if (piece.stopped) result.finish_reason = FinishReason::Stop;
-    else if (!options.ignore_eos && std::find(options.eos_ids.begin(), options.eos_ids.end(), id) != options.eos_ids.end())
-      result.finish_reason = FinishReason::Stop;
-    else if (static_cast<int64_t>(result.output_ids.size()) >= options.max_new_tokens) result.finish_reason = FinishReason::Length;
-    // The context holds the prompt and every new token, the last one too (never fed, but a
-    // position it would take).
-    else if (context > 0 && decoder.past_length() + 1 >= context) result.finish_reason = FinishReason::Length;
-    else done = false;
-    if (done && text && !piece.stopped) {  // the last token: flush what the stream held back
-      TextStream::Piece rest = text->finish();
-      piece.text += rest.text;
-      if (rest.stopped) result.finish_reason = FinishReason::Stop;
-    }
-    if (on_token) on_token(id, piece.text);
-    if (done) {
-      const double decoding = std::chrono::duration<double>(now - first).count();
-      if (result.output_ids.size() > 1 && decoding > 0)
-        result.tokens_per_s = static_cast<double>(result.output_ids.size() - 1) / decoding;
-      break;
-    }
+  while (!seq.accept(logits, decoder.past_length(), on_token)) {
+    const TokenId id = seq.last();
     logits = decoder.run(std::span<const TokenId>(&id, 1));
   }
-  if (text) result.text = text->text();
-  return result;
+  return seq.result();
+}
+
+BatchGenerateResult generate_batch(DecoderBatch& batch, std::span<const BatchRequest> requests,
+                                   const Tokenizer* tokenizer) {
+  using Clock = SequenceGeneration::Clock;
+  const int64_t context = batch.spec().context_length;
+  struct Running {
+    size_t request;
+    SequenceGeneration gen;
+    DecoderBatch::SequenceId sequence = -1;
+    TokenId next = 0;
+  };
+  std::list<Running> waiting, running;  // list: SequenceGeneration stays put as others finish
+  for (size_t i = 0; i < requests.size(); ++i) {
+    check_prompt_fits(static_cast<int64_t>(requests[i].prompt.size()), context);
+    waiting.push_back({i, SequenceGeneration(requests[i].prompt, requests[i].options, tokenizer, context)});
+  }
+  BatchGenerateResult out;
+  out.results.resize(requests.size());
+  std::vector<DecoderBatch::Feed> feeds;
+  std::vector<Running*> fed;
+  const auto begin = Clock::now();
+  for (int64_t step = 0; !waiting.empty() || !running.empty(); ++step) {
+    const auto now = Clock::now();
+    feeds.clear();
+    fed.clear();
+    for (Running& r : running) {
+      feeds.push_back({r.sequence, std::span<const TokenId>(&r.next, 1)});
+      fed.push_back(&r);
+    }
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const BatchRequest& req = requests[it->request];
+      if (it->gen.done()) {  // max_new_tokens 0
+        out.results[it->request] = it->gen.result();
+        it = waiting.erase(it);
+        continue;
+      }
+      // Joins at its start step, or at once when nothing runs (no step is spent idle).
+      if (req.start_step > step && !running.empty()) {
+        ++it;
+        continue;
+      }
+      it->sequence = batch.add();
+      it->gen.started(now);
+      running.splice(running.end(), waiting, it++);
+      feeds.push_back({running.back().sequence, req.prompt});
+      fed.push_back(&running.back());
+      out.prompt_tokens += static_cast<int64_t>(req.prompt.size());
+    }
+    if (feeds.empty()) continue;
+    const auto results = batch.step(feeds);
+    ++out.steps;
+    for (size_t i = 0; i < fed.size(); ++i) {
+      Running& r = *fed[i];
+      const bool done = r.gen.accept(results[i], batch.length(r.sequence), {});
+      ++out.generated_tokens;
+      if (done) {
+        batch.remove(r.sequence);
+        out.results[r.request] = r.gen.result();
+        running.remove_if([&](const Running& x) { return &x == &r; });
+      } else {
+        r.next = r.gen.last();
+      }
+    }
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - begin).count();
+  return out;
 }
 
 }  // namespace fusor

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,7 @@ struct GenerateArgs {
   std::vector<std::string> eos_ids;
   bool json = false;
   bool stats = false;
+  std::string batch;  // a JSON-lines file of sequences generated together
 };
 
 // "1,2,3" -> ids; each a non-negative integer that fits a token id.
@@ -64,7 +66,7 @@ std::optional<Tokenizer> load_tokenizer(const GenerateArgs& a, const DecoderSpec
   if (!a.tokenizer.empty()) return Tokenizer::load(a.tokenizer);
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::path(spec.folder) / "tokenizer.json", ec)) return Tokenizer::load(spec.folder);
-  if (a.prompt || !a.stop.empty())
+  if (a.prompt || !a.batch.empty() || !a.stop.empty())
     throw Error("no tokenizer.json in " + spec.folder + ": give one with --tokenizer", ErrorKind::InvalidArgument);
   return std::nullopt;
 }
@@ -93,7 +95,110 @@ GenerateOptions generate_options(const GenerateArgs& a, const DecoderSpec& spec)
   return o;
 }
 
+nlohmann::json result_json(const std::vector<TokenId>& prompt, const GenerateResult& r) {
+  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
+  return {{"prompt_ids", prompt},
+          {"output_ids", r.output_ids},
+          {"text", r.text},
+          {"finish_reason", finish_reason_name(r.finish_reason)},
+          {"ttft_ms", finite(r.ttft_ms)},
+          {"tokens_per_s", finite(r.tokens_per_s)}};
+}
+
+// One line of a --batch file: {"prompt": TEXT} or {"prompt_ids": [...]}, optionally
+// "max_new_tokens" and "start_step" (the step at which it joins the others).
+BatchRequest batch_line(const std::string& line, size_t number, const GenerateOptions& defaults,
+                        const std::optional<Tokenizer>& tokenizer) {
+  const std::string where = "--batch line " + std::to_string(number);
+  const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object()) throw Error(where + ": not a JSON object", ErrorKind::InvalidArgument);
+  for (const auto& [key, value] : j.items())
+    if (key != "prompt" && key != "prompt_ids" && key != "max_new_tokens" && key != "start_step")
+      throw Error(where + ": unknown field '" + key + "'", ErrorKind::InvalidArgument);
+  BatchRequest r;
+  r.options = defaults;
+  if (j.contains("prompt") == j.contains("prompt_ids"))
+    throw Error(where + ": give \"prompt\" (text) or \"prompt_ids\" (one of them)", ErrorKind::InvalidArgument);
+  if (j.contains("prompt")) {
+    if (!j["prompt"].is_string()) throw Error(where + ": \"prompt\" must be a string", ErrorKind::InvalidArgument);
+    if (!tokenizer) throw Error(where + ": a text prompt needs a tokenizer", ErrorKind::InvalidArgument);
+    r.prompt = tokenizer->encode(j["prompt"].get<std::string>());
+  } else {
+    const auto& ids = j["prompt_ids"];
+    if (!ids.is_array()) throw Error(where + ": \"prompt_ids\" must be a list of token ids", ErrorKind::InvalidArgument);
+    for (const auto& id : ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<TokenId>::max())
+        throw Error(where + ": \"prompt_ids\" must hold non-negative integers", ErrorKind::InvalidArgument);
+      r.prompt.push_back(static_cast<TokenId>(id.get<int64_t>()));
+    }
+  }
+  if (r.prompt.empty()) throw Error(where + ": the prompt has no tokens", ErrorKind::InvalidArgument);
+  for (const char* key : {"max_new_tokens", "start_step"})
+    if (j.contains(key) && (!j[key].is_number_integer() || j[key].get<int64_t>() < 0))
+      throw Error(where + ": \"" + key + "\" must be a non-negative integer", ErrorKind::InvalidArgument);
+  if (j.contains("max_new_tokens")) r.options.max_new_tokens = j["max_new_tokens"].get<int64_t>();
+  if (j.contains("start_step")) r.start_step = j["start_step"].get<int64_t>();
+  return r;
+}
+
+// --batch: every line's sequence over one DecoderBatch, joined as their start steps say.
+void generate_batch_command(const GenerateArgs& a, const Engine& engine, const DecoderSpec& spec,
+                            const std::string& model_file) {
+  const std::optional<Tokenizer> tokenizer = load_tokenizer(a, spec);
+  const GenerateOptions defaults = generate_options(a, spec);
+  std::ifstream in(a.batch);
+  if (!in) throw Error("cannot read --batch file '" + a.batch + "'", ErrorKind::InvalidArgument);
+  std::vector<BatchRequest> requests;
+  std::string line;
+  for (size_t number = 1; std::getline(in, line); ++number)
+    if (line.find_first_not_of(" \t\r") != std::string::npos)
+      requests.push_back(batch_line(line, number, defaults, tokenizer));
+  if (requests.empty()) throw Error("--batch file '" + a.batch + "' holds no sequences", ErrorKind::InvalidArgument);
+
+  const SessionOptions session = a.model.session_options(engine, model_file);
+  DecoderBatchOptions options;
+  int64_t longest = 0;
+  for (const BatchRequest& r : requests)
+    longest = std::max(longest, static_cast<int64_t>(r.prompt.size()) + r.options.max_new_tokens);
+  if (spec.context_length > 0) longest = std::min(longest, spec.context_length);
+  options.cache_tokens = longest * static_cast<int64_t>(requests.size()) + 16 * static_cast<int64_t>(requests.size());
+  DecoderBatch batch(engine, spec, session, options);
+  const BatchGenerateResult r = generate_batch(batch, requests, tokenizer ? &*tokenizer : nullptr);
+  if (a.stats)
+    std::fprintf(stderr, "generate: %lld steps, %zu plans built in %.2f s, %lld prompt and %lld new tokens in %.2f s\n",
+                 static_cast<long long>(r.steps), batch.plans_built(), batch.plan_seconds(),
+                 static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens), r.seconds);
+  if (!a.json) {
+    for (size_t i = 0; i < r.results.size(); ++i) {
+      std::cout << "[" << i << "] ";
+      if (tokenizer) std::cout << r.results[i].text;
+      else for (TokenId id : r.results[i].output_ids) std::cout << id << " ";
+      std::cout << "\n";
+    }
+    return;
+  }
+  nlohmann::json out = {{"sequences", nlohmann::json::array()},
+                        {"steps", r.steps},
+                        {"prompt_tokens", r.prompt_tokens},
+                        {"generated_tokens", r.generated_tokens},
+                        {"seconds", r.seconds},
+                        {"plans_built", batch.plans_built()},
+                        {"plan_seconds", batch.plan_seconds()}};
+  for (size_t i = 0; i < r.results.size(); ++i) out["sequences"].push_back(result_json(requests[i].prompt, r.results[i]));
+  std::cout << out.dump() << "\n";
+}
+
 void generate_command(GenerateArgs& a) {
+  if (!a.batch.empty()) {
+    if (a.prompt || a.prompt_ids)
+      throw Error("--batch gives the prompts: drop --prompt and --prompt-ids", ErrorKind::InvalidArgument);
+    if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be 0 or more", ErrorKind::InvalidArgument);
+    a.model.apply_threads();
+    const std::string model_file = DecoderSpec::model_file_of(a.model.model);
+    const Engine engine = Engine::load(model_file);
+    generate_batch_command(a, engine, DecoderSpec::describe(engine, model_file), model_file);
+    return;
+  }
   if (a.prompt.has_value() == a.prompt_ids.has_value())
     throw Error("give the prompt as --prompt TEXT or --prompt-ids 1,2,3 (one of them)", ErrorKind::InvalidArgument);
   if (a.max_new_tokens < 0) throw Error("--max-new-tokens must be 0 or more", ErrorKind::InvalidArgument);
@@ -123,18 +228,29 @@ void generate_command(GenerateArgs& a) {
     const DecoderStep::Stats st = decoder.stats();
     std::fprintf(stderr, "generate: %zu steps, %zu sessions planned in %.2f s\n", st.steps, st.sessions_built,
                  st.plan_seconds);
+    if (st.kv_cache)
+      std::fprintf(stderr, "generate: paged KV cache, %.1f MiB in %lld blocks of %lld positions, %zu bytes per token, %lld blocks in use\n",
+                   static_cast<double>(st.cache.bytes) / (1 << 20), static_cast<long long>(st.cache.blocks),
+                   static_cast<long long>(st.cache.block_size), st.cache.bytes_per_token,
+                   static_cast<long long>(st.cache.blocks_used));
+    else
+      std::fprintf(stderr, "generate: plain loop (%s)\n", st.kv_cache_refusal.c_str());
   }
   if (!a.json) {
     std::cout << "\n";
     return;
   }
-  auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
-  nlohmann::json out = {{"prompt_ids", prompt},
-                        {"output_ids", r.output_ids},
-                        {"text", r.text},
-                        {"finish_reason", finish_reason_name(r.finish_reason)},
-                        {"ttft_ms", finite(r.ttft_ms)},
-                        {"tokens_per_s", finite(r.tokens_per_s)}};
+  nlohmann::json out = result_json(prompt, r);
+  if (a.stats) {  // how it ran: the paged cache's memory, or why the plain loop ran
+    const DecoderStep::Stats st = decoder.stats();
+    out["kv_cache"] = st.kv_cache ? nlohmann::json{{"bytes", st.cache.bytes},
+                                                   {"bytes_per_token", st.cache.bytes_per_token},
+                                                   {"block_size", st.cache.block_size},
+                                                   {"blocks", st.cache.blocks},
+                                                   {"blocks_used", st.cache.blocks_used}}
+                                  : nlohmann::json{{"refused", st.kv_cache_refusal}};
+    out["sessions_built"] = st.sessions_built;
+  }
   std::cout << out.dump() << "\n";
 }
 
@@ -147,6 +263,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--prompt", args->prompt, "Prompt text (encoded with the tokenizer)");
   cmd->add_option("--prompt-ids", args->prompt_ids, "Prompt as comma-separated token ids")->type_name("IDS");
   cmd->add_option("--max-new-tokens", args->max_new_tokens, "Most tokens to generate after the prompt")->required();
+  cmd->add_option("--batch", args->batch,
+                  "JSON lines, one sequence each ({\"prompt\" or \"prompt_ids\", \"max_new_tokens\", \"start_step\"}), "
+                  "generated together over the paged KV cache")
+      ->type_name("FILE");
   cmd->add_option("--tokenizer", args->tokenizer, "tokenizer.json or its folder (default: the model's folder)")
       ->type_name("PATH");
   cmd->add_option("--temperature", args->temperature, "Sample with this temperature (0: greedy)");

@@ -1,0 +1,275 @@
+// DecoderBatch: the decoder graph rewritten for the paged KV cache, one plan per power-of-two
+// token count, and the packing of each step's tokens into that plan's [1, T] inputs. Tokens past
+// the real ones are filler at position -1: CachedAttention neither stores nor reads for them, and
+// their logits are never looked at.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "engine/internals.h"
+#include "fusor/decoder.h"
+#include "fusor/error.h"
+#include "generate/kv_pool.h"
+#include "generate/name_template.h"
+#include "kernels/ref/reference.h"
+#include "passes/cache_attention.h"
+
+namespace fusor {
+
+namespace {
+
+// One plan bound to `capacity` tokens, with its input tensors preallocated.
+struct TokenPlan {
+  std::optional<Session> session;
+  std::vector<Tensor> inputs;  // in the plan graph's input order; shared inputs undefined
+  std::vector<Tensor> outputs;
+  Tensor* ids = nullptr;
+  int64_t* positions = nullptr;
+  int64_t* table = nullptr;
+};
+
+struct Sequence {
+  std::vector<int64_t> blocks;
+  int64_t length = 0;
+};
+
+}  // namespace
+
+struct DecoderBatch::Impl {
+  DecoderSpec spec;
+  SessionOptions options;
+  DecoderBatchOptions batch;
+  std::shared_ptr<const Graph> graph;  // the cached decoder
+  CachedDecoder cached;
+  DType ids_dtype = DType::Int64;
+  int64_t table_width = 0;  // blocks per sequence: the context length's
+  std::optional<KvPool> pool;
+  std::map<int64_t, TokenPlan> plans;  // by capacity
+  std::map<SequenceId, Sequence> sequences;
+  SequenceId next_id = 0;
+  std::vector<float> logits;                     // per feed, vocab floats
+  std::vector<std::span<const float>> results;   // per feed
+  std::vector<int64_t> ends;                     // per feed: the length after this step
+  std::vector<std::pair<size_t, int64_t>> last_rows;  // (feed, row) of the feeds that end in a chunk
+  size_t plans_built = 0;
+  double plan_seconds = 0;
+  int64_t vocab = 0;
+
+  Impl(const Engine& engine, DecoderSpec s, SessionOptions o, DecoderBatchOptions b)
+      : spec(std::move(s)), options(std::move(o)), batch(b) {
+    if (batch.block_size < 1 || batch.max_step_tokens < 1 || batch.cache_tokens < 0)
+      throw Error("block_size and max_step_tokens must be positive, cache_tokens not negative", ErrorKind::InvalidArgument);
+    DecoderGraphNames names{spec.input_ids, spec.attention_mask, spec.position_ids, {}, {}, {}, {}};
+    for (int layer = 0; layer < spec.layers; ++layer) {
+      names.past_keys.push_back(format_name(spec.past_key, layer));
+      names.past_values.push_back(format_name(spec.past_value, layer));
+      names.present_keys.push_back(format_name(spec.present_key, layer));
+      names.present_values.push_back(format_name(spec.present_value, layer));
+    }
+    Graph g = graph_of(engine);
+    cached = prepare_cached_decoder(g, names, ref::evaluate);
+    for (int id : g.inputs)
+      if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
+    graph = std::make_shared<const Graph>(std::move(g));
+    const int64_t context = spec.context_length > 0 ? spec.context_length : 4096;
+    table_width = (context + batch.block_size - 1) / batch.block_size;
+    const int64_t tokens = batch.cache_tokens > 0 ? batch.cache_tokens : 8 * context;
+    pool.emplace(spec.layers, cached.kv_heads, cached.head_dim, batch.block_size,
+                 (tokens + batch.block_size - 1) / batch.block_size);
+  }
+
+  TokenPlan& plan_for(int64_t capacity) {
+    auto found = plans.find(capacity);
+    if (found != plans.end()) return found->second;
+    const auto start = std::chrono::steady_clock::now();
+    std::map<std::string, Dims> dims = {{spec.input_ids, {1, capacity}}, {spec.position_ids, {1, capacity}},
+                                        {cached.block_table, {1, capacity, table_width}}};
+    PlanOptions po = plan_options(options, {});
+    for (int layer = 0; layer < spec.layers; ++layer) {
+      const Tensor& k = pool->keys(layer);
+      const Tensor& v = pool->values(layer);
+      dims[cached.key_caches[static_cast<size_t>(layer)]] = k.dims();
+      dims[cached.value_caches[static_cast<size_t>(layer)]] = v.dims();
+      po.shared_inputs[cached.key_caches[static_cast<size_t>(layer)]] = k;
+      po.shared_inputs[cached.value_caches[static_cast<size_t>(layer)]] = v;
+    }
+    TokenPlan p;
+    p.session = EngineInternals::session(std::make_unique<Plan>(build_plan(graph, dims, po)), options);
+    const Plan& plan = plan_of(*p.session);
+    const Graph& pg = *plan.graph;
+    for (int id : pg.inputs) {
+      if (plan.is_shared(id)) {
+        p.inputs.emplace_back();
+        continue;
+      }
+      const TensorType& t = plan.types[static_cast<size_t>(id)];
+      p.inputs.emplace_back(t.dtype, t.dims);
+      const std::string& name = pg.values[static_cast<size_t>(id)].name;
+      if (name == spec.input_ids) p.ids = &p.inputs.back();
+      else if (name == spec.position_ids) p.positions = p.inputs.back().data<int64_t>();
+      else if (name == cached.block_table) p.table = p.inputs.back().data<int64_t>();
+    }
+    // p.ids points into p.inputs, which no longer grows.
+    for (size_t i = 0; i < pg.inputs.size(); ++i)
+      if (pg.values[static_cast<size_t>(pg.inputs[i])].name == spec.input_ids) p.ids = &p.inputs[i];
+    for (int id : pg.outputs) {
+      const TensorType& t = plan.types[static_cast<size_t>(id)];
+      p.outputs.emplace_back(t.dtype, t.dims);
+    }
+    if (pg.outputs.empty() || pg.values[static_cast<size_t>(pg.outputs[0])].name != spec.logits)
+      throw Error("the cached decoder's first output is not '" + spec.logits + "'");
+    const Dims& ld = p.outputs[0].dims();
+    if (ld.size() != 3 || ld[1] != capacity || p.outputs[0].dtype() != DType::Float32)
+      throw Error("output '" + spec.logits + "' is " + dims_to_string(ld) + ", expected [1, tokens, vocab] float32");
+    vocab = ld[2];
+    plan_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ++plans_built;
+    return plans.emplace(capacity, std::move(p)).first->second;
+  }
+
+  Sequence& sequence(SequenceId id) {
+    auto it = sequences.find(id);
+    if (it == sequences.end()) throw Error("no sequence " + std::to_string(id), ErrorKind::InvalidArgument);
+    return it->second;
+  }
+
+  // Checks every feed and reserves the blocks they need; on any failure nothing has changed.
+  void admit(std::span<const Feed> feeds) {
+    ends.assign(feeds.size(), 0);
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const Feed& f = feeds[i];
+      Sequence& s = sequence(f.sequence);
+      for (size_t j = 0; j < i; ++j)
+        if (feeds[j].sequence == f.sequence)
+          throw Error("sequence " + std::to_string(f.sequence) + " is fed twice in one step", ErrorKind::InvalidArgument);
+      if (f.ids.empty()) throw Error("a decoder step needs at least one token per sequence", ErrorKind::InvalidArgument);
+      const int64_t end = s.length + static_cast<int64_t>(f.ids.size());
+      if (spec.context_length > 0 && end > spec.context_length)
+        throw Error("the sequence would hold " + std::to_string(end) + " tokens, more than the model's context length " +
+                        std::to_string(spec.context_length),
+                    ErrorKind::InvalidArgument);
+      if (end > table_width * batch.block_size)
+        throw Error("the sequence would hold " + std::to_string(end) + " tokens, more than its block table's " +
+                        std::to_string(table_width * batch.block_size),
+                    ErrorKind::InvalidArgument);
+      for (TokenId id : f.ids)
+        if (id < 0 || (spec.vocab_size > 0 && id >= spec.vocab_size))
+          throw Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " + std::to_string(spec.vocab_size) + ")",
+                      ErrorKind::InvalidArgument);
+      ends[i] = end;
+    }
+    int64_t need = 0;
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const Sequence& s = sequences.at(feeds[i].sequence);
+      need += (ends[i] + batch.block_size - 1) / batch.block_size - static_cast<int64_t>(s.blocks.size());
+    }
+    if (need > pool->free_blocks())
+      throw Error("the KV cache is full: this step needs " + std::to_string(need) + " more blocks, " +
+                  std::to_string(pool->free_blocks()) + " are free");
+    for (size_t i = 0; i < feeds.size(); ++i) pool->reserve(sequences.at(feeds[i].sequence).blocks, ends[i]);
+  }
+
+  // Runs tokens [from, from + count) of the step's concatenated feeds as one plan.
+  void run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count) {
+    int64_t capacity = 1;
+    while (capacity < count) capacity *= 2;
+    TokenPlan& p = plan_for(capacity);
+    int64_t t = 0, at = 0;
+    last_rows.clear();
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const Sequence& s = sequences.at(feeds[i].sequence);
+      const auto n = static_cast<int64_t>(feeds[i].ids.size());
+      const int64_t lo = std::max(from, at), hi = std::min(from + count, at + n);
+      for (int64_t k = lo; k < hi; ++k, ++t) {
+        const int64_t j = k - at, position = ends[i] - n + j;
+        const TokenId id = feeds[i].ids[static_cast<size_t>(j)];
+        if (ids_dtype == DType::Int64) p.ids->data<int64_t>()[t] = id;
+        else p.ids->data<int32_t>()[t] = static_cast<int32_t>(id);
+        p.positions[t] = position;
+        int64_t* row = p.table + t * table_width;
+        std::copy(s.blocks.begin(), s.blocks.end(), row);
+        std::fill(row + s.blocks.size(), row + table_width, int64_t{-1});
+        if (j == n - 1) last_rows.emplace_back(i, t);
+      }
+      at += n;
+    }
+    for (; t < capacity; ++t) {  // filler
+      if (ids_dtype == DType::Int64) p.ids->data<int64_t>()[t] = 0;
+      else p.ids->data<int32_t>()[t] = 0;
+      p.positions[t] = -1;
+      std::fill(p.table + t * table_width, p.table + (t + 1) * table_width, int64_t{-1});
+    }
+    executor_of(*p.session).run_into(p.inputs, p.outputs);
+    const float* out = p.outputs[0].data<float>();
+    for (auto [feed, row] : last_rows)
+      std::copy(out + row * vocab, out + (row + 1) * vocab, logits.begin() + static_cast<int64_t>(feed) * vocab);
+  }
+
+  std::span<const std::span<const float>> step(std::span<const Feed> feeds) {
+    admit(feeds);
+    int64_t total = 0;
+    for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
+    if (vocab == 0) plan_for(std::min<int64_t>(1, batch.max_step_tokens));  // learn the vocabulary
+    logits.resize(feeds.size() * static_cast<size_t>(vocab));
+    try {
+      for (int64_t from = 0; from < total; from += batch.max_step_tokens)
+        run_chunk(feeds, from, std::min(batch.max_step_tokens, total - from));
+    } catch (...) {
+      // A failed run leaves the pool's rows for this step undefined: the fed sequences restart.
+      for (const Feed& f : feeds) reset(f.sequence);
+      throw;
+    }
+    results.clear();
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      sequences.at(feeds[i].sequence).length = ends[i];
+      results.emplace_back(logits.data() + i * static_cast<size_t>(vocab), static_cast<size_t>(vocab));
+    }
+    return results;
+  }
+
+  void reset(SequenceId id) {
+    auto it = sequences.find(id);
+    if (it == sequences.end()) return;
+    pool->release(it->second.blocks);
+    it->second.length = 0;
+  }
+};
+
+DecoderBatch::DecoderBatch(const Engine& engine, const DecoderSpec& spec, const SessionOptions& options,
+                           const DecoderBatchOptions& batch_options)
+    : impl_(std::make_unique<Impl>(engine, spec, options, batch_options)) {}
+DecoderBatch::DecoderBatch(DecoderBatch&&) noexcept = default;
+DecoderBatch& DecoderBatch::operator=(DecoderBatch&&) noexcept = default;
+DecoderBatch::~DecoderBatch() = default;
+
+DecoderBatch::SequenceId DecoderBatch::add() {
+  const SequenceId id = impl_->next_id++;
+  impl_->sequences[id].blocks.reserve(static_cast<size_t>(impl_->table_width));
+  return id;
+}
+
+void DecoderBatch::remove(SequenceId sequence) {
+  impl_->reset(sequence);
+  impl_->sequences.erase(sequence);
+}
+
+void DecoderBatch::reset(SequenceId sequence) { impl_->reset(sequence); }
+int64_t DecoderBatch::length(SequenceId sequence) const {
+  auto it = impl_->sequences.find(sequence);
+  if (it == impl_->sequences.end()) throw Error("no sequence " + std::to_string(sequence), ErrorKind::InvalidArgument);
+  return it->second.length;
+}
+
+std::span<const std::span<const float>> DecoderBatch::step(std::span<const Feed> feeds) { return impl_->step(feeds); }
+
+KvCacheStats DecoderBatch::cache() const {
+  const KvPool& p = *impl_->pool;
+  return {p.bytes(), p.bytes_per_token(), p.block_size(), p.blocks(), p.blocks() - p.free_blocks()};
+}
+const DecoderSpec& DecoderBatch::spec() const { return impl_->spec; }
+size_t DecoderBatch::plans_built() const { return impl_->plans_built; }
+double DecoderBatch::plan_seconds() const { return impl_->plan_seconds; }
+
+}  // namespace fusor

@@ -1,0 +1,60 @@
+#include "generate/sequence_generation.h"
+
+#include <algorithm>
+
+#include "fusor/error.h"
+
+namespace fusor {
+
+SequenceGeneration::SequenceGeneration(std::span<const TokenId> prompt, const GenerateOptions& options,
+                                       const Tokenizer* tokenizer, int64_t context_length)
+    : options_(options), context_(context_length), sampler_(options.sampling), history_(prompt.begin(), prompt.end()) {
+  if (prompt.empty()) throw Error("the prompt has no tokens", ErrorKind::InvalidArgument);
+  if (options.max_new_tokens < 0) throw Error("max new tokens must be 0 or more", ErrorKind::InvalidArgument);
+  if (!options.stop.empty() && !tokenizer) throw Error("stop strings need a tokenizer", ErrorKind::InvalidArgument);
+  if (tokenizer) text_.emplace(*tokenizer, options.skip_special_tokens, options.stop);
+  done_ = options.max_new_tokens == 0;
+  history_.reserve(prompt.size() + static_cast<size_t>(options.max_new_tokens));
+  result_.output_ids.reserve(static_cast<size_t>(options.max_new_tokens));
+}
+
+bool SequenceGeneration::accept(std::span<const float> logits, int64_t held, const TokenCallback& on_token) {
+  const TokenId id = sampler_.next(logits, history_);
+  const auto now = Clock::now();
+  if (result_.output_ids.empty()) {
+    first_ = now;
+    result_.ttft_ms = std::chrono::duration<double, std::milli>(now - start_).count();
+  }
+  result_.output_ids.push_back(id);
+  history_.push_back(id);
+
+  TextStream::Piece piece = text_ ? text_->push(id) : TextStream::Piece{};
+  done_ = true;
+  if (piece.stopped) result_.finish_reason = FinishReason::Stop;
+  else if (!options_.ignore_eos && std::find(options_.eos_ids.begin(), options_.eos_ids.end(), id) != options_.eos_ids.end())
+    result_.finish_reason = FinishReason::Stop;
+  else if (static_cast<int64_t>(result_.output_ids.size()) >= options_.max_new_tokens) result_.finish_reason = FinishReason::Length;
+  // The context holds the prompt and every new token, the last one too (never fed, but a
+  // position it would take).
+  else if (context_ > 0 && held + 1 >= context_) result_.finish_reason = FinishReason::Length;
+  else done_ = false;
+  if (done_ && text_ && !piece.stopped) {  // the last token: flush what the stream held back
+    TextStream::Piece rest = text_->finish();
+    piece.text += rest.text;
+    if (rest.stopped) result_.finish_reason = FinishReason::Stop;
+  }
+  if (on_token) on_token(id, piece.text);
+  if (done_) {
+    const double decoding = std::chrono::duration<double>(now - first_).count();
+    if (result_.output_ids.size() > 1 && decoding > 0)
+      result_.tokens_per_s = static_cast<double>(result_.output_ids.size() - 1) / decoding;
+  }
+  return done_;
+}
+
+GenerateResult SequenceGeneration::result() {
+  if (text_) result_.text = text_->text();
+  return result_;
+}
+
+}  // namespace fusor

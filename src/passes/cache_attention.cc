@@ -1,0 +1,312 @@
+#include "passes/cache_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "fusor/error.h"
+#include "ir/bind.h"
+#include "ir/graph_edit.h"
+
+namespace fusor {
+namespace {
+
+[[noreturn]] void refuse(const std::string& why) {
+  throw Error("cannot cache attention: " + why, ErrorKind::UnsupportedOp);
+}
+
+constexpr float kMasked = -1e4f;  // a score at or below this adds exactly 0 after the softmax
+constexpr int kMaxChain = 8;
+
+// One layer's attention as the export computes it.
+struct LayerMatch {
+  int present_k = -1, present_v = -1;   // Concat outputs
+  int new_k = -1, new_v = -1;           // this step's keys and values, [1, KVH, T, D]
+  int query = -1;                       // [1, H, T, D]
+  int scores = -1;                      // Q K^T, [1, H, T, past + T]
+  int product = -1;                     // node index of P V
+  std::vector<int> key_path, value_path, score_path;  // node indices, in graph order
+};
+
+// One graph bound at a probe (tokens, past), with the attention mask all ones.
+struct Probe {
+  int64_t tokens, past;
+  Binding bound;
+};
+
+int value_id(const Graph& g, const std::string& name, const char* what) {
+  int id = g.find_value(name);
+  if (id < 0) refuse(std::string("the model has no ") + what + " '" + name + "'");
+  return id;
+}
+
+// The one consumer of `value` that is not folded at plan time (Shape readers are), or -1.
+int only_live_consumer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Binding& b, int value) {
+  int found = -1;
+  for (int c : consumers[static_cast<size_t>(value)]) {
+    if (b.folded(g.nodes[static_cast<size_t>(c)])) continue;
+    if (found >= 0 && found != c) return -2;
+    found = c;
+  }
+  return found;
+}
+
+// Follows `value` forward through single live consumers of the `through` ops to a node of op
+// `until`; returns the nodes passed and the one reached (last), or refuses naming `what`.
+std::vector<int> forward_path(const Graph& g, const std::vector<std::vector<int>>& consumers, const Binding& b,
+                              int value, const std::set<Op>& through, Op until, const std::string& what) {
+  std::vector<int> path;
+  for (int step = 0; step <= kMaxChain; ++step) {
+    const int c = only_live_consumer(g, consumers, b, value);
+    if (c == -2) refuse(what + " ('" + g.values[static_cast<size_t>(value)].name + "') is read by more than one op");
+    if (c < 0) refuse(what + " ('" + g.values[static_cast<size_t>(value)].name + "') is not read by an attention");
+    const Node& n = g.nodes[static_cast<size_t>(c)];
+    path.push_back(c);
+    if (n.op == until) return path;
+    if (!through.count(n.op)) refuse(what + " reaches " + n.op_type + " '" + n.name + "', not " + op_info(until).name);
+    value = n.outputs[0];
+  }
+  refuse(what + " does not reach a " + std::string(op_info(until).name) + " within " + std::to_string(kMaxChain) + " ops");
+}
+
+// Evaluates `path` (each node reading the running value and otherwise plan-time constants) on
+// `x`, which stands for value `start`.
+Tensor run_path(const Graph& g, const Binding& b, const std::vector<int>& path, int start, Tensor x,
+                EvaluateFn evaluate, const std::string& what) {
+  int current = start;
+  for (int idx : path) {
+    const Node& n = g.nodes[static_cast<size_t>(idx)];
+    std::vector<Tensor> ins;
+    for (int v : n.inputs) {
+      if (v == current) ins.push_back(x);
+      else if (v < 0) ins.emplace_back();
+      else if (b.is_constant(v)) ins.push_back(b.constants[static_cast<size_t>(v)]);
+      else refuse(what + ": " + n.op_type + " '" + n.name + "' reads '" + g.values[static_cast<size_t>(v)].name +
+                  "', which is not known at plan time");
+    }
+    std::vector<Tensor> outs;
+    for (int v : n.outputs) {
+      const TensorType& t = b.types[static_cast<size_t>(v)];
+      outs.emplace_back(t.dtype, t.dims);
+    }
+    evaluate(n, ins, outs);
+    x = outs[0];
+    current = n.outputs[0];
+  }
+  return x;
+}
+
+// The key (transposed) or value path must read KV head h / (H / KVH) for query head h.
+void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& path, int present, int64_t heads,
+                       bool transposed, EvaluateFn evaluate, const std::string& what) {
+  const Dims d = p.bound.types[static_cast<size_t>(present)].dims;  // [1, KVH, S, D]
+  Tensor x(DType::Float32, d);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i);
+  const Tensor y = run_path(g, p.bound, path, present, x, evaluate, what);
+  const int64_t kvh = d[1], s = d[2], hd = d[3];
+  const Dims want = transposed ? Dims{1, heads, hd, s} : Dims{1, heads, s, hd};
+  if (y.dtype() != DType::Float32 || y.dims() != want)
+    refuse(what + " is " + dims_to_string(y.dims()) + " where " + dims_to_string(want) + " was expected");
+  const int64_t rep = heads / kvh;
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < s; ++j)
+      for (int64_t c = 0; c < hd; ++c) {
+        const float got = y.data<float>()[transposed ? (h * hd + c) * s + j : (h * s + j) * hd + c];
+        if (got != x.data<float>()[((h / rep) * s + j) * hd + c])
+          refuse(what + " does not give query head " + std::to_string(h) + " the keys and values of KV head " +
+                 std::to_string(h / rep));
+      }
+}
+
+// The score path must compute scale * score where key j <= i + past and mask the rest; returns
+// the scale.
+double check_scores(const Graph& g, const Probe& p, const std::vector<int>& path, int scores, EvaluateFn evaluate,
+                    const std::string& what) {
+  const Dims d = p.bound.types[static_cast<size_t>(scores)].dims;  // [1, H, T, S]
+  if (d.size() != 4 || d[2] != p.tokens || d[3] != p.tokens + p.past)
+    refuse(what + ": the scores are " + dims_to_string(d) + ", not [1, heads, tokens, past + tokens]");
+  Tensor x(DType::Float32, d);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f + static_cast<float>(i % 13) * 0.5f;
+  const Tensor y = run_path(g, p.bound, path, scores, x, evaluate, what);
+  if (y.dtype() != DType::Float32 || y.dims() != d)
+    refuse(what + ": the masked scores are " + dims_to_string(y.dims()) + ", not " + dims_to_string(d));
+  const double scale = static_cast<double>(y.data<float>()[0]) / x.data<float>()[0];
+  for (int64_t hq = 0; hq < d[1] * d[2]; ++hq)
+    for (int64_t j = 0; j < d[3]; ++j) {
+      const int64_t i = hq % d[2], at = hq * d[3] + j;
+      const float got = y.data<float>()[at], want = static_cast<float>(scale * x.data<float>()[at]);
+      if (j <= i + p.past ? std::fabs(got - want) > 1e-6f * std::fabs(want) : !(got <= kMasked))
+        refuse(what + ": at tokens " + std::to_string(p.tokens) + ", past " + std::to_string(p.past) + ", query " +
+               std::to_string(i) + " key " + std::to_string(j) + " the scores are not scaled and causally masked");
+    }
+  return scale;
+}
+
+Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens, int64_t past, EvaluateFn evaluate) {
+  std::vector<TensorType> types;
+  std::vector<Tensor> frozen(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const Value& v = g.values[static_cast<size_t>(g.inputs[i])];
+    TensorType t{v.dtype, {}};
+    const bool is_past = std::count(names.past_keys.begin(), names.past_keys.end(), v.name) ||
+                         std::count(names.past_values.begin(), names.past_values.end(), v.name);
+    if (v.name == names.input_ids || v.name == names.position_ids) {
+      t.dims = {1, tokens};
+    } else if (v.name == names.attention_mask) {
+      t.dims = {1, past + tokens};
+      frozen[i] = Tensor(v.dtype, t.dims);
+      for (int64_t k = 0; k < past + tokens; ++k) {
+        if (v.dtype == DType::Int64) frozen[i].data<int64_t>()[k] = 1;
+        else if (v.dtype == DType::Int32) frozen[i].data<int32_t>()[k] = 1;
+        else if (v.dtype == DType::Float32) frozen[i].data<float>()[k] = 1;
+        else refuse("attention_mask is " + std::string(dtype_name(v.dtype)));
+      }
+    } else if (is_past) {
+      if (!v.shape || v.shape->size() != 4 || !(*v.shape)[1].is_static() || !(*v.shape)[3].is_static())
+        refuse("past input '" + v.name + "' is not [batch, kv_heads, past, head_dim] with fixed heads and head size");
+      t.dims = {1, (*v.shape)[1].value, past, (*v.shape)[3].value};
+    } else {
+      refuse("input '" + v.name + "' is not one a cached decoder step feeds");
+    }
+    types.push_back(t);
+  }
+  return {tokens, past, bind_graph(g, types, frozen, evaluate)};
+}
+
+LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Probe& p,
+                       const DecoderGraphNames& names, size_t layer) {
+  LayerMatch m;
+  const std::string what = "layer " + std::to_string(layer);
+  auto concat_of = [&](const std::string& present_name, const std::string& past_name, int& present, int& fresh) {
+    present = value_id(g, present_name, "output");
+    const int past = value_id(g, past_name, "input");
+    const int producer = g.values[static_cast<size_t>(present)].producer;
+    const Node* n = producer >= 0 ? &g.nodes[static_cast<size_t>(producer)] : nullptr;
+    int64_t axis = n ? n->attr_int("axis", 0) : 0;
+    if (axis < 0) axis += 4;
+    if (!n || n->op != Op::Concat || n->inputs.size() != 2 || n->inputs[0] != past || axis != 2)
+      refuse("'" + present_name + "' is not Concat('" + past_name + "', new) along the sequence axis");
+    fresh = n->inputs[1];
+  };
+  concat_of(names.present_keys[layer], names.past_keys[layer], m.present_k, m.new_k);
+  concat_of(names.present_values[layer], names.past_values[layer], m.present_v, m.new_v);
+  const std::set<Op> repeat = {Op::Unsqueeze, Op::Expand, Op::Reshape, Op::Transpose, Op::Identity};
+  m.key_path = forward_path(g, consumers, p.bound, m.present_k, repeat, Op::MatMul, what + "'s present key");
+  const Node& qk = g.nodes[static_cast<size_t>(m.key_path.back())];
+  const int key_operand = m.key_path.size() > 1 ? g.nodes[static_cast<size_t>(m.key_path[m.key_path.size() - 2])].outputs[0] : m.present_k;
+  if (qk.inputs.size() != 2 || qk.inputs[1] != key_operand) refuse(what + ": the keys are not the right operand of Q K^T");
+  m.query = qk.inputs[0];
+  m.scores = qk.outputs[0];
+  m.key_path.pop_back();
+  const std::set<Op> scoring = {Op::Div, Op::Mul, Op::Add, Op::Sub, Op::Where, Op::Cast, Op::Identity};
+  m.score_path = forward_path(g, consumers, p.bound, qk.outputs[0], scoring, Op::Softmax, what + "'s scores");
+  const Node& softmax = g.nodes[static_cast<size_t>(m.score_path.back())];
+  int64_t axis = softmax.attr_int("axis", softmax.opset >= 13 ? -1 : 1);
+  if (axis != -1 && axis != 3) refuse(what + ": the softmax is not over the key axis");
+  m.score_path.pop_back();
+  std::vector<int> probs = forward_path(g, consumers, p.bound, softmax.outputs[0], {Op::Cast, Op::Identity}, Op::MatMul,
+                                        what + "'s probabilities");
+  m.product = probs.back();
+  const int prob_operand = probs.size() > 1 ? g.nodes[static_cast<size_t>(probs[probs.size() - 2])].outputs[0] : softmax.outputs[0];
+  if (g.nodes[static_cast<size_t>(m.product)].inputs[0] != prob_operand)
+    refuse(what + ": the probabilities are not the left operand of P V");
+  m.value_path = forward_path(g, consumers, p.bound, m.present_v, repeat, Op::MatMul, what + "'s present value");
+  if (m.value_path.back() != m.product) refuse(what + ": the values are not multiplied by the probabilities");
+  m.value_path.pop_back();
+  return m;
+}
+
+int add_input(Graph& g, const std::string& name, DType dtype, Shape shape) {
+  if (g.find_value(name) >= 0) refuse("the model already has a value named '" + name + "'");
+  Value v;
+  v.name = name;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  const int id = g.add_value(std::move(v));
+  g.inputs.push_back(id);
+  return id;
+}
+
+}  // namespace
+
+CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate) {
+  const size_t layers = names.past_keys.size();
+  if (layers == 0 || names.past_values.size() != layers || names.present_keys.size() != layers ||
+      names.present_values.size() != layers)
+    refuse("the decoder names no cache layers");
+  const int ids = value_id(g, names.input_ids, "input");
+  const int positions = value_id(g, names.position_ids, "input");
+  if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");
+  const auto consumers = g.consumers();
+
+  // Two probes: a prefill (no past) and a step after a past, both with several tokens so that
+  // causality shows.
+  const Probe probes[2] = {bind_probe(g, names, 3, 0, evaluate), bind_probe(g, names, 2, 5, evaluate)};
+  std::vector<LayerMatch> matches;
+  std::vector<double> scales;
+  CachedDecoder out;
+  for (size_t layer = 0; layer < layers; ++layer) {
+    const std::string what = "layer " + std::to_string(layer);
+    LayerMatch m = match_layer(g, consumers, probes[0], names, layer);
+    double scale = 0;
+    for (const Probe& p : probes) {
+      if (match_layer(g, consumers, p, names, layer).product != m.product) refuse(what + " matches differently at another shape");
+      const Dims& q = p.bound.types[static_cast<size_t>(m.query)].dims;
+      const Dims& k = p.bound.types[static_cast<size_t>(m.new_k)].dims;
+      if (q.size() != 4 || k.size() != 4 || q[0] != 1 || q[2] != p.tokens || k[2] != p.tokens || q[3] != k[3] ||
+          k[1] <= 0 || q[1] % k[1] != 0 || p.bound.types[static_cast<size_t>(m.new_v)].dims != k)
+        refuse(what + ": Q " + dims_to_string(q) + " and the new K " + dims_to_string(k) +
+               " are not [1, heads, tokens, head_dim] with heads a multiple of the KV heads");
+      out.heads = q[1], out.kv_heads = k[1], out.head_dim = k[3];
+      check_head_repeat(g, p, m.key_path, m.present_k, q[1], true, evaluate, what + "'s key path");
+      check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, evaluate, what + "'s value path");
+      const double s = check_scores(g, p, m.score_path, m.scores, evaluate, what);
+      if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
+      scale = s;
+    }
+    matches.push_back(std::move(m));
+    scales.push_back(scale);
+  }
+
+  // The new inputs: the pool per layer, shared by every token, and each token's block table.
+  const Shape token_shape = *g.values[static_cast<size_t>(ids)].shape;
+  const Shape pool_shape = {Dim{-1, "kv_blocks"}, Dim{out.kv_heads, ""}, Dim{-1, "kv_block_size"}, Dim{out.head_dim, ""}};
+  const int table = add_input(g, kBlockTable, DType::Int64, {token_shape[0], token_shape[1], Dim{-1, "kv_blocks_per_sequence"}});
+  for (size_t layer = 0; layer < layers; ++layer) {
+    const std::string p = "fusor.kv." + std::to_string(layer);
+    out.key_caches.push_back(p + ".key");
+    out.value_caches.push_back(p + ".value");
+    const int kc = add_input(g, out.key_caches.back(), DType::Float32, pool_shape);
+    const int vc = add_input(g, out.value_caches.back(), DType::Float32, pool_shape);
+    const LayerMatch& m = matches[layer];
+    Node& n = g.nodes[static_cast<size_t>(m.product)];  // P V becomes the cached attention, same output
+    n.op = Op::CachedAttention;
+    n.op_type = op_info(Op::CachedAttention).name;
+    n.domain = "fusor";
+    n.opset = 1;
+    n.inputs = {m.query, m.new_k, m.new_v, positions, table, kc, vc};
+    n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads}, {"scale", static_cast<float>(scales[layer])}};
+    n.name = n.name + "/" + kCacheAttentionItem;
+  }
+
+  // The past, the present and the mask leave the graph; nothing may still read them.
+  std::set<int> gone;
+  for (size_t layer = 0; layer < layers; ++layer)
+    for (const std::string* name : {&names.past_keys[layer], &names.past_values[layer], &names.present_keys[layer],
+                                    &names.present_values[layer]})
+      gone.insert(g.find_value(*name));
+  if (int mask = g.find_value(names.attention_mask); mask >= 0) gone.insert(mask);
+  std::erase_if(g.outputs, [&](int v) { return gone.count(v) > 0; });
+  remove_dead_nodes(g);
+  for (const Node& n : g.nodes)
+    for (int v : n.inputs)
+      if (gone.count(v))
+        refuse(n.op_type + " '" + n.name + "' still reads '" + g.values[static_cast<size_t>(v)].name +
+               "' outside the attention");
+  std::erase_if(g.inputs, [&](int v) { return gone.count(v) > 0; });
+  g.reorder_nodes();
+  return out;
+}
+
+}  // namespace fusor
