@@ -15,6 +15,7 @@
 #include "generate/name_template.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
+#include "plan/inline_branches.h"
 
 namespace fusor {
 
@@ -68,7 +69,7 @@ struct DecoderBatch::Impl {
       names.present_keys.push_back(format_name(spec.present_key, layer));
       names.present_values.push_back(format_name(spec.present_value, layer));
     }
-    Graph g = graph_of(engine);
+    Graph g = spec.use_cache_branch.empty() ? graph_of(engine) : with_past_branch(graph_of(engine));
     cached = prepare_cached_decoder(g, names, ref::evaluate);
     for (int id : g.inputs)
       if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
@@ -78,6 +79,37 @@ struct DecoderBatch::Impl {
     const int64_t tokens = batch.cache_tokens > 0 ? batch.cache_tokens : 8 * context;
     pool.emplace(spec.layers, cached.kv_heads, cached.head_dim, batch.block_size,
                  (tokens + batch.block_size - 1) / batch.block_size);
+  }
+
+  // A merged export's graph with its If on use_cache_branch replaced by the with-past branch,
+  // which the cache serves at every step (a prompt is a step after an empty past).
+  Graph with_past_branch(const Graph& merged) const {
+    std::vector<TensorType> types;
+    std::vector<Tensor> frozen;
+    for (int id : merged.inputs) {
+      const Value& v = merged.values[static_cast<size_t>(id)];
+      TensorType t{v.dtype, {}};
+      if (v.shape)
+        for (const Dim& d : *v.shape) t.dims.push_back(d.is_static() ? d.value : 1);
+      Tensor f;
+      if (v.name == spec.use_cache_branch) {
+        if (v.dtype != DType::Bool || numel_of(t.dims) != 1)
+          throw Error("cannot cache attention: '" + v.name + "' is not one bool", ErrorKind::UnsupportedOp);
+        f = Tensor(DType::Bool, t.dims);
+        f.data<bool>()[0] = true;
+      }
+      types.push_back(std::move(t));
+      frozen.push_back(std::move(f));
+    }
+    Graph g = *inline_known_branches(std::make_shared<const Graph>(merged), types, frozen);
+    const int branch = g.find_value(spec.use_cache_branch);
+    for (const Node& n : g.nodes)
+      if (std::find(n.inputs.begin(), n.inputs.end(), branch) != n.inputs.end())
+        throw Error("cannot cache attention: '" + spec.use_cache_branch + "' is still read by " + n.op_type + " '" +
+                        n.name + "' after its branch is taken",
+                    ErrorKind::UnsupportedOp);
+    std::erase(g.inputs, branch);
+    return g;
   }
 
   TokenPlan& plan_for(int64_t capacity) {
