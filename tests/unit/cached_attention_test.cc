@@ -2,6 +2,7 @@
 // contiguous K/V histories, the fast CPU kernel against the reference (outputs, and the caches
 // both write in place), and the bad steps that must throw before writing anything.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +20,9 @@
 #include "ir/op_table.h"
 #include "kernels/cpu/backend.h"
 #include "kernels/ref/reference.h"
+#include "onnx/exporter.h"
+#include "onnx/importer.h"
+#include "onnx/op_support.h"
 
 namespace fusor {
 namespace {
@@ -401,6 +405,56 @@ TEST(CachedAttention, BindingNeverFoldsIt) {
   const Binding bound = bind_graph(*g, {}, {}, ref::evaluate);
   EXPECT_FALSE(bound.folded(g->nodes[0]));
   EXPECT_EQ(bound.types[static_cast<size_t>(out)].dims, (Dims{1, 4, 1, 32}));
+}
+
+// The op is fusor's own: a node of domain "fusor" on export, read back as the same op (not as a
+// call of a fused node's function), and unknown in ONNX's domain.
+TEST(CachedAttention, RoundTripsThroughOnnxInDomainFusor) {
+  const Step s = make_step({8, 2, 32, 4, {{5, 2}}, 1}, 13);
+  const char* names[] = {"query", "key", "value", "positions", "block_table", "key_cache", "value_cache"};
+  test::GraphBuilder b;
+  std::vector<int> ids;
+  for (size_t i = 0; i < s.inputs.size(); ++i) {
+    Shape shape;
+    for (int64_t d : s.inputs[i].dims()) shape.push_back(Dim{d, ""});
+    ids.push_back(b.input(names[i], s.inputs[i].dtype(), shape));
+  }
+  const int out = b.node(Op::CachedAttention, ids, "attn", DType::Float32, s.node.attrs);
+  auto g = b.finish({out});
+  g->nodes[0].domain = "fusor";
+  g->nodes[0].opset = 1;
+
+  const std::string bytes = export_onnx_bytes(*g);
+  onnx::ModelProto m;
+  ASSERT_TRUE(m.ParseFromString(bytes));
+  ASSERT_EQ(m.graph().node_size(), 1);
+  EXPECT_EQ(m.graph().node(0).domain(), "fusor");
+  EXPECT_EQ(m.graph().node(0).op_type(), "CachedAttention");
+  EXPECT_EQ(m.functions_size(), 0);
+  int fusor_imports = 0;
+  for (const auto& o : m.opset_import()) fusor_imports += o.domain() == "fusor";
+  EXPECT_EQ(fusor_imports, 1);
+
+  const Graph back = import_onnx_bytes(bytes, "");
+  ASSERT_EQ(back.nodes.size(), 1u);
+  const Node& n = back.nodes[0];
+  EXPECT_EQ(n.op, Op::CachedAttention);
+  EXPECT_EQ(n.domain, "fusor");
+  EXPECT_EQ(n.attr_int("num_heads", 0), 8);
+  EXPECT_EQ(n.attr_int("kv_heads", 0), 2);
+  EXPECT_EQ(n.attr_float("scale", 0.f), s.node.attr_float("scale", 1.f));
+  // Read back, it runs as before: same output, same caches written.
+  std::vector<Tensor> before = fresh_inputs(s), after = fresh_inputs(s);
+  const Tensor want = run_reference(s, before);
+  Tensor got = output_for(n, after);
+  std::vector<Tensor> outs = {got};
+  ref::evaluate(n, after, outs);
+  EXPECT_TRUE(same_bytes(got, want));
+  EXPECT_TRUE(same_bytes(after[5], before[5]));
+
+  EXPECT_EQ(op_for_node("fusor", "CachedAttention"), Op::CachedAttention);
+  EXPECT_EQ(op_for_node("", "CachedAttention"), std::nullopt);
+  EXPECT_NE(unsupported_reason("", "CachedAttention"), "");
 }
 
 }  // namespace
