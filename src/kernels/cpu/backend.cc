@@ -41,6 +41,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::InstanceNormalization, make_instance_norm_kernel},
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
+    {Op::Slice, make_slice_kernel},
     {Op::CachedAttention, make_cached_attention_kernel},
 };
 
