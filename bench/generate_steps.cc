@@ -123,6 +123,7 @@ std::string json_ids(const std::vector<std::vector<TokenId>>& greedy) {
 // Warm-up, then `repeats` timed runs; prints the case's JSON line.
 void measure(const std::string& name, int repeats, const DecoderBatch& batch, const std::function<Run()>& once) {
   const Run warm = once();
+  const size_t plans = batch.plans_built();
   std::vector<double> rates;
   for (int r = 0; r < repeats; ++r) {
     const Run run = once();
@@ -133,7 +134,9 @@ void measure(const std::string& name, int repeats, const DecoderBatch& batch, co
   o << "{\"case\":\"" << name << "\",\"tokens\":" << warm.tokens << ",\"tokens_per_s\":" << median(rates)
     << ",\"runs_tokens_per_s\":[";
   for (size_t i = 0; i < rates.size(); ++i) o << (i ? "," : "") << rates[i];
-  o << "],\"plans_built\":" << batch.plans_built() << ",\"plan_seconds\":" << batch.plan_seconds();
+  // Planning is the warm-up's: a plan built while timing would make the number meaningless.
+  if (batch.plans_built() != plans) throw Error(name + ": a plan was built during the timed runs", ErrorKind::Runtime);
+  o << "],\"plans_built\":" << plans << ",\"plan_seconds\":" << batch.plan_seconds();
   if (!warm.greedy.empty()) o << ",\"greedy\":" << json_ids(warm.greedy);
   o << "}";
   std::printf("%s\n", o.str().c_str());
