@@ -58,10 +58,6 @@ class SliceKernel final : public Kernel {
   int64_t base_ = 0, rows_ = 1;
 };
 
-std::vector<int64_t> constant_ints(const KernelRequest& r, size_t i) {
-  return i < r.constants.size() && r.constants[i] ? r.constants[i]->to_int64_vector() : std::vector<int64_t>{};
-}
-
 }  // namespace
 
 // Opset 10+: starts, ends (and axes, steps when given) must be plan-time constants; opset 1-9
@@ -71,21 +67,12 @@ std::unique_ptr<Kernel> make_slice_kernel(const KernelRequest& r) {
   if (n.op != Op::Slice || r.inputs.empty() || used_outputs(r) != 1) return nullptr;
   const Dims& in = r.inputs[0].dims;
   if (in.empty() || in.size() > kMaxRank) return nullptr;
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (n.opset < 10) {
-    starts = n.attr_ints("starts");
-    ends = n.attr_ints("ends");
-    axes = n.attr_ints("axes");
-  } else {
+  if (n.opset >= 10) {  // every given argument must be known at plan time
+    if (r.inputs.size() < 3) return nullptr;
     for (size_t i = 1; i < r.inputs.size(); ++i)
       if (r.inputs[i].dtype != DType::Undefined && !(i < r.constants.size() && r.constants[i])) return nullptr;
-    if (r.inputs.size() < 3) return nullptr;
-    starts = constant_ints(r, 1);
-    ends = constant_ints(r, 2);
-    axes = constant_ints(r, 3);
-    steps = constant_ints(r, 4);
   }
-  const SliceSpec spec = resolve_slice(n, in, starts, ends, axes, steps);
+  const SliceSpec spec = resolve_slice_node(n, in, [&](size_t i) { return i < r.constants.size() ? r.constants[i] : nullptr; });
   if (spec.out_dims != r.outputs[0].dims) return nullptr;
   return std::make_unique<SliceKernel>(spec, in, dtype_size(r.inputs[0].dtype));
 }
