@@ -231,10 +231,7 @@ class AttentionKernel final : public Kernel {
       const float* vb = vh + k0 * hd;
       int64_t ldv = hd;
       if (pack_v_) {
-        for (int64_t j = 0; j < nk; ++j) {
-          std::memcpy(vp + j * dpad_, vb + j * hd, static_cast<size_t>(Dh) * sizeof(float));
-          std::fill(vp + j * dpad_ + Dh, vp + (j + 1) * dpad_, 0.f);
-        }
+        attention::pack_rows(vb, hd, nk, Dh, vp, dpad_);
         vb = vp;
         ldv = dpad_;
       }

@@ -155,4 +155,13 @@ inline void fold_scores(float* sr, int64_t nk_pad, V vmax, float& m, float& l, f
   }
 }
 
+// Copies `rows` rows of `cols` floats (stride lds) into dst (stride ldd >= cols), zero-filling
+// each row's tail: V rows for gemm() when the head size is not whole vectors.
+inline void pack_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  for (int64_t j = 0; j < rows; ++j) {
+    std::copy(src + j * lds, src + j * lds + cols, dst + j * ldd);
+    std::fill(dst + j * ldd + cols, dst + (j + 1) * ldd, 0.f);
+  }
+}
+
 }  // namespace fusor::cpu::attention

@@ -190,10 +190,7 @@ class CachedAttentionKernel final : public Kernel {
         const float* vb = ops.value_cache + block_offset(ops, t, k0 + j0, g);
         int64_t ldv = Dh;
         if (pack_v_) {
-          for (int64_t j = 0; j < block_rows; ++j) {
-            std::memcpy(vp + j * dpad_, vb + j * Dh, static_cast<size_t>(Dh) * sizeof(float));
-            std::fill(vp + j * dpad_ + Dh, vp + (j + 1) * dpad_, 0.f);
-          }
+          attention::pack_rows(vb, Dh, block_rows, Dh, vp, dpad_);
           vb = vp;
           ldv = dpad_;
         }
