@@ -111,6 +111,12 @@ std::optional<std::variant<LayerNormMatch, std::string>> match_rms_at(const Fusi
     return std::nullopt;
   LayerNormMatch m;
   m.x = ctx.node(pow).inputs[0];
+  // x - mean(x) squared is a LayerNorm's variance, not an RMSNorm: that LayerNorm is matched (or
+  // was disabled, and stays unfused) from its first ReduceMean.
+  if (int sub = match::producer_of(ctx, m.x, Op::Sub); sub >= 0) {
+    const int centre = match::producer_of(ctx, ctx.node(sub).inputs[1], Op::ReduceMean);
+    if (centre >= 0 && ctx.node(centre).inputs[0] == ctx.node(sub).inputs[0]) return std::nullopt;
+  }
   const TensorType& xt = ctx.type(m.x);
   if (xt.dtype != DType::Float32) return std::string("input is not float32");
   const size_t rank = xt.dims.size();
