@@ -2,7 +2,9 @@
 // against each run alone through the plain loop with fusion off, in fast kernels (tier 1) and
 // with both sides in reference kernels (tier 3).
 #include <algorithm>
+#include <iterator>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,13 @@ namespace fusor {
 namespace {
 
 constexpr int kDecodeSteps = 6;
+// Prompts of 1 and 17 tokens (17 crosses a 16-position block) and a longer one (at most the
+// context - 8), joining the batch at steps 0, 2 and 3.
+struct Joiner {
+  int64_t prompt;
+  int join;
+};
+constexpr Joiner kSequences[] = {{1, 0}, {17, 2}, {40, 3}};
 
 // One checked sequence: its tokens (prompt, then one per decode step), fixed before either side
 // runs so both see the same inputs, and the batch step its prompt joins at.
@@ -34,21 +43,20 @@ std::vector<TokenId> ids(int64_t count, int64_t vocab, int64_t salt) {
   return out;
 }
 
-// Prompts of 1 and 17 tokens (17 crosses a 16-position block) and a longer one, joining at
-// steps 0, 2 and 3; each fits the context with its decode steps.
+// kSequences, each fitting the context with its decode steps.
 std::vector<Script> scripts(const DecoderSpec& spec, int64_t vocab) {
   const int64_t context = spec.context_length;
-  const int64_t longest = context > 0 ? std::min<int64_t>(context - 8, 40) : 40;
-  const std::vector<std::pair<int64_t, int>> shapes = {{1, 0}, {17, 2}, {longest, 3}};
   std::vector<Script> out;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    int64_t prompt = std::max<int64_t>(1, shapes[i].first), steps = kDecodeSteps;
+  for (size_t i = 0; i < std::size(kSequences); ++i) {
+    const bool last = i + 1 == std::size(kSequences);
+    int64_t prompt = kSequences[i].prompt, steps = kDecodeSteps;
+    if (last && context > 0) prompt = std::max<int64_t>(1, std::min(prompt, context - 8));
     if (context > 0) {
       prompt = std::max<int64_t>(1, std::min(prompt, context - kDecodeSteps));
       steps = std::clamp<int64_t>(context - prompt, 0, kDecodeSteps);
     }
     const auto salt = static_cast<int64_t>(i);
-    out.push_back({ids(prompt, vocab, salt), ids(steps, vocab, salt + 7), shapes[i].second});
+    out.push_back({ids(prompt, vocab, salt), ids(steps, vocab, salt + 7), kSequences[i].join});
   }
   return out;
 }
@@ -139,9 +147,13 @@ KvCacheVerdict check_kv_cache(const Engine& engine, const std::string& model_fil
   SessionOptions fast, reference;
   fast.fusion = reference.fusion = options.fusion;
   reference.reference = true;
+  // A pool just large enough for the scripts (the default, 8 x the context, is sized for serving).
+  DecoderBatchOptions pool;
+  for (const Joiner& s : kSequences)
+    pool.cache_tokens += (s.prompt + kDecodeSteps + pool.block_size - 1) / pool.block_size * pool.block_size;
   std::optional<DecoderBatch> cached_fast;
   try {
-    cached_fast.emplace(engine, spec, fast);
+    cached_fast.emplace(engine, spec, fast, pool);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::UnsupportedOp) throw;
     v.reason = e.what();
@@ -152,7 +164,7 @@ KvCacheVerdict check_kv_cache(const Engine& engine, const std::string& model_fil
   // The vocabulary, when the export does not declare it: the logits of one token.
   int64_t vocab = spec.vocab_size;
   if (vocab <= 0) {
-    DecoderBatch probe(engine, spec, fast);
+    DecoderBatch probe(engine, spec, fast, pool);
     const DecoderBatch::SequenceId s = probe.add();
     const TokenId zero = 0;
     vocab = static_cast<int64_t>(probe.step(std::vector<DecoderBatch::Feed>{{s, std::span<const TokenId>(&zero, 1)}})[0].size());
@@ -166,7 +178,7 @@ KvCacheVerdict check_kv_cache(const Engine& engine, const std::string& model_fil
   const Logits cached = run_cached(*cached_fast, plan, options);
   cached_fast.reset();  // its pool: the reference side's needs the memory more
   const Logits alone_truth = run_alone(engine, spec, plan, true);
-  DecoderBatch cached_reference(engine, spec, reference);
+  DecoderBatch cached_reference(engine, spec, reference, pool);
   const Logits cached_truth = run_cached(cached_reference, plan, options);
 
   const Tolerance tol = twin_tolerance();
