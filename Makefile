@@ -24,14 +24,14 @@ build: setup $(BUILD)/build.ninja
 models: setup
 	@./scripts/get-models
 
-test-unit: build
+test-unit: build models
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-e2e: build models
 	FUSOR=$(BUILD)/fusor $(PY) -m pytest -q tests/e2e
 
 # The unit and conformance suites once more under AddressSanitizer and UBSan.
-test-asan: setup
+test-asan: setup models
 	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSOR_SANITIZE=ON \
 	  -DFUSOR_ONNX_NODE_DATA=$(NODE_DATA) >/dev/null
 	cmake --build $(ASAN) -j $(JOBS)

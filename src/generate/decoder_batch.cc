@@ -203,10 +203,16 @@ struct DecoderBatch::Impl {
     for (size_t i = 0; i < feeds.size(); ++i) pool->reserve(sequences.at(feeds[i].sequence).blocks, ends[i]);
   }
 
-  // Runs tokens [from, from + count) of the step's concatenated feeds as one plan.
-  void run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count) {
+  // The plan that runs `count` tokens: the next power of two, so a few plans serve every count.
+  static int64_t capacity_for(int64_t count) {
     int64_t capacity = 1;
     while (capacity < count) capacity *= 2;
+    return capacity;
+  }
+
+  // Runs tokens [from, from + count) of the step's concatenated feeds as one plan.
+  void run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count) {
+    const int64_t capacity = capacity_for(count);
     TokenPlan& p = plan_for(capacity);
     int64_t t = 0, at = 0;
     last_rows.clear();
@@ -243,7 +249,7 @@ struct DecoderBatch::Impl {
     admit(feeds);
     int64_t total = 0;
     for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
-    if (vocab == 0) plan_for(std::min<int64_t>(1, batch.max_step_tokens));  // learn the vocabulary
+    if (vocab == 0) plan_for(capacity_for(std::min(total, batch.max_step_tokens)));  // learns the vocabulary
     logits.resize(feeds.size() * static_cast<size_t>(vocab));
     try {
       for (int64_t from = 0; from < total; from += batch.max_step_tokens)

@@ -19,7 +19,8 @@ struct Binding {
 // `inputs[i]` is the type of graph.inputs[i]; `frozen[i]`, when defined, is its fixed value
 // (it must match the type). Nodes are typed in order by their shape functions; a node whose
 // inputs are all constant, and every Shape node, is folded with `evaluate` (ref::evaluate, the
-// reference kernels). Throws fusor::Error naming the node when a shape function rejects its inputs.
+// reference kernels), except an op that writes its inputs (op_writes_inputs). Throws
+// fusor::Error naming the node when a shape function rejects its inputs.
 Binding bind_graph(const Graph& graph, std::span<const TensorType> inputs, std::span<const Tensor> frozen,
                    EvaluateFn evaluate);
 

@@ -88,4 +88,23 @@ std::vector<int64_t> resolve_split(const Node& node, int64_t dim, const std::vec
   return sizes;
 }
 
+SliceSpec resolve_slice_node(const Node& node, const Dims& in, const std::function<const Tensor*(size_t)>& input) {
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (node.opset < 10) {
+    starts = node.attr_ints("starts");
+    ends = node.attr_ints("ends");
+    axes = node.attr_ints("axes");
+  } else {
+    auto arg = [&](size_t i) {
+      const Tensor* t = input(i);
+      return t ? t->to_int64_vector() : std::vector<int64_t>{};
+    };
+    starts = arg(1);
+    ends = arg(2);
+    axes = arg(3);
+    steps = arg(4);
+  }
+  return resolve_slice(node, in, starts, ends, axes, steps);
+}
+
 }  // namespace fusor

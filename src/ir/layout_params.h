@@ -3,6 +3,7 @@
 // values as tensors or attributes), so both agree on clamping and chunk sizes.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "ir/graph.h"
@@ -23,6 +24,10 @@ struct SliceSpec {
 SliceSpec resolve_slice(const Node& node, const Dims& in, const std::vector<int64_t>& starts,
                         const std::vector<int64_t>& ends, std::vector<int64_t> axes,
                         std::vector<int64_t> steps);
+
+// A Slice node's spec against `in`: its attributes before opset 10, else inputs 1-4, whose values
+// `input(i)` gives (nullptr for an omitted one: that argument is then empty).
+SliceSpec resolve_slice_node(const Node& node, const Dims& in, const std::function<const Tensor*(size_t)>& input);
 
 // Sizes of each Split output along `dim`: explicit `split` sizes when given (must sum to dim),
 // else opset-18 `num_outputs` chunks of ceil(dim/n) with a smaller last chunk, else equal parts.

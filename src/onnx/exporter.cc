@@ -164,7 +164,8 @@ class Exporter {
     if (n.op != Op::Fused) {
       np.set_op_type(n.op_type);
       np.set_domain(n.domain);
-      if (!n.domain.empty()) other_domains_.emplace(n.domain, n.opset);
+      // Domain "fusor" (CachedAttention) is imported already, for the fused nodes' functions.
+      if (!n.domain.empty() && n.domain != kFusorDomain) other_domains_.emplace(n.domain, n.opset);
       return;
     }
     if (!n.body) throw Error(n.describe() + ": fused node has no body to export");

@@ -269,7 +269,7 @@ class Importer {
                         (n.domain.empty() ? "ai.onnx" : n.domain) + "', opset " +
                         std::to_string(n.opset) + ")";
     auto op = op_for_node(n.domain, n.op_type);
-    if (n.domain == kFusorDomain) op = Op::Fused;
+    if (n.domain == kFusorDomain && !op) op = Op::Fused;  // a call of a model-local function
     const bool is_constant = n.domain.empty() && n.op_type == "Constant";
     if (!op && !is_constant) throw Error(where + ": unsupported operator", ErrorKind::UnsupportedOp);
     Subgraphs subgraphs;

@@ -21,6 +21,12 @@ constexpr std::string_view kOnnxMlOps[] = {"Binarizer", "ArrayFeatureExtractor",
 
 bool is_onnx_ml_op(std::string_view op_type) { return std::ranges::find(kOnnxMlOps, op_type) != std::end(kOnnxMlOps); }
 
+// fusor's own ops that have an op row (ir/op_rows_decode.h): nodes of domain "fusor" of these
+// names run as that row; other names there are fused nodes' functions.
+constexpr std::string_view kFusorOps[] = {"CachedAttention"};
+
+bool is_fusor_op(std::string_view op_type) { return std::ranges::find(kFusorOps, op_type) != std::end(kFusorOps); }
+
 using Opsets = std::map<std::string, int64_t>;
 
 void count_uses(const onnx::GraphProto& g, const Opsets& opsets, std::vector<OpUse>& uses,
@@ -48,7 +54,8 @@ void count_uses(const onnx::GraphProto& g, const Opsets& opsets, std::vector<OpU
 
 std::optional<Op> op_for_node(const std::string& domain, const std::string& op_type) {
   if (domain == kOnnxMlDomain) return is_onnx_ml_op(op_type) ? op_from_name(op_type) : std::nullopt;
-  if ((!domain.empty() && domain != "ai.onnx") || is_onnx_ml_op(op_type)) return std::nullopt;
+  if (domain == kFusorDomain) return is_fusor_op(op_type) ? op_from_name(op_type) : std::nullopt;
+  if ((!domain.empty() && domain != "ai.onnx") || is_onnx_ml_op(op_type) || is_fusor_op(op_type)) return std::nullopt;
   auto op = op_from_name(op_type);
   if (op == Op::Fused) return std::nullopt;  // fusor's own: only as a function call in domain "fusor"
   return op;

@@ -20,8 +20,9 @@ std::string unsupported_reason(const std::string& domain, const std::string& op_
 inline constexpr const char* kOnnxMlDomain = "ai.onnx.ml";
 
 // The op row a node of `domain` ("" or "ai.onnx" for ONNX's) and `op_type` runs as, or nullopt.
-// An ai.onnx.ml op maps to the row of its name only in its own domain. Constant nodes and
-// fused nodes (domain "fusor") are no op row here: the importer handles them itself.
+// An ai.onnx.ml op maps to the row of its name only in its own domain, and so does fusor's own
+// (CachedAttention, domain "fusor"). Constant nodes and fused nodes (the other names of domain
+// "fusor") are no op row here: the importer handles them itself.
 std::optional<Op> op_for_node(const std::string& domain, const std::string& op_type);
 
 // One op type a model uses, counted over its graph and every subgraph (If, Loop, Scan bodies).

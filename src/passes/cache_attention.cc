@@ -171,7 +171,11 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
     }
     types.push_back(t);
   }
-  return {tokens, past, bind_graph(g, types, frozen, evaluate)};
+  try {
+    return {tokens, past, bind_graph(g, types, frozen, evaluate)};
+  } catch (const Error& e) {
+    refuse("the step does not bind at " + std::to_string(tokens) + " tokens after " + std::to_string(past) + ": " + e.what());
+  }
 }
 
 LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Probe& p,
@@ -235,6 +239,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   if (layers == 0 || names.past_values.size() != layers || names.present_keys.size() != layers ||
       names.present_values.size() != layers)
     refuse("the decoder names no cache layers");
+  remove_dead_nodes(g);  // only what reaches an output counts as a reader below
   const int ids = value_id(g, names.input_ids, "input");
   const int positions = value_id(g, names.position_ids, "input");
   if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");

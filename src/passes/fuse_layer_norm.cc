@@ -3,7 +3,14 @@
 // subtracted from its own input; every assumption the kernel makes is checked, and a near miss
 // (another axis, another exponent, a non-scalar epsilon, gamma of the wrong shape) is declined
 // with its reason and left to the elementwise pass.
+//
+// RMSNorm (LLaMA, T5) is the same without the centering: Pow(x, 2), ReduceMean, Add(eps), Sqrt,
+// then x / sqrt or x * (1 / sqrt) (Div(1, .) or Reciprocal), optionally a float-to-float Cast and
+// Mul(gamma); a float-to-float Cast that only feeds it joins too. It becomes the same LayerNorm
+// kind with attribute rms = 1 (the kernel skips the mean). Its match starts at the ReduceMean of
+// the squares.
 #include <algorithm>
+#include <optional>
 
 #include "passes/match.h"
 #include "passes/passes.h"
@@ -87,11 +94,109 @@ std::variant<LayerNormMatch, std::string> match_at(const FusionContext& ctx, int
   return m;
 }
 
+// A Cast to the type it already has: a copy, in both RMSNorm forms around the float32 math.
+bool same_type_cast(const FusionContext& ctx, int node) {
+  const Node& n = ctx.node(node);
+  return n.op == Op::Cast && ctx.type(n.inputs[0]).dtype == DType::Float32 && ctx.type(n.outputs[0]).dtype == DType::Float32;
+}
+
+// RMSNorm from the ReduceMean `mean` of the squares; the reason when it is not one (nullopt when
+// `mean` does not average squares at all: not an opportunity).
+std::optional<std::variant<LayerNormMatch, std::string>> match_rms_at(const FusionContext& ctx, int mean) {
+  const Node& r = ctx.node(mean);
+  const int pow = match::producer_of(ctx, r.inputs[0], Op::Pow);
+  if (pow < 0) return std::nullopt;
+  auto exponent = match::scalar(ctx, ctx.node(pow).inputs[1]);
+  if (!exponent || *exponent != 2.0 || match::only_consumer(ctx, ctx.node(pow).outputs[0], Op::ReduceMean) != mean)
+    return std::nullopt;
+  LayerNormMatch m;
+  m.x = ctx.node(pow).inputs[0];
+  const TensorType& xt = ctx.type(m.x);
+  if (xt.dtype != DType::Float32) return std::string("input is not float32");
+  const size_t rank = xt.dims.size();
+  auto axes = match::reduce_axes(ctx, r, rank);
+  if (!axes || axes->size() != 1 || (*axes)[0] != static_cast<int64_t>(rank) - 1)
+    return std::string("the mean of squares is not over the last axis alone");
+  if (r.attr_int("keepdims", 1) != 1) return std::string("ReduceMean drops the reduced axis (keepdims=0)");
+  m.axis = (*axes)[0];
+  const int64_t n = xt.dims.back();
+  const int add_eps = match::only_consumer(ctx, r.outputs[0], Op::Add);
+  if (add_eps < 0) return std::string("no epsilon is added to the mean of squares");
+  auto eps = match::scalar(ctx, match::other_input(ctx.node(add_eps), r.outputs[0]));
+  if (!eps || *eps < 0) return std::string("epsilon is not a non-negative scalar constant");
+  m.epsilon = *eps;
+  const int sqrt = match::only_consumer(ctx, ctx.node(add_eps).outputs[0], Op::Sqrt);
+  if (sqrt < 0) return std::string("the mean of squares is not square-rooted");
+  m.nodes = {pow, mean, add_eps, sqrt};
+  const int rms = ctx.node(sqrt).outputs[0];
+  int out = -1;
+  if (int div = match::only_consumer(ctx, rms, Op::Div); div >= 0 && ctx.node(div).inputs[1] == rms) {
+    const Node& dn = ctx.node(div);
+    if (dn.inputs[0] == m.x) {  // x / rms
+      m.nodes.push_back(div);
+      out = dn.outputs[0];
+    } else if (auto one = match::scalar(ctx, dn.inputs[0]); one && *one == 1.0) {  // 1 / rms, then x * that
+      const int mul = match::only_consumer(ctx, dn.outputs[0], Op::Mul);
+      if (mul < 0 || match::other_input(ctx.node(mul), dn.outputs[0]) != m.x)
+        return std::string("1 / sqrt(mean of squares + epsilon) does not scale the input");
+      m.nodes.insert(m.nodes.end(), {div, mul});
+      out = ctx.node(mul).outputs[0];
+    }
+  } else if (int rec = match::only_consumer(ctx, rms, Op::Reciprocal); rec >= 0) {
+    const int mul = match::only_consumer(ctx, ctx.node(rec).outputs[0], Op::Mul);
+    if (mul < 0 || match::other_input(ctx.node(mul), ctx.node(rec).outputs[0]) != m.x)
+      return std::string("1 / sqrt(mean of squares + epsilon) does not scale the input");
+    m.nodes.insert(m.nodes.end(), {rec, mul});
+    out = ctx.node(mul).outputs[0];
+  }
+  if (out < 0) return std::string("the input is not divided by sqrt(mean of squares + epsilon)");
+  // The scale: gamma of the normalized axis' size, after an optional float-to-float Cast.
+  int scaled_from = out, cast = -1;
+  if (int c = match::only_consumer(ctx, out, Op::Cast); c >= 0 && same_type_cast(ctx, c)) {
+    cast = c;
+    scaled_from = ctx.node(c).outputs[0];
+  }
+  const int mul = match::only_consumer(ctx, scaled_from, Op::Mul);
+  const int gamma = mul >= 0 ? match::other_input(ctx.node(mul), scaled_from) : -1;
+  const Tensor* g = gamma >= 0 ? ctx.constant(gamma) : nullptr;
+  if (!g || g->dtype() != DType::Float32 || g->numel() != n || g->dims().size() > rank)
+    return std::string("no Mul by a float32 scale of the normalized axis follows (the fast kernel needs one)");
+  if (cast >= 0) m.nodes.push_back(cast);
+  m.nodes.push_back(mul);
+  m.gamma = gamma;
+  // A float-to-float Cast feeding only this pattern joins it: its input is the real x.
+  if (int c = ctx.graph().values[static_cast<size_t>(m.x)].producer; c >= 0 && same_type_cast(ctx, c)) {
+    const auto& readers = ctx.consumers(m.x);
+    if (std::all_of(readers.begin(), readers.end(), [&](int k) { return std::count(m.nodes.begin(), m.nodes.end(), k) > 0; })) {
+      m.nodes.push_back(c);
+      m.x = ctx.node(c).inputs[0];
+    }
+  }
+  return m;
+}
+
 }  // namespace
 
 void fuse_layer_norm(FusionContext& ctx) {
   for (int i = 0; i < static_cast<int>(ctx.graph().nodes.size()); ++i) {
     if (ctx.node(i).op != Op::ReduceMean) continue;
+    if (auto rms = match_rms_at(ctx, i)) {
+      if (auto* why = std::get_if<std::string>(&*rms)) {
+        ctx.decline(kPass, {i}, "RMSNorm: " + *why);
+        continue;
+      }
+      auto& m = std::get<LayerNormMatch>(*rms);
+      std::map<std::string, Attribute> attrs = {{"axis", m.axis},
+                                                {"epsilon", static_cast<float>(m.epsilon)},
+                                                {"has_scale", int64_t{1}},
+                                                {"has_bias", int64_t{0}},
+                                                {"rms", int64_t{1}}};
+      std::sort(m.nodes.begin(), m.nodes.end());
+      const int first = m.nodes.front();
+      if (ctx.fuse(kPass, m.nodes, FusedKind::LayerNorm, "rmsnorm", std::move(attrs), {}, {m.x, m.gamma}))
+        i = std::min(i, first) - 1;
+      continue;
+    }
     auto r = match_at(ctx, i);
     if (auto* why = std::get_if<std::string>(&r)) {
       // Only a ReduceMean that starts the pattern (its mean is subtracted) is an opportunity.

@@ -16,8 +16,9 @@ constexpr AttrType Int = AttrType::Int, Float = AttrType::Float, String = AttrTy
 constexpr bool kSometimes = false;
 
 // fuse_layer_norm; read by the LayerNormalization kernel it stands in for (has_scale, has_bias:
-// whether gamma and beta follow X among the inputs).
-constexpr ContractAttr kLayerNorm[] = {{"axis", Int}, {"epsilon", Float}, {"has_scale", Int}, {"has_bias", Int}};
+// whether gamma and beta follow X among the inputs; rms: RMSNorm, no centering).
+constexpr ContractAttr kLayerNorm[] = {
+    {"axis", Int}, {"epsilon", Float}, {"has_scale", Int}, {"has_bias", Int}, {"rms", Int, kSometimes}};
 // fuse_gelu: "none" (erf) or "tanh", as ONNX Gelu.
 constexpr ContractAttr kGelu[] = {{"approximate", String}};
 // fuse_attention: mask is "additive" (the fourth input) or "none"; fill is the causal mask's value;

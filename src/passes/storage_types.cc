@@ -141,7 +141,8 @@ class Widener {
       if (val.dtype == DType::Undefined) val.dtype = types[o].dtype;
     }
     bool foldable = n.op == Op::Shape ||
-                    std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return v < 0 || is_constant(v); });
+                    (!op_writes_inputs(n.op) &&
+                     std::all_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return v < 0 || is_constant(v); }));
     if (foldable) fold(n, types);
     node_names_.insert(n.name);
     out_.nodes.push_back(std::move(n));

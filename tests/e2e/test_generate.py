@@ -4,9 +4,10 @@ Greedy parity: the decoders' greedy_reference.json holds transformers' generate(
 for 20 prompts of 1-200 tokens (scripts/greedy_reference.py); fusor must pick the same tokens.
 Where the reference's two best logits are within 1e-5 (a true tie) either token is accepted and
 the run continues teacher-forced: fusor is restarted on the prompt plus the reference's tokens so
-far. Each prompt builds 64 sessions today (one per past length, docs/generate.md): 20-60 s a
-prompt on two busy cores, so by default five prompts run (~3 minutes); FUSOR_GENERATE_ALL=1 runs
-all 20 of both models (~15-25 minutes).
+far. With the paged KV cache (the default) all 20 prompts of both models run (a few seconds each),
+and 8 of them again together, joining at different steps (`--batch`). The unfused plain loop
+plans every past length anew (docs/generate.md), so by default two prompts per model check it;
+FUSOR_GENERATE_ALL=1 runs all 20 of both models that way too (~10 minutes).
 The rest: the merged export, text in and out, EOS and stop strings, sampling, the repetition
 penalty (against transformers' logits processor over ONNX Runtime's logits), errors.
 """
@@ -66,13 +67,13 @@ def check_greedy_parity(model, case, *args):
     return ties
 
 
-def parity_cases():
+def parity_cases(subset):
     for model in ("llama-tiny", "gpt2-tiny"):
-        for i in (range(20) if ALL else SUBSET[model]):
+        for i in subset(model):
             yield pytest.param(model, i, id=f"{model}-{i}")
 
 
-@pytest.mark.parametrize("model,index", parity_cases())
+@pytest.mark.parametrize("model,index", parity_cases(lambda model: range(20)))
 def test_greedy_parity_with_transformers(model, index):
     case = reference(model)["prompts"][index]
     ties = check_greedy_parity(model, case)
@@ -80,12 +81,68 @@ def test_greedy_parity_with_transformers(model, index):
     print(f"{model} prompt {index} ({len(case['prompt_ids'])} tokens): 64 tokens equal, {ties} true ties accepted")
 
 
-@pytest.mark.parametrize("model,index", [("llama-tiny", 4), ("gpt2-tiny", 11)])
+@pytest.mark.parametrize("model,index", parity_cases(lambda model: range(20) if ALL else SUBSET[model]))
 def test_greedy_parity_unfused(model, index):
-    """The unfused plan too: the KV-cache fusion to come is checked against it."""
+    """The unfused plain loop too: the reference the KV-cache fusion is checked against."""
     case = reference(model)["prompts"][index]
     ties = check_greedy_parity(model, case, "--no-fusion")
     print(f"{model} prompt {index} unfused: 64 tokens equal, {ties} true ties accepted")
+
+
+@pytest.mark.parametrize("model", ["llama-tiny", "gpt2-tiny"])
+def test_eight_sequences_joining_at_different_steps(model, tmp_path):
+    """8 prompts (1-200 tokens) generated together, each joining 3 steps after the previous one:
+    their prefills share steps with the others' decode tokens, and every sequence attends to its
+    own cache blocks. Each must give transformers' tokens (no true tie occurs on these prompts;
+    a tie would show here as a mismatch at a step whose top-2 gap is under 1e-5)."""
+    prompts = reference(model)["prompts"]
+    chosen = [0, 3, 5, 8, 11, 14, 17, 19]
+    lines = [json.dumps({"prompt_ids": prompts[i]["prompt_ids"], "start_step": 3 * k}) for k, i in enumerate(chosen)]
+    (tmp_path / "batch.jsonl").write_text("\n".join(lines) + "\n")
+    r = run_fusor("generate", MODELS / model, "--batch", tmp_path / "batch.jsonl", "--max-new-tokens", 64,
+                  "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert len(out["sequences"]) == 8 and out["generated_tokens"] == 8 * 64
+    assert out["steps"] < 8 * 64  # they really ran together
+    for seq, i in zip(out["sequences"], chosen):
+        case = prompts[i]
+        assert seq["prompt_ids"] == case["prompt_ids"]
+        mismatch = next((s for s, (a, b) in enumerate(zip(seq["output_ids"], case["output_ids"])) if a != b), None)
+        assert mismatch is None or case["top2_gap"][mismatch] < TIE, (
+            f"prompt {i}, step {mismatch}: {seq['output_ids'][mismatch]} vs {case['output_ids'][mismatch]}")
+
+
+def test_kv_cache_holds_exactly_the_keys_and_values():
+    """--stats: the pool's bytes per token are layers x 2 x KV heads x head size x 4."""
+    config = json.loads((MODELS / "llama-tiny" / "config.json").read_text())
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    want = config["num_hidden_layers"] * 2 * config["num_key_value_heads"] * head_dim * 4
+    for model in ("llama-tiny", "llama-tiny-merged"):
+        out = greedy(model, [5, 6, 7], 20, "--stats")
+        cache = out["kv_cache"]
+        assert cache["bytes_per_token"] == want, cache
+        assert cache["bytes"] == cache["blocks"] * cache["block_size"] * want
+        assert cache["blocks_used"] == -(-(3 + 19) // cache["block_size"])  # the last token is never fed
+        assert out["sessions_built"] <= 3  # one plan per power-of-two token count, not per past length
+    unfused = greedy("llama-tiny", [5, 6, 7], 4, "--stats", "--no-fusion")
+    assert unfused["kv_cache"] == {"refused": "fusion is off"}
+
+
+@pytest.mark.parametrize("line,says", [
+    ("not json", "not a JSON object"),
+    ('{"prompt_ids": [1], "prompt": "x"}', "one of them"),
+    ('{"prompt_ids": [1, -1]}', "non-negative integers"),
+    ('{"prompt_ids": []}', "no tokens"),
+    ('{"prompt_ids": [1], "start_step": -2}', "start_step"),
+    ('{"prompt_ids": [1], "n": 2}', "unknown field 'n'"),
+    ('{"prompt_ids": [99999]}', "outside the vocabulary"),
+])
+def test_bad_batch_lines_are_one_line_errors(tmp_path, line, says):
+    (tmp_path / "batch.jsonl").write_text('{"prompt_ids": [1, 2]}\n' + line + "\n")
+    r = run_fusor("generate", MODELS / "gpt2-tiny", "--batch", tmp_path / "batch.jsonl", "--max-new-tokens", 2)
+    assert r.returncode != 0 and r.stdout == ""
+    assert says in r.stderr and r.stderr.count("\n") == 1, r.stderr
 
 
 def test_merged_export_gives_llama_tiny_tokens():

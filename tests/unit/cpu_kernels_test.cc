@@ -270,6 +270,12 @@ const Case kCases[] = {
     {"gather_embedding", Op::Gather, {fc({1000, 384}), idx({1, 128}, 1000)}, {}, 14, "gather_rows"},
     {"gather_3d_neg", Op::Gather, {fc({50, 3, 4}), idx_neg({2, 7}, 50)}, {}, 14, "gather_rows"},
     {"gather_i32", Op::Gather, {f({20, 5}), idx32({6}, 20)}, {}, 14, "gather_rows"},
+    // Slice (rotary halves, windows, steps, negative and clamped bounds).
+    {"slice_rotary_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {32}), ci({1}, {1e18}), ci({1}, {-1})}, {}, 13, "slice_strided"},
+    {"slice_first_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {0}), ci({1}, {32}), ci({1}, {3})}, {}, 13, "slice_strided"},
+    {"slice_two_axes_step", Op::Slice, {f({4, 9, 7}), ci({2}, {1, -1}), ci({2}, {9, -8}), ci({2}, {1, 2}), ci({2}, {2, -2})}, {}, 13, "slice_strided"},
+    {"slice_rows_i64", Op::Slice, {idx({6, 5}, 50), ci({1}, {2}), ci({1}, {5})}, {}, 13, "x64"},
+    {"slice_opset9_attrs", Op::Slice, {f({3, 10})}, {{"starts", V{1}}, {"ends", V{8}}, {"axes", V{1}}}, 9, "slice_strided"},
 };
 
 Tensor make_input(const In& in, std::mt19937& rng) {

@@ -1,44 +1,16 @@
 // The executor's arena: guards catch overflows and name the kernel and tensor, a steady-state
 // run allocates nothing, and concurrent sessions never share bytes.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <thread>
 
 #include "fusor/engine.h"
 #include "kernels/cpu/backend.h"
 #include "plan/memory_plan.h"
 #include "runtime/executor.h"
+#include "allocation_counter.h"
 #include "graph_builder.h"
-
-// Counts heap allocations while `counting` is set (a test hook for the zero-allocation rule).
-// Allocations made inside oneDNN's own execute() (it builds a small argument map per call) are
-// counted apart: fusor cannot avoid them, but everything on fusor's side must be zero.
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-std::atomic<long> onednn_allocations{0};
-
-bool called_from_onednn(void* return_address) {
-  Dl_info info;
-  return dladdr(return_address, &info) && info.dli_fname && std::strstr(info.dli_fname, "libdnnl");
-}
-}  // namespace
-
-// The sanitizers replace the allocator themselves; this hook then stays out of their way.
-#ifndef FUSOR_SANITIZE
-void* operator new(std::size_t n) {
-  if (counting) ++(called_from_onednn(__builtin_return_address(0)) ? onednn_allocations : allocations);
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace fusor {
 namespace {
@@ -94,20 +66,16 @@ TEST(Executor, GuardNamesTheKernelAndTensorThatOverflowed) {
 // The serving path (fast kernels) must not allocate per inference; reference kernels are
 // written for clarity and may.
 TEST(Executor, SteadyStateRunAllocatesNothing) {
-#ifdef FUSOR_SANITIZE
-  GTEST_SKIP() << "allocation counting needs the plain allocator";
-#endif
+  if (!test::counting_available()) GTEST_SKIP() << "allocation counting needs the plain allocator";
   Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   Executor ex(plan);
   std::vector<Tensor> inputs{input_x(1)}, outputs;
   ex.run_into(inputs, outputs);  // the first run allocates the outputs
-  allocations = 0;
-  onednn_allocations = 0;
-  counting = true;
+  test::start_counting_allocations();
   for (int i = 0; i < 5; ++i) ex.run_into(inputs, outputs);
-  counting = false;
-  EXPECT_EQ(allocations.load(), 0);
-  RecordProperty("onednn_internal_allocations_per_run", static_cast<int>(onednn_allocations.load() / 5));
+  const test::AllocationCount n = test::stop_counting_allocations();
+  EXPECT_EQ(n.fusor, 0);
+  RecordProperty("onednn_internal_allocations_per_run", static_cast<int>(n.onednn / 5));
 }
 
 TEST(Executor, ReuseOnOffAndGuardedGiveBitIdenticalOutputs) {

@@ -80,6 +80,47 @@ TEST(FuseLayerNorm, DecomposedFormBecomesOneKernelWithTheSameNumbers) {
   EXPECT_GT(r.fused.fusion.items[0].bytes_saved, 0u);
 }
 
+// RMSNorm as LLaMA exports it (Cast to float32, x * (1 / sqrt(mean(x^2) + eps)), Cast, * gamma)
+// or as x / sqrt(...) * gamma; `axes` other than the last is a near miss.
+std::shared_ptr<const Graph> rms_norm_graph(bool reciprocal_form, std::vector<int64_t> axes = {-1}) {
+  test::GraphBuilder b;
+  int x = b.input("x");
+  int xf = b.node(Op::Cast, {x}, "to_float", DType::Float32, {{"to", DType::Float32}});
+  int sq = b.node(Op::Pow, {xf, b.constant("two", scalar(2.0f))}, "sq");
+  int ms = b.node(Op::ReduceMean, {sq}, "ms", DType::Float32, {{"axes", axes}});
+  int me = b.node(Op::Add, {ms, b.constant("eps", scalar(1e-6f))}, "me");
+  int rms = b.node(Op::Sqrt, {me}, "rms");
+  int y;
+  if (reciprocal_form) {
+    int inv = b.node(Op::Div, {b.constant("one", scalar(1.0f)), rms}, "inv");
+    y = b.node(Op::Mul, {xf, inv}, "normed");
+    y = b.node(Op::Cast, {y}, "back", DType::Float32, {{"to", DType::Float32}});
+  } else {
+    y = b.node(Op::Div, {xf, rms}, "normed");
+  }
+  y = b.node(Op::Mul, {b.constant("gamma", filled({16}, 0.5f, 1.0f)), y}, "y");
+  return b.finish({y});
+}
+
+TEST(FuseLayerNorm, RmsNormBecomesOneKernelWithTheSameNumbers) {
+  for (bool reciprocal : {true, false}) {
+    auto g = rms_norm_graph(reciprocal);
+    auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+    EXPECT_EQ(r.fused.steps.size(), 1u) << reciprocal;
+    ASSERT_EQ(r.fused.fusion.items.size(), 1u);
+    EXPECT_EQ(r.fused.fusion.items[0].kind, "LayerNorm");
+    EXPECT_EQ(r.fused.fusion.items[0].nodes.size(), reciprocal ? 9u : 7u);
+    EXPECT_NE(r.fused.steps[0].kernel->name().find("rmsnorm"), std::string::npos);
+  }
+}
+
+TEST(FuseLayerNorm, RmsNormOverAnotherAxisIsDeclinedWithItsReason) {
+  auto g = rms_norm_graph(true, {1});
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 0u);
+  EXPECT_TRUE(declined_with(r.fused, "RMSNorm: the mean of squares is not over the last axis"));
+}
+
 TEST(FuseLayerNorm, WithoutAffinePartFallsBackToItsNodesWithAReason) {
   auto g = layer_norm_graph({.affine = false});
   auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);

@@ -225,35 +225,13 @@ class AttentionKernel final : public Kernel {
           hn::StoreU(x, d, sr + j);
           vmax = hn::Max(vmax, x);
         }
-        const float m_new = std::max(m[r], hn::GetLane(hn::MaxOfLanes(d, vmax)));
-        if (m_new == kNegInf) {  // nothing finite yet: this block adds nothing (or NaN at the end)
-          std::fill(sr, sr + nk_pad, 0.f);
-          continue;
-        }
-        const float alpha = first ? 0.f : std::exp(m[r] - m_new);
-        m[r] = m_new;
-        const V vm = hn::Set(d, m_new);
-        V vsum = hn::Zero(d);
-        for (int64_t j = 0; j < nk_pad; j += L_) {
-          V p = attention::exp_nonpositive(hn::Sub(hn::LoadU(d, sr + j), vm));
-          hn::StoreU(p, d, sr + j);
-          vsum = hn::Add(vsum, p);
-        }
-        l[r] = l[r] * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
-        if (!first && alpha != 1.f) {
-          const V va = hn::Set(d, alpha);
-          float* ar = acc + r * dpad_;
-          for (int64_t c = 0; c < dpad_; c += L_) hn::StoreU(hn::Mul(hn::LoadU(d, ar + c), va), d, ar + c);
-        }
+        attention::fold_scores(sr, nk_pad, vmax, m[r], l[r], acc + r * dpad_, dpad_, first);
       }
       // acc += P V for this block; V rows are read in place unless D is not whole vectors.
       const float* vb = vh + k0 * hd;
       int64_t ldv = hd;
       if (pack_v_) {
-        for (int64_t j = 0; j < nk; ++j) {
-          std::memcpy(vp + j * dpad_, vb + j * hd, static_cast<size_t>(Dh) * sizeof(float));
-          std::fill(vp + j * dpad_ + Dh, vp + (j + 1) * dpad_, 0.f);
-        }
+        attention::pack_rows(vb, hd, nk, Dh, vp, dpad_);
         vb = vp;
         ldv = dpad_;
       }

@@ -5,6 +5,8 @@
 // a few hundred by a few hundred), so the packing and call overhead of a library GEMM would
 // dominate; a 6x16 tile keeps 12 accumulators and 2 B vectors in AVX2's 16 registers.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -122,6 +124,44 @@ inline void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
   int64_t j = 0;
   for (; j + 2 * L <= n; j += 2 * L) gemm_rows<2>(m, a, lda, b + j, ldb, c + j, ldc, k, accumulate);
   if (j < n) gemm_rows<1>(m, a, lda, b + j, ldb, c + j, ldc, k, accumulate);
+}
+
+// One row of an online softmax (FlashAttention-style): `sr` holds the row's nk_pad masked,
+// scaled scores of this key block and `vmax` their maximum. Updates the running max `m` and sum
+// `l`, turns `sr` into exp(score - m) (all 0 when nothing is finite yet), and rescales the output
+// accumulator row `acc` (dpad floats) by exp(m_old - m_new); `first` says this is the row's first
+// block, whose accumulator is written afterwards rather than added to.
+inline void fold_scores(float* sr, int64_t nk_pad, V vmax, float& m, float& l, float* acc, int64_t dpad, bool first) {
+  const D d;
+  const int64_t L = static_cast<int64_t>(hn::Lanes(d));
+  const float m_new = std::max(m, hn::GetLane(hn::MaxOfLanes(d, vmax)));
+  if (m_new == -std::numeric_limits<float>::infinity()) {  // this block adds nothing (NaN at the end)
+    std::fill(sr, sr + nk_pad, 0.f);
+    return;
+  }
+  const float alpha = first ? 0.f : std::exp(m - m_new);
+  m = m_new;
+  const V vm = hn::Set(d, m_new);
+  V vsum = hn::Zero(d);
+  for (int64_t j = 0; j < nk_pad; j += L) {
+    const V p = exp_nonpositive(hn::Sub(hn::LoadU(d, sr + j), vm));
+    hn::StoreU(p, d, sr + j);
+    vsum = hn::Add(vsum, p);
+  }
+  l = l * alpha + hn::GetLane(hn::SumOfLanes(d, vsum));
+  if (!first && alpha != 1.f) {
+    const V va = hn::Set(d, alpha);
+    for (int64_t c = 0; c < dpad; c += L) hn::StoreU(hn::Mul(hn::LoadU(d, acc + c), va), d, acc + c);
+  }
+}
+
+// Copies `rows` rows of `cols` floats (stride lds) into dst (stride ldd >= cols), zero-filling
+// each row's tail: V rows for gemm() when the head size is not whole vectors.
+inline void pack_rows(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
+  for (int64_t j = 0; j < rows; ++j) {
+    std::copy(src + j * lds, src + j * lds + cols, dst + j * ldd);
+    std::fill(dst + j * ldd + cols, dst + (j + 1) * ldd, 0.f);
+  }
 }
 
 }  // namespace fusor::cpu::attention

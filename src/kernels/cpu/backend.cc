@@ -41,6 +41,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::InstanceNormalization, make_instance_norm_kernel},
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
+    {Op::Slice, make_slice_kernel},
     {Op::CachedAttention, make_cached_attention_kernel},
 };
 
@@ -80,13 +81,15 @@ KernelSelection select_fused_kernel(const KernelRequest& r) {
     if (is_fused_kind(r.node, kind)) return factory(r);
   for (const StandIn& s : kStandIns) {
     if (!is_fused_kind(r.node, s.kind)) continue;
-    if (r.node.attr_int("has_scale", 1) == 0 || r.node.attr_int("has_bias", 1) == 0) return nullptr;
+    // Leading inputs: X, then gamma and beta as the node has them; an RMSNorm (rms = 1) needs no beta.
+    const bool rms = r.node.attr_int("rms", 0) != 0;
+    if (r.node.attr_int("has_scale", 1) == 0 || (r.node.attr_int("has_bias", 1) == 0 && !rms)) return nullptr;
     Node stand_in;
     stand_in.name = r.node.name;
     stand_in.op_type = op_info(s.op).name;
     stand_in.op = s.op;
     stand_in.attrs = r.node.attrs;
-    size_t n = std::min(s.inputs, r.inputs.size());
+    size_t n = std::min(s.inputs - (rms && r.node.attr_int("has_bias", 1) == 0 ? 1 : 0), r.inputs.size());
     stand_in.inputs.assign(r.node.inputs.begin(), r.node.inputs.begin() + static_cast<long>(n));
     stand_in.outputs = r.node.outputs;
     return table()[static_cast<size_t>(s.op)](

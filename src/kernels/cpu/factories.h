@@ -22,6 +22,7 @@ std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r);  // laye
 std::unique_ptr<Kernel> make_instance_norm_kernel(const KernelRequest& r);  // layer_norm.cc
 std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
+std::unique_ptr<Kernel> make_slice_kernel(const KernelRequest& r);       // slice.cc
 std::unique_ptr<Kernel> make_cached_attention_kernel(const KernelRequest& r);  // cached_attention.cc
 
 // Fused nodes (op Fused, domain "fusor"), by kind (the node's op_type).

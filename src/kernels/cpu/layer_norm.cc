@@ -1,5 +1,6 @@
-// Row normalizations (float32): LayerNormalization over its trailing axes, and
-// InstanceNormalization over each (batch, channel) plane; one row kernel serves both.
+// Row normalizations (float32): LayerNormalization over its trailing axes (and the RMSNorm that
+// fuse_layer_norm makes of the same kind), and InstanceNormalization over each (batch, channel)
+// plane; one row kernel serves all.
 #include <cmath>
 #include <utility>
 
@@ -17,16 +18,20 @@ namespace hn = simd::hn;
 // Normalizes one row of n floats: two passes (mean, then the variance of x - mean) in vector
 // accumulators, then y = (x - mean) * rstd * scale + bias, with a scale and bias per element
 // (`g`, `bias`, either may be null) or, where null, the scalars `g0` and `b0`. Returns {mean, rstd}.
+// `rms`: RMSNorm, the mean taken as 0 (rstd from the mean of squares).
 std::pair<float, float> normalize_row(const float* xr, float* yr, int64_t n, float eps, const float* g,
-                                      const float* bias, float g0, float b0) {
+                                      const float* bias, float g0, float b0, bool rms = false) {
   const D d;
   const int64_t L = static_cast<int64_t>(hn::Lanes(d));
   V acc = hn::Zero(d);
   int64_t i = 0;
-  for (; i + L <= n; i += L) acc = hn::Add(acc, hn::LoadU(d, xr + i));
-  float sum = hn::GetLane(hn::SumOfLanes(d, acc));
-  for (; i < n; ++i) sum += xr[i];
-  const float mean = sum / static_cast<float>(n);
+  float mean = 0.f;
+  if (!rms) {
+    for (; i + L <= n; i += L) acc = hn::Add(acc, hn::LoadU(d, xr + i));
+    float sum = hn::GetLane(hn::SumOfLanes(d, acc));
+    for (; i < n; ++i) sum += xr[i];
+    mean = sum / static_cast<float>(n);
+  }
   const V vm = hn::Set(d, mean);
   acc = hn::Zero(d);
   for (i = 0; i + L <= n; i += L) {
@@ -49,7 +54,7 @@ std::pair<float, float> normalize_row(const float* xr, float* yr, int64_t n, flo
 // outputs are written too.
 class LayerNormKernel final : public Kernel {
  public:
-  LayerNormKernel(int64_t n, float eps, bool has_bias) : n_(n), eps_(eps), has_bias_(has_bias) {}
+  LayerNormKernel(int64_t n, float eps, bool has_bias, bool rms) : n_(n), eps_(eps), has_bias_(has_bias), rms_(rms) {}
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     const float* x = in[0].data<float>();
@@ -61,18 +66,18 @@ class LayerNormKernel final : public Kernel {
     const int64_t n = n_, rows = in[0].numel() / n;
     parallel_range(rows, rows * n * 3, 1, [&](int64_t s, int64_t e) {
       for (int64_t r = s; r < e; ++r) {
-        auto [mean, rstd] = normalize_row(x + r * n, y + r * n, n, eps_, g, bias, 0.f, 0.f);
+        auto [mean, rstd] = normalize_row(x + r * n, y + r * n, n, eps_, g, bias, 0.f, 0.f, rms_);
         if (mean_out) mean_out[r] = mean;
         if (rstd_out) rstd_out[r] = rstd;
       }
     });
   }
-  std::string name() const override { return std::string("layernorm_f32_") + kIsa; }
+  std::string name() const override { return std::string(rms_ ? "rmsnorm_f32_" : "layernorm_f32_") + kIsa; }
 
  private:
   int64_t n_;
   float eps_;
-  bool has_bias_;
+  bool has_bias_, rms_;
 };
 
 // InstanceNormalization: each (n, c) plane of [N, C, spatial...] is a row, scaled and shifted by
@@ -119,7 +124,8 @@ std::unique_ptr<Kernel> make_layer_norm_kernel(const KernelRequest& r) {
   if (has_bias && (!input_is(r, 2, DType::Float32) || numel_of(r.inputs[2].dims) != n)) return nullptr;
   for (size_t o = 1; o < r.outputs.size(); ++o)
     if (o < r.node.outputs.size() && r.node.outputs[o] >= 0 && r.outputs[o].dtype != DType::Float32) return nullptr;
-  return std::make_unique<LayerNormKernel>(n, node.attr_float("epsilon", 1e-5f), has_bias);
+  // rms: only set by fuse_layer_norm on the RMSNorm it fuses (never by an imported node).
+  return std::make_unique<LayerNormKernel>(n, node.attr_float("epsilon", 1e-5f), has_bias, node.attr_int("rms", 0) != 0);
 }
 
 std::unique_ptr<Kernel> make_instance_norm_kernel(const KernelRequest& r) {

@@ -4,6 +4,7 @@
 // innermost input dim stays innermost, each output row is one memcpy. Otherwise every output
 // slice is a 2-D transpose between the input's innermost dim and the output's innermost dim,
 // done in cache tiles; the remaining dims are an outer loop split across OpenMP threads.
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -13,6 +14,8 @@
 
 namespace fusor::cpu {
 namespace {
+
+constexpr size_t kMaxRank = 16;  // merged axes a kernel walks (more: the reference runs it)
 
 struct TransposePlan {
   std::vector<int64_t> out_dims;   // merged output dims
@@ -114,7 +117,7 @@ class TransposeKernel final : public Kernel {
   template <class F>
   void outer_loop(size_t nd, int skip, int64_t count, int64_t work, F&& f) const {
     parallel_range(count, work, 1, [&](int64_t s, int64_t e) {
-      std::vector<int64_t> idx(nd, 0);
+      std::array<int64_t, kMaxRank> idx{};  // no allocation per run
       int64_t rem = s, off = 0;
       for (size_t k = nd; k-- > 0;) {
         if (static_cast<int>(k) == skip) continue;
@@ -144,6 +147,7 @@ std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r) {
   if (r.node.op != Op::Transpose || r.inputs.empty() || used_outputs(r) != 1) return nullptr;
   const Dims& in = r.inputs[0].dims;
   const size_t rank = in.size();
+  if (rank > kMaxRank) return nullptr;
   std::vector<int64_t> perm = r.node.attr_ints("perm");
   if (perm.empty())
     for (size_t i = 0; i < rank; ++i) perm.push_back(static_cast<int64_t>(rank - 1 - i));

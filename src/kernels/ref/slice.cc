@@ -10,21 +10,9 @@ namespace fusor::ref {
 
 void Slice(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   const Tensor& in = inputs[0];
-  std::vector<int64_t> starts, ends, axes, steps;
-  if (node.opset < 10) {
-    starts = node.attr_ints("starts");
-    ends = node.attr_ints("ends");
-    axes = node.attr_ints("axes");
-  } else {
-    auto arg = [&](size_t i) {
-      return i < inputs.size() && inputs[i].defined() ? inputs[i].to_int64_vector() : std::vector<int64_t>{};
-    };
-    starts = arg(1);
-    ends = arg(2);
-    axes = arg(3);
-    steps = arg(4);
-  }
-  const SliceSpec spec = resolve_slice(node, in.dims(), starts, ends, axes, steps);
+  const SliceSpec spec = resolve_slice_node(node, in.dims(), [&](size_t i) {
+    return i < inputs.size() && inputs[i].defined() ? &inputs[i] : nullptr;
+  });
   const auto in_strides = strides_of(in.dims());
   int64_t offset = 0;
   std::vector<int64_t> strides(in_strides.size());

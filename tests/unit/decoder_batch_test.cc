@@ -1,0 +1,212 @@
+// The paged-KV-cache decode runtime on the real LLaMA-style export (models/llama-tiny, made by
+// scripts/get-models): the cache_attention rewrite and its refusals, several sequences at
+// different positions in one step against each alone in the plain loop, the pool's accounting,
+// and a steady-state decode step that allocates nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "allocation_counter.h"
+#include "engine/internals.h"
+#include "fusor/decoder.h"
+#include "fusor/error.h"
+#include "generate/name_template.h"
+#include "kernels/ref/reference.h"
+#include "passes/cache_attention.h"
+
+namespace fusor {
+namespace {
+
+const std::string kModel = std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny";
+
+const Engine& engine() {
+  static const Engine e = Engine::load(kModel + "/model.onnx");
+  return e;
+}
+
+const DecoderSpec& spec() {
+  static const DecoderSpec s = DecoderSpec::describe(engine(), kModel + "/model.onnx");
+  return s;
+}
+
+DecoderGraphNames names() {
+  DecoderGraphNames n{spec().input_ids, spec().attention_mask, spec().position_ids, {}, {}, {}, {}};
+  for (int l = 0; l < spec().layers; ++l) {
+    n.past_keys.push_back(format_name(spec().past_key, l));
+    n.past_values.push_back(format_name(spec().past_value, l));
+    n.present_keys.push_back(format_name(spec().present_key, l));
+    n.present_values.push_back(format_name(spec().present_value, l));
+  }
+  return n;
+}
+
+std::string refusal(Graph g) {
+  try {
+    prepare_cached_decoder(g, names(), ref::evaluate);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::UnsupportedOp);
+    return e.what();
+  }
+  return "";
+}
+
+Node& node_named(Graph& g, Op op, const std::string& part) {
+  for (Node& n : g.nodes)
+    if (n.op == op && n.name.find(part) != std::string::npos) return n;
+  throw std::runtime_error("no " + part);
+}
+
+TEST(CacheAttentionPass, RewritesEveryLayerAndDropsThePast) {
+  Graph g = graph_of(engine());
+  const CachedDecoder c = prepare_cached_decoder(g, names(), ref::evaluate);
+  EXPECT_EQ(c.heads, 8);
+  EXPECT_EQ(c.kv_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  int cached = 0;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::CachedAttention) {
+      ++cached;
+      EXPECT_FLOAT_EQ(n.attr_float("scale", 0), 0.125f);
+      EXPECT_EQ(n.attr_int("kv_heads", 0), 2);
+    } else {
+      EXPECT_NE(n.op, Op::Softmax) << n.name;  // every attention went into the cache op
+    }
+  EXPECT_EQ(cached, 4);
+  std::vector<std::string> inputs, outputs;
+  for (int id : g.inputs) inputs.push_back(g.values[static_cast<size_t>(id)].name);
+  for (int id : g.outputs) outputs.push_back(g.values[static_cast<size_t>(id)].name);
+  EXPECT_EQ(outputs, std::vector<std::string>{"logits"});
+  EXPECT_EQ(inputs.size(), 3u + 8u);  // ids, positions, block table, and a key and value pool per layer
+  for (const char* gone : {"attention_mask", "past_key_values.0.key"})
+    EXPECT_EQ(std::count(inputs.begin(), inputs.end(), gone), 0) << gone;
+}
+
+TEST(CacheAttentionPass, RefusesWhatItCannotProve) {
+  Graph g = graph_of(engine());
+  {  // present concatenated along another axis: the step itself no longer binds
+    Graph h = g;
+    Node& concat = h.nodes[static_cast<size_t>(h.values[static_cast<size_t>(h.find_value("present.1.key"))].producer)];
+    concat.attrs["axis"] = int64_t{3};
+    EXPECT_NE(refusal(h).find("does not bind"), std::string::npos) << refusal(h);
+  }
+  {  // the causal mask taken away: the scores skip the Add
+    Graph h = g;
+    Node& softmax = node_named(h, Op::Softmax, "layers.2/");
+    const Node& add = h.nodes[static_cast<size_t>(h.values[static_cast<size_t>(softmax.inputs[0])].producer)];
+    ASSERT_EQ(add.op, Op::Add);
+    softmax.inputs[0] = add.inputs[0];
+    EXPECT_NE(refusal(h).find("causally masked"), std::string::npos) << refusal(h);
+  }
+  {  // a softmax over the wrong axis
+    Graph h = g;
+    node_named(h, Op::Softmax, "layers.0/").attrs["axis"] = int64_t{2};
+    EXPECT_NE(refusal(h).find("key axis"), std::string::npos) << refusal(h);
+  }
+}
+
+std::vector<TokenId> ids(int n, int seed) {
+  std::vector<TokenId> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<TokenId>(3 + (seed * 7919 + i * 104729) % 8000));
+  return v;
+}
+
+double max_diff(std::span<const float> a, std::span<const float> b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, static_cast<double>(std::fabs(a[i] - b[i])));
+  return m;
+}
+
+// Three sequences joining at steps 0, 1 and 3, fed the same teacher-forced tokens as three
+// one-sequence plain loops (unfused): the logits agree at every step.
+TEST(DecoderBatch, SequencesAtDifferentPositionsMatchEachAlone) {
+  SessionOptions unfused;
+  unfused.fusion.reset();
+  DecoderBatch batch(engine(), spec());
+  const std::vector<std::vector<TokenId>> prompts = {ids(1, 1), ids(17, 2), ids(40, 3)};
+  const int joins[3] = {0, 1, 3};
+  std::vector<DecoderStep> alone;
+  std::vector<DecoderBatch::SequenceId> seq;
+  for (int i = 0; i < 3; ++i) {
+    alone.emplace_back(engine(), spec(), unfused);
+    ASSERT_FALSE(alone.back().stats().kv_cache);
+    seq.push_back(batch.add());
+  }
+  for (int step = 0; step < 7; ++step) {
+    std::vector<DecoderBatch::Feed> feeds;
+    std::vector<std::vector<TokenId>> fed;
+    std::vector<int> who;
+    for (int i = 0; i < 3; ++i) {
+      if (step < joins[i]) continue;
+      fed.push_back(step == joins[i] ? prompts[static_cast<size_t>(i)] : ids(1, 100 * i + step));
+      who.push_back(i);
+    }
+    for (size_t k = 0; k < fed.size(); ++k) feeds.push_back({seq[static_cast<size_t>(who[k])], fed[k]});
+    const auto got = batch.step(feeds);
+    ASSERT_EQ(got.size(), feeds.size());
+    for (size_t k = 0; k < fed.size(); ++k) {
+      const std::span<const float> want = alone[static_cast<size_t>(who[k])].run(fed[k]);
+      EXPECT_LT(max_diff(got[k], want), 2e-4) << "sequence " << who[k] << " step " << step;
+      EXPECT_EQ(batch.length(seq[static_cast<size_t>(who[k])]), alone[static_cast<size_t>(who[k])].past_length());
+    }
+  }
+}
+
+TEST(DecoderBatch, PoolHoldsExactlyTheKeysAndValuesAndFreesThem) {
+  DecoderBatchOptions o;
+  o.cache_tokens = 64;  // 4 blocks of 16
+  DecoderBatch batch(engine(), spec(), {}, o);
+  KvCacheStats c = batch.cache();
+  EXPECT_EQ(c.bytes_per_token, static_cast<size_t>(spec().layers * 2 * spec().kv_heads * spec().head_dim * 4));
+  EXPECT_EQ(c.bytes, c.bytes_per_token * 64);
+  EXPECT_EQ(c.blocks, 4);
+  const auto a = batch.add(), b = batch.add();
+  const std::vector<TokenId> p33 = ids(33, 5), p20 = ids(20, 6);
+  const DecoderBatch::Feed first{a, p33};
+  batch.step({&first, 1});
+  EXPECT_EQ(batch.cache().blocks_used, 3);
+  // b needs two more blocks, one is free: refused, nothing changes, and a still decodes.
+  const DecoderBatch::Feed second{b, p20};
+  try {
+    batch.step({&second, 1});
+    ADD_FAILURE() << "a full pool was not refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KV cache is full"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(batch.length(b), 0);
+  EXPECT_EQ(batch.cache().blocks_used, 3);
+  batch.remove(a);
+  EXPECT_EQ(batch.cache().blocks_used, 0);
+  batch.step({&second, 1});
+  EXPECT_EQ(batch.length(b), 20);
+  const std::vector<TokenId> bad = {static_cast<TokenId>(spec().vocab_size)};
+  const DecoderBatch::Feed out_of_vocab{b, bad};
+  EXPECT_THROW(batch.step({&out_of_vocab, 1}), Error);
+  const DecoderBatch::Feed twice[2] = {{b, p20}, {b, p20}};
+  EXPECT_THROW(batch.step(twice), Error);
+  EXPECT_EQ(batch.length(b), 20);
+}
+
+TEST(DecoderBatch, SteadyStateDecodeStepAllocatesNothing) {
+  if (!test::counting_available()) GTEST_SKIP() << "allocation counting needs the plain allocator";
+  DecoderBatch batch(engine(), spec());
+  std::vector<DecoderBatch::Feed> feeds;
+  std::vector<std::vector<TokenId>> prompts, next;
+  for (int i = 0; i < 8; ++i) {
+    prompts.push_back(ids(3 + 5 * i, i));
+    next.push_back(ids(1, 50 + i));
+  }
+  for (int i = 0; i < 8; ++i) feeds.push_back({batch.add(), prompts[static_cast<size_t>(i)]});
+  batch.step(feeds);
+  for (int i = 0; i < 8; ++i) feeds[static_cast<size_t>(i)].ids = next[static_cast<size_t>(i)];
+  batch.step(feeds);  // plans and buffers for 8 tokens exist from here
+  test::start_counting_allocations();
+  for (int s = 0; s < 4; ++s) batch.step(feeds);  // positions stay within the blocks reserved so far
+  const test::AllocationCount n = test::stop_counting_allocations();
+  EXPECT_EQ(n.fusor, 0);
+  RecordProperty("onednn_internal_allocations_per_step", static_cast<int>(n.onednn / 4));
+}
+
+}  // namespace
+}  // namespace fusor
