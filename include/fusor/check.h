@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,12 @@ struct CheckOptions {
   // Also check packed execution (fusor/packed.h) on models that pack, at lengths up to the
   // bound sequence length; a failure rolls packing back (kPackingItem joins rolled_back).
   bool check_packing = true;
+  // Also check decoding over the paged KV cache (fusor/decoder.h) on decoder exports; a failure
+  // rolls it back (kCacheAttentionItem, "kv_cache", joins rolled_back and final_fusion.disabled).
+  // The item needs the model file: DecoderSpec::describe reads the configs beside it. Empty:
+  // the item is reported not applicable.
+  bool check_kv_cache = true;
+  std::string model_file;
 };
 
 // What the gate decided for one fusion item. The names are an item's "status" in
@@ -136,6 +143,36 @@ struct PackingVerdict {
 
 PackingVerdict check_packing(const Engine& engine, const PackingCheckOptions& options);
 
+// ---- the KV cache (decoding over a paged pool, fusor/decoder.h), checked like a fusion item:
+// three sequences with prompts of 1, 17 (over a 16-position block) and min(context - 8, 40)
+// tokens join a DecoderBatch at steps 0, 2 and 3 and decode 6 teacher-forced tokens each, several
+// sequences per step. Every step's last-token logits must match the same sequence run alone
+// through the plain loop with fusion off (the unfused plan): tier 1 in fast kernels, tier 3 with
+// both sides in reference kernels, under the twin rule 1e-5 + 1e-4 |b| (as packing).
+
+struct KvCacheCheckOptions {
+  FusionConfig fusion;  // the switches of the cached side
+  // Tests only: changes the cached side's logits of (sequence, step) before they are compared,
+  // a stand-in for a wrong CachedAttention kernel (the gate's fault kinds wrap fused steps, and
+  // CachedAttention runs inside DecoderBatch's own plans).
+  std::function<void(int sequence, int step, std::span<float> logits)> corrupt_cached;
+};
+
+struct KvCacheVerdict {
+  bool applicable = false;             // the model is a decoder export DecoderSpec::describe accepts
+  bool cached = false;                 // DecoderBatch accepts its attention (nothing checked if not)
+  std::string reason;                  // why not applicable, or DecoderBatch's refusal
+  bool passed = false;                 // meaningful when cached
+  std::vector<std::string> sequences;  // what was checked, e.g. "prompt 17, joins at step 2, 6 steps"
+  int64_t steps_compared = 0;          // logits compared per tier
+  Difference vs_unfused;               // tier 1, the worst step
+  Difference vs_truth;                 // tier 3, the worst step
+  std::string worst;                   // where vs_unfused was worst: "sequence 2, step 4"
+};
+
+// `model_file` is the file `engine` was loaded from.
+KvCacheVerdict check_kv_cache(const Engine& engine, const std::string& model_file, const KvCacheCheckOptions& options);
+
 struct CheckReport {
   bool passed = false;
   std::string mode;
@@ -147,6 +184,7 @@ struct CheckReport {
   int rounds = 0;
   FusionConfig final_fusion;           // the checked config with the rollbacks in fusion.disabled
   std::optional<PackingVerdict> packing;  // when options.check_packing
+  std::optional<KvCacheVerdict> kv_cache; // when options.check_kv_cache
 };
 
 CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options);

@@ -7,6 +7,7 @@
 
 #include "check/faults.h"
 #include "engine/internals.h"
+#include "passes/cache_attention.h"
 
 namespace fusor {
 namespace {
@@ -371,6 +372,14 @@ class Gate {
 
 }  // namespace
 
+void add_kv_cache_item(CheckReport& report, KvCacheVerdict verdict) {
+  if (verdict.applicable && verdict.cached && !verdict.passed) {
+    report.rolled_back.push_back(kCacheAttentionItem);
+    report.final_fusion.disabled.push_back(kCacheAttentionItem);
+  }
+  report.kv_cache = std::move(verdict);
+}
+
 CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options) {
   CheckReport report = Gate(engine, options).run();
   // Edge shapes (sequence length 1, the largest batch): each is a gate of its own on the plan
@@ -407,6 +416,12 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     for (const auto& [name, dims] : options.dims) po.max_length = std::max<int64_t>(2, dims.size() == 2 ? dims[1] : 2);
     report.packing = check_packing(engine, po);
     if (report.packing->packable && !report.packing->passed) report.rolled_back.push_back(kPackingItem);
+  }
+  if (options.check_kv_cache) {
+    if (options.progress) options.progress("kv_cache");
+    KvCacheCheckOptions ko;
+    ko.fusion = report.final_fusion;
+    add_kv_cache_item(report, check_kv_cache(engine, options.model_file, ko));
   }
   return report;
 }

@@ -17,3 +17,12 @@
 #pragma once
 #include "check/compare.h"
 #include "fusor/check.h"
+
+namespace fusor {
+
+// Records the kv_cache item's verdict in `report`; a failure (a cached decoder that does not
+// match the plain loop) rolls it back: kv_cache joins rolled_back and final_fusion.disabled, so
+// a saved verdict makes DecoderStep run the plain loop.
+void add_kv_cache_item(CheckReport& report, KvCacheVerdict verdict);
+
+}  // namespace fusor

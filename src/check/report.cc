@@ -64,6 +64,16 @@ std::string check_report_json(const CheckReport& r) {
       j["packing"]["worst_request"] = p->worst_request;
     }
   }
+  if (const auto& k = r.kv_cache) {
+    j["kv_cache"] = {{"applicable", k->applicable}, {"cached", k->cached}, {"passed", k->passed}, {"reason", k->reason}};
+    if (k->cached) {
+      j["kv_cache"]["sequences"] = k->sequences;
+      j["kv_cache"]["steps_compared"] = k->steps_compared;
+      j["kv_cache"]["vs_unfused"] = difference_json(k->vs_unfused);
+      j["kv_cache"]["vs_truth"] = difference_json(k->vs_truth);
+      j["kv_cache"]["worst"] = k->worst;
+    }
+  }
   return j.dump(2) + "\n";
 }
 

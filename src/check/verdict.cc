@@ -99,6 +99,7 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
     o.fusion = fusion;
     o.dims = engine.bind_dims({}, 1, 16);
     o.progress = progress;
+    o.model_file = model_path;
     CheckReport r = run_precision_gate(engine, o);
     v = Verdict{model_file_hash(model_path), verdict_config_key(fusion), r.passed, r.rolled_back};
     std::string where = save_verdict(model_path, *v);

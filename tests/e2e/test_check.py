@@ -113,3 +113,32 @@ def test_custom_output_tolerance_and_bad_spec(tmp_path):
     assert r.returncode == 0 and rep["passed"] is True
     r = run_fusor("check", model_path("minilm-l6"), "--tolerance", "last_hidden_state=abc")
     assert r.returncode == 2
+
+
+# gpt2-tiny's mask spans past + new tokens under one symbolic name the gate binds to --seq alone.
+@pytest.mark.parametrize("model,shapes", [("llama-tiny", []), ("gpt2-tiny", ["--shape", "attention_mask=1,32"])])
+def test_kv_cache_item_is_checked_on_decoders(tmp_path, model, shapes):
+    """The paged KV cache is checked like an item against the unfused plain loop (docs/check.md)."""
+    folder = tmp_path / model  # a private copy: the verdict is saved beside the model
+    folder.mkdir()
+    for f in Path(model_path(model)).parent.iterdir():
+        if f.suffix in (".onnx", ".json") and "fusor-verdicts" not in f.name:
+            (folder / f.name).symlink_to(f)
+    report = tmp_path / "check.json"
+    r = run_fusor("check", folder / "model.onnx", "--no-edge-cases", "--report", report, *shapes, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "kv_cache: kept, 3 sequences in one paged cache, 21 steps" in r.stdout, r.stdout
+    kv = json.loads(report.read_text())["kv_cache"]
+    assert kv["applicable"] and kv["cached"] and kv["passed"], kv
+    assert kv["steps_compared"] == 21 and len(kv["sequences"]) == 3
+    assert kv["vs_unfused"]["within"] and kv["vs_truth"]["within"]
+    assert kv["worst"].startswith("sequence ")
+    assert "kv_cache" not in json.loads(report.read_text())["rolled_back"]
+
+
+def test_kv_cache_item_is_not_applicable_to_an_encoder(tmp_path):
+    r, rep, _ = check(tmp_path, "--no-edge-cases")
+    assert r.returncode == 0, r.stderr
+    assert "kv_cache: not used" in r.stdout
+    assert rep["kv_cache"]["applicable"] is False and rep["kv_cache"]["cached"] is False
+    assert rep["kv_cache"]["reason"] and "steps_compared" not in rep["kv_cache"]

@@ -111,6 +111,7 @@ int check(const CheckArgs& a) {
     o.output_tolerances[spec.substr(0, eq)] = t;
   }
   o.inject_fault = a.fault;
+  o.model_file = a.model.model;
   o.progress = [](const std::string& line) { std::cerr << "check: " << line << "\n"; };
   CheckReport r = run_precision_gate(engine, o);
 
@@ -131,6 +132,15 @@ int check(const CheckArgs& a) {
       std::cout << "  packing: " << (p->passed ? "kept" : "rolled back") << ", " << p->requests.size()
                 << " requests in one packed step; worst max abs " << p->vs_padded.max_abs << " against each alone ("
                 << p->worst_request << "), " << p->vs_truth.max_abs << " against the reference kernels\n";
+  }
+  if (const auto& k = r.kv_cache) {
+    if (!k->applicable || !k->cached)
+      std::cout << "  kv_cache: not used, " << k->reason << "\n";
+    else
+      std::cout << "  kv_cache: " << (k->passed ? "kept" : "rolled back") << ", " << k->sequences.size()
+                << " sequences in one paged cache, " << k->steps_compared << " steps; worst max abs "
+                << k->vs_unfused.max_abs << " against each alone unfused (" << k->worst << "), " << k->vs_truth.max_abs
+                << " in the reference kernels\n";
   }
   if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
   // Only an unmodified plan's verdict is worth keeping: not one with a deliberate fault in it.
