@@ -142,7 +142,7 @@ class DecoderBatch {
 // does not match the cached pattern, the plain loop runs: the past is the last step's present
 // tensors, fed back whole, and since sessions are bound to concrete dims one is built per
 // (tokens, past) shape and cached by that shape, keeping the `max_sessions` most recently used
-// (each holds its own packed weights).
+// (each holds its own plan and arena; their packed weights are shared).
 // Not thread-safe: one DecoderStep per concurrent sequence.
 class DecoderStep {
  public:

@@ -7,7 +7,8 @@
 // Invariants every backend keeps:
 // - select() and reference_kernel() are const and thread-safe: plans for several batch buckets
 //   may be built at once. A backend lives as long as the program (plans keep a pointer to it).
-// - A kernel is prepared when it is returned: weights packed into the layout it prefers,
+// - A kernel is prepared when it is returned: weights packed into the layout it prefers (the CPU
+//   backend shares equal packed weights between kernels and plans: kernels/cpu/packed_weights.h),
 //   primitives created, and Kernel::scratch_bytes() giving the working memory run() needs.
 // - A kernel copies what it keeps from the request's spans; it may keep a reference to
 //   request.node, whose graph the plan holds for as long as the kernel lives.

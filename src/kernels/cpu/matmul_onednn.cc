@@ -60,19 +60,15 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
     e->prim = dnnl::matmul(pd);
     return e;
   });
-  if (spec_.const_weights) {
-    memory user(spec_.weights, onednn::engine(), const_cast<float*>(spec_.const_weights));
-    packed_weights_.emplace(entry_->pd.weights_desc(), onednn::engine());
-    dnnl::reorder(user, *packed_weights_).execute(onednn::stream(), user, *packed_weights_);
-    onednn::stream().wait();
-  }
+  if (spec_.const_weights)
+    packed_weights_ = packed_weights(spec_.const_weights, spec_.weights, entry_->pd.weights_desc());
   if (spec_.const_bias) {
     size_t n = spec_.bias.get_size() / sizeof(float);
     bias_copy_.assign(spec_.const_bias, spec_.const_bias + n);
   }
   auto& eng = onednn::engine();
   src_mem_ = memory(spec_.src, eng, DNNL_MEMORY_NONE);
-  weights_mem_ = packed_weights_ ? *packed_weights_ : memory(spec_.weights, eng, DNNL_MEMORY_NONE);
+  weights_mem_ = packed_weights_ ? packed_weights_->memory() : memory(spec_.weights, eng, DNNL_MEMORY_NONE);
   dst_mem_ = memory(spec_.dst, eng, DNNL_MEMORY_NONE);
   scratch_mem_ = memory(entry_->pd.scratchpad_desc(), eng, DNNL_MEMORY_NONE);
   args_ = {{DNNL_ARG_SRC, src_mem_}, {DNNL_ARG_WEIGHTS, weights_mem_}, {DNNL_ARG_DST, dst_mem_},

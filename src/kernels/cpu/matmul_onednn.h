@@ -1,6 +1,6 @@
 // A oneDNN 2.6 f32 matmul with its primitive shared through the shape-keyed cache and, when the
-// weights are a plan-time constant, the weights reordered once into the primitive's preferred
-// (packed) layout. Gemm, MatMul and later fused GEMM-epilogue kernels are built on it.
+// weights are a plan-time constant, the weights reordered into the primitive's preferred (packed)
+// layout, shared with every kernel that packs the same bytes alike (packed_weights.h). Gemm, MatMul and later fused GEMM-epilogue kernels are built on it.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_row_split.h"
+#include "kernels/cpu/packed_weights.h"
 
 namespace fusor::cpu {
 
@@ -21,7 +22,7 @@ class OnednnMatmul {
   struct Spec {
     dnnl::memory::desc src, weights, dst;   // plain user layouts (strides allowed)
     dnnl::memory::desc bias;                // zero desc when there is no bias
-    const float* const_weights = nullptr;   // packed once when set
+    const float* const_weights = nullptr;   // packed when set (shared: packed_weights.h)
     const float* const_bias = nullptr;      // copied once when set
     dnnl::post_ops post_ops;
     std::string post_ops_key;               // describes post_ops for the cache key
@@ -38,7 +39,7 @@ class OnednnMatmul {
   void execute(const float* src, const float* weights, const float* bias, float* dst,
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
-  bool packed() const { return packed_weights_.has_value(); }
+  bool packed() const { return packed_weights_ != nullptr; }
   bool on_pool() const { return split_.has_value(); }  // else oneDNN's OpenMP team runs it
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
@@ -50,7 +51,7 @@ class OnednnMatmul {
   };
   Spec spec_;
   std::shared_ptr<Entry> entry_;
-  std::optional<dnnl::memory> packed_weights_;
+  std::shared_ptr<const PackedWeights> packed_weights_;
   std::vector<float> bias_copy_;
   // Memory objects and the argument map, built once; execute() only swaps data handles.
   dnnl::memory src_mem_, weights_mem_, dst_mem_, bias_mem_, scratch_mem_;

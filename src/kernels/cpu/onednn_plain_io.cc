@@ -70,26 +70,22 @@ std::shared_ptr<PlainIoEntry> plain_io_entry(dnnl::primitive prim, const dnnl::p
   return e;
 }
 
-std::unordered_map<int, dnnl::memory> packed_weights_and_bias(const PlainIoEntry& entry,
-                                                              const dnnl::memory::desc& w_user, const Tensor& w,
-                                                              const dnnl::memory::desc& bias_md, const Tensor* bias) {
-  auto& eng = onednn::engine();
-  dnnl::memory wu(w_user, eng, const_cast<float*>(w.data<float>()));
-  dnnl::memory packed(entry.weights, eng);
-  dnnl::reorder(wu, packed).execute(onednn::stream(), wu, packed);
-  std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_WEIGHTS, packed}};
+ConstantArgs packed_weights_and_bias(const PlainIoEntry& entry, const dnnl::memory::desc& w_user, const Tensor& w,
+                                     const dnnl::memory::desc& bias_md, const Tensor* bias) {
+  ConstantArgs c;
+  c.weights = packed_weights(w.data<float>(), w_user, entry.weights);
+  c.memories[DNNL_ARG_WEIGHTS] = c.weights->memory();
   if (bias) {
-    dnnl::memory b(bias_md, eng);
+    dnnl::memory b(bias_md, onednn::engine());
     std::memcpy(b.get_data_handle(), bias->data<float>(), bias_md.get_size());
-    args[DNNL_ARG_BIAS] = b;
+    c.memories[DNNL_ARG_BIAS] = b;
   }
-  onednn::stream().wait();
-  return args;
+  return c;
 }
 
 OnednnPlainIo::OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dnnl::memory::desc& user_src,
-                             const dnnl::memory::desc& user_dst, std::unordered_map<int, dnnl::memory> extra_args)
-    : entry_(std::move(entry)), args_(std::move(extra_args)) {
+                             const dnnl::memory::desc& user_dst, ConstantArgs constants)
+    : entry_(std::move(entry)), weights_(std::move(constants.weights)), args_(std::move(constants.memories)) {
   auto& eng = onednn::engine();
   user_src_ = dnnl::memory(user_src, eng, DNNL_MEMORY_NONE);
   user_dst_ = dnnl::memory(user_dst, eng, DNNL_MEMORY_NONE);

@@ -7,6 +7,7 @@
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "kernels/cpu/packed_weights.h"
 #include "kernels/kernel.h"
 
 #include <memory>
@@ -39,17 +40,24 @@ std::shared_ptr<PlainIoEntry> plain_io_entry(dnnl::primitive prim, const dnnl::p
                                              const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst,
                                              bool dst_in = false);
 
+// Constant arguments of a primitive by argument index, and the shared packed weights among them
+// (held here so they live as long as the kernel).
+struct ConstantArgs {
+  std::unordered_map<int, dnnl::memory> memories;
+  std::shared_ptr<const PackedWeights> weights;
+};
+
 // The constant arguments of a convolution-like primitive: float32 weights `w`, laid out as
-// `w_user`, reordered once into entry.weights, and the bias (when given) copied into `bias_md`.
-std::unordered_map<int, dnnl::memory> packed_weights_and_bias(const PlainIoEntry& entry,
-                                                              const dnnl::memory::desc& w_user, const Tensor& w,
-                                                              const dnnl::memory::desc& bias_md, const Tensor* bias);
+// `w_user`, packed into entry.weights (shared: packed_weights.h), and the bias (when given)
+// copied into `bias_md`.
+ConstantArgs packed_weights_and_bias(const PlainIoEntry& entry, const dnnl::memory::desc& w_user, const Tensor& w,
+                                     const dnnl::memory::desc& bias_md, const Tensor* bias);
 
 class OnednnPlainIo {
  public:
-  // `extra_args` are constant arguments such as packed weights and bias.
+  // `constants` are constant arguments such as packed weights and bias.
   OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dnnl::memory::desc& user_src,
-                const dnnl::memory::desc& user_dst, std::unordered_map<int, dnnl::memory> extra_args);
+                const dnnl::memory::desc& user_dst, ConstantArgs constants);
 
   size_t scratch_bytes() const;
   // `accumulate`, when set, is a tensor of dst's plain shape that dst starts from (sum post-op).
@@ -66,6 +74,7 @@ class OnednnPlainIo {
 
  private:
   std::shared_ptr<const PlainIoEntry> entry_;
+  std::shared_ptr<const PackedWeights> weights_;
   dnnl::memory user_src_, user_dst_, user_acc_, src_, dst_, scratchpad_;
   std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
   std::vector<dnnl_exec_arg_t> arg_list_;

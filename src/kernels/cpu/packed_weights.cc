@@ -1,0 +1,107 @@
+#include "kernels/cpu/packed_weights.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "kernels/cpu/onednn_context.h"
+
+namespace fusor::cpu {
+namespace {
+
+// Four independent multiply-rotate lanes over 8-byte words: several GB/s, so hashing a model's
+// weights costs a few milliseconds per plan. Collisions only cost a comparison.
+uint64_t content_hash(const unsigned char* p, size_t n) {
+  constexpr uint64_t kOdd1 = 0x9E3779B97F4A7C15ull, kOdd2 = 0xBF58476D1CE4E5B9ull;
+  uint64_t lane[4] = {n, n ^ kOdd1, ~n, n + kOdd2};
+  auto mix = [&](uint64_t& h, uint64_t w) { h = std::rotl(h ^ (w * kOdd1), 29) * kOdd2; };
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * static_cast<size_t>(l), 8);
+      mix(lane[l], w);
+    }
+  for (int l = 0; i < n; i += 8, l = (l + 1) % 4) {
+    uint64_t w = 0;
+    std::memcpy(&w, p + i, std::min<size_t>(8, n - i));
+    mix(lane[l], w);
+  }
+  uint64_t h = lane[0];
+  for (int l = 1; l < 4; ++l) mix(h, lane[l]);
+  h ^= h >> 31;
+  return h * kOdd1;
+}
+
+void reorder(dnnl::memory from, dnnl::memory to) {  // handles: copies share the buffers
+  dnnl::reorder(from, to).execute(onednn::stream(), from, to);
+  onednn::stream().wait();
+}
+
+// Whether `entry` holds `source`: its bytes unpacked into source_md equal the source's. Unpacking
+// rather than keeping a copy of each source keeps the cache at the packed bytes alone.
+bool holds(const PackedWeights& entry, const void* source, const dnnl::memory::desc& source_md) {
+  dnnl::memory unpacked(source_md, onednn::engine());
+  reorder(entry.memory(), unpacked);
+  return std::memcmp(unpacked.get_data_handle(), source, source_md.get_size()) == 0;
+}
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_multimap<uint64_t, std::weak_ptr<const PackedWeights>> entries;  // by content hash
+  size_t packs = 0, hits = 0, bytes_reused = 0;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dnnl::memory::desc& source_md,
+                                                    const dnnl::memory::desc& packed_md) {
+  const uint64_t key = content_hash(static_cast<const unsigned char*>(source), source_md.get_size());
+  Cache& c = cache();
+  // Held while comparing and packing too: two plans built at once pack a weight once, and the
+  // reorders are parallel (OpenMP) themselves.
+  std::lock_guard lock(c.mutex);
+  auto [first, last] = c.entries.equal_range(key);
+  for (auto it = first; it != last; ++it) {
+    auto entry = it->second.lock();
+    if (!entry || entry->source_desc() != source_md || entry->memory().get_desc() != packed_md) continue;
+    if (!holds(*entry, source, source_md)) continue;
+    ++c.hits;
+    c.bytes_reused += entry->bytes();
+    return entry;
+  }
+  dnnl::memory user(source_md, onednn::engine(), const_cast<void*>(source));
+  dnnl::memory packed(packed_md, onednn::engine());
+  reorder(user, packed);
+  auto entry = std::make_shared<const PackedWeights>(source_md, std::move(packed));
+  std::erase_if(c.entries, [](const auto& slot) { return slot.second.expired(); });
+  c.entries.emplace(key, entry);
+  ++c.packs;
+  return entry;
+}
+
+PackedWeightCacheStats packed_weight_cache_stats() {
+  Cache& c = cache();
+  std::lock_guard lock(c.mutex);
+  PackedWeightCacheStats s;
+  s.packs = c.packs;
+  s.hits = c.hits;
+  s.bytes_reused = c.bytes_reused;
+  for (const auto& [key, slot] : c.entries)
+    if (auto entry = slot.lock()) {
+      ++s.entries;
+      s.bytes += entry->bytes();
+    }
+  return s;
+}
+
+}  // namespace fusor::cpu

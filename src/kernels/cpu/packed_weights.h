@@ -1,0 +1,50 @@
+// Constant weights packed into a primitive's preferred layout, shared by every kernel of every
+// plan in the process that packs equal bytes into an equal layout.
+//
+// Why: a model gets one plan per shape (DecoderBatch: one per token count; packed encoder
+// sessions: one per token capacity; the server: one per batch bucket), and each plan's kernels
+// used to pack a copy of every weight of their own, ~80 MB per plan for llama-tiny. A packed
+// buffer depends only on the source bytes and the two layouts, so one buffer serves them all.
+// Identity is the content, not the address: constants rebuilt per plan (merged Q/K/V projections,
+// Gemm's alpha-scaled B) are new buffers with equal bytes. A 64-bit hash of the bytes finds the
+// candidates, and a candidate is reused only when its bytes, unpacked, equal the source's. An
+// entry lives as long as some kernel holds it (the cache keeps weak references only).
+#pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <memory>
+
+namespace fusor::cpu {
+
+class PackedWeights {
+ public:
+  PackedWeights(dnnl::memory::desc source, dnnl::memory packed) : source_(source), packed_(std::move(packed)) {}
+  // The shared memory object itself: kernels put it in their argument lists and never rebind
+  // its data handle (oneDNN only reads weights).
+  const dnnl::memory& memory() const { return packed_; }
+  const dnnl::memory::desc& source_desc() const { return source_; }
+  size_t bytes() const { return packed_.get_desc().get_size(); }
+
+ private:
+  dnnl::memory::desc source_;
+  dnnl::memory packed_;
+};
+
+// `source` (laid out as `source_md`) reordered into `packed_md`: an existing buffer when one with
+// equal descs and equal source bytes is alive, else a new one. Thread-safe; plan time only (it
+// hashes the source, and on a hit unpacks the candidate to compare). Throws dnnl::error when
+// oneDNN cannot reorder between the two layouts.
+std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dnnl::memory::desc& source_md,
+                                                    const dnnl::memory::desc& packed_md);
+
+struct PackedWeightCacheStats {
+  size_t entries = 0;  // packed buffers alive now
+  size_t bytes = 0;    // their bytes
+  size_t packs = 0;    // buffers packed since the process started
+  size_t hits = 0;     // requests served by a buffer packed before
+  size_t bytes_reused = 0;  // their bytes: what the kernels that hit would have packed again
+};
+PackedWeightCacheStats packed_weight_cache_stats();
+
+}  // namespace fusor::cpu
