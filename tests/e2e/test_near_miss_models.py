@@ -1,7 +1,8 @@
 """Near misses: small models that look like LayerNorm or GELU but are not (another axis, another
-exponent, other constants, RMSNorm), next to the real patterns. fusor must compute each like
-ONNX Runtime, fuse the real ones and decline the look-alikes (with the reason in the profile
-JSON), and `fusor optimize` must write LayerNorm/Gelu functions only for the real ones.
+exponent, other constants), next to the real patterns (and RMSNorm, which fuses as the LayerNorm
+kind without its centering). fusor must compute each like ONNX Runtime, fuse the real ones and
+decline the look-alikes (with the reason in the profile JSON), and `fusor optimize` must write
+LayerNorm/Gelu functions only for the real ones.
 
 The models are built with onnx.helper: no torch, a few milliseconds each."""
 import collections
@@ -107,7 +108,7 @@ CASES = {
     "gelu_erf": (gelu_erf, "Gelu", None),
     "gelu_tanh": (gelu_tanh, "Gelu", None),
     "gelu_lookalike": (lambda p: gelu_erf(p, divisor=1.5), None, ("fuse_gelu", "erf's argument scale")),
-    "rmsnorm": (rms_norm, None, None),
+    "rmsnorm": (rms_norm, "LayerNorm", None),  # LLaMA's norm: the LayerNorm kind with rms = 1
 }
 PATTERN_KINDS = {"LayerNorm", "Gelu"}
 
