@@ -139,11 +139,10 @@ struct DecoderBatch::Impl {
       const TensorType& t = plan.types[static_cast<size_t>(id)];
       p.inputs.emplace_back(t.dtype, t.dims);
       const std::string& name = pg.values[static_cast<size_t>(id)].name;
-      if (name == spec.input_ids) p.ids = &p.inputs.back();
-      else if (name == spec.position_ids) p.positions = p.inputs.back().data<int64_t>();
+      if (name == spec.position_ids) p.positions = p.inputs.back().data<int64_t>();
       else if (name == cached.block_table) p.table = p.inputs.back().data<int64_t>();
     }
-    // p.ids points into p.inputs, which no longer grows.
+    // Once p.inputs no longer grows (its buffer moves with p into the map, so the pointer holds).
     for (size_t i = 0; i < pg.inputs.size(); ++i)
       if (pg.values[static_cast<size_t>(pg.inputs[i])].name == spec.input_ids) p.ids = &p.inputs[i];
     for (int id : pg.outputs) {

@@ -86,22 +86,22 @@ SimResult simulate_fixed_window(const TrafficClass& cls, int64_t contexts, const
 
 }  // namespace
 
-SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
-                                  const std::vector<double>& arrivals_s) {
+SimResult simulate_events(const TrafficClass& cls, int64_t contexts, const BatchRule& rule,
+                          const std::vector<double>& arrivals_s, const std::vector<int64_t>& tokens) {
   if (arrivals_s.empty()) return {};
   using ms = std::chrono::duration<double, std::milli>;
   auto time_at = [&](size_t i) {
     return Clock::time_point{} + std::chrono::round<Clock::duration>(std::chrono::duration<double>(arrivals_s[i]));
   };
-  const size_t max_batch = static_cast<size_t>(std::max<int64_t>(1, cls.max_batch));
   const bool adaptive = cls.adaptive_window;
   serve::FormingBatch forming;  // as Batcher::take_ready fills it
   forming.window = std::chrono::duration_cast<Clock::duration>(ms(cls.batch_window_ms));
-  forming.target = batch_target(cls);
+  forming.target = rule.target;
   forming.adaptive = adaptive;
   serve::ArrivalRate rate;  // the batcher's estimate for the class's one group (adaptive only)
   std::vector<Clock::time_point> free_at(static_cast<size_t>(std::max<int64_t>(1, contexts)));
-  std::deque<Clock::time_point> queue;
+  std::deque<SimRequest> queue;
+  std::vector<Clock::time_point> taken;
   std::vector<double> latencies;
   latencies.reserve(arrivals_s.size());
   size_t next = 0, batches = 0;
@@ -110,7 +110,7 @@ SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, con
   while (true) {
     // What happened by `now`: arrivals (Batcher::submit), contexts freed (their batch ran).
     while (next < arrivals_s.size() && next_arrival <= now) {
-      queue.push_back(next_arrival);
+      queue.push_back({next_arrival, tokens.empty() ? 1 : std::max<int64_t>(1, tokens[next % tokens.size()])});
       if (adaptive) rate.arrived(next_arrival);
       if (++next < arrivals_s.size()) next_arrival = time_at(next);
     }
@@ -118,21 +118,17 @@ SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, con
     // Idle contexts take closed batches (take_ready), then the hold state is noted (note_holds).
     auto closes = Clock::time_point::max();
     while (!queue.empty()) {
-      forming.oldest = queue.front();
-      forming.rows = static_cast<int64_t>(queue.size());
+      forming.oldest = queue.front().arrived;
+      forming.rows = rule.size(queue);
       forming.idle_contexts = idle;
       if (adaptive) forming.expected_gap = rate.expected_gap();
       closes = serve::batch_closes_at(forming);
       if (idle == 0 || closes > now) break;
-      const size_t n = std::min(max_batch, queue.size());
-      const int64_t rows = serve::padded_rows(cls, true, static_cast<int64_t>(n));
-      const auto service = std::chrono::round<Clock::duration>(ms(times.at(rows)));
+      taken.clear();
+      const Clock::duration service = rule.take(queue, taken);
       auto& context = *std::find_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
       context = now + service;
-      for (size_t i = 0; i < n; ++i) {
-        latencies.push_back(ms(context - queue.front()).count());
-        queue.pop_front();
-      }
+      for (Clock::time_point a : taken) latencies.push_back(ms(context - a).count());
       busy += service;
       last_done = std::max(last_done, context);
       ++batches;
@@ -149,6 +145,24 @@ SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, con
   const auto end = std::max(last_done, time_at(arrivals_s.size() - 1));
   const double span_s = std::chrono::duration<double>(end - Clock::time_point{}).count();
   return summarise(latencies, std::chrono::duration<double>(busy).count(), span_s, free_at.size(), batches);
+}
+
+SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
+                                  const std::vector<double>& arrivals_s) {
+  const size_t max_batch = static_cast<size_t>(std::max<int64_t>(1, cls.max_batch));
+  BatchRule rows;
+  rows.target = batch_target(cls);
+  rows.size = [](const std::deque<SimRequest>& queue) { return static_cast<int64_t>(queue.size()); };
+  rows.take = [&](std::deque<SimRequest>& queue, std::vector<Clock::time_point>& taken) {
+    const size_t n = std::min(max_batch, queue.size());
+    for (size_t i = 0; i < n; ++i) {
+      taken.push_back(queue.front().arrived);
+      queue.pop_front();
+    }
+    const int64_t padded = serve::padded_rows(cls, true, static_cast<int64_t>(n));
+    return std::chrono::round<Clock::duration>(std::chrono::duration<double, std::milli>(times.at(padded)));
+  };
+  return simulate_events(cls, contexts, rows, arrivals_s);
 }
 
 SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,

@@ -6,7 +6,10 @@
 // of that bucket. Cheap enough to price every (window, max_batch, contexts) setting, so the tuner
 // measures only the few the model ranks best.
 #pragma once
+#include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -39,6 +42,25 @@ SimResult simulate_batcher(const TrafficClass& cls, int64_t contexts, const Serv
 // batcher would have seen. Times are steady_clock time points (whole nanoseconds).
 SimResult simulate_batcher_events(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
                                   const std::vector<double>& arrivals_s);
+
+// The event loop both batcher models share (rows here, tokens in tune/token_sweep.h). Request i
+// arrives at arrivals_s[i] with tokens[i % size] tokens (1 each when `tokens` is empty).
+struct SimRequest {
+  std::chrono::steady_clock::time_point arrived;
+  int64_t tokens = 1;
+};
+struct BatchRule {
+  int64_t target = 1;  // FormingBatch::target: the size that fills a batch
+  // The forming batch's size, in the target's units, with these requests queued.
+  std::function<int64_t(const std::deque<SimRequest>& queue)> size;
+  // A closing batch: removes the requests it runs from `queue`, appends their arrival times to
+  // `taken`, and returns how long it runs.
+  std::function<std::chrono::steady_clock::duration(std::deque<SimRequest>& queue,
+                                                    std::vector<std::chrono::steady_clock::time_point>& taken)>
+      take;
+};
+SimResult simulate_events(const TrafficClass& cls, int64_t contexts, const BatchRule& rule,
+                          const std::vector<double>& arrivals_s, const std::vector<int64_t>& tokens = {});
 
 // The highest Poisson rate whose simulated p99 stays within `p99_ms` (bisection, fixed seeds).
 double simulated_capacity(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times, double p99_ms);

@@ -10,8 +10,6 @@
 #include "fusor/error.h"
 #include "fusor/packed.h"
 #include "kernels/cpu/thread_pool.h"
-#include "serve/arrival_rate.h"
-#include "serve/batch_window.h"
 #include "serve/batch_assembly.h"
 #include "serve/packed_cache.h"
 #include "tune/arrivals.h"
@@ -135,85 +133,34 @@ ServiceTimes measure_packed_times(const Engine& engine, const serve::Signature& 
 SimResult simulate_token_batcher(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
                                  int64_t token_bucket, const std::vector<double>& arrivals_s,
                                  const std::vector<int64_t>& tokens) {
-  if (arrivals_s.empty()) return {};
-  using Clock = serve::FormingBatch::Clock;
-  using ms = std::chrono::duration<double, std::milli>;
-  auto time_at = [&](size_t i) {
-    return Clock::time_point{} + std::chrono::round<Clock::duration>(std::chrono::duration<double>(arrivals_s[i]));
-  };
+  using Clock = std::chrono::steady_clock;
   const int64_t max_rows = std::max<int64_t>(1, cls.max_batch);
   const int64_t budget = std::max<int64_t>(1, cls.max_batch_tokens);
-  serve::FormingBatch forming;  // as Batcher::take_ready fills it in token mode
-  forming.window = std::chrono::duration_cast<Clock::duration>(ms(cls.batch_window_ms));
-  forming.target = budget;
-  forming.adaptive = cls.adaptive_window;
-  serve::ArrivalRate rate;
-  struct Waiting {
-    Clock::time_point arrived;
-    int64_t tokens;
+  BatchRule rule;  // as Batcher::take_ready fills and takes it in token mode
+  rule.target = budget;
+  rule.size = [&](const std::deque<SimRequest>& queue) {
+    if (static_cast<int64_t>(queue.size()) >= max_rows) return budget;  // the row limit closes it too
+    int64_t queued = 0;
+    for (const SimRequest& r : queue) queued += r.tokens;
+    return queued;
   };
-  std::vector<Clock::time_point> free_at(static_cast<size_t>(std::max<int64_t>(1, contexts)));
-  std::deque<Waiting> queue;
-  std::vector<double> latencies;
-  latencies.reserve(arrivals_s.size());
-  size_t next = 0, batches = 0;
-  Clock::duration busy{};
-  Clock::time_point last_done{}, now = time_at(0), next_arrival = now;
-  while (true) {
-    while (next < arrivals_s.size() && next_arrival <= now) {
-      queue.push_back({next_arrival, std::max<int64_t>(1, tokens[next % tokens.size()])});
-      if (forming.adaptive) rate.arrived(next_arrival);
-      if (++next < arrivals_s.size()) next_arrival = time_at(next);
-    }
-    int64_t idle = std::count_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
-    auto closes = Clock::time_point::max();
-    while (!queue.empty()) {
-      int64_t queued_tokens = 0;
-      for (const Waiting& w : queue) queued_tokens += w.tokens;
-      forming.oldest = queue.front().arrived;
-      forming.rows = static_cast<int64_t>(queue.size()) >= max_rows ? budget : queued_tokens;
-      forming.idle_contexts = idle;
-      if (forming.adaptive) forming.expected_gap = rate.expected_gap();
-      closes = serve::batch_closes_at(forming);
-      if (idle == 0 || closes > now) break;
-      // Take in order while both limits hold, skipping a request that does not fit (as the batcher).
-      int64_t rows = 0, batch_tokens = 0;
-      auto& context = *std::find_if(free_at.begin(), free_at.end(), [&](Clock::time_point t) { return t <= now; });
-      std::vector<Clock::time_point> taken;
-      for (auto it = queue.begin(); it != queue.end() && rows < max_rows;) {
-        if (rows > 0 && batch_tokens + it->tokens > budget) {
-          ++it;
-          continue;
-        }
-        ++rows;
-        batch_tokens += it->tokens;
-        taken.push_back(it->arrived);
-        it = queue.erase(it);
+  rule.take = [&](std::deque<SimRequest>& queue, std::vector<Clock::time_point>& taken) {
+    // In order while both limits hold, skipping a request that does not fit (as the batcher).
+    int64_t rows = 0, batch_tokens = 0;
+    for (auto it = queue.begin(); it != queue.end() && rows < max_rows;) {
+      if (rows > 0 && batch_tokens + it->tokens > budget) {
+        ++it;
+        continue;
       }
-      const auto service = std::chrono::round<Clock::duration>(
-          ms(times.at(serve::packed_capacity(batch_tokens, token_bucket))));
-      context = now + service;
-      for (Clock::time_point a : taken) latencies.push_back(ms(context - a).count());
-      busy += service;
-      last_done = std::max(last_done, context);
-      ++batches;
-      --idle;
+      ++rows;
+      batch_tokens += it->tokens;
+      taken.push_back(it->arrived);
+      it = queue.erase(it);
     }
-    if (forming.adaptive) rate.hold(now, idle > 0 && !queue.empty());
-    if (next == arrivals_s.size() && queue.empty()) break;
-    auto then = next < arrivals_s.size() ? next_arrival : Clock::time_point::max();
-    if (!queue.empty()) then = std::min(then, idle > 0 ? closes : *std::min_element(free_at.begin(), free_at.end()));
-    now = then;
-  }
-  const auto end = std::max(last_done, time_at(arrivals_s.size() - 1));
-  SimResult r;
-  const double span_s = std::chrono::duration<double>(end - Clock::time_point{}).count();
-  r.p50_ms = percentile(latencies, 50);
-  r.p99_ms = percentile(latencies, 99);
-  r.achieved_qps = static_cast<double>(latencies.size()) / span_s;
-  r.utilisation = std::chrono::duration<double>(busy).count() / (span_s * static_cast<double>(free_at.size()));
-  r.mean_batch = static_cast<double>(latencies.size()) / static_cast<double>(batches);
-  return r;
+    const double ms = times.at(serve::packed_capacity(batch_tokens, token_bucket));
+    return std::chrono::round<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+  };
+  return simulate_events(cls, contexts, rule, arrivals_s, tokens);
 }
 
 double simulated_token_capacity(const TrafficClass& cls, int64_t contexts, const ServiceTimes& times,
