@@ -5,6 +5,8 @@
 #include "fusor/error.h"
 #include "serve/kserve_json.h"
 #include "serve/metrics.h"
+#include "serve/openai_api.h"
+#include "serve/triton_generate.h"
 
 namespace fusor::serve {
 namespace {
@@ -113,6 +115,8 @@ void HttpServer::inference_routes() {
     res.body = std::move(b.body);
     res.set_header("Content-Type", b.header_length ? "application/octet-stream" : kJson);
   });
+  add_openai_routes(s, models_);
+  add_triton_generate_routes(s, models_);
   // Extensions fusor does not implement: shared memory, repository control, tracing, logging.
   auto unsupported = [](const httplib::Request& req, httplib::Response& res) {
     send_error(res, Code::Unsupported, req.path + " is not supported by this server");

@@ -1,0 +1,125 @@
+#include "serve/openai_api.h"
+
+#include <httplib.h>
+
+#include "serve/generation_stream.h"
+#include "serve/openai_request.h"
+#include "serve/openai_response.h"
+#include "serve/sse_stream.h"
+
+namespace fusor::serve {
+namespace {
+
+constexpr const char* kJson = "application/json";
+
+void send_error(httplib::Response& res, const FieldError& e) {
+  res.status = http_status(e.code);
+  res.set_content(dump_json(openai_error_json(e)), kJson);
+}
+
+// Runs a handler, answering whatever it throws in OpenAI's error shape.
+template <class Handler>
+auto guarded(Handler handler) {
+  return [handler](const httplib::Request& req, httplib::Response& res) {
+    try {
+      handler(req, res);
+    } catch (const FieldError& e) {
+      send_error(res, e);
+    } catch (const RequestError& e) {
+      send_error(res, {e.code, e.message, ""});
+    } catch (const Error& e) {
+      send_error(res, {code_of(e.kind()), e.what(), ""});
+    } catch (const std::exception& e) {
+      send_error(res, {Code::Internal, e.what(), ""});
+    }
+  };
+}
+
+// The model a body names; with no "model", the one decoder served (when there is one).
+GenerativeModel& find_model(Models& models, const std::string& name) {
+  if (name.empty()) {
+    std::vector<GenerativeModel*> all = models.generative();
+    if (all.size() == 1) return *all.front();
+    throw FieldError{Code::BadRequest, "'model' is required (this server serves " + std::to_string(all.size()) + " generative models)", "model"};
+  }
+  GenerativeModel* m = models.find_generative(name);
+  if (!m) {
+    const std::string why = models.find(name) ? "` is not a generative model." : "` does not exist.";
+    throw FieldError{Code::NotFound, "The model `" + name + why, "model"};
+  }
+  return *m;
+}
+
+nlohmann::json model_card(const GenerativeModel& m) {
+  return {{"id", m.name()},
+          {"object", "model"},
+          {"created", m.created_unix()},
+          {"owned_by", "fusor"},
+          {"max_model_len", m.spec().context_length}};
+}
+
+nlohmann::json error_event(const Status& s) { return openai_error_json({s.code, s.message, ""}); }
+
+void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+  const nlohmann::json body = parse_json_object(req.body);
+  GenerativeModel& model = find_model(models, requested_model(body));
+  if (!models.ready()) throw FieldError{Code::Unavailable, "the server is shutting down", ""};
+  OpenAiRequest r = parse_openai_request(body, endpoint, target_of(model));
+  auto responder = std::make_shared<OpenAiResponder>(endpoint, model.name(), static_cast<int64_t>(r.generation.prompt.size()));
+  auto stream = GenerationStream::create();
+  const uint64_t id = model.submit(std::move(r.generation), stream->events());
+
+  if (!r.stream) {
+    // A client that leaves during a non-streamed request is not noticed (cpp-httplib gives no
+    // hook); the request runs to its end, bounded by max_tokens.
+    const GenerationOutcome outcome = stream->wait_done();
+    if (!outcome.status.ok()) throw FieldError{outcome.status.code, outcome.status.message, ""};
+    res.status = 200;
+    res.set_content(dump_json(responder->full(outcome)), kJson);
+    return;
+  }
+  // Refused at once (a bad class, a full queue): a plain error response, not a stream.
+  if (std::optional<GenerationOutcome> early = stream->outcome(); early && !early->status.ok())
+    throw FieldError{early->status.code, early->status.message, ""};
+  SseFormat format;
+  if (endpoint == OpenAiEndpoint::ChatCompletions)
+    format.start = [responder] { return std::vector<std::string>{sse_event(dump_json(responder->role_chunk()))}; };
+  format.piece = [responder](std::string_view text) {
+    return text.empty() ? std::string() : sse_event(dump_json(responder->text_chunk(text)));
+  };
+  format.end = [responder, include_usage = r.include_usage](const GenerationOutcome& o) {
+    std::vector<std::string> events;
+    if (!o.status.ok()) {
+      events.push_back(sse_event(dump_json(error_event(o.status))));
+    } else {
+      events.push_back(sse_event(dump_json(responder->finish_chunk(o))));
+      if (include_usage) events.push_back(sse_event(dump_json(responder->usage_chunk(o))));
+    }
+    events.push_back(sse_event("[DONE]"));
+    return events;
+  };
+  stream_sse(res, model, id, stream, std::move(format));
+}
+
+}  // namespace
+
+void add_openai_routes(httplib::Server& server, Models& models) {
+  Models* ms = &models;
+  server.Post("/v1/completions", guarded([ms](const httplib::Request& req, httplib::Response& res) {
+                completions(*ms, OpenAiEndpoint::Completions, req, res);
+              }));
+  server.Post("/v1/chat/completions", guarded([ms](const httplib::Request& req, httplib::Response& res) {
+                completions(*ms, OpenAiEndpoint::ChatCompletions, req, res);
+              }));
+  server.Get("/v1/models", guarded([ms](const httplib::Request&, httplib::Response& res) {
+               nlohmann::json data = nlohmann::json::array();
+               for (GenerativeModel* m : ms->generative()) data.push_back(model_card(*m));
+               res.set_content(dump_json({{"object", "list"}, {"data", data}}), kJson);
+             }));
+  server.Get("/v1/models/(.+)", guarded([ms](const httplib::Request& req, httplib::Response& res) {
+               res.set_content(dump_json(model_card(find_model(*ms, req.matches[1]))), kJson);
+             }));
+  server.Get("/health", [ms](const httplib::Request&, httplib::Response& res) { res.status = ms->ready() ? 200 : 503; });
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,168 @@
+#include "serve/openai_request.h"
+
+#include <limits>
+
+namespace fusor::serve {
+namespace {
+
+FieldError bad(const std::string& message, const std::string& param) { return {Code::BadRequest, message, param}; }
+
+[[noreturn]] void not_implemented(const std::string& param, const std::string& what) {
+  throw bad("'" + param + "' " + what + " is not supported by this server", param);
+}
+
+// Fields fusor does not implement: refused when they ask for something, accepted at their
+// defaults (clients often send the defaults explicitly).
+void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
+  if (f.integer("n").value_or(1) != 1) not_implemented("n", "other than 1");
+  if (f.integer("best_of").value_or(1) != 1) not_implemented("best_of", "other than 1");
+  if (f.boolean("echo").value_or(false)) not_implemented("echo", "true");
+  if (f.string("suffix").value_or("") != "") not_implemented("suffix", "(insertion)");
+  if (const nlohmann::json* b = f.get("logit_bias"); b && !(b->is_object() && b->empty()))
+    not_implemented("logit_bias", "(biasing tokens)");
+  if (endpoint == OpenAiEndpoint::Completions) {
+    if (f.has("logprobs")) not_implemented("logprobs", "(log probabilities)");
+  } else {
+    if (f.boolean("logprobs").value_or(false)) not_implemented("logprobs", "(log probabilities)");
+    if (f.integer("top_logprobs").value_or(0) != 0) not_implemented("top_logprobs", "(log probabilities)");
+  }
+  for (const char* name : {"tools", "functions"})
+    if (const nlohmann::json* t = f.get(name); t && !(t->is_array() && t->empty())) not_implemented(name, "(tool calls)");
+  if (const nlohmann::json* r = f.get("response_format")) {
+    if (!r->is_object()) throw bad("'response_format' must be an object such as {\"type\": \"text\"}", "response_format");
+    if (RequestFields(*r).string("type").value_or("text") != "text") not_implemented("response_format", "other than {\"type\": \"text\"}");
+  }
+  for (const char* name : {"frequency_penalty", "presence_penalty"})
+    if (f.number(name).value_or(0.0) != 0.0) not_implemented(name, "other than 0 (use 'repetition_penalty')");
+}
+
+std::vector<TokenId> ids_of(const nlohmann::json& list) {
+  std::vector<TokenId> ids;
+  for (const nlohmann::json& v : list) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<TokenId>::max())
+      throw bad("'prompt' token ids must be non-negative integers", "prompt");
+    ids.push_back(static_cast<TokenId>(v.get<int64_t>()));
+  }
+  return ids;
+}
+
+// "text", ["text"], [1, 2, 3] or [[1, 2, 3]]: one prompt; more than one is refused.
+std::vector<TokenId> completion_prompt(const nlohmann::json* p, const GenerationTarget& model) {
+  if (!p) throw bad("'prompt' is required", "prompt");
+  if (p->is_string()) return encode_prompt(model, p->get<std::string>(), true, "prompt");
+  if (!p->is_array()) throw bad("'prompt' must be a string, a list of token ids, or a list of one of them", "prompt");
+  if (p->empty()) throw bad("'prompt' must not be empty", "prompt");
+  const nlohmann::json& first = p->front();
+  if (first.is_number()) {
+    std::vector<TokenId> ids = ids_of(*p);
+    check_prompt_ids(model, ids, "prompt");
+    return ids;
+  }
+  if (p->size() > 1) throw bad("'prompt' holds " + std::to_string(p->size()) + " prompts; this server takes one per request", "prompt");
+  if (first.is_string()) return encode_prompt(model, first.get<std::string>(), true, "prompt");
+  if (first.is_array()) {
+    std::vector<TokenId> ids = ids_of(first);
+    check_prompt_ids(model, ids, "prompt");
+    return ids;
+  }
+  throw bad("'prompt' must be a string, a list of token ids, or a list of one of them", "prompt");
+}
+
+// A message's content: a string, or parts of type "text" joined.
+std::string message_content(const nlohmann::json& m, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  auto it = m.find("content");
+  if (it == m.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array()) throw bad("'" + where + "' must be a string or a list of content parts", "messages");
+  std::string text;
+  for (const nlohmann::json& part : *it) {
+    if (!part.is_object()) throw bad("'" + where + "' parts must be objects", "messages");
+    RequestFields pf(part);
+    const std::string type = pf.string("type").value_or("");
+    if (type != "text") throw bad("'" + where + "' has a part of type '" + type + "'; this server takes text parts only", "messages");
+    text += pf.string("text").value_or("");
+  }
+  return text;
+}
+
+std::vector<TokenId> chat_prompt(const nlohmann::json* messages, const GenerationTarget& model) {
+  if (!messages) throw bad("'messages' is required", "messages");
+  if (!messages->is_array() || messages->empty()) throw bad("'messages' must be a non-empty list of messages", "messages");
+  std::vector<ChatMessage> chat;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const nlohmann::json& m = (*messages)[i];
+    if (!m.is_object()) throw bad("'messages[" + std::to_string(i) + "]' must be an object", "messages");
+    auto role = m.find("role");
+    if (role == m.end() || !role->is_string())
+      throw bad("'messages[" + std::to_string(i) + "].role' must be a string", "messages");
+    chat.push_back({role->get<std::string>(), message_content(m, i)});
+  }
+  if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
+  std::string text;
+  try {
+    text = model.chat_template->apply(chat, true);
+  } catch (const Error& e) {
+    throw bad(std::string("cannot apply the chat template: ") + e.what(), "messages");
+  }
+  // A model's own template writes its special tokens (BOS included); the plain one does not.
+  return encode_prompt(model, text, model.chat_template->is_plain(), "messages");
+}
+
+}  // namespace
+
+std::string requested_model(const nlohmann::json& body) { return RequestFields(body).string("model").value_or(""); }
+
+OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint endpoint, const GenerationTarget& model) {
+  const RequestFields f(body);
+  refuse_unsupported(f, endpoint);
+  OpenAiRequest r;
+  r.stream = f.boolean("stream").value_or(false);
+  if (const nlohmann::json* so = f.get("stream_options")) {
+    if (!r.stream) throw bad("'stream_options' is allowed only when 'stream' is true", "stream_options");
+    if (!so->is_object()) throw bad("'stream_options' must be an object", "stream_options");
+    r.include_usage = RequestFields(*so).boolean("include_usage").value_or(false);
+  }
+  f.string("user");  // accepted, type-checked, unused
+  r.generation.cls = f.string("fusor_class").value_or("");
+
+  std::vector<TokenId> prompt = endpoint == OpenAiEndpoint::Completions ? completion_prompt(f.get("prompt"), model)
+                                                                         : chat_prompt(f.get("messages"), model);
+  GenerateOptions& o = r.generation.options;
+  std::optional<int64_t> max_tokens = f.integer("max_completion_tokens");
+  std::string max_param = "max_completion_tokens";
+  if (!max_tokens) {
+    max_tokens = f.integer("max_tokens");
+    max_param = "max_tokens";
+  }
+  o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), max_tokens, max_param);
+  o.sampling = sampling_from({.temperature = f.number("temperature"),
+                              .top_p = f.number("top_p"),
+                              .repetition_penalty = f.number("repetition_penalty"),
+                              .top_k = f.integer("top_k"),
+                              .seed = f.integer("seed")});
+  for (std::string& s : f.strings("stop"))
+    if (!s.empty()) o.stop.push_back(std::move(s));
+  if (!o.stop.empty() && !model.tokenizer) throw bad("'stop' needs the model's tokenizer.json", "stop");
+  o.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  o.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
+  r.generation.prompt = std::move(prompt);
+  return r;
+}
+
+nlohmann::json openai_error_json(const FieldError& e) {
+  const char* type = e.code == Code::BadRequest    ? "invalid_request_error"
+                     : e.code == Code::NotFound    ? "invalid_request_error"
+                     : e.code == Code::Unavailable ? "service_unavailable_error"
+                     : e.code == Code::Unsupported ? "invalid_request_error"
+                                                   : "server_error";
+  nlohmann::json code = nullptr;
+  if (e.code == Code::NotFound && e.param == "model") code = "model_not_found";
+  return {{"error",
+           {{"message", e.message},
+            {"type", type},
+            {"param", e.param.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.param)},
+            {"code", code}}}};
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,56 @@
+#include "serve/sse_stream.h"
+
+#include <httplib.h>
+
+namespace fusor::serve {
+namespace {
+
+// How often a stream waiting for its next token checks that the client is still there.
+constexpr std::chrono::milliseconds kClientCheck{100};
+
+bool write_all(httplib::DataSink& sink, const std::vector<std::string>& events) {
+  for (const std::string& e : events)
+    if (!e.empty() && !sink.write(e.data(), e.size())) return false;
+  return true;
+}
+
+}  // namespace
+
+std::string sse_event(std::string_view payload) {
+  std::string e = "data: ";
+  e.append(payload);
+  e += "\n\n";
+  return e;
+}
+
+void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std::shared_ptr<GenerationStream> stream,
+                SseFormat format) {
+  auto started = std::make_shared<bool>(false);
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream; charset=utf-8",
+      [stream, format, started](size_t, httplib::DataSink& sink) {
+        if (!*started) {
+          *started = true;
+          if (format.start && !write_all(sink, format.start())) return false;
+        }
+        std::optional<GenerationStream::Update> u;
+        while (!(u = stream->next(kClientCheck)))
+          if (!sink.is_writable()) return false;  // the client left while its request waited
+        std::vector<std::string> events;
+        for (const std::string& p : u->pieces) events.push_back(format.piece(p));
+        if (!write_all(sink, events)) return false;
+        if (u->done) {
+          if (!write_all(sink, format.end(*u->done))) return false;
+          sink.done();
+        }
+        return true;
+      },
+      // Runs when the response ends, whole or not: a request still going has lost its client.
+      [&model, id, stream](bool) {
+        if (!stream->finished()) model.cancel(id);
+      });
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,147 @@
+#include "serve/triton_generate.h"
+
+#include <httplib.h>
+
+#include "serve/generation_stream.h"
+#include "serve/json_infer.h"
+#include "serve/kserve_json.h"
+#include "serve/openai_response.h"
+#include "serve/sse_stream.h"
+
+namespace fusor::serve {
+namespace {
+
+FieldError bad(const std::string& message, const std::string& param) { return {Code::BadRequest, message, param}; }
+
+// The sampling fields, from "parameters" with the top level's fields over them (TensorRT-LLM's
+// ensemble takes them at the top, the vLLM backend inside "parameters").
+nlohmann::json merged_fields(const nlohmann::json& body) {
+  nlohmann::json fields = nlohmann::json::object();
+  if (auto p = body.find("parameters"); p != body.end() && !p->is_null()) {
+    if (!p->is_object()) throw bad("'parameters' must be an object", "parameters");
+    fields = *p;
+  }
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (it.key() != "parameters") fields[it.key()] = it.value();
+  return fields;
+}
+
+}  // namespace
+
+TritonGenerateRequest parse_triton_generate(const nlohmann::json& body, const GenerationTarget& model) {
+  const nlohmann::json all = merged_fields(body);
+  const RequestFields f(all);
+  TritonGenerateRequest r;
+  r.id = f.string("id").value_or("");
+  const std::optional<std::string> text = f.string("text_input");
+  if (!text) throw bad("'text_input' is required", "text_input");
+  r.text_input = *text;
+  f.boolean("stream");  // accepted and type-checked: the route (generate or generate_stream) decides
+  if (f.integer("beam_width").value_or(1) != 1) throw bad("'beam_width' other than 1 is not supported by this server", "beam_width");
+  for (const char* name : {"bad_words", "embedding_bias_words"})
+    for (const std::string& w : f.strings(name))
+      if (!w.empty()) throw bad(std::string("'") + name + "' is not supported by this server", name);
+
+  std::vector<TokenId> prompt = encode_prompt(model, r.text_input, true, "text_input");
+  if (prompt.empty()) throw bad("'text_input' must not be empty", "text_input");
+  GenerateOptions& o = r.generation.options;
+  o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), f.integer("max_tokens"), "max_tokens");
+  std::optional<int64_t> seed = f.integer("random_seed");
+  if (!seed) seed = f.integer("seed");
+  o.sampling = sampling_from({.temperature = f.number("temperature"),
+                              .top_p = f.number("top_p"),
+                              .repetition_penalty = f.number("repetition_penalty"),
+                              .top_k = f.integer("top_k"),
+                              .seed = seed});
+  for (const char* name : {"stop", "stop_words"})
+    for (std::string& s : f.strings(name))
+      if (!s.empty()) o.stop.push_back(std::move(s));
+  o.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  r.generation.cls = f.string("class").value_or("");
+  r.include_input = !f.boolean("exclude_input_in_output").value_or(true);
+  r.return_finish_reason = f.boolean("return_finish_reason").value_or(false);
+  r.return_num_input_tokens = f.boolean("return_num_input_tokens").value_or(false);
+  r.return_num_output_tokens = f.boolean("return_num_output_tokens").value_or(false);
+  r.generation.prompt = std::move(prompt);
+  return r;
+}
+
+namespace {
+
+struct Answer {
+  std::string model, id;
+  TritonGenerateRequest request;
+  int64_t prompt_tokens = 0;
+
+  nlohmann::json body(const std::string& text) const {
+    nlohmann::json j = {{"model_name", model}, {"model_version", kModelVersion}, {"text_output", text}};
+    if (!id.empty()) j["id"] = id;
+    return j;
+  }
+  // The extra outputs the vLLM backend returns on request, on the last answer.
+  void add_outcome(nlohmann::json& j, const GenerationOutcome& o) const {
+    if (request.return_finish_reason) j["finish_reason"] = openai_finish_reason(o);
+    if (request.return_num_input_tokens) j["num_input_tokens"] = prompt_tokens;
+    if (request.return_num_output_tokens) j["num_output_tokens"] = o.result.output_ids.size();
+  }
+};
+
+void generate(Models& models, bool streamed, const httplib::Request& req, httplib::Response& res) {
+  const std::string name = req.matches[1];
+  GenerativeModel* model = models.find_generative(name);
+  if (!model) {
+    if (models.find(name)) throw RequestError{Code::BadRequest, "model '" + name + "' is not a generative model: use /infer"};
+    throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
+  }
+  if (req.matches[2].matched && req.matches[2] != kModelVersion)
+    throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + std::string(req.matches[2]) + "'"};
+  if (!models.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+  auto answer = std::make_shared<Answer>();
+  try {
+    answer->request = parse_triton_generate(parse_json_object(req.body), target_of(*model));
+  } catch (const FieldError& e) {
+    throw RequestError{e.code, e.message};
+  }
+  answer->model = model->name();
+  answer->id = answer->request.id;
+  answer->prompt_tokens = static_cast<int64_t>(answer->request.generation.prompt.size());
+  auto stream = GenerationStream::create();
+  const uint64_t id = model->submit(std::move(answer->request.generation), stream->events());
+
+  if (!streamed) {
+    const GenerationOutcome o = stream->wait_done();
+    if (!o.status.ok()) throw RequestError{o.status.code, o.status.message};
+    nlohmann::json j = answer->body((answer->request.include_input ? answer->request.text_input : "") + o.result.text);
+    answer->add_outcome(j, o);
+    res.status = 200;
+    res.set_content(dump_json(j), "application/json");
+    return;
+  }
+  if (std::optional<GenerationOutcome> early = stream->outcome(); early && !early->status.ok())
+    throw RequestError{early->status.code, early->status.message};
+  SseFormat format;
+  if (answer->request.include_input)
+    format.start = [answer] { return std::vector<std::string>{sse_event(dump_json(answer->body(answer->request.text_input)))}; };
+  format.piece = [answer](std::string_view text) { return text.empty() ? std::string() : sse_event(dump_json(answer->body(std::string(text)))); };
+  format.end = [answer](const GenerationOutcome& o) {
+    if (!o.status.ok()) return std::vector<std::string>{sse_event(error_body(o.status.message))};
+    bool extras = answer->request.return_finish_reason || answer->request.return_num_input_tokens ||
+                  answer->request.return_num_output_tokens;
+    if (!extras) return std::vector<std::string>{};
+    nlohmann::json j = answer->body("");
+    answer->add_outcome(j, o);
+    return std::vector<std::string>{sse_event(dump_json(j))};
+  };
+  stream_sse(res, *model, id, stream, std::move(format));
+}
+
+}  // namespace
+
+void add_triton_generate_routes(httplib::Server& server, Models& models) {
+  Models* ms = &models;
+  const std::string m = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
+  server.Post(m + "/generate", [ms](const httplib::Request& req, httplib::Response& res) { generate(*ms, false, req, res); });
+  server.Post(m + "/generate_stream", [ms](const httplib::Request& req, httplib::Response& res) { generate(*ms, true, req, res); });
+}
+
+}  // namespace fusor::serve
