@@ -1,0 +1,226 @@
+"""The OpenAI-compatible API and Triton's generate extension of `fusor serve` (issue #17) on the
+real llama-tiny decoder, driven by the real `openai` Python client (and plain HTTP for Triton).
+
+Greedy completions must equal `fusor generate`'s, streamed or not; the stream's pieces must join
+to the whole text; usage, stop, seed, max_tokens and every refusal as documented in
+docs/serve-generate.md; a client that disconnects mid-stream must leave the server healthy.
+One server for the module.
+"""
+import json
+import socket
+import urllib.request
+
+import openai
+import pytest
+from tokenizers import Tokenizer
+
+from conftest import MODELS, model_path, run_fusor
+from serve_util import Served, post
+
+MODEL = "llama-tiny"
+PROMPT = "Once upon a time, there was a little"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    model_path(MODEL)
+    s = Served(tmp_path_factory.mktemp("openai"), models=[("llama", MODELS / MODEL)])
+    yield s
+    assert s.stop() == 0, s.output()
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=f"http://{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+
+
+def prompt_ids(text=PROMPT):
+    return Tokenizer.from_file(str(MODELS / MODEL / "tokenizer.json")).encode(text).ids
+
+
+def fusor_generate(ids, n):
+    r = run_fusor("generate", MODELS / MODEL, "--prompt-ids", ",".join(map(str, ids)), "--max-new-tokens", n,
+                  "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def greedy(client, **kw):
+    return client.completions.create(model="llama", temperature=0, extra_body={"ignore_eos": True}, **kw)
+
+
+def sse_events(body):
+    """The `data:` payloads of a server-sent-events body."""
+    return [line[len("data: "):] for line in body.decode().split("\n\n") if line.startswith("data: ")]
+
+
+def test_models_and_health(server, client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == ["llama"]
+    assert models.data[0].owned_by == "fusor"
+    assert client.models.retrieve("llama").id == "llama"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("nope")
+    with urllib.request.urlopen(f"http://{server.url}/health") as r:
+        assert r.status == 200
+
+
+def test_greedy_completion_equals_fusor_generate(client):
+    ids = prompt_ids()
+    expected = fusor_generate(ids, 20)
+    for prompt in (ids, PROMPT):  # token ids, and the same as text
+        c = greedy(client, prompt=prompt, max_tokens=20)
+        assert c.object == "text_completion" and c.id.startswith("cmpl-") and c.model == "llama"
+        assert c.choices[0].text == expected["text"]
+        assert c.choices[0].finish_reason == "length"
+        assert (c.usage.prompt_tokens, c.usage.completion_tokens) == (len(ids), 20)
+        assert c.usage.total_tokens == len(ids) + 20
+
+
+def test_stream_joins_to_the_whole_text_with_usage(client):
+    whole = greedy(client, prompt=PROMPT, max_tokens=24).choices[0].text
+    chunks = list(greedy(client, prompt=PROMPT, max_tokens=24, stream=True, stream_options={"include_usage": True}))
+    text_chunks = [c for c in chunks if c.choices]
+    assert "".join(c.choices[0].text for c in text_chunks) == whole
+    assert len(text_chunks) > 5  # token by token, not one piece
+    assert text_chunks[-1].choices[0].finish_reason == "length"
+    assert all(c.choices[0].finish_reason is None for c in text_chunks[:-1])
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 24
+    assert len({c.id for c in chunks}) == 1
+
+
+def test_chat_stream_and_not(client):
+    messages = [{"role": "system", "content": "You tell stories."}, {"role": "user", "content": "Tell me one."}]
+    c = client.chat.completions.create(model="llama", messages=messages, max_tokens=16, temperature=0,
+                                       extra_body={"ignore_eos": True})
+    assert c.object == "chat.completion" and c.id.startswith("chatcmpl-")
+    assert c.choices[0].message.role == "assistant" and c.choices[0].finish_reason == "length"
+    assert c.usage.completion_tokens == 16 and c.usage.prompt_tokens > 5
+    chunks = list(client.chat.completions.create(model="llama", messages=messages, max_tokens=16, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True},
+                                                 extra_body={"ignore_eos": True}))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == c.choices[0].message.content
+    assert chunks[-2].choices[0].finish_reason == "length"
+    assert chunks[-1].usage.total_tokens == c.usage.total_tokens
+    # Content parts of type text are joined.
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Tell me "}, {"type": "text", "text": "one."}]}]
+    plain = [{"role": "user", "content": "Tell me one."}]
+    a = client.chat.completions.create(model="llama", messages=parts, max_tokens=8, temperature=0)
+    b = client.chat.completions.create(model="llama", messages=plain, max_tokens=8, temperature=0)
+    assert a.choices[0].message.content == b.choices[0].message.content
+
+
+def test_stop_string_cuts_the_text(client):
+    whole = greedy(client, prompt=PROMPT, max_tokens=32).choices[0].text
+    words = whole.split()
+    assert len(words) > 4, whole
+    stop = " " + words[3]
+    cut = whole[: whole.index(stop)]
+    c = greedy(client, prompt=PROMPT, max_tokens=32, stop=[stop, "never-happens"])
+    assert c.choices[0].text == cut and c.choices[0].finish_reason == "stop"
+    streamed = greedy(client, prompt=PROMPT, max_tokens=32, stop=stop, stream=True)
+    assert "".join(ch.choices[0].text for ch in streamed) == cut
+
+
+def test_seed_reproduces_a_sample(client):
+    def sample(seed):
+        return client.completions.create(model="llama", prompt=PROMPT, max_tokens=24, temperature=1.0, seed=seed,
+                                         extra_body={"ignore_eos": True}).choices[0].text
+    first = sample(42)
+    assert sample(42) == first
+    assert any(sample(s) != first for s in (43, 44, 45))
+
+
+def test_max_tokens_and_eos(client):
+    c = greedy(client, prompt=PROMPT, max_tokens=3)
+    assert c.choices[0].finish_reason == "length" and c.usage.completion_tokens == 3
+
+
+@pytest.mark.parametrize("kw, field", [
+    ({"n": 2}, "n"),
+    ({"best_of": 2}, "best_of"),
+    ({"logprobs": 1}, "logprobs"),
+    ({"echo": True}, "echo"),
+    ({"suffix": "x"}, "suffix"),
+    ({"frequency_penalty": 0.5}, "frequency_penalty"),
+    ({"logit_bias": {"5": 1}}, "logit_bias"),
+])
+def test_refusals(client, kw, field):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="llama", prompt=PROMPT, max_tokens=4, **kw)
+    assert e.value.status_code == 400 and field in e.value.message
+    assert e.value.body["param"] == field and e.value.body["type"] == "invalid_request_error"
+
+
+def test_chat_refusals(client):
+    msg = [{"role": "user", "content": "Hi"}]
+    for kw in ({"logprobs": True}, {"n": 3}, {"response_format": {"type": "json_object"}},
+               {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}):
+        with pytest.raises(openai.BadRequestError):
+            client.chat.completions.create(model="llama", messages=msg, max_tokens=4, **kw)
+
+
+def test_too_long_prompt_and_unknown_model(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="llama", prompt=[5] * 600, max_tokens=4)
+    assert "512" in e.value.message and "600" in e.value.message
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model="llama", prompt=[5] * 500, max_tokens=20)
+    assert "512" in e.value.message and "520" in e.value.message
+    with pytest.raises(openai.NotFoundError) as e:
+        client.completions.create(model="nope", prompt="Hi", max_tokens=4)
+    assert e.value.body["code"] == "model_not_found"
+
+
+def test_bad_bodies_get_openai_errors(server):
+    for body in (b"{", b"[1]", b'{"model": "llama", "prompt": "Hi", "max_tokens": "many"}',
+                 b'{"model": "llama", "prompt": [[1, 2], [3]]}', b'{"model": "llama", "messages": "hi"}'):
+        for path in ("/v1/completions", "/v1/chat/completions"):
+            status, out = post(server.url + path, body, {"Content-Type": "application/json"})
+            assert status == 400, (path, body, out)
+            assert set(json.loads(out)["error"]) == {"message", "type", "param", "code"}
+
+
+def test_triton_generate_and_stream(server, client):
+    expected = greedy(client, prompt=PROMPT, max_tokens=16).choices[0].text
+    body = {"text_input": PROMPT, "max_tokens": 16, "parameters": {"temperature": 0, "ignore_eos": True}}
+    status, out = post(server.url + "/v2/models/llama/generate", json.dumps(body).encode())
+    assert status == 200, out
+    assert json.loads(out) == {"model_name": "llama", "model_version": "1", "text_output": expected}
+    status, out = post(server.url + "/v2/models/llama/versions/1/generate_stream", json.dumps(body).encode())
+    assert status == 200, out
+    events = [json.loads(e) for e in sse_events(out)]
+    assert len(events) > 5 and all(e["model_name"] == "llama" for e in events)
+    assert "".join(e["text_output"] for e in events) == expected
+    # The vLLM backend's extra outputs, and the prompt kept in front.
+    body["parameters"].update(return_finish_reason=True, return_num_output_tokens=True, exclude_input_in_output=False)
+    status, out = post(server.url + "/v2/models/llama/generate", json.dumps(body).encode())
+    j = json.loads(out)
+    assert j["text_output"] == PROMPT + expected and j["finish_reason"] == "length" and j["num_output_tokens"] == 16
+    # Errors in Triton's shape.
+    status, out = post(server.url + "/v2/models/nope/generate", json.dumps(body).encode())
+    assert status == 404 and isinstance(json.loads(out)["error"], str)
+    status, out = post(server.url + "/v2/models/llama/generate", b'{"max_tokens": 3}')
+    assert status == 400 and "text_input" in json.loads(out)["error"]
+
+
+def test_disconnect_mid_stream_leaves_the_server_healthy(server, client):
+    host, port = server.url.split(":")
+    body = json.dumps({"model": "llama", "prompt": PROMPT, "max_tokens": 400, "stream": True,
+                       "ignore_eos": True, "temperature": 0}).encode()
+    for _ in range(3):
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            got = b""
+            while b"data: " not in got:
+                chunk = s.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200")
+    # The server goes on answering, and greedy answers are unchanged.
+    ids = prompt_ids()
+    assert greedy(client, prompt=ids, max_tokens=12).choices[0].text == fusor_generate(ids, 12)["text"]
+    with urllib.request.urlopen(f"http://{server.url}/health") as r:
+        assert r.status == 200

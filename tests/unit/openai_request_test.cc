@@ -1,0 +1,356 @@
+// The generation protocols' request reading (serve/openai_request.h, serve/triton_generate.h)
+// on the real llama-tiny tokenizer: every prompt form, the fields honoured, every refusal and
+// wrong type (a 400 naming the field, never a crash); the response bodies' shapes; and the
+// queue that carries events from the scheduler's thread to the HTTP thread.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "fusor/chat_template.h"
+#include "fusor/tokenizer.h"
+#include "serve/generation_stream.h"
+#include "serve/openai_request.h"
+#include "serve/openai_response.h"
+#include "serve/triton_generate.h"
+
+namespace fusor::serve {
+namespace {
+
+using nlohmann::json;
+
+const Tokenizer& tokenizer() {
+  static const Tokenizer t = Tokenizer::load(std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny");
+  return t;
+}
+
+const ChatTemplate kPlain;
+
+GenerationTarget target() {
+  return {.name = "llama", .tokenizer = &tokenizer(), .chat_template = &kPlain, .context_length = 512, .vocab_size = 8192};
+}
+
+OpenAiRequest completion(json body) {
+  body["model"] = "llama";
+  return parse_openai_request(body, OpenAiEndpoint::Completions, target());
+}
+
+OpenAiRequest chat(json body) {
+  return parse_openai_request(body, OpenAiEndpoint::ChatCompletions, target());
+}
+
+// The refusal's message and field, for `body` on the completions endpoint.
+FieldError completion_error(const json& body, OpenAiEndpoint endpoint = OpenAiEndpoint::Completions) {
+  try {
+    parse_openai_request(body, endpoint, target());
+  } catch (const FieldError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body.dump();
+  return {};
+}
+
+TEST(OpenAiRequest, TextPromptIsEncodedWithSpecialTokensAndDefaultsFillTheContext) {
+  OpenAiRequest r = completion({{"prompt", "Once upon a time"}});
+  EXPECT_EQ(r.generation.prompt, tokenizer().encode("Once upon a time", true));
+  EXPECT_EQ(r.generation.options.max_new_tokens, 512 - static_cast<int64_t>(r.generation.prompt.size()));
+  EXPECT_TRUE(r.generation.options.sampling.do_sample);  // OpenAI's default temperature is 1
+  EXPECT_FALSE(r.stream);
+  EXPECT_EQ(r.generation.cls, "");
+  EXPECT_TRUE(r.generation.options.stop.empty());
+}
+
+TEST(OpenAiRequest, EveryPromptFormGivesOnePrompt) {
+  const std::vector<TokenId> ids = {1, 450, 4996};
+  EXPECT_EQ(completion({{"prompt", json::array({"Hello"})}}).generation.prompt, tokenizer().encode("Hello"));
+  EXPECT_EQ(completion({{"prompt", ids}}).generation.prompt, ids);
+  EXPECT_EQ(completion({{"prompt", json::array({ids})}}).generation.prompt, ids);
+}
+
+TEST(OpenAiRequest, FieldsHonoured) {
+  OpenAiRequest r = completion({{"prompt", "Hi"},
+                                {"max_tokens", 7},
+                                {"temperature", 0.5},
+                                {"top_p", 0.9},
+                                {"top_k", 40},
+                                {"seed", 1234},
+                                {"stop", "\n"},
+                                {"ignore_eos", true},
+                                {"user", "someone"},
+                                {"fusor_class", "interactive"},
+                                {"stream", true},
+                                {"stream_options", {{"include_usage", true}}},
+                                {"frequency_penalty", 0},
+                                {"presence_penalty", 0.0},
+                                {"n", 1},
+                                {"logprobs", nullptr},
+                                {"echo", false},
+                                {"logit_bias", json::object()},
+                                {"some_future_field", {1, 2}}});
+  const GenerateOptions& o = r.generation.options;
+  EXPECT_EQ(o.max_new_tokens, 7);
+  EXPECT_TRUE(o.sampling.do_sample);
+  EXPECT_FLOAT_EQ(o.sampling.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(o.sampling.top_p, 0.9f);
+  EXPECT_EQ(o.sampling.top_k, 40);
+  EXPECT_EQ(o.sampling.seed, 1234u);
+  EXPECT_EQ(o.stop, std::vector<std::string>{"\n"});
+  EXPECT_TRUE(o.ignore_eos);
+  EXPECT_EQ(r.generation.cls, "interactive");
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+
+  EXPECT_FALSE(completion({{"prompt", "Hi"}, {"temperature", 0}}).generation.options.sampling.do_sample);
+  EXPECT_EQ(completion({{"prompt", "Hi"}, {"top_k", -1}}).generation.options.sampling.top_k, 0);
+  EXPECT_EQ(completion({{"prompt", "Hi"}, {"stop", {"a", "", "bc"}}}).generation.options.stop,
+            (std::vector<std::string>{"a", "bc"}));
+  // max_completion_tokens (the newer name) wins over max_tokens.
+  EXPECT_EQ(completion({{"prompt", "Hi"}, {"max_tokens", 9}, {"max_completion_tokens", 3}}).generation.options.max_new_tokens, 3);
+  EXPECT_EQ(completion({{"prompt", "Hi"}, {"max_tokens", 16.0}}).generation.options.max_new_tokens, 16);
+}
+
+TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
+  EXPECT_NE(completion({{"prompt", "Hi"}}).generation.options.sampling.seed,
+            completion({{"prompt", "Hi"}}).generation.options.sampling.seed);
+}
+
+TEST(OpenAiRequest, ChatMessagesGoThroughTheTemplate) {
+  const json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello "}}, {{"type", "text"}, {"text", "there"}}}}}};
+  OpenAiRequest r = chat({{"model", "llama"}, {"messages", messages}, {"max_completion_tokens", 5}});
+  const std::vector<ChatMessage> expected = {{"system", "Be brief."}, {"user", "Hello there"}};
+  EXPECT_EQ(r.generation.prompt, tokenizer().encode(kPlain.apply(expected, true), true));
+  EXPECT_EQ(r.generation.options.max_new_tokens, 5);
+}
+
+TEST(OpenAiRequest, NotImplementedIsRefusedByName) {
+  const json prompt = {{"prompt", "Hi"}};
+  auto refused = [&](const char* field, json value, OpenAiEndpoint endpoint = OpenAiEndpoint::Completions) {
+    json body = endpoint == OpenAiEndpoint::Completions ? prompt : json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}}};
+    body[field] = value;
+    FieldError e = completion_error(body, endpoint);
+    EXPECT_EQ(e.code, Code::BadRequest) << field;
+    EXPECT_EQ(e.param, field);
+    EXPECT_NE(e.message.find(field), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("not supported"), std::string::npos) << e.message;
+  };
+  refused("n", 2);
+  refused("best_of", 3);
+  refused("logprobs", 1);
+  refused("logprobs", 0);
+  refused("logprobs", true, OpenAiEndpoint::ChatCompletions);
+  refused("top_logprobs", 2, OpenAiEndpoint::ChatCompletions);
+  refused("echo", true);
+  refused("logit_bias", {{"50256", -100}});
+  refused("tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}, OpenAiEndpoint::ChatCompletions);
+  refused("functions", {{{"name", "f"}}}, OpenAiEndpoint::ChatCompletions);
+  refused("response_format", {{"type", "json_object"}}, OpenAiEndpoint::ChatCompletions);
+  refused("suffix", "tail");
+  refused("frequency_penalty", 0.5);
+  refused("presence_penalty", -1);
+}
+
+TEST(OpenAiRequest, PromptsOverTheContextAreRefusedNamingBothNumbers) {
+  FieldError e = completion_error({{"prompt", std::vector<TokenId>(600, 5)}});
+  EXPECT_EQ(e.code, Code::BadRequest);
+  EXPECT_NE(e.message.find("512"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("600"), std::string::npos) << e.message;
+  e = completion_error({{"prompt", std::vector<TokenId>(500, 5)}, {"max_tokens", 20}});
+  EXPECT_NE(e.message.find("512"), std::string::npos) << e.message;
+  EXPECT_NE(e.message.find("520"), std::string::npos) << e.message;
+  EXPECT_EQ(e.param, "max_tokens");
+  // Exactly filling the context is fine.
+  EXPECT_EQ(completion({{"prompt", std::vector<TokenId>(500, 5)}, {"max_tokens", 12}}).generation.options.max_new_tokens, 12);
+}
+
+TEST(OpenAiRequest, BadPromptsAndMessages) {
+  auto param_of = [](const json& body, OpenAiEndpoint endpoint = OpenAiEndpoint::Completions) {
+    return completion_error(body, endpoint).param;
+  };
+  EXPECT_EQ(param_of(json::object()), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {"one", "two"}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {{1, 2}, {3}}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", json::array()}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {{}}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {1, -2}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {1, 8192}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {1, 2.5}}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", 5}}), "prompt");
+  EXPECT_EQ(param_of({{"prompt", {true}}}), "prompt");
+  const auto chat_ep = OpenAiEndpoint::ChatCompletions;
+  EXPECT_EQ(param_of(json::object(), chat_ep), "messages");
+  EXPECT_EQ(param_of({{"messages", "hi"}}, chat_ep), "messages");
+  EXPECT_EQ(param_of({{"messages", json::array()}}, chat_ep), "messages");
+  EXPECT_EQ(param_of({{"messages", {{{"content", "no role"}}}}}, chat_ep), "messages");
+  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", 5}}}}}, chat_ep), "messages");
+  EXPECT_EQ(param_of({{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}}}}}}}}, chat_ep), "messages");
+  // Text that is not UTF-8 cannot get this far: the JSON parser refuses it.
+  EXPECT_THROW(parse_json_object("{\"prompt\": \"\xff\"}"), FieldError);
+}
+
+TEST(OpenAiRequest, WrongTypesAndRangesNameTheField) {
+  const std::vector<std::pair<const char*, json>> cases = {
+      {"max_tokens", "ten"}, {"max_tokens", 0},       {"max_tokens", 1.5},     {"temperature", "hot"},
+      {"temperature", -1},   {"top_p", 0},            {"top_p", 1.5},          {"top_k", -2},
+      {"seed", "x"},         {"stream", "yes"},       {"stop", 5},             {"stop", {"a", 1}},
+      {"ignore_eos", 1},     {"fusor_class", 3},      {"user", 1},             {"model", 5},
+      {"repetition_penalty", 0}, {"n", "two"}};
+  for (const auto& [field, value] : cases) {
+    json body = {{"prompt", "Hi"}};
+    body[field] = value;
+    FieldError e;
+    try {
+      if (std::string(field) == "model") {
+        requested_model(body);
+      } else {
+        parse_openai_request(body, OpenAiEndpoint::Completions, target());
+      }
+      ADD_FAILURE() << field << " = " << value.dump() << " was accepted";
+      continue;
+    } catch (const FieldError& err) {
+      e = err;
+    }
+    EXPECT_EQ(e.code, Code::BadRequest);
+    EXPECT_EQ(e.param, field) << e.message;
+  }
+  EXPECT_EQ(completion_error({{"prompt", "Hi"}, {"stream_options", {{"include_usage", true}}}}).param, "stream_options");
+}
+
+TEST(OpenAiRequest, BodiesThatAreNotJsonObjects) {
+  for (const char* body : {"", "{", "[1, 2]", "\"text\"", "{\"prompt\": }", "null"}) {
+    try {
+      parse_json_object(body);
+      ADD_FAILURE() << "accepted " << body;
+    } catch (const FieldError& e) {
+      EXPECT_EQ(e.code, Code::BadRequest);
+    }
+  }
+}
+
+TEST(OpenAiRequest, TextPromptWithoutTokenizerIsRefused) {
+  GenerationTarget t = target();
+  t.tokenizer = nullptr;
+  EXPECT_THROW(parse_openai_request({{"prompt", "Hi"}}, OpenAiEndpoint::Completions, t), FieldError);
+  EXPECT_EQ(parse_openai_request({{"prompt", {1, 2}}}, OpenAiEndpoint::Completions, t).generation.prompt,
+            (std::vector<TokenId>{1, 2}));
+  EXPECT_THROW(parse_openai_request({{"prompt", {1, 2}}, {"stop", "x"}}, OpenAiEndpoint::Completions, t), FieldError);
+}
+
+TEST(OpenAiRequest, ErrorShapeIsOpenAis) {
+  json j = openai_error_json({Code::NotFound, "The model `x` does not exist.", "model"});
+  EXPECT_EQ(j["error"]["message"], "The model `x` does not exist.");
+  EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(j["error"]["param"], "model");
+  EXPECT_EQ(j["error"]["code"], "model_not_found");
+  j = openai_error_json({Code::BadRequest, "bad", ""});
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  EXPECT_TRUE(j["error"].contains("code"));
+}
+
+GenerationOutcome outcome(std::string text, std::vector<TokenId> ids, std::string finish) {
+  GenerationOutcome o;
+  o.result.text = std::move(text);
+  o.result.output_ids = std::move(ids);
+  o.finish_reason = std::move(finish);
+  o.prompt_tokens = 4;
+  return o;
+}
+
+TEST(OpenAiResponse, CompletionAndChatObjects) {
+  const GenerationOutcome o = outcome("hello", {10, 11, 12}, "length");
+  OpenAiResponder c(OpenAiEndpoint::Completions, "llama", 4);
+  json j = c.full(o);
+  EXPECT_EQ(j["object"], "text_completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("cmpl-", 0), 0u);
+  EXPECT_EQ(j["model"], "llama");
+  EXPECT_GT(j["created"].get<int64_t>(), 1700000000);
+  EXPECT_EQ(j["choices"][0]["text"], "hello");
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
+  EXPECT_EQ(j["usage"], json({{"prompt_tokens", 4}, {"completion_tokens", 3}, {"total_tokens", 7}}));
+
+  OpenAiResponder ch(OpenAiEndpoint::ChatCompletions, "llama", 4);
+  j = ch.full(o);
+  EXPECT_EQ(j["object"], "chat.completion");
+  EXPECT_EQ(j["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(j["choices"][0]["message"], json({{"role", "assistant"}, {"content", "hello"}}));
+  EXPECT_EQ(ch.role_chunk()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(ch.role_chunk()["object"], "chat.completion.chunk");
+  EXPECT_EQ(ch.text_chunk("he")["choices"][0]["delta"]["content"], "he");
+  EXPECT_TRUE(ch.text_chunk("he")["choices"][0]["finish_reason"].is_null());
+  EXPECT_EQ(ch.finish_chunk(o)["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ch.usage_chunk(o)["choices"], json::array());
+  EXPECT_EQ(ch.usage_chunk(o)["usage"]["total_tokens"], 7);
+  EXPECT_EQ(ch.id(), ch.text_chunk("x")["id"]);
+}
+
+TEST(TritonGenerate, FieldsAtTheTopOrInParameters) {
+  TritonGenerateRequest r = parse_triton_generate(
+      {{"text_input", "Once upon"},
+       {"max_tokens", 8},
+       {"stop_words", {"\n"}},
+       {"random_seed", 7},
+       {"parameters", {{"temperature", 0}, {"max_tokens", 99}, {"stop", "."}, {"ignore_eos", true}, {"class", "batch"}}}},
+      target());
+  EXPECT_EQ(r.text_input, "Once upon");
+  EXPECT_EQ(r.generation.prompt, tokenizer().encode("Once upon", true));
+  EXPECT_EQ(r.generation.options.max_new_tokens, 8);  // the top level's over parameters'
+  EXPECT_FALSE(r.generation.options.sampling.do_sample);
+  EXPECT_EQ(r.generation.options.sampling.seed, 7u);
+  EXPECT_EQ(r.generation.options.stop, (std::vector<std::string>{".", "\n"}));
+  EXPECT_TRUE(r.generation.options.ignore_eos);
+  EXPECT_EQ(r.generation.cls, "batch");
+  EXPECT_FALSE(r.include_input);
+  r = parse_triton_generate({{"text_input", "Hi"}, {"parameters", {{"exclude_input_in_output", false}, {"seed", 3}}}}, target());
+  EXPECT_TRUE(r.include_input);
+  EXPECT_EQ(r.generation.options.sampling.seed, 3u);
+}
+
+TEST(TritonGenerate, Refusals) {
+  auto param_of = [](const json& body) {
+    try {
+      parse_triton_generate(body, target());
+    } catch (const FieldError& e) {
+      return e.param;
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(param_of(json::object()), "text_input");
+  EXPECT_EQ(param_of({{"text_input", 5}}), "text_input");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"parameters", 5}}), "parameters");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"max_tokens", "many"}}), "max_tokens");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"beam_width", 2}}), "beam_width");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"bad_words", "no"}}), "bad_words");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"bad_words", ""}, {"stop_words", ""}}), "(accepted)");
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"max_tokens", 512}}), "max_tokens");
+}
+
+TEST(GenerationStream, CarriesPiecesAndTheOutcomeAcrossThreads) {
+  auto stream = GenerationStream::create();
+  GenerationEvents events = stream->events();
+  EXPECT_FALSE(stream->next(std::chrono::milliseconds(1)).has_value());
+  std::thread scheduler([events] {
+    events.on_token(5, "Hel");
+    events.on_token(6, "");
+    events.on_token(7, "lo");
+    events.on_done(outcome("Hello", {5, 6, 7}, "stop"));
+  });
+  std::string text;
+  size_t pieces = 0;
+  std::optional<GenerationOutcome> done;
+  while (!done) {
+    std::optional<GenerationStream::Update> u = stream->next(std::chrono::milliseconds(1000));
+    if (!u) continue;
+    for (const std::string& p : u->pieces) text += p;
+    pieces += u->pieces.size();
+    done = u->done;
+  }
+  scheduler.join();
+  EXPECT_EQ(text, "Hello");
+  EXPECT_EQ(pieces, 3u);
+  EXPECT_EQ(done->finish_reason, "stop");
+  EXPECT_TRUE(stream->finished());
+  EXPECT_EQ(stream->wait_done().result.text, "Hello");
+}
+
+}  // namespace
+}  // namespace fusor::serve
