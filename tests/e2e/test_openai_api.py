@@ -113,9 +113,8 @@ def test_chat_stream_and_not(client):
 
 def test_stop_string_cuts_the_text(client):
     whole = greedy(client, prompt=PROMPT, max_tokens=32).choices[0].text
-    words = whole.split()
-    assert len(words) > 4, whole
-    stop = " " + words[3]
+    assert len(whole) > 20, whole
+    stop = whole[12:16]  # the model is random: its text is not words
     cut = whole[: whole.index(stop)]
     c = greedy(client, prompt=PROMPT, max_tokens=32, stop=[stop, "never-happens"])
     assert c.choices[0].text == cut and c.choices[0].finish_reason == "stop"
