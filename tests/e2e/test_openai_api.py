@@ -8,7 +8,9 @@ One server for the module.
 """
 import json
 import socket
+import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import openai
 import pytest
@@ -31,7 +33,9 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(server):
-    return openai.OpenAI(base_url=f"http://{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    c = openai.OpenAI(base_url=f"http://{server.url}/v1", api_key="unused", max_retries=0, timeout=60)
+    yield c
+    c.close()  # else its idle keep-alive connections hold the server's shutdown for the keep-alive timeout
 
 
 def prompt_ids(text=PROMPT):
@@ -202,9 +206,36 @@ def test_triton_generate_and_stream(server, client):
     assert status == 404 and isinstance(json.loads(out)["error"], str)
     status, out = post(server.url + "/v2/models/llama/generate", b'{"max_tokens": 3}')
     assert status == 400 and "text_input" in json.loads(out)["error"]
+    with urllib.request.urlopen(f"http://{server.url}/v2") as r:
+        assert "generate" in json.loads(r.read())["extensions"]
+
+
+def test_greedy_equals_fusor_generate_while_16_streams_run(client):
+    ids = prompt_ids("The little dog ran")
+    expected = fusor_generate(ids, 24)["text"]
+
+    def stream(seed):
+        chunks = client.completions.create(model="llama", prompt=PROMPT, max_tokens=24, seed=seed, stream=True,
+                                           extra_body={"ignore_eos": True})
+        return sum(1 for c in chunks if c.choices and c.choices[0].text)
+
+    with ThreadPoolExecutor(17) as pool:
+        others = [pool.submit(stream, seed) for seed in range(16)]
+        mine = pool.submit(lambda: greedy(client, prompt=ids, max_tokens=24).choices[0].text)
+        assert mine.result() == expected
+        assert all(f.result() > 0 for f in others)
+
+
+def aborted_requests(server):
+    """fusor:request_success_total{finished_reason="abort"} summed over classes."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics}/metrics") as r:
+        text = r.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("fusor:request_success_total{") and 'finished_reason="abort"' in line)
 
 
 def test_disconnect_mid_stream_leaves_the_server_healthy(server, client):
+    aborted = aborted_requests(server)
     host, port = server.url.split(":")
     body = json.dumps({"model": "llama", "prompt": PROMPT, "max_tokens": 400, "stream": True,
                        "ignore_eos": True, "temperature": 0}).encode()
@@ -218,6 +249,11 @@ def test_disconnect_mid_stream_leaves_the_server_healthy(server, client):
                 assert chunk, got
                 got += chunk
             assert got.startswith(b"HTTP/1.1 200")
+    # Each closed stream is cancelled (not run to its 400 tokens): the scheduler counts an abort.
+    deadline = time.time() + 30
+    while aborted_requests(server) < aborted + 3:
+        assert time.time() < deadline, "the disconnected streams were not cancelled"
+        time.sleep(0.1)
     # The server goes on answering, and greedy answers are unchanged.
     ids = prompt_ids()
     assert greedy(client, prompt=ids, max_tokens=12).choices[0].text == fusor_generate(ids, 12)["text"]
