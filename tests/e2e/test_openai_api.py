@@ -176,6 +176,14 @@ def test_too_long_prompt_and_unknown_model(client):
     assert e.value.body["code"] == "model_not_found"
 
 
+def test_traffic_class(client):
+    c = greedy(client, prompt=PROMPT, max_tokens=4, extra_body={"fusor_class": "default", "ignore_eos": True})
+    assert c.usage.completion_tokens == 4
+    with pytest.raises(openai.BadRequestError) as e:
+        greedy(client, prompt=PROMPT, max_tokens=4, extra_body={"fusor_class": "no-such-class"})
+    assert "no-such-class" in e.value.message
+
+
 def test_bad_bodies_get_openai_errors(server):
     for body in (b"{", b"[1]", b'{"model": "llama", "prompt": "Hi", "max_tokens": "many"}',
                  b'{"model": "llama", "prompt": [[1, 2], [3]]}', b'{"model": "llama", "messages": "hi"}'):
