@@ -1,11 +1,18 @@
 """ONNX Runtime GenAI under bench/genai_peers/closed_loop.py's load (run with .venv-ortgenai's python).
 
-The model folder is the decoder export itself (models/llama-tiny: model.onnx + genai_config.json).
-Its serving API is the Engine: requests begin turns between run()s, each run() steps the resident
-requests. Continuous batching (engine.dynamic_batching) needs a PagedAttention model, which
-onnxruntime-genai 0.18's model builder makes only for CUDA (fp16/bf16) or WebGPU (fp16); on CPU
-with f32 the Engine batches statically (engine.static_batching, max_batch_size = the level's
-concurrency, one padded KV cache per batch). f32 weights and KV cache: the export's own.
+The model folder is the decoder export itself (models/llama-tiny: model.onnx + genai_config.json);
+f32 weights and KV cache, the export's own. onnxruntime-genai 0.18 has no continuous batching for
+this model: its Engine batches continuously (engine.dynamic_batching) only a PagedAttention model,
+which its model builder makes for CUDA (fp16/bf16) or WebGPU (fp16) alone. On CPU it batches
+statically, two ways (job "api"):
+  generator  (default) a Generator over a batch (batch_size = up to C waiting requests, left-padded
+             to the longest prompt), run until every sequence has its N tokens; the next batch
+             starts when it ends. Every request of a level asks for N tokens, so with equal prompt
+             lengths a batch is exactly the C requests in flight.
+  engine     the Engine with engine.static_batching.max_batch_size = C. In 0.18 it steps at most 4
+             requests at a time whatever max_batch_size says (the rest wait for the batch to end).
+Prompts of different lengths in one batch come back with wrong tokens for the shorter ones in both
+ways (checked against fusor generate and transformers): keep the prompts of a level one length.
 """
 import json
 import sys
@@ -16,16 +23,47 @@ import onnxruntime_genai as og
 from closed_loop import Level, progress, read_job, write_result
 
 
-def engine(job, concurrency):
+def model(job, concurrency):
     config = og.Config(job["model"])
     config.overlay(json.dumps({
         "model": {"decoder": {"session_options": {"intra_op_num_threads": job["threads"],
                                                   "inter_op_num_threads": 1}}},
         "engine": {"static_batching": {"max_batch_size": concurrency}}}))
-    return og.Engine(og.Model(config))
+    return og.Model(config)
 
 
-def run_level(eng, max_new_tokens, level):
+def pad_id(job):
+    with open(f"{job['model']}/genai_config.json") as f:
+        return json.load(f)["model"].get("pad_token_id", 0)
+
+
+def run_generator(m, job, level):
+    """Static batches: the requests admitted together run as one Generator to the end."""
+    batch = []
+    while not level.done():
+        level.admit(lambda ids: batch.append(ids) or len(batch) - 1)
+        keys = sorted(level.in_flight)
+        prompts = [batch[k] for k in keys]
+        width = max(len(p) for p in prompts)
+        ids = np.array([[pad_id(job)] * (width - len(p)) + p for p in prompts], np.int32)
+        params = og.GeneratorParams(m)
+        total = width + job["max_new_tokens"]
+        params.set_search_options(batch_size=len(prompts), max_length=total, min_length=total,
+                                  do_sample=False)
+        gen = og.Generator(m, params)
+        gen.append_tokens(ids)
+        while not gen.is_done():
+            gen.generate_next_token()
+            for k, t in zip(keys, gen.get_next_tokens()):
+                level.tokens(k, [t])
+        for k in keys:
+            level.finish(k)
+        del gen
+    return level.result()
+
+
+def run_engine(m, job, level):
+    eng = og.Engine(m)
     events = eng.create_event_buffer(4 * level.concurrency + 16)
     requests = []  # keeps each Request alive while in flight; the key is its index
 
@@ -33,20 +71,17 @@ def run_level(eng, max_new_tokens, level):
         r = eng.create_request()
         turn = og.TurnOptions(r)
         turn.set_do_sample(False)
-        turn.set_max_generated_tokens(max_new_tokens)
-        turn.set_min_generated_tokens(max_new_tokens)  # masks EOS: exactly N tokens
+        turn.set_max_generated_tokens(job["max_new_tokens"])
+        turn.set_min_generated_tokens(job["max_new_tokens"])  # masks EOS: exactly N tokens
         r.begin_turn(np.array(ids, np.int32), turn)
         requests.append(r)
         return len(requests) - 1
-
-    def key_of(request):
-        return next(k for k in level.in_flight if requests[k] is request)
 
     level.admit(submit)
     while not level.done():
         finished = []
         for ev in eng.run(events):
-            key = key_of(ev.request)
+            key = next(k for k in level.in_flight if requests[k] is ev.request)
             if ev.flags & og.EngineEventFlags.FAILED:
                 sys.exit(f"ortgenai_driver: request {key} failed: {ev.error_code}")
             if ev.flags & og.EngineEventFlags.TOKEN:
@@ -60,22 +95,33 @@ def run_level(eng, max_new_tokens, level):
     return level.result()
 
 
+MODES = {
+    "generator": (run_generator, "Generator over static batches of up to C requests (batch_size), "
+                                 "the next batch when one ends"),
+    "engine": (run_engine, "Engine with engine.static_batching.max_batch_size C (steps 4 requests "
+                           "at a time in 0.18)"),
+}
+
+
 def main():
     job = read_job(sys.argv)
+    api = job.get("api", "generator")
+    if api not in MODES:
+        sys.exit(f"ortgenai_driver: api '{api}' is not one of {', '.join(MODES)}")
+    run, how = MODES[api]
     results = []
     for spec in job["levels"]:
-        eng = engine(job, spec["concurrency"])
+        m = model(job, spec["concurrency"])
         if job.get("warmup"):
-            run_level(eng, job["max_new_tokens"], Level(job["warmup"], spec["concurrency"]))
-        level = run_level(eng, job["max_new_tokens"], Level(spec["prompts"], spec["concurrency"]))
+            run(m, job, Level(job["warmup"], spec["concurrency"]))
+        level = run(m, job, Level(spec["prompts"], spec["concurrency"]))
         tokens = sum(r["tokens"] for r in level["requests"])
         progress(f"ortgenai: concurrency {spec['concurrency']}: {tokens} tokens in {level['wall_s']:.2f} s")
         results.append(level)
-        del eng
+        del m
     write_result("ONNX Runtime GenAI", og.__version__,
-                 "Engine with engine.static_batching (max_batch_size = concurrency): continuous "
-                 "batching needs PagedAttention, CUDA/WebGPU fp16 only; intra_op_num_threads "
-                 f"{job['threads']}", results)
+                 f"{how}; no continuous batching on CPU (it needs PagedAttention: CUDA/WebGPU fp16); "
+                 f"intra_op_num_threads {job['threads']}", results)
 
 
 if __name__ == "__main__":
