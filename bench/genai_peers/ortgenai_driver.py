@@ -11,8 +11,12 @@ statically, two ways (job "api"):
              lengths a batch is exactly the C requests in flight.
   engine     the Engine with engine.static_batching.max_batch_size = C. In 0.18 it steps at most 4
              requests at a time whatever max_batch_size says (the rest wait for the batch to end).
-Prompts of different lengths in one batch come back with wrong tokens for the shorter ones in both
-ways (checked against fusor generate and transformers): keep the prompts of a level one length.
+Prompts of different lengths in one batch come back with wrong tokens for the shorter ones (checked
+against transformers' and fusor's greedy tokens): the Engine pads on the right and masks as if each
+new token's KV were written at the sequence's own length (the model builder's GroupQueryAttention
+layout), while an Optimum export appends it after the padding; the Generator takes a padded 2-D
+batch with an all-ones mask. The model builder itself needs transformers 5 and torch 2 (PyPI's
+CUDA build). So keep the prompts of a level one length, as compare-generate-serving does.
 """
 import json
 import sys
