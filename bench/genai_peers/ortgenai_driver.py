@@ -1,22 +1,22 @@
 """ONNX Runtime GenAI under bench/genai_peers/closed_loop.py's load (run with .venv-ortgenai's python).
 
-The model folder is the decoder export itself (models/llama-tiny: model.onnx + genai_config.json);
-f32 weights and KV cache, the export's own. onnxruntime-genai 0.18 has no continuous batching for
+The model folder is bench/genai_peers/ortgenai_build.py's (the model builder's form of the weights,
+f32) or the decoder export itself (models/llama-tiny: model.onnx + genai_config.json); f32 weights
+and KV cache either way. onnxruntime-genai 0.18 has no continuous batching for
 this model: its Engine batches continuously (engine.dynamic_batching) only a PagedAttention model,
 which its model builder makes for CUDA (fp16/bf16) or WebGPU (fp16) alone. On CPU it batches
 statically, two ways (job "api"):
-  generator  (default) a Generator over a batch (batch_size = up to C waiting requests, left-padded
-             to the longest prompt), run until every sequence has its N tokens; the next batch
-             starts when it ends. Every request of a level asks for N tokens, so with equal prompt
+  generator  (default) a Generator over a batch (batch_size = up to C waiting requests, padded on the
+             right with pad_token_id to the longest prompt, which it masks), run until every
+             sequence has its N tokens; the next batch starts when it ends. Every request of a level asks for N tokens, so with equal prompt
              lengths a batch is exactly the C requests in flight.
   engine     the Engine with engine.static_batching.max_batch_size = C. In 0.18 it steps at most 4
              requests at a time whatever max_batch_size says (the rest wait for the batch to end).
-Prompts of different lengths in one batch come back with wrong tokens for the shorter ones (checked
-against transformers' and fusor's greedy tokens): the Engine pads on the right and masks as if each
-new token's KV were written at the sequence's own length (the model builder's GroupQueryAttention
-layout), while an Optimum export appends it after the padding; the Generator takes a padded 2-D
-batch with an all-ones mask. The model builder itself needs transformers 5 and torch 2 (PyPI's
-CUDA build). So keep the prompts of a level one length, as compare-generate-serving does.
+With the export itself, prompts of different lengths in one batch come back with wrong tokens for
+the shorter ones (checked against transformers' and fusor's greedy tokens): ONNX Runtime GenAI pads
+on the right and reads each row as the model builder's GroupQueryAttention layout does (a KV
+buffer written at the sequence's own length), while an Optimum export concatenates after the
+padding. The builder's model batches right both ways.
 """
 import json
 import sys
@@ -49,7 +49,7 @@ def run_generator(m, job, level):
         keys = sorted(level.in_flight)
         prompts = [batch[k] for k in keys]
         width = max(len(p) for p in prompts)
-        ids = np.array([[pad_id(job)] * (width - len(p)) + p for p in prompts], np.int32)
+        ids = np.array([p + [pad_id(job)] * (width - len(p)) for p in prompts], np.int32)
         params = og.GeneratorParams(m)
         total = width + job["max_new_tokens"]
         params.set_search_options(batch_size=len(prompts), max_length=total, min_length=total,
