@@ -30,9 +30,12 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 
 def source_stamp(onnx_path):
+    """What the folder was built from: the export, and .venv-ortgenai's pins (a new builder rebuilds)."""
     st = onnx_path.stat()
+    pins = ROOT / ".venv-ortgenai" / ".requirements-stamp"
     return {"source": str(onnx_path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-            "builder": "onnxruntime_genai.models.builder -p fp32 -e cpu"}
+            "builder": "onnxruntime_genai.models.builder -p fp32 -e cpu",
+            "venv": pins.read_text() if pins.is_file() else None}
 
 
 def rebuild_checkpoint(src_dir, hf_dir):
