@@ -3,11 +3,11 @@ venv): the SAME weights, rebuilt and run through onnxruntime-genai's model build
 
     .venv/bin/python bench/genai_peers/ortgenai_build.py models/llama-tiny models/llama-tiny-ortgenai
 
-Why not the export itself: ONNX Runtime GenAI loads it (its genai_config.json) and decodes one
-sequence right, but batches it wrong: its static batches pad prompts on the right and mask as if each
-new token's KV went at the sequence's own length, which is the builder's GroupQueryAttention layout
-(a KV buffer shared between steps), not an Optimum export's concatenation. The builder's model
-batches right, and runs several times faster, so it is the fair peer.
+Why not the export itself: ONNX Runtime GenAI loads it (its genai_config.json) and its Generator
+decodes it right, but its Engine batches it wrong at unequal prompt lengths (it masks as if each new
+token's KV went at the sequence's own length: the builder's GroupQueryAttention layout, a KV buffer
+shared between steps, not an Optimum export's concatenation), and it runs the export 1.4x (one
+sequence) to 3.8x (16) slower than the builder's model, which is what ORT GenAI users run.
 The builder reads a Hugging Face checkpoint and needs transformers 5 and torch 2 (in .venv-ortgenai,
 bench/setup-peers); the project venv's transformers 4.38 and Debian's torch 1.13 are the ones that
 made the export, so the checkpoint is rebuilt here from decoder_zoo's seed and checked weight by

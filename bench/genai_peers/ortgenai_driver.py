@@ -2,21 +2,21 @@
 
 The model folder is bench/genai_peers/ortgenai_build.py's (the model builder's form of the weights,
 f32) or the decoder export itself (models/llama-tiny: model.onnx + genai_config.json); f32 weights
-and KV cache either way. onnxruntime-genai 0.18 has no continuous batching for
-this model: its Engine batches continuously (engine.dynamic_batching) only a PagedAttention model,
-which its model builder makes for CUDA (fp16/bf16) or WebGPU (fp16) alone. On CPU it batches
-statically, two ways (job "api"):
+and KV cache either way. onnxruntime-genai 0.18 has no continuous batching for this model: its
+Engine batches continuously (engine.dynamic_batching) only a PagedAttention model, which its model
+builder makes for CUDA (fp16/bf16) or WebGPU (fp16) alone. On CPU it batches statically, two ways
+(job "api"):
   generator  (default) a Generator over a batch (batch_size = up to C waiting requests, padded on the
              right with pad_token_id to the longest prompt, which it masks), run until every
-             sequence has its N tokens; the next batch starts when it ends. Every request of a level asks for N tokens, so with equal prompt
-             lengths a batch is exactly the C requests in flight.
+             sequence has its N tokens; the next batch starts when it ends. Every request asks
+             for N tokens, so a batch is the C requests in flight.
   engine     the Engine with engine.static_batching.max_batch_size = C. In 0.18 it steps at most 4
              requests at a time whatever max_batch_size says (the rest wait for the batch to end).
-With the export itself, prompts of different lengths in one batch come back with wrong tokens for
-the shorter ones (checked against transformers' and fusor's greedy tokens): ONNX Runtime GenAI pads
-on the right and reads each row as the model builder's GroupQueryAttention layout does (a KV
-buffer written at the sequence's own length), while an Optimum export concatenates after the
-padding. The builder's model batches right both ways.
+With the export itself, the Engine returns wrong tokens for the shorter prompts of a batch of
+unequal lengths (checked against transformers' and fusor's greedy tokens): it masks each row as the
+model builder's GroupQueryAttention layout needs (a KV buffer written at the sequence's own
+length), while an Optimum export concatenates after the padding. The Generator's batches, and the
+builder's model either way, come back right.
 """
 import json
 import sys
