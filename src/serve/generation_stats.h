@@ -54,10 +54,10 @@ class GenerationStats {
   void readmitted(const std::string& cls);                  // waiting -= 1, running += 1
   void first_token(const std::string& cls, double ttft_s);
   void next_token(const std::string& cls, double itl_s);
-  // A request left: finished with `reason`, or failed with `code` (then `was_running` says which
-  // gauge it leaves, and whether it was ever queued at all).
-  void finished(const std::string& cls, const std::string& reason, int64_t prompt_tokens, int64_t generated,
-                double e2e_s);
+  // A request left: finished with `reason` (from the running gauge, or the waiting one when it
+  // was cancelled while waiting), or failed with `code` (`was_queued`: counted by queued()).
+  void finished(const std::string& cls, const std::string& reason, bool was_running, int64_t prompt_tokens,
+                int64_t generated, double e2e_s);
   void failed(const std::string& cls, Code code, bool was_queued, bool was_running);
 
   std::map<std::string, GenerationClassStats> snapshot() const;
