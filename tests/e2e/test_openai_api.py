@@ -49,8 +49,8 @@ def fusor_generate(ids, n):
     return json.loads(r.stdout)
 
 
-def greedy(client, **kw):
-    return client.completions.create(model="llama", temperature=0, extra_body={"ignore_eos": True}, **kw)
+def greedy(client, extra_body=(), **kw):
+    return client.completions.create(model="llama", temperature=0, extra_body={"ignore_eos": True, **dict(extra_body)}, **kw)
 
 
 def sse_events(body):
@@ -177,7 +177,7 @@ def test_too_long_prompt_and_unknown_model(client):
 
 
 def test_traffic_class(client):
-    c = greedy(client, prompt=PROMPT, max_tokens=4, extra_body={"fusor_class": "default", "ignore_eos": True})
+    c = greedy(client, prompt=PROMPT, max_tokens=4, extra_body={"fusor_class": "default"})
     assert c.usage.completion_tokens == 4
     with pytest.raises(openai.BadRequestError) as e:
         greedy(client, prompt=PROMPT, max_tokens=4, extra_body={"fusor_class": "no-such-class"})
