@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -136,3 +137,13 @@ def summarize(out_dir):
         "duration_s": _stat(agg, "benchmark_duration", "avg"),
         "per_request": per_request,
     }
+
+
+def counter(metrics_text, name, **labels):
+    """The sum of a counter's samples whose labels include `labels` (0 when there are none)."""
+    total = 0.0
+    for m in re.finditer(rf"^{re.escape(name)}\{{([^}}]*)\}} (\S+)$", metrics_text, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+    return total

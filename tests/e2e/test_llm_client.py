@@ -2,8 +2,6 @@
 unchanged (issue #17): a short streaming run of /v1/completions whose every request must come
 back whole, with the token counts asked for, and whose count the server's own metrics must agree
 with. The long run is bench/serve-generate."""
-import re
-
 import pytest
 from transformers import AutoTokenizer
 
@@ -22,16 +20,6 @@ def server(tmp_path_factory):
     s = Served(tmp_path_factory.mktemp("llm_client"), models=[("llama", MODEL)])
     yield s
     assert s.stop() == 0, s.output()
-
-
-def counter(metrics_text, name, **labels):
-    """The sum of a counter's samples whose labels include `labels` (0 when there are none)."""
-    total = 0.0
-    for m in re.finditer(rf"^{re.escape(name)}\{{([^}}]*)\}} (\S+)$", metrics_text, re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
 
 
 def scrape(server):
@@ -63,7 +51,8 @@ def test_aiperf_streams_completions(server, tmp_path):
 
     # The server counted what the client did.
     def delta(name, **labels):
-        return counter(after, name, model_name="llama", **labels) - counter(before, name, model_name="llama", **labels)
+        return (llm_client.counter(after, name, model_name="llama", **labels)
+                - llm_client.counter(before, name, model_name="llama", **labels))
 
     assert delta("fusor:request_success_total") == LOAD.requests
     assert delta("fusor:request_success_total", finished_reason="length") == LOAD.requests
