@@ -13,6 +13,7 @@ import json
 import os
 import pathlib
 import re
+import signal
 import subprocess
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ class Load:
     # model's output least of all), and ITL and tokens/s are per generated token.
     server_token_count: bool = True
     extra: dict = dataclasses.field(default_factory=dict)  # more request fields, e.g. temperature
+    request_timeout_s: float = 120  # a request that takes longer is an error, not a hang
 
 
 def command(base_url, model, tokenizer, load, out_dir, server_metrics_url=None):
@@ -45,7 +47,7 @@ def command(base_url, model, tokenizer, load, out_dir, server_metrics_url=None):
         "--isl", str(load.input_tokens), "--isl-stddev", "0",
         "--osl", str(load.output_tokens), "--osl-stddev", "0",
         "--concurrency", str(load.concurrency), "--request-count", str(load.requests),
-        "--random-seed", str(load.seed),
+        "--random-seed", str(load.seed), "--request-timeout-seconds", str(load.request_timeout_s),
         "--ui-type", "none", "--no-gpu-telemetry",
         "--artifact-dir", str(out_dir),
     ]
@@ -75,10 +77,20 @@ def run(base_url, model, tokenizer, load, out_dir, server_metrics_url=None, time
     env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
     log = out_dir / "aiperf.out"
     with open(log, "w") as f:
-        done = subprocess.run(args, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout)
-    if done.returncode != 0 or not (out_dir / "profile_export_aiperf.json").exists():
+        # aiperf runs as a family of processes (workers, record processors): its own session, so
+        # that a run past `timeout` ends with all of them.
+        proc = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            code = f"nothing in {timeout} s (killed)"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    if code != 0 or not (out_dir / "profile_export_aiperf.json").exists():
         tail = log.read_text()[-4000:]
-        raise RuntimeError(f"aiperf exited {done.returncode}: {' '.join(args)}\n{tail}")
+        raise RuntimeError(f"aiperf exited {code}: {' '.join(args)}\n{tail}")
     return summarize(out_dir)
 
 

@@ -30,7 +30,7 @@ def scrape(server):
 
 def test_aiperf_streams_completions(server, tmp_path):
     before = scrape(server)
-    s = llm_client.run(f"http://{server.url}", "llama", MODEL, LOAD, tmp_path / "aiperf")
+    s = llm_client.run(f"http://{server.url}", "llama", MODEL, LOAD, tmp_path / "aiperf", timeout=300)
     after = scrape(server)
 
     assert s["errors"] == 0, s["error_messages"]
