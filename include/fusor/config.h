@@ -25,7 +25,11 @@
 //     classes:                       # name -> class; absent: one class "default"
 //       interactive: {batch_window_ms: 1, adaptive_window: true, max_batch: 4,
 //                     preferred_batch_sizes: [1, 2, 4], priority: 0, timeout_ms: 1000,
-//                     max_queue_size: 64}
+//                     max_queue_size: 64, max_running: 8, prefill_chunk: 256,
+//                     ttft_target_ms: 200, itl_target_ms: 50}
+//     max_sequences: 32              # generative serving (a decoder): sequences running at once
+//     step_tokens: 256               # tokens per scheduler step
+//     kv_cache_tokens: 4096          # the paged KV cache's capacity (absent: 8 x context)
 //     matrix:                        # fusion per batch-size bucket; absent: fusion: for all
 //       - {max_batch: 1, fusion: {fuse_attention: false}}
 //       - {max_batch: 32, fusion: {disabled: [layer0.attention]}}
@@ -107,6 +111,13 @@ struct TrafficClass {
   int64_t max_queue_size = 256;  // requests queued beyond this: 503
   bool adaptive_window = true;  // close a batch before the window when waiting cannot help
   int64_t max_batch_tokens = 2048;  // packed serving: a batch closes on this many real tokens
+  // Generative serving (docs/serve-generate.md): this class's sequences running at once (0: no
+  // limit but serve.max_sequences), the most prompt tokens one of its sequences runs per step
+  // (0: the step's budget), and its latency targets (0: none; tune and the metrics read them).
+  int64_t max_running = 0;
+  int64_t prefill_chunk = 0;
+  double ttft_target_ms = 0;
+  double itl_target_ms = 0;
 
   bool operator==(const TrafficClass&) const = default;
 };
@@ -138,6 +149,11 @@ struct ServeConfig {
   std::map<std::string, double> pad_values;   // input name -> pad value (others pad with 0)
   std::map<std::string, TrafficClass> classes = {{"default", {}}};
   std::vector<MatrixEntry> matrix;            // ascending max_batch; larger batches: top-level fusion
+  // Generative serving: sequences running at once, tokens per step (decode tokens plus prefill
+  // chunks), and the KV cache's capacity in tokens (0: 8 x the context length).
+  int64_t max_sequences = 32;
+  int64_t step_tokens = 256;
+  int64_t kv_cache_tokens = 0;
 
   bool operator==(const ServeConfig&) const = default;
 };

@@ -125,6 +125,10 @@ class DecoderBatch {
   // pool has no room (nothing has run then, and every sequence is unchanged).
   std::span<const std::span<const float>> step(std::span<const Feed> feeds);
 
+  // Builds now every plan that steps of up to `tokens` tokens use (a server does this before it
+  // takes requests, so that no request pays for a plan).
+  void prepare(int64_t tokens);
+
   KvCacheStats cache() const;
   const DecoderSpec& spec() const;
   // Plans built so far (one per token count used) and the seconds they took.

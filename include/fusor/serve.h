@@ -32,11 +32,16 @@ struct Listen {
   int64_t max_body_bytes = 64 << 20;
 };
 
-// One model to serve: its name in the URLs (/v2/models/NAME), its engine, the options of its plans.
+// One model to serve: its name in the URLs (/v2/models/NAME, and "model" in /v1 requests), its
+// engine, the options of its plans, and the .onnx file it came from ("" for one built in
+// memory). A decoder export (past keys and values among its inputs; configs and tokenizer in the
+// file's folder) is served by generation: OpenAI-compatible /v1 completions and Triton's
+// generate, with continuous batching per traffic class (docs/serve-generate.md).
 struct ModelToServe {
   std::string name;
   Engine engine;
   SessionOptions session;
+  std::string path;
 };
 
 class Server;

@@ -73,6 +73,9 @@ const Key kKeys[] = {
     {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
     {"serve.packing", Kind::Bool, [](Config& c) -> bool& { return c.serve.packing; }},
     {"serve.token_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.token_bucket; }},
+    {"serve.max_sequences", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_sequences; }},
+    {"serve.step_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.step_tokens; }},
+    {"serve.kv_cache_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.kv_cache_tokens; }},
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
     {"serve.matrix", Kind::Matrix},
@@ -80,8 +83,9 @@ const Key kKeys[] = {
 };
 
 // The keys of one traffic class inside serve.classes.NAME.
-constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch",     "preferred_batch_sizes",
-                                           "priority",        "timeout_ms",      "max_queue_size", "max_batch_tokens"};
+constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch",      "preferred_batch_sizes",
+                                           "priority",        "timeout_ms",      "max_queue_size", "max_batch_tokens",
+                                           "max_running",     "prefill_chunk",   "ttft_target_ms", "itl_target_ms"};
 // The keys of one serve.matrix entry.
 constexpr std::string_view kMatrixKeys[] = {"max_batch", "max_tokens", "fusion"};
 
@@ -377,6 +381,10 @@ class Parser {
       else if (k == "timeout_ms") c.timeout_ms = parse_non_negative(v, at, path);
       else if (k == "max_queue_size") c.max_queue_size = parse_count(v, at, path, 1);
       else if (k == "max_batch_tokens") c.max_batch_tokens = parse_count(v, at, path, 1);
+      else if (k == "max_running") c.max_running = parse_count(v, at, path, 0);
+      else if (k == "prefill_chunk") c.prefill_chunk = parse_count(v, at, path, 0);
+      else if (k == "ttft_target_ms") c.ttft_target_ms = parse_non_negative(v, at, path);
+      else if (k == "itl_target_ms") c.itl_target_ms = parse_non_negative(v, at, path);
       else if (k == "preferred_batch_sizes") {
         preferred_at = at;
         if (!v.IsSequence()) fail(at, "'" + path + "' must be a list of positive integers, got " + described(v));

@@ -54,7 +54,10 @@ std::string config_yaml(const Config& c) {
     << "  max_body_bytes: " << c.serve.max_body_bytes << "\n"
     << "  seq_bucket: " << c.serve.seq_bucket << "\n"
     << "  packing: " << flag(c.serve.packing) << "\n"
-    << "  token_bucket: " << c.serve.token_bucket << "\n";
+    << "  token_bucket: " << c.serve.token_bucket << "\n"
+    << "  max_sequences: " << c.serve.max_sequences << "\n"
+    << "  step_tokens: " << c.serve.step_tokens << "\n";
+  if (c.serve.kv_cache_tokens > 0) y << "  kv_cache_tokens: " << c.serve.kv_cache_tokens << "\n";
   if (!c.serve.pad_values.empty()) {
     y << "  pad_values:\n";
     for (const auto& [name, v] : c.serve.pad_values) y << "    " << name << ": " << number(v) << "\n";
@@ -65,7 +68,12 @@ std::string config_yaml(const Config& c) {
       << ", adaptive_window: " << flag(t.adaptive_window) << ", max_batch: " << t.max_batch;
     if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
     y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size
-      << ", max_batch_tokens: " << t.max_batch_tokens << "}\n";
+      << ", max_batch_tokens: " << t.max_batch_tokens;
+    if (t.max_running > 0) y << ", max_running: " << t.max_running;
+    if (t.prefill_chunk > 0) y << ", prefill_chunk: " << t.prefill_chunk;
+    if (t.ttft_target_ms > 0) y << ", ttft_target_ms: " << number(t.ttft_target_ms);
+    if (t.itl_target_ms > 0) y << ", itl_target_ms: " << number(t.itl_target_ms);
+    y << "}\n";
   }
   if (!c.serve.matrix.empty()) {
     y << "  matrix:\n";

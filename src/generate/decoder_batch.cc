@@ -306,6 +306,11 @@ KvCacheStats DecoderBatch::cache() const {
   return {p.bytes(), p.bytes_per_token(), p.block_size(), p.blocks(), p.blocks() - p.free_blocks()};
 }
 const DecoderSpec& DecoderBatch::spec() const { return impl_->spec; }
+void DecoderBatch::prepare(int64_t tokens) {
+  const int64_t last = Impl::capacity_for(std::clamp<int64_t>(tokens, 1, impl_->batch.max_step_tokens));
+  for (int64_t capacity = 1; capacity <= last; capacity *= 2) impl_->plan_for(capacity);
+}
+
 size_t DecoderBatch::plans_built() const { return impl_->plans_built; }
 double DecoderBatch::plan_seconds() const { return impl_->plan_seconds; }
 

@@ -27,6 +27,8 @@ class SequenceGeneration {
   // The token to feed next (the last one chosen).
   TokenId last() const { return result_.output_ids.back(); }
   bool done() const { return done_; }
+  // The tokens chosen so far.
+  const std::vector<TokenId>& output_ids() const { return result_.output_ids; }
   // The result, once done (or empty when max_new_tokens is 0).
   GenerateResult result();
 

@@ -17,11 +17,17 @@ void RunningServer::shutdown() {
 RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& config, int threads_per_context,
                            Listen listen) {
   std::vector<std::unique_ptr<ServedModel>> served;
-  for (ModelToServe& m : models)
-    served.push_back(
-        std::make_unique<ServedModel>(m.name, std::move(m.engine), config, m.session, threads_per_context));
+  std::vector<std::unique_ptr<GenerativeModel>> generative;
+  for (ModelToServe& m : models) {
+    if (!m.path.empty() && is_decoder(m.engine, m.path))
+      generative.push_back(std::make_unique<GenerativeModel>(m.name, std::move(m.engine), m.path, config, m.session,
+                                                             threads_per_context * static_cast<int>(config.execution_contexts)));
+    else
+      served.push_back(
+          std::make_unique<ServedModel>(m.name, std::move(m.engine), config, m.session, threads_per_context));
+  }
   listen.max_body_bytes = config.max_body_bytes;
-  auto server = std::make_unique<Server>(std::move(served), listen);
+  auto server = std::make_unique<Server>(std::move(served), std::move(generative), listen);
   server->start();
   return RunningServer(std::move(server));
 }

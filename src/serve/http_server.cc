@@ -4,6 +4,7 @@
 
 #include "fusor/error.h"
 #include "serve/kserve_json.h"
+#include "serve/generation_stats.h"
 #include "serve/metrics.h"
 
 namespace fusor::serve {
@@ -125,7 +126,8 @@ void HttpServer::inference_routes() {
 
 void HttpServer::metrics_routes() {
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(models_.all()), "text/plain; version=0.0.4");
+    res.set_content(prometheus_text(models_.all()) + generation_prometheus_text(models_.generative()),
+                    "text/plain; version=0.0.4");
   });
 }
 

@@ -19,8 +19,21 @@ std::vector<ServedModel*> Models::all() const {
   return out;
 }
 
-Server::Server(std::vector<std::unique_ptr<ServedModel>> models, Listen listen)
-    : models_(std::move(models)), listen_(std::move(listen)) {}
+GenerativeModel* Models::find_generative(const std::string& name) const {
+  for (const auto& m : generative_)
+    if (m->name() == name) return m.get();
+  return nullptr;
+}
+
+std::vector<GenerativeModel*> Models::generative() const {
+  std::vector<GenerativeModel*> out;
+  for (const auto& m : generative_) out.push_back(m.get());
+  return out;
+}
+
+Server::Server(std::vector<std::unique_ptr<ServedModel>> models, std::vector<std::unique_ptr<GenerativeModel>> generative,
+               Listen listen)
+    : models_(std::move(models), std::move(generative)), listen_(std::move(listen)) {}
 
 Server::~Server() { shutdown(); }
 
@@ -48,6 +61,7 @@ void Server::shutdown() {
   if (http_) http_->stop();
   grpc_stop.join();
   for (ServedModel* m : models_.all()) m->drain();
+  for (GenerativeModel* m : models_.generative()) m->drain();
   if (metrics_) metrics_->stop();
 }
 

@@ -8,20 +8,28 @@
 #include <vector>
 
 #include "fusor/serve.h"
+#include "serve/generative_model.h"
 #include "serve/served_model.h"
 
 namespace fusor::serve {
 
+// The served models: encoders (and other tensor models) behind the KServe batcher, and decoders
+// behind the generation scheduler. A name belongs to one of them.
 class Models {
  public:
-  explicit Models(std::vector<std::unique_ptr<ServedModel>> models) : models_(std::move(models)) {}
+  explicit Models(std::vector<std::unique_ptr<ServedModel>> models,
+                  std::vector<std::unique_ptr<GenerativeModel>> generative = {})
+      : models_(std::move(models)), generative_(std::move(generative)) {}
   ServedModel* find(const std::string& name) const;  // nullptr when unknown
   std::vector<ServedModel*> all() const;
+  GenerativeModel* find_generative(const std::string& name) const;  // nullptr when unknown
+  std::vector<GenerativeModel*> generative() const;
   bool ready() const { return ready_; }
   void stop_accepting() { ready_ = false; }
 
  private:
   std::vector<std::unique_ptr<ServedModel>> models_;
+  std::vector<std::unique_ptr<GenerativeModel>> generative_;
   std::atomic<bool> ready_{true};
 };
 
@@ -30,7 +38,8 @@ class GrpcServer;
 
 class Server {
  public:
-  Server(std::vector<std::unique_ptr<ServedModel>> models, Listen listen);
+  Server(std::vector<std::unique_ptr<ServedModel>> models, std::vector<std::unique_ptr<GenerativeModel>> generative,
+         Listen listen);
   ~Server();
   // Binds every listener and starts serving; throws fusor::Error when a port cannot be bound.
   void start();

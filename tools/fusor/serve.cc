@@ -4,9 +4,11 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
+#include "fusor/decoder.h"
 #include "fusor/serve.h"
 #include "fusor/threads.h"
 #include "model_args.h"
@@ -36,14 +38,17 @@ void serve_command(const ServeArgs& a) {
   std::vector<serve::ModelToServe> models;
   auto add = [&](const std::string& name, Engine engine, const std::string& path) {
     SessionOptions options = path.empty() ? a.options.session_options() : a.options.session_options(engine, path);
-    models.push_back({name, std::move(engine), options});
+    models.push_back({name, std::move(engine), options, path});
   };
   if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model(), "");
   for (const auto& spec : a.models) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       throw Error("--model '" + spec + "' must look like NAME=PATH");
-    add(spec.substr(0, eq), Engine::load(spec.substr(eq + 1)), spec.substr(eq + 1));
+    // A folder is a decoder's (model.onnx or genai_config.json's file beside its configs).
+    std::string path = spec.substr(eq + 1);
+    if (std::filesystem::is_directory(path)) path = DecoderSpec::model_file_of(path);
+    add(spec.substr(0, eq), Engine::load(path), path);
   }
   const serve::Listen& listen = a.listen;
   serve::RunningServer server = serve::start_server(std::move(models), config, per_context, listen);
@@ -62,7 +67,7 @@ void serve_command(const ServeArgs& a) {
 void add_serve_command(CLI::App& app) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve models over KServe v2 HTTP and gRPC (Triton-compatible)");
-  cmd->add_option("--model", args->models, "NAME=PATH of an ONNX model (repeatable); none: the demo model");
+  cmd->add_option("--model", args->models, "NAME=PATH of an ONNX model, or a decoder's folder (repeatable); none: the demo model");
   // Through ModelArgs, so that a --config with the gate on gates each model without a verdict.
   args->options.add_config_and_threads(*cmd, "YAML config file; the serve section sets traffic classes (docs/serve.md)",
                                        "Threads in all, shared by the execution contexts");

@@ -1,0 +1,169 @@
+#include "serve/generation_stats.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "serve/generative_model.h"
+
+namespace fusor::serve {
+
+void SecondsHistogram::add(double seconds) {
+  size_t i = 0;
+  while (i < kGenerationBucketsS.size() && seconds > kGenerationBucketsS[i]) ++i;
+  ++counts[i];
+  sum += seconds;
+  ++count;
+}
+
+GenerationStats::GenerationStats(const std::vector<std::string>& classes) {
+  for (const std::string& c : classes) classes_[c];
+}
+
+void GenerationStats::queued(const std::string& cls) {
+  std::lock_guard lock(mu_);
+  ++classes_[cls].waiting;
+}
+
+void GenerationStats::admitted(const std::string& cls, double queue_s) {
+  std::lock_guard lock(mu_);
+  GenerationClassStats& c = classes_[cls];
+  --c.waiting;
+  ++c.running;
+  c.queue.add(queue_s);
+}
+
+void GenerationStats::preempted(const std::string& cls) {
+  std::lock_guard lock(mu_);
+  GenerationClassStats& c = classes_[cls];
+  --c.running;
+  ++c.waiting;
+  ++c.preemptions;
+}
+
+void GenerationStats::readmitted(const std::string& cls) {
+  std::lock_guard lock(mu_);
+  GenerationClassStats& c = classes_[cls];
+  --c.waiting;
+  ++c.running;
+}
+
+void GenerationStats::first_token(const std::string& cls, double ttft_s) {
+  std::lock_guard lock(mu_);
+  classes_[cls].ttft.add(ttft_s);
+}
+
+void GenerationStats::next_token(const std::string& cls, double itl_s) {
+  std::lock_guard lock(mu_);
+  classes_[cls].itl.add(itl_s);
+}
+
+void GenerationStats::finished(const std::string& cls, const std::string& reason, bool was_running,
+                               int64_t prompt_tokens, int64_t generated, double e2e_s) {
+  std::lock_guard lock(mu_);
+  GenerationClassStats& c = classes_[cls];
+  --(was_running ? c.running : c.waiting);
+  ++c.finished[reason];
+  c.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
+  c.generation_tokens += static_cast<uint64_t>(generated);
+  c.e2e.add(e2e_s);
+}
+
+void GenerationStats::failed(const std::string& cls, Code code, bool was_queued, bool was_running) {
+  std::lock_guard lock(mu_);
+  GenerationClassStats& c = classes_[cls];
+  if (was_running) --c.running;
+  else if (was_queued) --c.waiting;
+  ++c.failures[code == Code::BadRequest ? "bad_request" : code == Code::Unavailable ? "unavailable" : "internal"];
+}
+
+std::map<std::string, GenerationClassStats> GenerationStats::snapshot() const {
+  std::lock_guard lock(mu_);
+  return classes_;
+}
+
+namespace {
+
+void histogram(std::ostringstream& o, const std::string& name, const std::string& labels, const SecondsHistogram& h) {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.counts.size(); ++i) {
+    cumulative += h.counts[i];
+    std::ostringstream le;
+    if (i < kGenerationBucketsS.size()) le << kGenerationBucketsS[i];
+    else le << "+Inf";
+    o << name << "_bucket{" << labels << ",le=\"" << le.str() << "\"} " << cumulative << "\n";
+  }
+  o << name << "_sum{" << labels << "} " << h.sum << "\n";
+  o << name << "_count{" << labels << "} " << h.count << "\n";
+}
+
+}  // namespace
+
+std::string generation_prometheus_text(const std::vector<GenerativeModel*>& models) {
+  if (models.empty()) return "";
+  struct Model {
+    GenerativeModel* model;
+    std::map<std::string, GenerationClassStats> classes;
+    GenerativeModel::Load load;
+  };
+  std::vector<Model> snaps;
+  for (GenerativeModel* m : models) snaps.push_back({m, m->stats().snapshot(), m->load()});
+  auto labels = [](const GenerativeModel* m, const std::string& cls) {
+    return "model_name=\"" + m->name() + "\",class=\"" + cls + "\"";
+  };
+  std::ostringstream o;
+  auto header = [&](const char* name, const char* type, const char* help) {
+    o << "# HELP " << name << " " << help << "\n# TYPE " << name << " " << type << "\n";
+  };
+  auto per_class = [&](const char* name, const char* type, const char* help, auto value) {
+    header(name, type, help);
+    for (const Model& s : snaps)
+      for (const auto& [cls, c] : s.classes) o << name << "{" << labels(s.model, cls) << "} " << value(c) << "\n";
+  };
+  auto histograms = [&](const char* name, const char* help, SecondsHistogram GenerationClassStats::*member) {
+    header(name, "histogram", help);
+    for (const Model& s : snaps)
+      for (const auto& [cls, c] : s.classes) histogram(o, name, labels(s.model, cls), c.*member);
+  };
+  histograms("fusor:time_to_first_token_seconds", "Time from arrival to the first generated token",
+             &GenerationClassStats::ttft);
+  histograms("fusor:inter_token_latency_seconds", "Time between consecutive generated tokens of a request",
+             &GenerationClassStats::itl);
+  histograms("fusor:e2e_request_latency_seconds", "Time from arrival to the last token", &GenerationClassStats::e2e);
+  histograms("fusor:request_queue_time_seconds", "Time from arrival to the first scheduled step",
+             &GenerationClassStats::queue);
+  per_class("fusor:prompt_tokens_total", "counter", "Prompt tokens of finished requests",
+            [](const GenerationClassStats& c) { return c.prompt_tokens; });
+  per_class("fusor:generation_tokens_total", "counter", "Tokens generated for finished requests",
+            [](const GenerationClassStats& c) { return c.generation_tokens; });
+  per_class("fusor:num_preemptions_total", "counter", "Sequences preempted (their cache dropped, recomputed later)",
+            [](const GenerationClassStats& c) { return c.preemptions; });
+  per_class("fusor:num_requests_running", "gauge", "Sequences running (holding KV cache blocks)",
+            [](const GenerationClassStats& c) { return c.running; });
+  per_class("fusor:num_requests_waiting", "gauge", "Requests waiting to run (new or preempted)",
+            [](const GenerationClassStats& c) { return c.waiting; });
+  header("fusor:request_success_total", "counter", "Requests finished, by finish reason");
+  for (const Model& s : snaps)
+    for (const auto& [cls, c] : s.classes)
+      for (const char* reason : {"stop", "length", "abort"}) {
+        auto it = c.finished.find(reason);
+        o << "fusor:request_success_total{" << labels(s.model, cls) << ",finished_reason=\"" << reason << "\"} "
+          << (it == c.finished.end() ? 0 : it->second) << "\n";
+      }
+  header("fusor:request_failure_total", "counter", "Requests refused or failed, by reason");
+  for (const Model& s : snaps)
+    for (const auto& [cls, c] : s.classes)
+      for (const char* reason : {"bad_request", "unavailable", "internal"}) {
+        auto it = c.failures.find(reason);
+        o << "fusor:request_failure_total{" << labels(s.model, cls) << ",reason=\"" << reason << "\"} "
+          << (it == c.failures.end() ? 0 : it->second) << "\n";
+      }
+  header("fusor:kv_cache_usage_perc", "gauge", "Fraction of the KV cache's blocks in use (0..1)");
+  for (const Model& s : snaps) {
+    const KvCacheStats& kv = s.load.cache;
+    o << "fusor:kv_cache_usage_perc{model_name=\"" << s.model->name() << "\"} "
+      << (kv.blocks > 0 ? static_cast<double>(kv.blocks_used) / static_cast<double>(kv.blocks) : 0.0) << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,83 @@
+#include "serve/generative_model.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "fusor/error.h"
+#include "kernels/cpu/thread_pool.h"
+#include "serve/generation_scheduler.h"
+#include "serve/generation_stats.h"
+
+namespace fusor::serve {
+namespace {
+
+std::vector<std::string> class_names(const ServeConfig& c) {
+  std::vector<std::string> names;
+  for (const auto& [name, cls] : c.classes) names.push_back(name);
+  return names;
+}
+
+DecoderBatchOptions batch_options(const ServeConfig& config) {
+  DecoderBatchOptions o;
+  o.max_step_tokens = config.step_tokens;
+  o.cache_tokens = config.kv_cache_tokens;
+  return o;
+}
+
+}  // namespace
+
+bool is_decoder(const Engine& engine, const std::string& model_file) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(model_file).parent_path() / "genai_config.json", ec)) return true;
+  for (const TensorInfo& in : engine.inputs())
+    if (in.name.rfind("past_key_values.", 0) == 0) return true;
+  return false;
+}
+
+GenerativeModel::GenerativeModel(std::string name, Engine engine, const std::string& model_file,
+                                 const ServeConfig& config, const SessionOptions& options, int threads)
+    : name_(std::move(name)), config_(config), spec_(DecoderSpec::describe(engine, model_file)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
+      stats_(std::make_unique<GenerationStats>(class_names(config))) {
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::path(spec_.folder) / "tokenizer.json", ec))
+    tokenizer_ = std::make_unique<Tokenizer>(Tokenizer::load(spec_.folder));
+  chat_ = std::make_unique<ChatTemplate>(ChatTemplate::for_model(spec_.folder));
+  // The paged KV cache is what makes continuous batching possible: without it (fusion off, the
+  // gate rolled kv_cache back, or an export whose attention it cannot prove) this throws.
+  DecoderBatch batch(engine, spec_, options, batch_options(config));
+  const auto start = std::chrono::steady_clock::now();
+  cpu::set_thread_width(threads);
+  batch.prepare(config.step_tokens);
+  const KvCacheStats cache = batch.cache();
+  std::fprintf(stderr,
+               "fusor serve: model %s: generative (continuous batching), %zu plan(s) for steps of up to %lld tokens "
+               "built in %.1f s; KV cache %lld tokens (%.1f MiB), up to %lld sequences\n",
+               name_.c_str(), batch.plans_built(), static_cast<long long>(config.step_tokens),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+               static_cast<long long>(cache.blocks * cache.block_size), static_cast<double>(cache.bytes) / (1 << 20),
+               static_cast<long long>(config.max_sequences));
+  if (chat_->is_plain())
+    std::fprintf(stderr, "fusor serve: model %s: no chat_template in tokenizer_config.json; chat uses the plain template\n",
+                 name_.c_str());
+  scheduler_ = std::make_unique<GenerationScheduler>(std::move(batch), config_, tokenizer_.get(), *stats_,
+                                                     [threads] { cpu::set_thread_width(threads); });
+}
+
+GenerativeModel::~GenerativeModel() { drain(); }
+
+uint64_t GenerativeModel::submit(GenerationRequest request, GenerationEvents events) {
+  if (request.options.eos_ids.empty() && !request.options.ignore_eos) request.options.eos_ids = spec_.eos_ids;
+  return scheduler_->submit(std::move(request), std::move(events));
+}
+
+void GenerativeModel::cancel(uint64_t id) { scheduler_->cancel(id); }
+
+void GenerativeModel::drain() {
+  if (scheduler_) scheduler_->drain();
+}
+
+GenerativeModel::Load GenerativeModel::load() const { return scheduler_->load(); }
+
+}  // namespace fusor::serve

@@ -1,0 +1,70 @@
+"""The generative peers of bench/compare-generate-serving (bench/genai_peers/): each driver, in its own
+venv, under the closed-loop load (C requests in flight, prompts of different lengths) returns
+transformers' greedy tokens for every request (models/llama-tiny/greedy_reference.json), exactly
+max_new_tokens of them, and never has more than C requests in flight. OpenVINO GenAI runs
+ov_convert.py's IR of the export; ONNX Runtime GenAI the export itself (its Generator's static
+batches). Skipped where bench/setup-peers has not made the venv."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import MODELS, ROOT, model_path
+
+PEERS = ROOT / "bench" / "genai_peers"
+CONCURRENCY = 4
+NEW_TOKENS = 24
+
+
+def venv_python(name):
+    python = ROOT / f".venv-{name}" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(f".venv-{name} is missing (bench/setup-peers {name} makes it)")
+    return python
+
+
+def reference():
+    """Ten prompts of 1 to 50 ids and transformers' greedy tokens after each, cut to NEW_TOKENS."""
+    model_path("llama-tiny")
+    ref = json.loads((MODELS / "llama-tiny" / "greedy_reference.json").read_text())
+    prompts = [p for p in ref["prompts"] if len(p["prompt_ids"]) <= 50][:10]
+    assert len({len(p["prompt_ids"]) for p in prompts}) > 5
+    return [p["prompt_ids"] for p in prompts], [p["output_ids"][:NEW_TOKENS] for p in prompts]
+
+
+def run_driver(python, driver, model, prompts, tmp_path, extra=None):
+    job = {"model": str(model), "threads": 2, "max_new_tokens": NEW_TOKENS, "warmup": [prompts[0]],
+           "levels": [{"concurrency": CONCURRENCY, "prompts": prompts}], **(extra or {})}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job))
+    r = subprocess.run([python, driver, path], capture_output=True, text=True, timeout=300, cwd=PEERS)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])["levels"][0]["requests"]
+
+
+def check(requests, want):
+    assert [r["output_ids"] for r in requests] == want
+    assert all(r["tokens"] == NEW_TOKENS for r in requests)
+    assert all(r["submit_s"] <= r["first_token_s"] <= r["last_token_s"] for r in requests)
+    # At each submission, the requests submitted and not yet finished number at most C.
+    for r in requests:
+        t = r["submit_s"]
+        live = [q for q in requests if q["submit_s"] <= t < q["last_token_s"]]
+        assert len(live) <= CONCURRENCY, (t, len(live))
+
+
+def test_openvino_genai_continuous_batching_gives_transformers_tokens(tmp_path):
+    python = venv_python("ovgenai")
+    prompts, want = reference()
+    ir = tmp_path / "llama-tiny-ovgenai"
+    r = subprocess.run([python, PEERS / "ov_convert.py", MODELS / "llama-tiny", ir],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check(run_driver(python, "ovgenai_driver.py", ir, prompts, tmp_path), want)
+
+
+def test_onnxruntime_genai_static_batches_give_transformers_tokens(tmp_path):
+    python = venv_python("ortgenai")
+    prompts, want = reference()
+    check(run_driver(python, "ortgenai_driver.py", MODELS / "llama-tiny", prompts, tmp_path,
+                     {"api": "generator"}), want)
