@@ -243,6 +243,8 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  seq_bucket: 16\n"
             "  packing: true\n"
             "  token_bucket: 16\n"
+            "  max_sequences: 32\n"
+            "  step_tokens: 256\n"
             "  classes:\n"
             "    default: {batch_window_ms: 8, adaptive_window: true, max_batch: 8, priority: 0, timeout_ms: 30000, "
             "max_queue_size: 256, max_batch_tokens: 2048}\n");
@@ -455,6 +457,29 @@ TEST(Config, ServeMatrixErrorsNameTheEntryAndKey) {
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 1, fusion: {precision_check: off}}\n",
                       "config.yaml:3:31: 'serve.matrix[0].fusion.precision_check' cannot be set per bucket: the "
                       "top-level fusion.precision_check applies to all");
+}
+
+// The generation scheduler's keys (docs/serve-generate.md) parse, check their ranges, and are
+// written back so that a tuned file reads as it was written.
+TEST(Config, GenerationKeysParseAndRoundTrip) {
+  Config c = parse_config(
+      "serve:\n  max_sequences: 16\n  step_tokens: 128\n  kv_cache_tokens: 2048\n  default_class: chat\n  classes:\n"
+      "    chat: {priority: 0, ttft_target_ms: 150, itl_target_ms: 40.5}\n"
+      "    bulk: {priority: 2, max_running: 4, prefill_chunk: 32}\n",
+      "c.yaml");
+  EXPECT_EQ(c.serve.max_sequences, 16);
+  EXPECT_EQ(c.serve.step_tokens, 128);
+  EXPECT_EQ(c.serve.kv_cache_tokens, 2048);
+  EXPECT_EQ(c.serve.classes.at("chat").ttft_target_ms, 150);
+  EXPECT_EQ(c.serve.classes.at("chat").itl_target_ms, 40.5);
+  EXPECT_EQ(c.serve.classes.at("bulk").max_running, 4);
+  EXPECT_EQ(c.serve.classes.at("bulk").prefill_chunk, 32);
+  EXPECT_EQ(parse_config(config_yaml(c), "c.yaml"), c);
+  EXPECT_CONFIG_ERROR("serve:\n  step_tokens: 0\n", "config.yaml:2:16: 'serve.step_tokens' must be a positive integer, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  classes:\n    a: {prefill_chunk: -1}\n",
+                      "config.yaml:3:24: 'serve.classes.a.prefill_chunk' must be a non-negative integer, got '-1'");
+  EXPECT_CONFIG_ERROR("serve:\n  classes:\n    a: {prefil_chunk: 8}\n",
+                      "config.yaml:3:9: unknown key 'serve.classes.a.prefil_chunk' (did you mean 'prefill_chunk'?)");
 }
 
 }  // namespace
