@@ -72,10 +72,29 @@ uint64_t GenerativeModel::submit(GenerationRequest request, GenerationEvents eve
   return scheduler_->submit(std::move(request), std::move(events));
 }
 
+void GenerativeModel::refused(const std::string& cls, Code code) {
+  stats_->failed(config_.classes.count(cls) ? cls : config_.default_class, code, false, false);
+}
+
 void GenerativeModel::cancel(uint64_t id) { scheduler_->cancel(id); }
 
 void GenerativeModel::drain() {
   if (scheduler_) scheduler_->drain();
+}
+
+void GenerativeModel::stream_opened() {
+  std::lock_guard lock(streams_mu_);
+  ++open_streams_;
+}
+
+void GenerativeModel::stream_closed() {
+  std::lock_guard lock(streams_mu_);
+  if (--open_streams_ == 0) streams_cv_.notify_all();
+}
+
+void GenerativeModel::wait_streams_closed(std::chrono::milliseconds limit) {
+  std::unique_lock lock(streams_mu_);
+  streams_cv_.wait_for(lock, limit, [this] { return open_streams_ == 0; });
 }
 
 GenerativeModel::Load GenerativeModel::load() const { return scheduler_->load(); }

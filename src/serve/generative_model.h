@@ -11,9 +11,12 @@
 // Callbacks run on the scheduler's thread (or inside submit() when the request is rejected at
 // once): they must be quick, must not block, and must not call back into the model.
 #pragma once
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +81,18 @@ class GenerativeModel {
   void cancel(uint64_t id);
   // Stops accepting (503) and returns once every accepted request has finished.
   void drain();
+  // Counts a request a protocol refused before submit() (a bad body, a prompt over the
+  // context), so that /metrics accounts for every request; `cls` may be anything the body
+  // said (an unknown class counts under the default one).
+  void refused(const std::string& cls, Code code);
+
+  // Streams (HTTP threads writing this model's events) open now. A graceful shutdown drains the
+  // scheduler, then waits for these to write their last events before it stops the listener,
+  // which would cut them.
+  void stream_opened();
+  void stream_closed();
+  // Returns once no stream is open, or after `limit` (a client that stopped reading).
+  void wait_streams_closed(std::chrono::milliseconds limit);
 
   GenerationStats& stats() { return *stats_; }
   // Running and waiting sequences, and the KV cache, now.
@@ -96,6 +111,9 @@ class GenerativeModel {
   int64_t created_ = 0;
   std::unique_ptr<GenerationStats> stats_;
   std::unique_ptr<GenerationScheduler> scheduler_;
+  std::mutex streams_mu_;
+  std::condition_variable streams_cv_;
+  int64_t open_streams_ = 0;
 };
 
 // Whether `engine` is a decoder export fusor serves by generation (its inputs hold the past

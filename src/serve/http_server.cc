@@ -19,6 +19,11 @@ void send_error(httplib::Response& res, Code code, const std::string& message) {
   res.set_content(error_body(message), kJson);
 }
 
+// Connections served at once. A generation stream holds its thread until its last token, so
+// this bounds concurrent streams (beyond it, connections wait in the listener's backlog): above
+// serve.max_sequences' default with room for queued streams and plain requests.
+constexpr size_t kHttpThreads = 128;
+
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
@@ -28,7 +33,7 @@ void send_json(httplib::Response& res, const nlohmann::json& j) {
 
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(32); };
+  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
   server_->set_tcp_nodelay(true);  // else small responses wait for the peer's delayed ACK (40 ms)
   server_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
   server_->set_read_timeout(10, 0);  // a slow or stalled client holds one thread at most this long

@@ -64,7 +64,14 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
   const nlohmann::json body = parse_json_object(req.body);
   GenerativeModel& model = find_model(models, requested_model(body));
   if (!models.ready()) throw FieldError{Code::Unavailable, "the server is shutting down", ""};
-  OpenAiRequest r = parse_openai_request(body, endpoint, target_of(model));
+  OpenAiRequest r;
+  try {
+    r = parse_openai_request(body, endpoint, target_of(model));
+  } catch (const FieldError& e) {
+    auto cls = body.find("fusor_class");
+    model.refused(cls != body.end() && cls->is_string() ? cls->get<std::string>() : "", e.code);
+    throw;
+  }
   auto responder = std::make_shared<OpenAiResponder>(endpoint, model.name(), static_cast<int64_t>(r.generation.prompt.size()));
   auto stream = GenerationStream::create();
   const uint64_t id = model.submit(std::move(r.generation), stream->events());

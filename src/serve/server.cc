@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <chrono>
 #include <thread>
 
 #include "serve/grpc_server.h"
@@ -54,6 +55,10 @@ void Server::start() {
 
 void Server::shutdown() {
   models_.stop_accepting();  // readiness goes false; new infer calls get 503
+  // Generation streams first: the listener's stop would cut a stream mid-way, so every accepted
+  // generation finishes and its stream writes its last event before the listeners stop.
+  for (GenerativeModel* m : models_.generative()) m->drain();
+  for (GenerativeModel* m : models_.generative()) m->wait_streams_closed(std::chrono::seconds(30));
   // Both listeners wait for their in-flight requests, which the batchers still serve.
   std::thread grpc_stop([this] {
     if (grpc_) grpc_->stop();
@@ -61,7 +66,6 @@ void Server::shutdown() {
   if (http_) http_->stop();
   grpc_stop.join();
   for (ServedModel* m : models_.all()) m->drain();
-  for (GenerativeModel* m : models_.generative()) m->drain();
   if (metrics_) metrics_->stop();
 }
 

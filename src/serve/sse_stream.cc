@@ -26,6 +26,7 @@ std::string sse_event(std::string_view payload) {
 void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std::shared_ptr<GenerationStream> stream,
                 SseFormat format) {
   auto started = std::make_shared<bool>(false);
+  model.stream_opened();  // closed by the releaser, which httplib runs whether or not it streamed
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
@@ -50,6 +51,7 @@ void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std
       // Runs when the response ends, whole or not: a request still going has lost its client.
       [&model, id, stream](bool) {
         if (!stream->finished()) model.cancel(id);
+        model.stream_closed();
       });
 }
 

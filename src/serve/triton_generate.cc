@@ -100,6 +100,7 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
   try {
     answer->request = parse_triton_generate(parse_json_object(req.body), target_of(*model));
   } catch (const FieldError& e) {
+    model->refused("", e.code);
     throw RequestError{e.code, e.message};
   }
   answer->model = model->name();
