@@ -109,11 +109,12 @@ std::string float_repr(double f) {
   } else {
     out = digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
-    char exp[8];
+    char exp[16];
     std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     out += exp;
   }
-  return negative ? "-" + out : out;
+  if (negative) out.insert(out.begin(), '-');
+  return out;
 }
 
 namespace {
