@@ -86,9 +86,8 @@ std::vector<Value> split_whitespace(const std::string& s, int64_t max_split) {
   while (i < s.size()) {
     while (i < s.size() && space_at(s, i, len)) i += len;
     if (i >= s.size()) break;
-    if (max_split >= 0 && int64_t(out.size()) == max_split) {
-      std::string rest = s.substr(i);
-      out.push_back(Value::string(strip(rest, nullptr, false, true)));
+    if (max_split >= 0 && int64_t(out.size()) == max_split) {  // the rest, trailing spaces and all
+      out.push_back(Value::string(s.substr(i)));
       break;
     }
     size_t j = i;

@@ -72,9 +72,10 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value::number(r);
   }
   int64_t x = a.as_int(), y = b.as_int(), r = 0;
-  if (op == "+") return checked_int(__builtin_add_overflow(x, y, &r), r);
-  if (op == "-") return checked_int(__builtin_sub_overflow(x, y, &r), r);
-  if (op == "*") return checked_int(__builtin_mul_overflow(x, y, &r), r);
+  bool overflow = false;  // computed before checked_int reads r: argument order is unspecified
+  if (op == "+") return overflow = __builtin_add_overflow(x, y, &r), checked_int(overflow, r);
+  if (op == "-") return overflow = __builtin_sub_overflow(x, y, &r), checked_int(overflow, r);
+  if (op == "*") return overflow = __builtin_mul_overflow(x, y, &r), checked_int(overflow, r);
   if (op == "**") {
     if (y < 0) return Value::number(std::pow(double(x), double(y)));
     int64_t result = 1;

@@ -27,18 +27,26 @@ std::string normalize_newlines(std::string_view source) {
 int lines_in(std::string_view s) { return int(std::count(s.begin(), s.end(), '\n')); }
 
 // Where the tag opened at `open` ends: the index of its closing delimiter's first character
-// (after a "-" or "+" mark), skipping quoted strings so a '%}' inside one does not close it.
+// (after a "-" or "+" mark). As jinja2's lexer does, a '%}' inside a quoted string or a '}}'
+// inside open brackets ({{ {'a': {'b': 1}} }}) does not close the tag.
 size_t find_close(const std::string& src, size_t open, char kind, int line) {
   const char closer = kind == '{' ? '}' : kind;  // "}}", "%}", "#}"
+  int depth = 0;
   for (size_t i = open + 2; i + 1 < src.size(); ++i) {
     char c = src[i];
-    if (kind != '#' && (c == '\'' || c == '"')) {
+    if (kind == '#') {
+      if (c == '#' && src[i + 1] == '}') return i;
+      continue;
+    }
+    if (c == '\'' || c == '"') {
       for (++i; i < src.size() && src[i] != c; ++i)
         if (src[i] == '\\') ++i;
       if (i >= src.size()) break;
       continue;
     }
-    if (c == closer && src[i + 1] == '}') return i;
+    if (depth == 0 && c == closer && src[i + 1] == '}') return i;
+    if (c == '(' || c == '[' || c == '{') ++depth;
+    if ((c == ')' || c == ']' || c == '}') && depth > 0) --depth;
   }
   const char* name = kind == '{' ? "{{" : kind == '%' ? "{%" : "{#";
   throw SyntaxError{line, std::string("unclosed '") + name + "'"};

@@ -70,6 +70,7 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
        "xTrue['a', 'b']2Ab Cd"},
       {"{{ 'tab\\there\\n' }}{{ \"q\\\"\" }}{{ '\\u00e9' }}", "tab\there\nq\"é"},
       {"{# a comment #}{{ 1 }}{# another\nline #}", "1"},
+      {"{{ {'a': {'b': 1}}['a'].b }}{{ '  a b  c '.split(none, 1) }}", "1['a', 'b  c ']"},
   };
   for (const Case& c : cases) EXPECT_EQ(render(c.source), c.expected) << c.source;
 }
