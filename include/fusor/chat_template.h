@@ -57,6 +57,7 @@ class ChatTemplate {
   const std::string& source() const;
 
  private:
+  static ChatTemplate compile(std::string_view source, bool plain);
   explicit ChatTemplate(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<const Impl> impl_;
 };

@@ -77,7 +77,9 @@ std::string template_text(const nlohmann::json& value, const std::string& origin
 
 }  // namespace
 
-ChatTemplate ChatTemplate::parse(std::string_view source) {
+ChatTemplate ChatTemplate::parse(std::string_view source) { return compile(source, false); }
+
+ChatTemplate ChatTemplate::compile(std::string_view source, bool plain) {
   auto impl = std::make_shared<Impl>();
   impl->source = std::string(source);
   try {
@@ -85,14 +87,11 @@ ChatTemplate ChatTemplate::parse(std::string_view source) {
   } catch (const jinja::SyntaxError& e) {
     invalid("chat template line " + std::to_string(e.line) + ": " + e.message);
   }
+  impl->plain = plain;
   return ChatTemplate(std::move(impl));
 }
 
-ChatTemplate ChatTemplate::plain() {
-  ChatTemplate t = parse(kPlainTemplate);
-  std::const_pointer_cast<Impl>(t.impl_)->plain = true;
-  return t;
-}
+ChatTemplate ChatTemplate::plain() { return compile(kPlainTemplate, true); }
 
 ChatTemplate ChatTemplate::for_model(const std::string& path) {
   namespace fs = std::filesystem;

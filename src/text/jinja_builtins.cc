@@ -8,12 +8,14 @@ namespace fusor::text::jinja {
 namespace {
 
 constexpr std::array<std::string_view, 4> kFunctions = {"raise_exception", "namespace", "range", "dict"};
-constexpr std::array<std::string_view, 20> kFilters = {
+constexpr std::array<std::string_view, 25> kFilters = {
     "trim", "upper", "lower", "capitalize", "title", "length", "count", "tojson", "default", "d",
-    "join", "first", "last", "string", "list", "replace", "reverse", "int", "items", "abs"};
-constexpr std::array<std::string_view, 17> kTests = {
+    "join", "first", "last", "string", "list", "replace", "reverse", "int", "items", "abs",
+    "map", "select", "reject", "selectattr", "rejectattr"};
+constexpr std::array<std::string_view, 21> kTests = {
     "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true",
-    "false", "mapping", "iterable", "sequence", "odd", "even", "divisibleby", "callable"};
+    "false", "mapping", "iterable", "sequence", "odd", "even", "divisibleby", "callable",
+    "equalto", "eq", "==", "ne"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -174,6 +176,62 @@ Value dict_items(const Value& v) {
   return Value::list(std::move(out));
 }
 
+// item.attribute or item['attribute'] for map and selectattr: a dict's entry, else Undefined.
+Value attribute_of(const Value& item, const Value& attribute, const std::string& what) {
+  const Value* found = item.find(need_string(attribute, what));
+  return found ? *found : Value();
+}
+
+// select / reject / selectattr / rejectattr: the items (or their attribute) that pass a test
+// named by the first argument (truthiness without one), the rest of the arguments going to it.
+Value select_items(const std::string& name, const Value& v, const Args& args) {
+  const std::string what = "filter '" + name + "'";
+  bool by_attribute = name == "selectattr" || name == "rejectattr";
+  bool keep_passing = name == "select" || name == "selectattr";
+  if (!args.keywords.empty()) fail(what + ": keyword arguments are not supported");
+  size_t first = by_attribute ? 1 : 0;
+  if (by_attribute && args.values.empty()) fail(what + ": missing the attribute name");
+  Args test_args;
+  for (size_t k = first + 1; k < args.values.size(); ++k) test_args.values.push_back(args.values[k]);
+  const Value* test = args.values.size() > first ? &args.values[first] : nullptr;
+  if (test && (!test->is(Value::Kind::String) || !is_test(test->as_string())))
+    fail(what + ": unknown test " + test->repr());
+  List out;
+  for (const Value& item : items_of(v, what)) {
+    Value subject = by_attribute ? attribute_of(item, args.values[0], what) : item;
+    bool passes = test ? apply_test(test->as_string(), subject, test_args) : subject.truthy();
+    if (passes == keep_passing) out.push_back(item);
+  }
+  return Value::list(std::move(out));
+}
+
+// map(attribute='x'[, default=...]) or map('filter', args...).
+Value map_items(const Value& v, const Args& args) {
+  const std::string what = "filter 'map'";
+  const Value* attribute = nullptr;
+  for (size_t k = 0; k < args.keywords.size(); ++k)
+    if (args.keywords[k] == "attribute") attribute = &args.values[args.positional() + k];
+  List out;
+  if (attribute) {
+    const Value* fallback = nullptr;
+    for (size_t k = 0; k < args.keywords.size(); ++k)
+      if (args.keywords[k] == "default") fallback = &args.values[args.positional() + k];
+    for (const Value& item : items_of(v, what)) {
+      Value a = attribute_of(item, *attribute, what);
+      out.push_back(a.is_undefined() && fallback ? *fallback : a);
+    }
+    return Value::list(std::move(out));
+  }
+  if (args.positional() == 0) fail(what + ": needs a filter name or attribute=");
+  const std::string& filter = need_string(args.values[0], what);
+  if (!is_filter(filter) || filter == "map") fail(what + ": unknown filter '" + filter + "'");
+  Args rest;
+  for (size_t k = 1; k < args.values.size(); ++k) rest.values.push_back(args.values[k]);
+  rest.keywords = args.keywords;
+  for (const Value& item : items_of(v, what)) out.push_back(apply_filter(filter, item, rest));
+  return Value::list(std::move(out));
+}
+
 }  // namespace
 
 const Value* Args::get(size_t index, std::string_view name) const {
@@ -242,6 +300,9 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
     bool use_fallback = v.is_undefined() || (boolean && boolean->truthy() && !v.truthy());
     return use_fallback ? (fallback ? *fallback : Value::string("")) : v;
   }
+  if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
+    return select_items(name, v, args);
+  if (name == "map") return map_items(v, args);
   if (name == "length" || name == "count") return Value::integer(length_of(v, what));
   if (name == "tojson") return Value::string(to_json(v, int(int_arg(args.get(0, "indent"), -1, what))));
   if (name == "string") return Value::string(v.str());
@@ -318,6 +379,8 @@ bool apply_test(const std::string& name, const Value& v, const Args& args) {
   if (name == "iterable") return v.is(K::List) || v.is(K::String) || v.is(K::Dict) || v.is_undefined();
   if (name == "sequence") return v.is(K::List) || v.is(K::String) || v.is(K::Dict);
   if (name == "callable") return false;
+  if (name == "equalto" || name == "eq" || name == "==" || name == "ne")
+    return equal(v, need(args, 0, "other", "test '" + name + "'")) != (name == "ne");
   const std::string what = "test '" + name + "'";
   if (name == "odd" || name == "even" || name == "divisibleby") {
     if (!v.is(K::Int) && !v.is(K::Bool)) fail(what + ": expected an int, got " + v.type_name());

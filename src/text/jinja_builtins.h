@@ -37,8 +37,4 @@ Value call_method(const Value& object, const std::string& name, const Args& args
 // character's start, then one for the end.
 std::vector<size_t> char_offsets(const std::string& s);
 
-// The biggest string or list a template may build (bytes or items): keeps a hostile template's
-// "x" * 10**12 an error rather than an allocation failure.
-constexpr size_t kMaxValueSize = size_t(1) << 26;
-
 }  // namespace fusor::text::jinja

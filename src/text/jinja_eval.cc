@@ -9,7 +9,7 @@ namespace fusor::text::jinja {
 namespace {
 
 // Loop iterations one render may run, all loops together: real templates run one per message.
-constexpr size_t kMaxIterations = size_t(1) << 20;
+constexpr size_t kMaxIterations = size_t(1) << 18;
 
 [[noreturn]] void fail(const std::string& message) { throw EvalError(message); }
 
@@ -423,6 +423,7 @@ class Renderer {
 }  // namespace
 
 std::string render(const Body& body, const Dict& globals) {
+  BuildBudget budget;
   Renderer r(globals);
   try {
     r.run(body);

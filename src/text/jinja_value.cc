@@ -6,6 +6,25 @@
 #include <cstdio>
 
 namespace fusor::text::jinja {
+namespace {
+
+thread_local size_t built = 0;
+thread_local bool counting = false;
+
+void charge(size_t units) {
+  if (!counting) return;
+  built += units + 1;
+  if (built > kMaxBuiltPerRender) throw EvalError("the template builds too much text");
+}
+
+void check_size(const std::string& s) {
+  if (s.size() > kMaxValueSize) throw EvalError("a value's text is too large");
+}
+
+}  // namespace
+
+BuildBudget::BuildBudget() { built = 0, counting = true; }
+BuildBudget::~BuildBudget() { counting = false; }
 
 Value Value::boolean(bool b) {
   Value v(Kind::Bool);
@@ -23,16 +42,19 @@ Value Value::number(double f) {
   return v;
 }
 Value Value::string(std::string s) {
+  charge(s.size());
   Value v(Kind::String);
   v.s_ = std::move(s);
   return v;
 }
 Value Value::list(List items) {
+  charge(items.size());
   Value v(Kind::List);
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
 Value Value::dict(Dict items) {
+  charge(items.size());
   Value v(Kind::Dict);
   v.dict_ = std::make_shared<Dict>(std::move(items));
   return v;
@@ -146,7 +168,10 @@ std::string string_repr(const std::string& s) {
 
 std::string dict_repr(const Dict& d) {
   std::string out = "{";
-  for (size_t i = 0; i < d.size(); ++i) out += (i ? ", " : "") + string_repr(d[i].first) + ": " + d[i].second.repr();
+  for (size_t i = 0; i < d.size(); ++i) {
+    out += (i ? ", " : "") + string_repr(d[i].first) + ": " + d[i].second.repr();
+    check_size(out);
+  }
   return out + "}";
 }
 
@@ -170,7 +195,10 @@ std::string Value::str() const {
     case Kind::String: return s_;
     case Kind::List: {
       std::string out = "[";
-      for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+      for (size_t i = 0; i < list_->size(); ++i) {
+        out += (i ? ", " : "") + (*list_)[i].repr();
+        check_size(out);
+      }
       return out + "]";
     }
     case Kind::Dict: return dict_repr(*dict_);
@@ -284,6 +312,7 @@ void json_string(const std::string& s, std::string& out) {
 void json_value(const Value& v, int indent, int depth, std::string& out) {
   using K = Value::Kind;
   if (depth > 256) throw EvalError("tojson: value nested too deeply");
+  check_size(out);
   auto newline = [&](int d) {
     if (indent >= 0) out += "\n" + std::string(size_t(indent) * d, ' ');
   };

@@ -74,6 +74,21 @@ class Value {
   std::shared_ptr<Dict> dict_;
 };
 
+// The work one render may do, counted as bytes of strings plus items of lists it creates: a
+// hostile template ('x' * 60000000 in a loop of 100000) fails fast instead of running for hours.
+// While a BuildBudget lives, creating values past the budget throws EvalError; outside one
+// (parsing, building the messages) nothing is counted. Per thread: a render runs on one.
+constexpr size_t kMaxBuiltPerRender = size_t(1) << 28;
+class BuildBudget {
+ public:
+  BuildBudget();
+  ~BuildBudget();
+  BuildBudget(const BuildBudget&) = delete;
+  BuildBudget& operator=(const BuildBudget&) = delete;
+};
+// The largest string or list one operation may build (bytes or items).
+constexpr size_t kMaxValueSize = size_t(1) << 26;
+
 // Python's ==: numbers by value across bool/int/float, lists and dicts item by item.
 bool equal(const Value& a, const Value& b);
 // Python's < for numbers, strings and lists; nullopt-like failure is reported by the caller.

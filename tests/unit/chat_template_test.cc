@@ -70,6 +70,9 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
        "xTrue['a', 'b']2Ab Cd"},
       {"{{ 'tab\\there\\n' }}{{ \"q\\\"\" }}{{ '\\u00e9' }}", "tab\there\nq\"é"},
       {"{# a comment #}{{ 1 }}{# another\nline #}", "1"},
+      {"{{ messages | selectattr('role', 'equalto', 'user') | list | length }}{{ messages | map(attribute='role') | join(',') }}"
+       "{{ [1, 0, 2] | select | list }}{{ [1, 2, 3] | reject('odd') | list }}{{ ['a'] | map('upper') | first }}",
+       "2system,user,assistant,user[1, 2][2]A"},
       {"{{ {'a': {'b': 1}}['a'].b }}{{ '  a b  c '.split(none, 1) }}", "1['a', 'b  c ']"},
   };
   for (const Case& c : cases) EXPECT_EQ(render(c.source), c.expected) << c.source;
@@ -112,13 +115,15 @@ TEST(ChatTemplate, ErrorsNameTheLine) {
       {"\n{{ x.y.z }}", "chat template line 2: cannot read attribute 'y' of an undefined value"},
       {"{{ 'x'.nope() }}", "chat template line 1: a str has no method 'nope'"},
       {"{{ 9223372036854775807 + 1 }}", "chat template line 1: integer overflow"},
-      {"{{ (((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((1))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))))) }}",
-       "chat template line 1: expression nested too deeply"},
       {"{{ 'x' * 100000000 }}", "chat template line 1: repetition too large"},
       {"{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}",
        "chat template line 1: too many loop iterations"},
+      {"{% for i in range(1000) %}{% set y = 'x' * 60000000 %}{% endfor %}",
+       "chat template line 1: the template builds too much text"},
   };
   for (const Case& c : cases) EXPECT_EQ(error_of(c.source), c.expected) << c.source;
+  EXPECT_EQ(error_of("{{ " + std::string(100, '(') + "1" + std::string(100, ')') + " }}"),
+            "chat template line 1: expression nested too deeply");
 }
 
 TEST(ChatTemplate, RaiseExceptionIsTheCallersErrorWithItsMessage) {
