@@ -16,7 +16,7 @@ struct Expr {
   enum class Kind {
     Literal,      // value
     Name,         // name
-    List,         // items
+    List,         // items; name "tuple" for (a, b)
     Dict,         // items: key, value, key, value, ...
     Attribute,    // items[0].name
     Item,         // items[0][items[1]]

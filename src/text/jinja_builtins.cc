@@ -172,7 +172,7 @@ int64_t int_arg(const Value* v, int64_t fallback, const std::string& what) {
 
 Value dict_items(const Value& v) {
   List out;
-  for (const auto& [k, val] : v.as_dict()) out.push_back(Value::list({Value::string(k), val}));
+  for (const auto& [k, val] : v.as_dict()) out.push_back(Value::tuple({Value::string(k), val}));
   return Value::list(std::move(out));
 }
 

@@ -164,6 +164,7 @@ Value slice(const Value& v, const Value* start, const Value* stop, const Value* 
     else text += v.as_string().substr(at[size_t(i)], at[size_t(i) + 1] - at[size_t(i)]);
     if ((s > 0 && i > INT64_MAX - s) || (s < 0 && i < INT64_MIN - s)) break;
   }
+  if (v.is_tuple()) return Value::tuple(std::move(items));
   return v.is(K::List) ? Value::list(std::move(items)) : Value::string(std::move(text));
 }
 
@@ -324,7 +325,7 @@ class Renderer {
       case K::List: {
         List items;
         for (const auto& item : e.items) items.push_back(eval(*item));
-        return Value::list(std::move(items));
+        return e.name == "tuple" ? Value::tuple(std::move(items)) : Value::list(std::move(items));
       }
       case K::Dict: {
         Dict entries;

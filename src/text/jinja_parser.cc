@@ -229,8 +229,9 @@ class ExpressionParser {
       case Token::Kind::Op:
         if (t.text == "(") {
           ExprPtr inner = expression();
-          if (at_op(",")) {  // a tuple: read as a list
+          if (at_op(",")) {  // a tuple
             auto list = make(Expr::Kind::List, t.line);
+            list->name = "tuple";
             list->items.push_back(std::move(inner));
             while (at_op(",") && (next(), !at_op(")"))) list->items.push_back(expression());
             inner = std::move(list);

@@ -53,6 +53,11 @@ Value Value::list(List items) {
   v.list_ = std::make_shared<List>(std::move(items));
   return v;
 }
+Value Value::tuple(List items) {
+  Value v = list(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
 Value Value::dict(Dict items) {
   charge(items.size());
   Value v(Kind::Dict);
@@ -194,12 +199,13 @@ std::string Value::str() const {
     case Kind::Float: return float_repr(f_);
     case Kind::String: return s_;
     case Kind::List: {
-      std::string out = "[";
+      std::string out = tuple_ ? "(" : "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         out += (i ? ", " : "") + (*list_)[i].repr();
         check_size(out);
       }
-      return out + "]";
+      if (tuple_ && list_->size() == 1) out += ",";
+      return out + (tuple_ ? ")" : "]");
     }
     case Kind::Dict: return dict_repr(*dict_);
     case Kind::Namespace: return "<Namespace " + dict_repr(*dict_) + ">";
@@ -219,6 +225,7 @@ bool equal(const Value& a, const Value& b) {
     case K::None: return true;
     case K::String: return a.as_string() == b.as_string();
     case K::List:
+      if (a.is_tuple() != b.is_tuple()) return false;
       return std::equal(a.as_list().begin(), a.as_list().end(), b.as_list().begin(), b.as_list().end(), equal);
     case K::Dict: {
       if (a.as_dict().size() != b.as_dict().size()) return false;

@@ -34,6 +34,8 @@ class Value {
   static Value number(double f);
   static Value string(std::string s);
   static Value list(List items);
+  // A Python tuple: a list that prints as (a, b) and equals only tuples (dict.items() pairs).
+  static Value tuple(List items);
   static Value dict(Dict items);
   static Value ns(Dict attributes);
 
@@ -42,6 +44,7 @@ class Value {
   bool is_undefined() const { return kind_ == Kind::Undefined; }
   bool is_number() const { return kind_ == Kind::Bool || kind_ == Kind::Int || kind_ == Kind::Float; }
   bool is_mapping() const { return kind_ == Kind::Dict || kind_ == Kind::Namespace; }
+  bool is_tuple() const { return kind_ == Kind::List && tuple_; }
 
   bool as_bool() const { return b_; }
   int64_t as_int() const { return kind_ == Kind::Bool ? int64_t(b_) : i_; }  // bool is an int, as in Python
@@ -67,6 +70,7 @@ class Value {
   explicit Value(Kind k) : kind_(k) {}
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
+  bool tuple_ = false;
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;

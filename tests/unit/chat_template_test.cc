@@ -68,6 +68,8 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
       {"{{ [1, 'a', none, {'k': \"it's\"}] }}", "[1, 'a', None, {'k': \"it's\"}]"},
       {"{{ ' x '.strip() }}{{ 'hello'.startswith('he') }}{{ 'a,b'.split(',') }}{{ {'a': 1}.get('b', 2) }}{{ 'ab cd'.title() }}",
        "xTrue['a', 'b']2Ab Cd"},
+      {"{{ {'a': 1}.items() | list }}{{ (1,) }}{{ (1, 'x') == [1, 'x'] }}{{ (1, 'x') == (1, 'x') }}",
+       "[('a', 1)](1,)FalseTrue"},
       {"{{ 'tab\\there\\n' }}{{ \"q\\\"\" }}{{ '\\u00e9' }}", "tab\there\nq\"é"},
       {"{# a comment #}{{ 1 }}{# another\nline #}", "1"},
       {"{{ messages | selectattr('role', 'equalto', 'user') | list | length }}{{ messages | map(attribute='role') | join(',') }}"
