@@ -1,0 +1,512 @@
+#include "text/jinja_parser.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include "text/jinja_builtins.h"
+#include "text/jinja_lexer.h"
+
+namespace fusor::text::jinja {
+namespace {
+
+// Deeper nesting than any real template, shallow enough that a hostile one cannot exhaust the stack.
+constexpr int kMaxDepth = 64;
+
+ExprPtr make(Expr::Kind kind, int line) {
+  auto e = std::make_unique<Expr>();
+  e->kind = kind;
+  e->line = line;
+  return e;
+}
+
+// One tag's tokens.
+class ExpressionParser {
+ public:
+  explicit ExpressionParser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
+
+  const Token& peek(size_t ahead = 0) const { return t_[std::min(pos_ + ahead, t_.size() - 1)]; }
+  bool at_op(const char* op, size_t ahead = 0) const { return peek(ahead).kind == Token::Kind::Op && peek(ahead).text == op; }
+  bool at_name(const char* name, size_t ahead = 0) const {
+    return peek(ahead).kind == Token::Kind::Name && peek(ahead).text == name;
+  }
+  bool at_end() const { return peek().kind == Token::Kind::End; }
+  const Token& next() { return t_[std::min(pos_++, t_.size() - 1)]; }
+  [[noreturn]] void fail(const std::string& message) const { throw SyntaxError{peek().line, message}; }
+  std::string describe(const Token& t) const {
+    switch (t.kind) {
+      case Token::Kind::End: return "end of tag";
+      case Token::Kind::String: return "a string";
+      default: return "'" + t.text + "'";
+    }
+  }
+  void expect_op(const char* op) {
+    if (!at_op(op)) fail(std::string("expected '") + op + "', found " + describe(peek()));
+    ++pos_;
+  }
+  std::string expect_name(const char* what) {
+    if (peek().kind != Token::Kind::Name) fail(std::string("expected ") + what + ", found " + describe(peek()));
+    return next().text;
+  }
+  void expect_end() {
+    if (!at_end()) fail("unexpected " + describe(peek()));
+  }
+
+  // expr := or ['if' or ['else' expr]]
+  ExprPtr expression() {
+    Depth guard(this);
+    ExprPtr value = or_expr();
+    if (!at_name("if")) return value;
+    auto e = make(Expr::Kind::Conditional, next().line);
+    e->items.push_back(std::move(value));
+    e->items.push_back(or_expr());
+    if (at_name("else")) {
+      next();
+      e->items.push_back(expression());
+    } else {
+      e->items.push_back(nullptr);
+    }
+    return e;
+  }
+
+  // A for loop's iterable: no `x if c else y` there, as the `if` filters the loop.
+  ExprPtr expression_without_condition() {
+    Depth guard(this);
+    return or_expr();
+  }
+
+ private:
+  struct Depth {
+    explicit Depth(ExpressionParser* p) : p(p) {
+      if (++p->depth_ > kMaxDepth) p->fail("expression nested too deeply");
+    }
+    ~Depth() { --p->depth_; }
+    ExpressionParser* p;
+  };
+
+  ExprPtr binary(Expr::Kind kind, std::string op, ExprPtr left, ExprPtr right, int line) {
+    auto e = make(kind, line);
+    e->name = std::move(op);
+    e->items.push_back(std::move(left));
+    e->items.push_back(std::move(right));
+    return e;
+  }
+
+  ExprPtr or_expr() {
+    ExprPtr left = and_expr();
+    while (at_name("or")) {
+      int line = next().line;
+      left = binary(Expr::Kind::Or, "or", std::move(left), and_expr(), line);
+    }
+    return left;
+  }
+  ExprPtr and_expr() {
+    ExprPtr left = not_expr();
+    while (at_name("and")) {
+      int line = next().line;
+      left = binary(Expr::Kind::And, "and", std::move(left), not_expr(), line);
+    }
+    return left;
+  }
+  ExprPtr not_expr() {
+    if (!at_name("not")) return comparison();
+    Depth guard(this);
+    auto e = make(Expr::Kind::Not, next().line);
+    e->items.push_back(not_expr());
+    return e;
+  }
+  // a < b < c is (a < b) and (b < c); b is parsed once and copied, harmless without side effects.
+  ExprPtr comparison() {
+    ExprPtr left = additive();
+    ExprPtr result;
+    const Expr* last_right = nullptr;
+    for (;;) {
+      std::string op;
+      int line = peek().line;
+      if (peek().kind == Token::Kind::Op && (peek().text == "==" || peek().text == "!=" || peek().text == "<" ||
+                                             peek().text == ">" || peek().text == "<=" || peek().text == ">=")) {
+        op = next().text;
+      } else if (at_name("in")) {
+        next(), op = "in";
+      } else if (at_name("not") && at_name("in", 1)) {
+        next(), next(), op = "not in";
+      } else {
+        break;
+      }
+      ExprPtr lhs = last_right ? clone(*last_right) : std::move(left);
+      ExprPtr cmp = binary(Expr::Kind::Binary, op, std::move(lhs), additive(), line);
+      last_right = cmp->items[1].get();
+      result = result ? binary(Expr::Kind::And, "and", std::move(result), std::move(cmp), line) : std::move(cmp);
+    }
+    return result ? std::move(result) : std::move(left);
+  }
+  ExprPtr clone(const Expr& e) {
+    auto c = std::make_unique<Expr>();
+    c->kind = e.kind, c->line = e.line, c->value = e.value, c->name = e.name, c->negated = e.negated;
+    c->keywords = e.keywords;
+    for (const auto& item : e.items) c->items.push_back(item ? clone(*item) : nullptr);
+    return c;
+  }
+  ExprPtr additive() {
+    ExprPtr left = concat();
+    while (at_op("+") || at_op("-")) {
+      const Token& op = next();
+      left = binary(Expr::Kind::Binary, op.text, std::move(left), concat(), op.line);
+    }
+    return left;
+  }
+  ExprPtr concat() {
+    ExprPtr left = multiplicative();
+    while (at_op("~")) {
+      int line = next().line;
+      left = binary(Expr::Kind::Binary, "~", std::move(left), multiplicative(), line);
+    }
+    return left;
+  }
+  ExprPtr multiplicative() {
+    ExprPtr left = power();
+    while (at_op("*") || at_op("/") || at_op("//") || at_op("%")) {
+      const Token& op = next();
+      left = binary(Expr::Kind::Binary, op.text, std::move(left), power(), op.line);
+    }
+    return left;
+  }
+  ExprPtr power() {
+    ExprPtr left = unary(true);
+    while (at_op("**")) {
+      int line = next().line;
+      left = binary(Expr::Kind::Binary, "**", std::move(left), unary(true), line);
+    }
+    return left;
+  }
+  ExprPtr unary(bool with_filters) {
+    Depth guard(this);
+    ExprPtr e;
+    if (at_op("-") || at_op("+")) {
+      const Token& op = next();
+      ExprPtr operand = unary(false);
+      if (op.text == "-") {
+        e = make(Expr::Kind::Negate, op.line);
+        e->items.push_back(std::move(operand));
+      } else {
+        e = std::move(operand);
+      }
+    } else {
+      e = primary();
+    }
+    e = postfix(std::move(e));
+    return with_filters ? filters(std::move(e)) : std::move(e);
+  }
+  ExprPtr primary() {
+    const Token& t = next();
+    switch (t.kind) {
+      case Token::Kind::Name: {
+        if (t.text == "true" || t.text == "True") return literal(Value::boolean(true), t.line);
+        if (t.text == "false" || t.text == "False") return literal(Value::boolean(false), t.line);
+        if (t.text == "none" || t.text == "None") return literal(Value::none(), t.line);
+        if (at_op("(")) {
+          if (!is_function(t.text)) throw SyntaxError{t.line, "unknown function '" + t.text + "'"};
+          auto e = make(Expr::Kind::Call, t.line);
+          e->name = t.text;
+          arguments(*e);
+          return e;
+        }
+        auto e = make(Expr::Kind::Name, t.line);
+        e->name = t.text;
+        return e;
+      }
+      case Token::Kind::String: {
+        std::string s = t.text;
+        while (peek().kind == Token::Kind::String) s += next().text;  // adjacent literals join
+        return literal(Value::string(std::move(s)), t.line);
+      }
+      case Token::Kind::Int: {
+        int64_t v = 0;
+        auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+        if (ec != std::errc()) throw SyntaxError{t.line, "integer " + t.text + " is out of range"};
+        return literal(Value::integer(v), t.line);
+      }
+      case Token::Kind::Float: return literal(Value::number(std::strtod(t.text.c_str(), nullptr)), t.line);
+      case Token::Kind::Op:
+        if (t.text == "(") {
+          ExprPtr inner = expression();
+          if (at_op(",")) {  // a tuple
+            auto list = make(Expr::Kind::List, t.line);
+            list->name = "tuple";
+            list->items.push_back(std::move(inner));
+            while (at_op(",") && (next(), !at_op(")"))) list->items.push_back(expression());
+            inner = std::move(list);
+          }
+          expect_op(")");
+          return inner;
+        }
+        if (t.text == "[") {
+          auto list = make(Expr::Kind::List, t.line);
+          while (!at_op("]")) {
+            list->items.push_back(expression());
+            if (!at_op(",")) break;
+            next();
+          }
+          expect_op("]");
+          return list;
+        }
+        if (t.text == "{") {
+          auto dict = make(Expr::Kind::Dict, t.line);
+          while (!at_op("}")) {
+            dict->items.push_back(expression());
+            expect_op(":");
+            dict->items.push_back(expression());
+            if (!at_op(",")) break;
+            next();
+          }
+          expect_op("}");
+          return dict;
+        }
+        [[fallthrough]];
+      default: throw SyntaxError{t.line, "unexpected " + describe(t)};
+    }
+  }
+  ExprPtr literal(Value v, int line) {
+    auto e = make(Expr::Kind::Literal, line);
+    e->value = std::move(v);
+    return e;
+  }
+  ExprPtr postfix(ExprPtr e) {
+    for (;;) {
+      if (at_op(".")) {
+        int line = next().line;
+        std::string name = expect_name("an attribute name");
+        if (at_op("(")) {
+          auto call = make(Expr::Kind::MethodCall, line);
+          call->name = name;
+          call->items.push_back(std::move(e));
+          arguments(*call);
+          e = std::move(call);
+        } else {
+          auto attr = make(Expr::Kind::Attribute, line);
+          attr->name = name;
+          attr->items.push_back(std::move(e));
+          e = std::move(attr);
+        }
+      } else if (at_op("[")) {
+        e = subscript(std::move(e));
+      } else if (at_op("(")) {
+        fail("only global functions and str or dict methods can be called");
+      } else {
+        return e;
+      }
+    }
+  }
+  ExprPtr subscript(ExprPtr object) {
+    int line = next().line;  // '['
+    ExprPtr parts[3];
+    int colons = 0;
+    for (;;) {
+      if (at_op(":")) {
+        if (++colons > 2) fail("unexpected ':'");
+        next();
+      } else if (at_op("]")) {
+        break;
+      } else {
+        if (parts[colons]) fail("expected ']'");
+        parts[colons] = expression();
+      }
+    }
+    next();  // ']'
+    if (colons == 0 && !parts[0]) throw SyntaxError{line, "empty subscript"};
+    auto e = make(colons ? Expr::Kind::Slice : Expr::Kind::Item, line);
+    e->items.push_back(std::move(object));
+    for (int k = 0; k < (colons ? 3 : 1); ++k) e->items.push_back(std::move(parts[k]));
+    return e;
+  }
+  // "(" [expr | name "=" expr] {"," ...} ")": positional arguments first, then keywords.
+  void arguments(Expr& call) {
+    expect_op("(");
+    std::vector<ExprPtr> keyword_values;
+    while (!at_op(")")) {
+      if (peek().kind == Token::Kind::Name && at_op("=", 1)) {
+        call.keywords.push_back(next().text);
+        next();
+        keyword_values.push_back(expression());
+      } else {
+        if (!call.keywords.empty()) fail("a positional argument after a keyword argument");
+        call.items.push_back(expression());
+      }
+      if (!at_op(",")) break;
+      next();
+    }
+    expect_op(")");
+    for (auto& v : keyword_values) call.items.push_back(std::move(v));
+  }
+  ExprPtr filters(ExprPtr e) {
+    for (;;) {
+      if (at_op("|")) {
+        next();
+        const Token& name = peek();
+        std::string filter = expect_name("a filter name");
+        if (!is_filter(filter)) throw SyntaxError{name.line, "unknown filter '" + filter + "'"};
+        auto f = make(Expr::Kind::Filter, name.line);
+        f->name = filter;
+        f->items.push_back(std::move(e));
+        if (at_op("(")) arguments(*f);
+        e = std::move(f);
+      } else if (at_name("is")) {
+        int line = next().line;
+        auto test = make(Expr::Kind::Test, line);
+        if (at_name("not")) next(), test->negated = true;
+        std::string name = expect_name("a test name");
+        if (!is_test(name)) throw SyntaxError{line, "unknown test '" + name + "'"};
+        test->name = name;
+        test->items.push_back(std::move(e));
+        if (at_op("(")) arguments(*test);
+        e = std::move(test);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  std::vector<Token> t_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+};
+
+// The statements of a template, block by block.
+class TemplateParser {
+ public:
+  explicit TemplateParser(std::vector<Segment> segments) : s_(std::move(segments)) {}
+
+  Body parse() {
+    std::string stop;
+    Body body = block({}, stop, 0);
+    return body;
+  }
+
+ private:
+  // Statements until a tag named in `stops` (its name in `stop`, the parser left after it) or
+  // the end (stop empty; an error if stops were expected).
+  Body block(const std::vector<std::string>& stops, std::string& stop, int depth) {
+    if (depth > kMaxDepth) throw SyntaxError{s_[std::min(i_, s_.size() - 1)].line, "blocks nested too deeply"};
+    Body body;
+    while (i_ < s_.size()) {
+      const Segment& seg = s_[i_++];
+      if (seg.kind == Segment::Kind::Text) {
+        body.push_back(node(Node::Kind::Text, seg.line));
+        body.back().text = seg.text;
+        continue;
+      }
+      auto p = std::make_unique<ExpressionParser>(tokenize_expression(seg));
+      if (seg.kind == Segment::Kind::Output) {
+        if (p->at_end()) throw SyntaxError{seg.line, "empty {{ }}"};
+        Node n = node(Node::Kind::Output, seg.line);
+        n.expr = p->expression();
+        p->expect_end();
+        body.push_back(std::move(n));
+        continue;
+      }
+      std::string tag = p->expect_name("a tag name");
+      for (const std::string& s : stops)
+        if (tag == s) {
+          stop = tag;
+          current_ = std::move(p);
+          return body;
+        }
+      if (tag == "if") {
+        body.push_back(if_block(*p, seg.line, depth));
+      } else if (tag == "for") {
+        body.push_back(for_block(*p, seg.line, depth));
+      } else if (tag == "set") {
+        body.push_back(set_statement(*p, seg.line));
+      } else if (tag == "elif" || tag == "else" || tag == "endif" || tag == "endfor") {
+        throw SyntaxError{seg.line, "unexpected '" + tag + "'"};
+      } else {
+        throw SyntaxError{seg.line, "unknown tag '" + tag + "'"};
+      }
+    }
+    if (!stops.empty()) {
+      int line = s_.empty() ? 1 : s_.back().line;
+      throw SyntaxError{line, "missing '{% " + stops.back() + " %}'"};
+    }
+    return body;
+  }
+
+  static Node node(Node::Kind kind, int line) {
+    Node n;
+    n.kind = kind;
+    n.line = line;
+    return n;
+  }
+
+  Node if_block(ExpressionParser& p, int line, int depth) {
+    Node n = node(Node::Kind::If, line);
+    n.conditions.push_back(p.expression());
+    p.expect_end();
+    for (;;) {
+      std::string stop;
+      n.bodies.push_back(block({"elif", "else", "endif"}, stop, depth + 1));
+      ExpressionParser& tag = *current_;
+      if (stop == "endif") {
+        tag.expect_end();
+        return n;
+      }
+      if (stop == "elif") {
+        n.conditions.push_back(tag.expression());
+        tag.expect_end();
+        continue;
+      }
+      tag.expect_end();  // else
+      n.bodies.push_back(block({"endif"}, stop, depth + 1));
+      current_->expect_end();
+      return n;
+    }
+  }
+
+  Node for_block(ExpressionParser& p, int line, int depth) {
+    Node n = node(Node::Kind::For, line);
+    n.targets.push_back(p.expect_name("a loop variable"));
+    while (p.at_op(",")) {
+      p.next();
+      n.targets.push_back(p.expect_name("a loop variable"));
+    }
+    if (!p.at_name("in")) p.fail("expected 'in' after the loop variables");
+    p.next();
+    n.expr = p.expression_without_condition();
+    if (p.at_name("if")) {
+      p.next();
+      n.condition = p.expression();
+    }
+    if (p.at_name("recursive")) p.fail("recursive loops are not supported");
+    p.expect_end();
+    std::string stop;
+    n.bodies.push_back(block({"else", "endfor"}, stop, depth + 1));
+    current_->expect_end();
+    if (stop == "else") {
+      n.bodies.push_back(block({"endfor"}, stop, depth + 1));
+      current_->expect_end();
+    }
+    return n;
+  }
+
+  Node set_statement(ExpressionParser& p, int line) {
+    Node n = node(Node::Kind::Set, line);
+    n.targets.push_back(p.expect_name("a variable name"));
+    if (p.at_op(".")) {
+      p.next();
+      n.attribute = p.expect_name("an attribute name");
+    }
+    if (!p.at_op("=")) p.fail(p.at_end() ? "block {% set %} is not supported" : "expected '=' in set");
+    p.next();
+    n.expr = p.expression();
+    p.expect_end();
+    return n;
+  }
+
+  std::vector<Segment> s_;
+  size_t i_ = 0;
+  std::unique_ptr<ExpressionParser> current_;  // the tag that ended the last block
+};
+
+}  // namespace
+
+Body parse_template(std::string_view source) { return TemplateParser(split_template(source)).parse(); }
+
+}  // namespace fusor::text::jinja

@@ -1,0 +1,107 @@
+// The values a chat template computes with: the few Python types Jinja templates see (None,
+// bool, int, float, str, list, dict) plus Jinja's Undefined and namespace(). Lists and dicts are
+// shared, immutable once built (the sandbox transformers renders in forbids mutating them);
+// only a namespace's attributes change, through `{% set ns.x = ... %}`.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fusor::text::jinja {
+
+// A template that cannot be rendered (a type error, an undefined attribute): the renderer adds
+// the template line and turns it into a fusor::Error.
+struct EvalError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Value;
+using List = std::vector<Value>;
+// Insertion-ordered string keys, as Python dicts built from JSON messages are.
+using Dict = std::vector<std::pair<std::string, Value>>;
+
+class Value {
+ public:
+  enum class Kind { Undefined, None, Bool, Int, Float, String, List, Dict, Namespace };
+
+  Value() = default;  // Undefined
+  static Value none() { return Value(Kind::None); }
+  static Value boolean(bool b);
+  static Value integer(int64_t i);
+  static Value number(double f);
+  static Value string(std::string s);
+  static Value list(List items);
+  // A Python tuple: a list that prints as (a, b) and equals only tuples (dict.items() pairs).
+  static Value tuple(List items);
+  static Value dict(Dict items);
+  static Value ns(Dict attributes);
+
+  Kind kind() const { return kind_; }
+  bool is(Kind k) const { return kind_ == k; }
+  bool is_undefined() const { return kind_ == Kind::Undefined; }
+  bool is_number() const { return kind_ == Kind::Bool || kind_ == Kind::Int || kind_ == Kind::Float; }
+  bool is_mapping() const { return kind_ == Kind::Dict || kind_ == Kind::Namespace; }
+  bool is_tuple() const { return kind_ == Kind::List && tuple_; }
+
+  bool as_bool() const { return b_; }
+  int64_t as_int() const { return kind_ == Kind::Bool ? int64_t(b_) : i_; }  // bool is an int, as in Python
+  double as_float() const { return kind_ == Kind::Float ? f_ : double(as_int()); }
+  const std::string& as_string() const { return s_; }
+  const List& as_list() const { return *list_; }
+  const Dict& as_dict() const { return *dict_; }
+  // A namespace's attributes: the one mutable value.
+  Dict& namespace_attributes() const { return *dict_; }
+
+  // The entry for `key` in a dict or namespace, or nullptr.
+  const Value* find(const std::string& key) const;
+
+  bool truthy() const;
+  // Python's str(): what `{{ }}` prints ("" for Undefined, "None", "True", "[1, 'a']").
+  std::string str() const;
+  // Python's repr(), as str() shows the items of a list or dict.
+  std::string repr() const;
+  // Python's type name, for error messages ("str", "list", "undefined").
+  const char* type_name() const;
+
+ private:
+  explicit Value(Kind k) : kind_(k) {}
+  Kind kind_ = Kind::Undefined;
+  bool b_ = false;
+  bool tuple_ = false;
+  int64_t i_ = 0;
+  double f_ = 0;
+  std::string s_;
+  std::shared_ptr<List> list_;
+  std::shared_ptr<Dict> dict_;
+};
+
+// The work one render may do, counted as bytes of strings plus items of lists it creates: a
+// hostile template ('x' * 60000000 in a loop of 100000) fails fast instead of running for hours.
+// While a BuildBudget lives, creating values past the budget throws EvalError; outside one
+// (parsing, building the messages) nothing is counted. Per thread: a render runs on one.
+constexpr size_t kMaxBuiltPerRender = size_t(1) << 28;
+class BuildBudget {
+ public:
+  BuildBudget();
+  ~BuildBudget();
+  BuildBudget(const BuildBudget&) = delete;
+  BuildBudget& operator=(const BuildBudget&) = delete;
+};
+// The largest string or list one operation may build (bytes or items).
+constexpr size_t kMaxValueSize = size_t(1) << 26;
+
+// Python's ==: numbers by value across bool/int/float, lists and dicts item by item.
+bool equal(const Value& a, const Value& b);
+// Python's < for numbers, strings and lists; nullopt-like failure is reported by the caller.
+// Returns -1, 0, 1, or 2 when Python would raise TypeError.
+int compare(const Value& a, const Value& b);
+// Python's float repr: the shortest digits that read back, "1.0", "1e+16", "1e-05".
+std::string float_repr(double f);
+// json.dumps(v, sort_keys=True) made HTML-safe, as Jinja's tojson filter writes it: ASCII only,
+// with <, >, & and ' escaped. `indent` < 0 writes one line.
+std::string to_json(const Value& v, int indent);
+
+}  // namespace fusor::text::jinja

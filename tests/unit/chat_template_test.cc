@@ -1,0 +1,228 @@
+// Chat templates (include/fusor/chat_template.h): each construct of the Jinja subset on small
+// templates whose output is written out by hand (as jinja2 renders them), the whitespace rules,
+// errors naming the line, raise_exception, and tokenizer_config.json reading. Agreement with
+// transformers on real templates is tests/e2e/test_chat_template.py's job.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "fusor/chat_template.h"
+#include "fusor/error.h"
+
+namespace fusor {
+namespace {
+
+const std::vector<ChatMessage> kChat = {
+    {"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "é 😀"}};
+
+std::string render(const std::string& source, std::vector<ChatMessage> messages = kChat, bool generation = false) {
+  return ChatTemplate::parse(source).with_token("bos_token", "<s>").with_token("eos_token", "</s>").apply(messages, generation);
+}
+
+// The error message a template gives, parsing or rendering.
+std::string error_of(const std::string& source) {
+  try {
+    render(source);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument) << source;
+    return e.what();
+  }
+  return "(no error)";
+}
+
+struct Case {
+  const char* source;
+  const char* expected;
+};
+
+TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
+  const Case cases[] = {
+      {"plain text", "plain text"},
+      {"{{ bos_token }}{{ eos_token }}{{ messages | length }}", "<s></s>4"},
+      {"{% for m in messages %}{{ m['role'][0] }}{{ m.role[-1] }},{% endfor %}", "sm,ur,at,ur,"},
+      {"{% for m in messages %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}",
+       "10TrueFalse4;21FalseFalse4;32FalseFalse4;43FalseTrue4;"},
+      {"{% for m in messages[1:] %}{{ m.role }} {% endfor %}", "user assistant user "},
+      {"{% for m in messages if m.role == 'user' %}{{ loop.index }}{{ m.content | trim }}{% endfor %}", "1Hi2é 😀"},
+      {"{% for x in [] %}a{% else %}empty{% endfor %}", "empty"},
+      {"{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}", "a=1;b=2;"},
+      {"{% if messages[0].role == 'system' %}S{% elif false %}E{% else %}N{% endif %}", "S"},
+      {"{% if not messages %}none{% elif messages | length > 3 %}many{% endif %}", "many"},
+      {"{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = x + i %}{{ x }},{% endfor %}{{ x }}", "12,13,1"},
+      {"{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}", "4"},
+      {"{{ 7 / 2 }} {{ 7 // 2 }} {{ -7 % 3 }} {{ 2 ** 10 }} {{ 'ab' * 2 }} {{ 1 + 2 * 3 - 4 }}", "3.5 3 2 1024 abab 3"},
+      {"{{ 'a' ~ 1 ~ none ~ true }}{{ 'x' + 'y' }}{{ [1] + [2] }}", "a1NoneTruexy[1, 2]"},
+      {"{{ 1 < 2 < 3 }}{{ 1 == 1.0 }}{{ 'a' in 'cat' }}{{ 2 not in [1] }}{{ 'b' >= 'a' }}{{ none is none }}",
+       "TrueTrueTrueTrueTrueTrue"},
+      {"{{ x is defined }}{{ x is not defined }}{{ messages is string }}{{ 'a' is string }}{{ 3 is odd }}", "FalseTrueFalseTrueTrue"},
+      {"{{ true and 'y' }}{{ 0 or 'z' }}{{ 'A' if messages else 'B' }}{{ 'C' if false }}", "yzA"},
+      {"{{ ' a ' | trim }}|{{ 'Ab' | upper }}{{ 'Ab' | lower }}|{{ [1, 'a'] | join('-') }}|{{ x | default('d') }}",
+       "a|ABab|1-a|d"},
+      {"{{ [3, 4] | first }}{{ [3, 4] | last }}{{ 'abc' | length }}{{ 'é😀' | length }}{{ 'abc'[::-1] }}{{ 'abcd'[1:3] }}",
+       "3432cbabc"},
+      {"{{ {'b': [1, 2.5, none, true], 'a': '<é>\"'} | tojson }}",
+       "{\"a\": \"\\u003c\\u00e9\\u003e\\\"\", \"b\": [1, 2.5, null, true]}"},
+      {"{{ [1, 'a', none, {'k': \"it's\"}] }}", "[1, 'a', None, {'k': \"it's\"}]"},
+      {"{{ ' x '.strip() }}{{ 'hello'.startswith('he') }}{{ 'a,b'.split(',') }}{{ {'a': 1}.get('b', 2) }}{{ 'ab cd'.title() }}",
+       "xTrue['a', 'b']2Ab Cd"},
+      {"{{ {'a': 1}.items() | list }}{{ (1,) }}{{ (1, 'x') == [1, 'x'] }}{{ (1, 'x') == (1, 'x') }}",
+       "[('a', 1)](1,)FalseTrue"},
+      {"{{ 'tab\\there\\n' }}{{ \"q\\\"\" }}{{ '\\u00e9' }}", "tab\there\nq\"é"},
+      {"{# a comment #}{{ 1 }}{# another\nline #}", "1"},
+      {"{{ messages | selectattr('role', 'equalto', 'user') | list | length }}{{ messages | map(attribute='role') | join(',') }}"
+       "{{ [1, 0, 2] | select | list }}{{ [1, 2, 3] | reject('odd') | list }}{{ ['a'] | map('upper') | first }}",
+       "2system,user,assistant,user[1, 2][2]A"},
+      {"{{ {'a': {'b': 1}}['a'].b }}{{ '  a b  c '.split(none, 1) }}", "1['a', 'b  c ']"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(render(c.source), c.expected) << c.source;
+}
+
+TEST(ChatTemplate, WhitespaceFollowsTransformersSettings) {
+  // trim_blocks drops the newline after a block tag; lstrip_blocks the indent before one.
+  EXPECT_EQ(render("a\n  {% if true %}\n  b\n  {% endif %}\nc\n"), "a\n  b\nc");
+  // "-" strips all whitespace on its side; "+" keeps it; {{ }} keeps the newline after it.
+  EXPECT_EQ(render("a  \n {%- if true -%}  \n b {{- ' c ' -}} \n d{% endif %}"), "ab c d");
+  EXPECT_EQ(render("{%+ if true %}x{% endif +%}\n  {%+ if 1 %}y{% endif %}"), "x\n  y");
+  EXPECT_EQ(render("{{ 1 }}\n{{ 2 }}\n"), "1\n2");  // one trailing newline is dropped
+  EXPECT_EQ(render("a\r\nb\rc"), "a\nb\nc");
+  EXPECT_EQ(render("{{ '%}' }}{{ \"}}\" }}"), "%}}}");  // tag ends inside strings do not close tags
+}
+
+TEST(ChatTemplate, GenerationPromptAndMessagesReachTheTemplate) {
+  const std::string chatml =
+      "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
+      "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+  std::vector<ChatMessage> one = {{"user", "Hi"}};
+  EXPECT_EQ(render(chatml, one, false), "<|im_start|>user\nHi<|im_end|>\n");
+  EXPECT_EQ(render(chatml, one, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(render(chatml, {}, true), "<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, ErrorsNameTheLine) {
+  const Case cases[] = {
+      {"line one\n{{ x | foo }}", "chat template line 2: unknown filter 'foo'"},
+      {"\n\n{% if x %}", "chat template line 3: missing '{% endif %}'"},
+      {"{{ 'a' +\n }}", "chat template line 2: unexpected end of tag"},
+      {"{% macro m() %}{% endmacro %}", "chat template line 1: unknown tag 'macro'"},
+      {"{{ x is foo }}", "chat template line 1: unknown test 'foo'"},
+      {"{{ foo() }}", "chat template line 1: unknown function 'foo'"},
+      {"{% endfor %}", "chat template line 1: unexpected 'endfor'"},
+      {"{{ 'abc }}", "chat template line 1: unclosed '{{'"},
+      {"{% set x %}y{% endset %}", "chat template line 1: block {% set %} is not supported"},
+      {"a\n{{ messages[0].content + 1 }}", "chat template line 2: unsupported operand types for +: 'str' and 'int'"},
+      {"{{ 1 // 0 }}", "chat template line 1: division by zero"},
+      {"\n{{ x.y.z }}", "chat template line 2: cannot read attribute 'y' of an undefined value"},
+      {"{{ 'x'.nope() }}", "chat template line 1: a str has no method 'nope'"},
+      {"{{ 9223372036854775807 + 1 }}", "chat template line 1: integer overflow"},
+      {"{{ 'x' * 100000000 }}", "chat template line 1: repetition too large"},
+      {"{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}",
+       "chat template line 1: too many loop iterations"},
+      {"{% for i in range(1000) %}{% set y = 'x' * 60000000 %}{% endfor %}",
+       "chat template line 1: the template builds too much text"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(error_of(c.source), c.expected) << c.source;
+  EXPECT_EQ(error_of("{{ " + std::string(100, '(') + "1" + std::string(100, ')') + " }}"),
+            "chat template line 1: expression nested too deeply");
+}
+
+TEST(ChatTemplate, RaiseExceptionIsTheCallersErrorWithItsMessage) {
+  const std::string alternate =
+      "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+      "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
+      "{{ m.content }}{% endfor %}";
+  EXPECT_EQ(render(alternate, {{"user", "a"}, {"assistant", "b"}}), "ab");
+  try {
+    render(alternate, {{"user", "a"}, {"user", "b"}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_STREQ(e.what(), "Conversation roles must alternate user/assistant/user/assistant/...");
+  }
+}
+
+TEST(ChatTemplate, PlainTemplateIsDocumented) {
+  ChatTemplate plain = ChatTemplate::plain();
+  EXPECT_TRUE(plain.is_plain());
+  EXPECT_FALSE(ChatTemplate::parse("x").is_plain());
+  std::vector<ChatMessage> chat = {{"system", "S"}, {"user", "Hi"}};
+  EXPECT_EQ(plain.apply(chat, false), "system: S\nuser: Hi\n");
+  EXPECT_EQ(plain.apply(chat, true), "system: S\nuser: Hi\nassistant:");
+}
+
+class ChatTemplateForModel : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("fusor_chat_template_test_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void write(const std::string& name, const std::string& text) { std::ofstream(dir_ / name) << text; }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ChatTemplateForModel, ReadsTheTemplateAndItsSpecialTokens) {
+  write("tokenizer_config.json",
+        R"({"chat_template": "{{ bos_token }}{% for m in messages %}{{ m.content }}{{ eos_token }}{% endfor %}",
+            "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": null})");
+  write("special_tokens_map.json", R"({"eos_token": "</s>"})");
+  write("model.onnx", "");
+  std::vector<ChatMessage> chat = {{"user", "a"}, {"assistant", "b"}};
+  for (const std::filesystem::path& p : {dir_, dir_ / "model.onnx"}) {
+    ChatTemplate t = ChatTemplate::for_model(p.string());
+    EXPECT_FALSE(t.is_plain());
+    EXPECT_EQ(t.apply(chat, false), "<s>a</s>b</s>");
+  }
+}
+
+TEST_F(ChatTemplateForModel, NamedTemplatesTakeTheDefault) {
+  write("tokenizer_config.json",
+        R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "default", "template": "D"}]})");
+  EXPECT_EQ(ChatTemplate::for_model(dir_.string()).apply({}, false), "D");
+}
+
+TEST_F(ChatTemplateForModel, WithoutATemplateThePlainOneServes) {
+  EXPECT_TRUE(ChatTemplate::for_model(dir_.string()).is_plain());  // no tokenizer_config.json
+  write("tokenizer_config.json", R"({"bos_token": "<s>"})");
+  EXPECT_TRUE(ChatTemplate::for_model(dir_.string()).is_plain());
+}
+
+TEST_F(ChatTemplateForModel, BrokenFilesAreOneLineErrors) {
+  auto error_for = [&](const std::string& config) {
+    write("tokenizer_config.json", config);
+    try {
+      ChatTemplate::for_model(dir_.string());
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      std::string what = e.what();
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+      return what;
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(error_for("{\"chat_template\": ").find("malformed JSON"), std::string::npos);
+  EXPECT_NE(error_for(R"({"chat_template": 3})").find("neither a string nor a list"), std::string::npos);
+  EXPECT_NE(error_for(R"({"chat_template": [{"name": "x", "template": "y"}]})").find("no template named \"default\""),
+            std::string::npos);
+  EXPECT_NE(error_for(R"({"chat_template": "{% if %}"})").find("tokenizer_config.json: chat template line 1:"),
+            std::string::npos);
+  EXPECT_NE(error_for(R"({"chat_template": "x", "bos_token": 5})").find("\"bos_token\""), std::string::npos);
+}
+
+TEST(ChatTemplate, CopiesRenderOnManyThreads) {
+  ChatTemplate t = ChatTemplate::parse("{% for m in messages %}{{ loop.index }}:{{ m.content | upper }} {% endfor %}");
+  std::vector<std::thread> threads;
+  std::vector<std::string> out(8);
+  for (size_t i = 0; i < out.size(); ++i)
+    threads.emplace_back([&, i, copy = t] {
+      for (int k = 0; k < 200; ++k) out[i] = copy.apply(kChat, false);
+    });
+  for (auto& th : threads) th.join();
+  for (const std::string& s : out) EXPECT_EQ(s, "1:BE BRIEF. 2: HI  3:HELLO! 4:é 😀 ");
+}
+
+}  // namespace
+}  // namespace fusor
