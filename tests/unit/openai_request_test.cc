@@ -23,7 +23,7 @@ const Tokenizer& tokenizer() {
   return t;
 }
 
-const ChatTemplate kPlain;
+const ChatTemplate kPlain = ChatTemplate::plain();
 
 GenerationTarget target() {
   return {.name = "llama", .tokenizer = &tokenizer(), .chat_template = &kPlain, .context_length = 512, .vocab_size = 8192};
