@@ -30,7 +30,10 @@ void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
-      "text/event-stream; charset=utf-8",
+      // Exactly this type: cpp-httplib gzips any other text/* for a client that accepts gzip
+      // (aiohttp, requests and the openai client all do), and its compressor holds every event
+      // until the stream ends. SSE is UTF-8 by definition, so no charset is needed.
+      "text/event-stream",
       [stream, format, started](size_t, httplib::DataSink& sink) {
         if (!*started) {
           *started = true;

@@ -144,3 +144,23 @@ def test_sigterm_drains_every_running_stream(tmp_path):
     results = asyncio.run(run())
     assert results == [("done", 120)] * 6
     assert served.proc.wait(timeout=60) == 0
+
+
+def test_streams_are_not_compressed_for_clients_that_accept_gzip(tmp_path):
+    """aiohttp, requests and the openai client send Accept-Encoding: gzip; a gzipped event stream
+    reaches them only when it ends, which makes every token arrive at once."""
+    import http.client
+    served = Served(tmp_path, CONFIG, [("llama", LLAMA)])
+    try:
+        host, port = served.url.split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=60)
+        body = json.dumps({"model": "llama", "prompt": [5, 6, 7], "max_tokens": 4, "stream": True})
+        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        assert resp.getheader("Content-Type") == "text/event-stream"
+        assert resp.getheader("Content-Encoding") in (None, "identity")
+        assert resp.read().decode().rstrip().endswith("data: [DONE]")
+        conn.close()
+    finally:
+        assert served.stop() == 0
