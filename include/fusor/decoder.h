@@ -80,6 +80,9 @@ struct DecoderBatchOptions {
   int64_t block_size = 16;       // positions per pool block
   int64_t cache_tokens = 0;      // the pool's capacity; 0: 8 x the context length (4096 if unknown)
   int64_t max_step_tokens = 128; // tokens one plan runs; longer steps run in chunks of this many
+  // Most sequences one step feeds. The LM head runs on one row per sequence (its last token),
+  // not on every token, so plans hold min(tokens, this rounded up to a power of two) rows of it.
+  int64_t max_sequences = 64;
 };
 
 // Many sequences decoded together over a paged KV cache (issue #16). The model's

@@ -15,6 +15,7 @@
 #include "generate/name_template.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
+#include "passes/logit_rows.h"
 #include "plan/inline_branches.h"
 
 namespace fusor {
@@ -29,6 +30,7 @@ struct TokenPlan {
   Tensor* ids = nullptr;
   int64_t* positions = nullptr;
   int64_t* table = nullptr;
+  int64_t* rows = nullptr;  // the logits' rows (with the LM head gathered), else null
 };
 
 struct Sequence {
@@ -46,6 +48,8 @@ struct DecoderBatch::Impl {
   CachedDecoder cached;
   DType ids_dtype = DType::Int64;
   int64_t table_width = 0;  // blocks per sequence: the context length's
+  bool gathered_rows = false;  // the LM head runs on kLogitRows' rows only (passes/logit_rows.h)
+  int64_t row_cap = 1;         // max_sequences rounded up to a power of two
   std::optional<KvPool> pool;
   std::map<int64_t, TokenPlan> plans;  // by capacity
   std::map<SequenceId, Sequence> sequences;
@@ -60,8 +64,10 @@ struct DecoderBatch::Impl {
 
   Impl(const Engine& engine, DecoderSpec s, SessionOptions o, DecoderBatchOptions b)
       : spec(std::move(s)), options(std::move(o)), batch(b) {
-    if (batch.block_size < 1 || batch.max_step_tokens < 1 || batch.cache_tokens < 0)
-      throw Error("block_size and max_step_tokens must be positive, cache_tokens not negative", ErrorKind::InvalidArgument);
+    if (batch.block_size < 1 || batch.max_step_tokens < 1 || batch.cache_tokens < 0 || batch.max_sequences < 1)
+      throw Error("block_size, max_step_tokens and max_sequences must be positive, cache_tokens not negative",
+                  ErrorKind::InvalidArgument);
+    row_cap = capacity_for(batch.max_sequences);
     DecoderGraphNames names{spec.input_ids, spec.attention_mask, spec.position_ids, {}, {}, {}, {}};
     for (int layer = 0; layer < spec.layers; ++layer) {
       names.past_keys.push_back(format_name(spec.past_key, layer));
@@ -71,6 +77,7 @@ struct DecoderBatch::Impl {
     }
     Graph g = spec.use_cache_branch.empty() ? graph_of(engine) : with_past_branch(graph_of(engine));
     cached = prepare_cached_decoder(g, names, ref::evaluate);
+    gathered_rows = gather_logit_rows(g, spec.logits);
     for (int id : g.inputs)
       if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
     graph = std::make_shared<const Graph>(std::move(g));
@@ -118,6 +125,7 @@ struct DecoderBatch::Impl {
     const auto start = std::chrono::steady_clock::now();
     std::map<std::string, Dims> dims = {{spec.input_ids, {1, capacity}}, {spec.position_ids, {1, capacity}},
                                         {cached.block_table, {1, capacity, table_width}}};
+    if (gathered_rows) dims[kLogitRows] = {rows_for(capacity)};
     PlanOptions po = plan_options(options, {});
     for (int layer = 0; layer < spec.layers; ++layer) {
       const Tensor& k = pool->keys(layer);
@@ -141,6 +149,7 @@ struct DecoderBatch::Impl {
       const std::string& name = pg.values[static_cast<size_t>(id)].name;
       if (name == spec.position_ids) p.positions = p.inputs.back().data<int64_t>();
       else if (name == cached.block_table) p.table = p.inputs.back().data<int64_t>();
+      else if (name == kLogitRows) p.rows = p.inputs.back().data<int64_t>();
     }
     // Once p.inputs no longer grows (its buffer moves with p into the map, so the pointer holds).
     for (size_t i = 0; i < pg.inputs.size(); ++i)
@@ -152,7 +161,7 @@ struct DecoderBatch::Impl {
     if (pg.outputs.empty() || pg.values[static_cast<size_t>(pg.outputs[0])].name != spec.logits)
       throw Error("the cached decoder's first output is not '" + spec.logits + "'");
     const Dims& ld = p.outputs[0].dims();
-    if (ld.size() != 3 || ld[1] != capacity || p.outputs[0].dtype() != DType::Float32)
+    if (ld.size() != 3 || ld[1] != (gathered_rows ? rows_for(capacity) : capacity) || p.outputs[0].dtype() != DType::Float32)
       throw Error("output '" + spec.logits + "' is " + dims_to_string(ld) + ", expected [1, tokens, vocab] float32");
     vocab = ld[2];
     plan_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -169,6 +178,10 @@ struct DecoderBatch::Impl {
   // Checks every feed and reserves the blocks they need; on any failure nothing has changed.
   void admit(std::span<const Feed> feeds) {
     ends.assign(feeds.size(), 0);
+    if (static_cast<int64_t>(feeds.size()) > batch.max_sequences)
+      throw Error("a step of " + std::to_string(feeds.size()) + " sequences, more than max_sequences (" +
+                      std::to_string(batch.max_sequences) + ")",
+                  ErrorKind::InvalidArgument);
     for (size_t i = 0; i < feeds.size(); ++i) {
       const Feed& f = feeds[i];
       Sequence& s = sequence(f.sequence);
@@ -201,6 +214,9 @@ struct DecoderBatch::Impl {
                   std::to_string(pool->free_blocks()) + " are free");
     for (size_t i = 0; i < feeds.size(); ++i) pool->reserve(sequences.at(feeds[i].sequence).blocks, ends[i]);
   }
+
+  // Rows of the LM head in the plan of `capacity` tokens: a chunk ends at most that many feeds.
+  int64_t rows_for(int64_t capacity) const { return std::min(capacity, row_cap); }
 
   // The plan that runs `count` tokens: the next power of two, so a few plans serve every count.
   static int64_t capacity_for(int64_t count) {
@@ -237,6 +253,12 @@ struct DecoderBatch::Impl {
       else p.ids->data<int32_t>()[t] = 0;
       p.positions[t] = -1;
       std::fill(p.table + t * table_width, p.table + (t + 1) * table_width, int64_t{-1});
+    }
+    if (p.rows) {  // the LM head runs on these rows only; the rest repeat row 0
+      const int64_t rows = rows_for(capacity);
+      for (size_t r = 0; r < last_rows.size(); ++r) p.rows[r] = last_rows[r].second;
+      std::fill(p.rows + last_rows.size(), p.rows + rows, int64_t{0});
+      for (size_t r = 0; r < last_rows.size(); ++r) last_rows[r].second = static_cast<int64_t>(r);
     }
     executor_of(*p.session).run_into(p.inputs, p.outputs);
     const float* out = p.outputs[0].data<float>();

@@ -50,6 +50,7 @@ struct DecoderStep::Impl {
     try {
       DecoderBatchOptions b;
       b.cache_tokens = spec.context_length;  // one sequence: the context is all it can hold
+      b.max_sequences = 1;                   // and the LM head on its last token alone
       batch.emplace(e, spec, options, b);
       sequence = batch->add();
       stats.kv_cache = true;

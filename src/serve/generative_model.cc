@@ -22,6 +22,7 @@ DecoderBatchOptions batch_options(const ServeConfig& config) {
   DecoderBatchOptions o;
   o.max_step_tokens = config.step_tokens;
   o.cache_tokens = config.kv_cache_tokens;
+  o.max_sequences = config.max_sequences;
   return o;
 }
 

@@ -270,6 +270,9 @@ const Case kCases[] = {
     {"gather_embedding", Op::Gather, {fc({1000, 384}), idx({1, 128}, 1000)}, {}, 14, "gather_rows"},
     {"gather_3d_neg", Op::Gather, {fc({50, 3, 4}), idx_neg({2, 7}, 50)}, {}, 14, "gather_rows"},
     {"gather_i32", Op::Gather, {f({20, 5}), idx32({6}, 20)}, {}, 14, "gather_rows"},
+    // An inner axis (a decoder's logit rows): one block per outer position and index.
+    {"gather_axis1", Op::Gather, {f({2, 9, 7}), idx({4}, 9)}, {{"axis", int64_t{1}}}, 14, "gather_rows"},
+    {"gather_last_axis_neg", Op::Gather, {f({3, 4, 6}), idx_neg({2, 2}, 6)}, {{"axis", int64_t{-1}}}, 14, "gather_rows"},
     // Slice (rotary halves, windows, steps, negative and clamped bounds).
     {"slice_rotary_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {32}), ci({1}, {1e18}), ci({1}, {-1})}, {}, 13, "slice_strided"},
     {"slice_first_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {0}), ci({1}, {32}), ci({1}, {3})}, {}, 13, "slice_strided"},
@@ -371,7 +374,6 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   EXPECT_FALSE(select(Op::Softmax, {f3}, {f3}, {{"axis", int64_t{1}}}));
   EXPECT_FALSE(select(Op::Softmax, {f3}, {f3}, {}, 11));  // default axis 1 at opset < 13
   EXPECT_FALSE(select(Op::ReduceMean, {f3}, {{DType::Float32, {2, 1, 5}}}, {{"axes", V{1}}}));
-  EXPECT_FALSE(select(Op::Gather, {f3, {DType::Int64, {4}}}, {{DType::Float32, {2, 4, 5}}}, {{"axis", int64_t{1}}}));
   EXPECT_FALSE(select(Op::Add, {{DType::Int64, {3}}, {DType::Int64, {3}}}, {{DType::Int64, {3}}}));
   EXPECT_FALSE(select(Op::Relu, {{DType::Float64, {3}}}, {{DType::Float64, {3}}}));
   EXPECT_FALSE(select(Op::Conv, {{DType::Float32, {1, 3, 8, 8}}, {DType::Float32, {4, 3, 3, 3}}},

@@ -15,6 +15,7 @@
 #include "generate/name_template.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
+#include "passes/logit_rows.h"
 
 namespace fusor {
 namespace {
@@ -81,6 +82,28 @@ TEST(CacheAttentionPass, RewritesEveryLayerAndDropsThePast) {
   EXPECT_EQ(inputs.size(), 3u + 8u);  // ids, positions, block table, and a key and value pool per layer
   for (const char* gone : {"attention_mask", "past_key_values.0.key"})
     EXPECT_EQ(std::count(inputs.begin(), inputs.end(), gone), 0) << gone;
+}
+
+// The LM head runs on the gathered rows only: llama-tiny's logits are MatMul -> Cast, and the
+// Gather goes before the MatMul. A head that is not a MatMul by a constant is left alone.
+TEST(LogitRowsPass, GathersBeforeTheHeadOrLeavesTheGraph) {
+  Graph g = graph_of(engine());
+  prepare_cached_decoder(g, names(), ref::evaluate);
+  ASSERT_TRUE(gather_logit_rows(g, "logits"));
+  int gathers = 0;
+  for (const Node& n : g.nodes)
+    if (n.op == Op::MatMul && g.values[static_cast<size_t>(n.inputs[0])].name == std::string(kLogitRows) + ".hidden")
+      ++gathers;
+  EXPECT_EQ(gathers, 1);
+  EXPECT_FALSE(gather_logit_rows(g, "logits")) << "a second time: the rows input exists";
+
+  Graph other = graph_of(engine());
+  prepare_cached_decoder(other, names(), ref::evaluate);
+  for (Node& n : other.nodes)
+    if (n.op == Op::MatMul && n.name.find("lm_head") != std::string::npos) n.op = Op::Add;  // not a head any more
+  const size_t nodes = other.nodes.size();
+  EXPECT_FALSE(gather_logit_rows(other, "logits"));
+  EXPECT_EQ(other.nodes.size(), nodes);
 }
 
 TEST(CacheAttentionPass, RefusesWhatItCannotProve) {
@@ -151,6 +174,23 @@ TEST(DecoderBatch, SequencesAtDifferentPositionsMatchEachAlone) {
       EXPECT_EQ(batch.length(seq[static_cast<size_t>(who[k])]), alone[static_cast<size_t>(who[k])].past_length());
     }
   }
+}
+
+TEST(DecoderBatch, RefusesAStepOfMoreSequencesThanItsPlansHoldRowsFor) {
+  DecoderBatchOptions o;
+  o.max_sequences = 2;
+  DecoderBatch batch(engine(), spec(), {}, o);
+  const std::vector<TokenId> one = ids(1, 5);
+  std::vector<DecoderBatch::Feed> feeds;
+  for (int i = 0; i < 3; ++i) feeds.push_back({batch.add(), one});
+  try {
+    batch.step(feeds);
+    FAIL() << "three sequences in one step with max_sequences 2";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+  }
+  feeds.pop_back();
+  EXPECT_EQ(batch.step(feeds).size(), 2u);
 }
 
 TEST(DecoderBatch, PoolHoldsExactlyTheKeysAndValuesAndFreesThem) {

@@ -162,6 +162,7 @@ void generate_batch_command(const GenerateArgs& a, const Engine& engine, const D
     longest = std::max(longest, static_cast<int64_t>(r.prompt.size()) + r.options.max_new_tokens);
   if (spec.context_length > 0) longest = std::min(longest, spec.context_length);
   options.cache_tokens = longest * static_cast<int64_t>(requests.size()) + 16 * static_cast<int64_t>(requests.size());
+  options.max_sequences = static_cast<int64_t>(requests.size());  // all may run in one step
   DecoderBatch batch(engine, spec, session, options);
   const BatchGenerateResult r = generate_batch(batch, requests, tokenizer ? &*tokenizer : nullptr);
   if (a.stats)
