@@ -112,8 +112,8 @@ struct TrafficClass {
   bool adaptive_window = true;  // close a batch before the window when waiting cannot help
   int64_t max_batch_tokens = 2048;  // packed serving: a batch closes on this many real tokens
   // Generative serving (docs/serve-generate.md): this class's sequences running at once (0: no
-  // limit but serve.max_sequences), the most prompt tokens one of its sequences runs per step
-  // (0: the step's budget), and its latency targets (0: none; tune and the metrics read them).
+  // limit but serve.max_sequences), the most prompt tokens its prefills add to one step (0: the
+  // step's budget), and its latency targets (0: none; tune and the metrics read them).
   int64_t max_running = 0;
   int64_t prefill_chunk = 0;
   double ttft_target_ms = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "fusor/error.h"
 
@@ -245,11 +246,21 @@ void GenerationScheduler::compose_step(std::vector<DecoderBatch::Feed>& feeds, s
     // Decode tokens first: a running sequence's next token never waits behind a prompt.
     for (Sequence* s : order)
       if (budget > 0 && s->pending.size() - s->fed == 1) add(s, 1);
+    // Then prompt chunks, best class first. A class adds at most its prefill_chunk tokens of
+    // prompts to one step, and a worse class adds none to a step that prefills a better one's
+    // prompt: the step that gives an interactive request its first token stays short.
+    std::map<const ClassQueue*, int64_t> chunk_left;
+    int64_t prefill_priority = -1;
     for (Sequence* s : order) {
       const int64_t left = static_cast<int64_t>(s->pending.size() - s->fed);
       if (budget <= 0 || left <= 1) continue;
-      int64_t n = std::min(left, budget);
-      if (s->cls->cls.prefill_chunk > 0) n = std::min(n, s->cls->cls.prefill_chunk);
+      const TrafficClass& c = s->cls->cls;
+      if (prefill_priority >= 0 && c.priority > prefill_priority) break;
+      auto [it, fresh] = chunk_left.try_emplace(s->cls, c.prefill_chunk > 0 ? c.prefill_chunk : budget);
+      const int64_t n = std::min({left, budget, it->second});
+      if (n <= 0) continue;
+      it->second -= n;
+      prefill_priority = c.priority;
       add(s, n);
     }
     if (needed <= free_blocks()) return;
