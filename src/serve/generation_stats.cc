@@ -7,14 +7,6 @@
 
 namespace fusor::serve {
 
-void SecondsHistogram::add(double seconds) {
-  size_t i = 0;
-  while (i < kGenerationBucketsS.size() && seconds > kGenerationBucketsS[i]) ++i;
-  ++counts[i];
-  sum += seconds;
-  ++count;
-}
-
 GenerationStats::GenerationStats(const std::vector<std::string>& classes) {
   for (const std::string& c : classes) classes_[c];
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "serve/stats.h"
 #include "serve/status.h"
 
 namespace fusor::serve {
@@ -29,12 +30,7 @@ class GenerativeModel;
 inline constexpr std::array<double, 18> kGenerationBucketsS = {0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
                                                                0.15,  0.25,   0.5,   0.75, 1.0,  2.5,  5.0,  10.0, 60.0};
 
-struct SecondsHistogram {
-  std::array<uint64_t, kGenerationBucketsS.size() + 1> counts{};  // the last is +Inf
-  double sum = 0;
-  uint64_t count = 0;
-  void add(double seconds);
-};
+using SecondsHistogram = BucketHistogram<kGenerationBucketsS>;
 
 struct GenerationClassStats {
   SecondsHistogram ttft, itl, e2e, queue;

@@ -12,12 +12,6 @@
 namespace fusor::serve {
 namespace {
 
-std::vector<std::string> class_names(const ServeConfig& c) {
-  std::vector<std::string> names;
-  for (const auto& [name, cls] : c.classes) names.push_back(name);
-  return names;
-}
-
 DecoderBatchOptions batch_options(const ServeConfig& config) {
   DecoderBatchOptions o;
   o.max_step_tokens = config.step_tokens;

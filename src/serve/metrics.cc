@@ -20,7 +20,7 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
     std::string le = i < kLatencyBucketsUs.size() ? std::to_string(static_cast<int64_t>(kLatencyBucketsUs[i])) : "+Inf";
     o << name << "_bucket{" << labels << ",le=\"" << le << "\"} " << cumulative << "\n";
   }
-  o << name << "_sum{" << labels << "} " << static_cast<uint64_t>(h.sum_us) << "\n";
+  o << name << "_sum{" << labels << "} " << static_cast<uint64_t>(h.sum) << "\n";
   o << name << "_count{" << labels << "} " << h.count << "\n";
 }
 

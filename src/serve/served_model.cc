@@ -8,12 +8,6 @@
 namespace fusor::serve {
 namespace {
 
-std::vector<std::string> class_names(const ServeConfig& c) {
-  std::vector<std::string> names;
-  for (const auto& [name, cls] : c.classes) names.push_back(name);
-  return names;
-}
-
 std::string dims_string(const std::map<std::string, Dims>& dims) {
   std::string s;
   for (const auto& [name, d] : dims) s += (s.empty() ? "" : " ") + name + "=" + shape_string(d);

@@ -4,12 +4,10 @@
 
 namespace fusor::serve {
 
-void Histogram::add(double us) {
-  size_t i = 0;
-  while (i < kLatencyBucketsUs.size() && us > kLatencyBucketsUs[i]) ++i;
-  ++counts[i];
-  sum_us += us;
-  ++count;
+std::vector<std::string> class_names(const ServeConfig& config) {
+  std::vector<std::string> names;
+  for (const auto& [name, cls] : config.classes) names.push_back(name);
+  return names;
 }
 
 ModelStats::ModelStats(const std::vector<std::string>& classes) {

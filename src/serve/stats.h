@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fusor/config.h"
 #include "serve/status.h"
 
 namespace fusor::serve {
@@ -17,12 +18,24 @@ namespace fusor::serve {
 inline constexpr std::array<double, 14> kLatencyBucketsUs = {100,    250,    500,    1000,    2500,    5000,    10000,
                                                              25000,  50000,  100000, 250000,  500000,  1000000, 5000000};
 
-struct Histogram {
-  std::array<uint64_t, kLatencyBucketsUs.size() + 1> counts{};  // the last is +Inf
-  double sum_us = 0;
+// Counts of observations per bucket of ascending upper bounds (the last bucket is +Inf), their
+// sum and their number: a Prometheus histogram. Instantiated per unit (microseconds here,
+// seconds for generation).
+template <const auto& Bounds>
+struct BucketHistogram {
+  static constexpr const auto& bounds = Bounds;
+  std::array<uint64_t, Bounds.size() + 1> counts{};
+  double sum = 0;
   uint64_t count = 0;
-  void add(double us);
+  void add(double value) {
+    size_t i = 0;
+    while (i < Bounds.size() && value > Bounds[i]) ++i;
+    ++counts[i];
+    sum += value;
+    ++count;
+  }
 };
+using Histogram = BucketHistogram<kLatencyBucketsUs>;
 
 struct ClassStats {
   uint64_t success = 0, inference_count = 0, exec_count = 0;
@@ -39,6 +52,9 @@ struct ClassStats {
 struct BatchStats {
   uint64_t count = 0, compute_ns = 0;
 };
+
+// The traffic classes' names, in the config's order.
+std::vector<std::string> class_names(const ServeConfig& config);
 
 class ModelStats {
  public:
