@@ -74,7 +74,11 @@ def run(base_url, model, tokenizer, load, out_dir, server_metrics_url=None, time
     out_dir.mkdir(parents=True, exist_ok=True)
     args = command(base_url, model, tokenizer, load, out_dir, server_metrics_url)
     # The tokenizer is a local folder; keep huggingface_hub from phoning home for anything else.
-    env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"}
+    # Without HF_HUB_OFFLINE (other e2e modules set it for transformers): with it aiperf 0.13
+    # looks the tokenizer up in the hub's cache and refuses a local folder. It never reaches
+    # the network for a folder path either way.
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env.update({"HF_HUB_DISABLE_TELEMETRY": "1", "TOKENIZERS_PARALLELISM": "false"})
     log = out_dir / "aiperf.out"
     with open(log, "w") as f:
         # aiperf runs as a family of processes (workers, record processors): its own session, so
