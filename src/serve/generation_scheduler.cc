@@ -383,7 +383,6 @@ void GenerationScheduler::loop() {
     }
     for (Sequence* s : done) finish(*s, {}, finish_reason_name(s->gen->result().finish_reason));
   }
-  stopped_ = true;
 }
 
 }  // namespace fusor::serve

@@ -107,7 +107,7 @@ class GenerationScheduler {
   std::list<std::unique_ptr<Sequence>> running_;
   std::set<uint64_t> cancels_;
   uint64_t next_id_ = 1, admissions_ = 0;
-  bool draining_ = false, stopped_ = false;
+  bool draining_ = false;
   KvCacheStats cache_;  // as of the last step, for load()
   std::thread thread_;
 };

@@ -65,7 +65,7 @@ void GenerationStats::failed(const std::string& cls, Code code, bool was_queued,
   GenerationClassStats& c = classes_[cls];
   if (was_running) --c.running;
   else if (was_queued) --c.waiting;
-  ++c.failures[code == Code::BadRequest ? "bad_request" : code == Code::Unavailable ? "unavailable" : "internal"];
+  ++c.failures[code_name(code)];  // as ModelStats counts them
 }
 
 std::map<std::string, GenerationClassStats> GenerationStats::snapshot() const {
@@ -133,22 +133,22 @@ std::string generation_prometheus_text(const std::vector<GenerativeModel*>& mode
             [](const GenerationClassStats& c) { return c.running; });
   per_class("fusor:num_requests_waiting", "gauge", "Requests waiting to run (new or preempted)",
             [](const GenerationClassStats& c) { return c.waiting; });
-  header("fusor:request_success_total", "counter", "Requests finished, by finish reason");
-  for (const Model& s : snaps)
-    for (const auto& [cls, c] : s.classes)
-      for (const char* reason : {"stop", "length", "abort"}) {
-        auto it = c.finished.find(reason);
-        o << "fusor:request_success_total{" << labels(s.model, cls) << ",finished_reason=\"" << reason << "\"} "
-          << (it == c.finished.end() ? 0 : it->second) << "\n";
-      }
-  header("fusor:request_failure_total", "counter", "Requests refused or failed, by reason");
-  for (const Model& s : snaps)
-    for (const auto& [cls, c] : s.classes)
-      for (const char* reason : {"bad_request", "unavailable", "internal"}) {
-        auto it = c.failures.find(reason);
-        o << "fusor:request_failure_total{" << labels(s.model, cls) << ",reason=\"" << reason << "\"} "
-          << (it == c.failures.end() ? 0 : it->second) << "\n";
-      }
+  // A counter per reason, every reason shown (0 when none), as dashboards expect the series.
+  auto by_reason = [&](const char* name, const char* help, std::map<std::string, uint64_t> GenerationClassStats::*counts,
+                       const char* label, std::initializer_list<const char*> reasons) {
+    header(name, "counter", help);
+    for (const Model& s : snaps)
+      for (const auto& [cls, c] : s.classes)
+        for (const char* reason : reasons) {
+          auto it = (c.*counts).find(reason);
+          o << name << "{" << labels(s.model, cls) << "," << label << "=\"" << reason << "\"} "
+            << (it == (c.*counts).end() ? 0 : it->second) << "\n";
+        }
+  };
+  by_reason("fusor:request_success_total", "Requests finished, by finish reason", &GenerationClassStats::finished,
+            "finished_reason", {"stop", "length", "abort"});
+  by_reason("fusor:request_failure_total", "Requests refused or failed, by reason", &GenerationClassStats::failures,
+            "reason", {"bad_request", "unavailable", "internal"});
   header("fusor:kv_cache_usage_perc", "gauge", "Fraction of the KV cache's blocks in use (0..1)");
   for (const Model& s : snaps) {
     const KvCacheStats& kv = s.load.cache;
