@@ -68,6 +68,11 @@ struct DecoderSpec {
   static DecoderSpec describe(const Engine& engine, const std::string& model_file);
 };
 
+// Whether `engine` (loaded from `model_file`) is a decoder export fusor serves and tunes by
+// generation: its inputs hold the past keys and values (`past_key_values.*`), or a
+// genai_config.json beside it names them.
+bool is_decoder_export(const Engine& engine, const std::string& model_file);
+
 // Where the paged KV cache stands: the pool's size and what is in use.
 struct KvCacheStats {
   size_t bytes = 0;            // the pool, keys and values of every layer

@@ -216,4 +216,12 @@ DecoderSpec DecoderSpec::describe(const Engine& engine, const std::string& model
   return spec;
 }
 
+bool is_decoder_export(const Engine& engine, const std::string& model_file) {
+  std::error_code ec;
+  if (fs::exists(fs::path(model_file).parent_path() / "genai_config.json", ec)) return true;
+  for (const TensorInfo& in : engine.inputs())
+    if (in.name.rfind("past_key_values.", 0) == 0) return true;
+  return false;
+}
+
 }  // namespace fusor

@@ -19,7 +19,7 @@ RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& 
   std::vector<std::unique_ptr<ServedModel>> served;
   std::vector<std::unique_ptr<GenerativeModel>> generative;
   for (ModelToServe& m : models) {
-    if (!m.path.empty() && is_decoder(m.engine, m.path))
+    if (!m.path.empty() && is_decoder_export(m.engine, m.path))
       generative.push_back(std::make_unique<GenerativeModel>(m.name, std::move(m.engine), m.path, config, m.session,
                                                              threads_per_context * static_cast<int>(config.execution_contexts)));
     else

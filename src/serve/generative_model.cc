@@ -22,16 +22,8 @@ DecoderBatchOptions batch_options(const ServeConfig& config) {
 
 }  // namespace
 
-bool is_decoder(const Engine& engine, const std::string& model_file) {
-  std::error_code ec;
-  if (std::filesystem::exists(std::filesystem::path(model_file).parent_path() / "genai_config.json", ec)) return true;
-  for (const TensorInfo& in : engine.inputs())
-    if (in.name.rfind("past_key_values.", 0) == 0) return true;
-  return false;
-}
-
 GenerativeModel::GenerativeModel(std::string name, Engine engine, const std::string& model_file,
-                                 const ServeConfig& config, const SessionOptions& options, int threads)
+                                 const ServeConfig& config, const SessionOptions& options, int threads, bool announce)
     : name_(std::move(name)), config_(config), spec_(DecoderSpec::describe(engine, model_file)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
       stats_(std::make_unique<GenerationStats>(class_names(config))) {
@@ -46,14 +38,15 @@ GenerativeModel::GenerativeModel(std::string name, Engine engine, const std::str
   cpu::set_thread_width(threads);
   batch.prepare(config.step_tokens);
   const KvCacheStats cache = batch.cache();
-  std::fprintf(stderr,
-               "fusor serve: model %s: generative (continuous batching), %zu plan(s) for steps of up to %lld tokens "
-               "built in %.1f s; KV cache %lld tokens (%.1f MiB), up to %lld sequences\n",
-               name_.c_str(), batch.plans_built(), static_cast<long long>(config.step_tokens),
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-               static_cast<long long>(cache.blocks * cache.block_size), static_cast<double>(cache.bytes) / (1 << 20),
-               static_cast<long long>(config.max_sequences));
-  if (chat_->is_plain())
+  if (announce)
+    std::fprintf(stderr,
+                 "fusor serve: model %s: generative (continuous batching), %zu plan(s) for steps of up to %lld tokens "
+                 "built in %.1f s; KV cache %lld tokens (%.1f MiB), up to %lld sequences\n",
+                 name_.c_str(), batch.plans_built(), static_cast<long long>(config.step_tokens),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                 static_cast<long long>(cache.blocks * cache.block_size), static_cast<double>(cache.bytes) / (1 << 20),
+                 static_cast<long long>(config.max_sequences));
+  if (announce && chat_->is_plain())
     std::fprintf(stderr, "fusor serve: model %s: no chat_template in tokenizer_config.json; chat uses the plain template\n",
                  name_.c_str());
   scheduler_ = std::make_unique<GenerationScheduler>(std::move(batch), config_, tokenizer_.get(), *stats_,

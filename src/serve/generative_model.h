@@ -62,9 +62,10 @@ class GenerationStats;
 class GenerativeModel {
  public:
   // `model_file` is the .onnx the engine was loaded from (its folder holds the configs and the
-  // tokenizer). Throws fusor::Error when the engine is not a decoder export.
+  // tokenizer). Throws fusor::Error when the engine is not a decoder export. `announce`: say on
+  // stderr what was built (fusor serve does; the tuner, building one per setting, does not).
   GenerativeModel(std::string name, Engine engine, const std::string& model_file, const ServeConfig& config,
-                  const SessionOptions& options, int threads);
+                  const SessionOptions& options, int threads, bool announce = true);
   ~GenerativeModel();  // drains
 
   const std::string& name() const { return name_; }
@@ -115,9 +116,5 @@ class GenerativeModel {
   std::condition_variable streams_cv_;
   int64_t open_streams_ = 0;
 };
-
-// Whether `engine` is a decoder export fusor serves by generation (its inputs hold the past
-// keys and values, `past_key_values.*` or genai_config.json's names).
-bool is_decoder(const Engine& engine, const std::string& model_file);
 
 }  // namespace fusor::serve
