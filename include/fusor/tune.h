@@ -74,7 +74,10 @@ struct ClassGoal {
   Slo slo;
 };
 
-// "interactive:p99=20ms", "batch:throughput", "batch:throughput,p99=2s"; throws fusor::Error.
+// "interactive:p99=20ms", "batch:throughput", "batch:throughput,p99=2s"; for a generative model
+// also "chat:ttft=500ms,itl=50ms" (p99 of the first token and of the gaps between tokens). A
+// throughput class without p99= has no latency bound here (an encoder's tune gives it 2 s
+// against unbounded queues). Throws fusor::Error.
 ClassGoal parse_slo(const std::string& text);
 
 struct TuneOptions {
@@ -93,6 +96,16 @@ struct TuneOptions {
   std::vector<int64_t> token_budgets = {256, 512, 1024, 2048, 4096};
   // --lengths: request lengths uniform over [min_length, max_length] tokens (0: the request's own).
   int64_t min_length = 0, max_length = 0;
+  // A decoder (fusor/decoder.h is_decoder_export) is tuned by generation instead: requests are
+  // prompts of min_length..max_length tokens (default: the request's seq) that each generate
+  // output_tokens tokens, served by the continuous-batching scheduler; per class the grid of
+  // step token budgets x running sequences x prefill chunks (0: the step's budget) is probed at
+  // saturation and the best few measured under the class's SLO (docs/tune.md). The config's own
+  // setting (serve.step_tokens, serve.max_sequences) is always in the grid.
+  int64_t output_tokens = 64;
+  std::vector<int64_t> step_tokens = {128, 256, 512};
+  std::vector<int64_t> max_running = {4, 8, 16, 32};
+  std::vector<int64_t> prefill_chunks = {64, 0};
   int measure_per_class = 3;            // settings measured per class, best predicted first
   bool baseline = true;
   std::string machine;                  // for the record

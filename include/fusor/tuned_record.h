@@ -11,6 +11,8 @@
 //     arrivals: poisson                   # or trace:PATH
 //     lengths: [8, 128]                   # with --lengths: uniform request lengths
 //     packed: true                        # the model packs: token budgets were swept
+//     generative: true                    # a decoder: see below
+//     output_tokens: 64                   # generative: tokens each request generates
 //     duration_s: 4                       # per measured point
 //     interrupted: false                  # true: stopped early, the best found so far
 //     classes:
@@ -30,6 +32,11 @@
 //     baseline:                           # the default: no fusion, no reuse, no batching
 //       name: interactive
 //       ...                               # a class record as above
+//   A decoder's classes are tuned by generation: a setting is {step_tokens, max_running,
+//   prefill_chunk}, its slo may hold ttft_p99_ms and itl_p99_ms, a class adds
+//   capacity_tokens_per_s, and each curve point adds ttft_p50_ms, ttft_p99_ms, itl_p50_ms,
+//   itl_p99_ms and output_tokens_per_s (p50_ms and p99_ms are then whole requests'). It has no
+//   matrix.
 //     matrix:                             # service time per batch size and fusion option, and
 //                                         # the evidence of the choice (rounds against all)
 //       - {rows: 1, option: all, ms: 9.8, chosen: true, rounds: 8, wins: 0, ratio: 1, ratio_mad: 0}
@@ -60,25 +67,38 @@ struct CurvePoint {
   // batch buckets' padding), and the share length buckets alone would have padded. Records
   // written before these fields read 0.
   double useful_tokens_per_s = 0, padding = 0, bucket_padding = 0;
+  // Generative models (a decoder served by continuous batching): p50_ms / p99_ms are then the
+  // whole request's latency; these are its first token's (from the scheduled arrival), the gaps
+  // between its later tokens, and the tokens generated per second of the run. 0 for encoders.
+  double ttft_p50_ms = 0, ttft_p99_ms = 0, itl_p50_ms = 0, itl_p99_ms = 0, output_tokens_per_s = 0;
 };
 
 // A class's objective: p99 within p99_ms; `throughput` classes maximise rate with p99_ms only as
 // a bound against unbounded queueing.
+// A generative class adds targets for the first token and the gaps between tokens (p99 each; 0:
+// none), and its p99_ms (the whole request) may then be 0: no bound.
 struct Slo {
   double p99_ms = 0;
   bool throughput = false;
+  double ttft_p99_ms = 0, itl_p99_ms = 0;
 };
 
-// Whether a measured point holds a p99 target: every request answered, p99 within it, and the
-// offered rate carried (at least 95% of it; an open-loop run that falls behind queues forever).
+// Whether a measured point holds an SLO: every request answered, each p99 the SLO bounds within
+// its target, and the offered rate carried (at least 95% of it; an open-loop run that falls
+// behind queues forever). The double form bounds p99_ms alone.
+bool meets(const CurvePoint& p, const Slo& slo);
 bool meets(const CurvePoint& p, double p99_ms);
-// The capacity a curve (ascending offered rate) shows for a p99 target: the highest offered
-// rate of its leading run of points that meet it. A point past a failed one never counts, so a
-// lucky sample above a failure cannot raise the capacity; 0 when the first point fails.
+// The capacity a curve (ascending offered rate) shows for an SLO: the highest offered rate of
+// its leading run of points that meet it. A point past a failed one never counts, so a lucky
+// sample above a failure cannot raise the capacity; 0 when the first point fails.
+double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo);
 double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
+// How close a point runs to its SLO: the largest of measured p99 / target over the targets the
+// SLO sets (0 when it sets none). Below 0.5 the search climbs fast.
+double slo_load(const CurvePoint& p, const Slo& slo);
 // The point a curve's latencies are read at for a capacity: the measured point whose offered
-// rate equals it, or else the highest one below it (the curve's first point when the capacity is
-// below them all); null for an empty curve.
+// rate equals it (the first of equals: the leading run's), or else the highest one below it (the
+// curve's first point when the capacity is below them all); null for an empty curve.
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps);
 
 struct Setting {
@@ -86,6 +106,10 @@ struct Setting {
   int64_t max_batch = 1;
   int64_t execution_contexts = 1;
   int64_t max_batch_tokens = 0;  // packed serving: a batch closes on this many real tokens; 0: not packed
+  // Generative serving (0 for encoders): the scheduler's step budget (serve.step_tokens), the
+  // class's sequences running at once (max_running) and the prompt tokens it adds to one step
+  // (prefill_chunk; 0: the step's budget).
+  int64_t step_tokens = 0, max_running = 0, prefill_chunk = 0;
   bool operator==(const Setting&) const = default;
 };
 
@@ -100,6 +124,7 @@ struct ClassRecord {
   std::string name;
   Slo slo;
   double capacity_qps = 0;
+  double capacity_tokens_per_s = 0;  // generative: tokens generated per second at capacity_qps
   Setting chosen;
   std::vector<Candidate> candidates;
 
@@ -127,6 +152,10 @@ struct TunedRecord {
   std::string arrivals = "poisson";
   int64_t min_length = 0, max_length = 0;  // --lengths: uniform request lengths; 0: the request's own
   bool packed = false;                     // the model packs: classes were tuned by token budget
+  // A decoder, tuned by generation (continuous batching): each request is a prompt of `lengths`
+  // tokens (or the request's seq) generating output_tokens tokens; rates are requests/s.
+  bool generative = false;
+  int64_t output_tokens = 0;
   double duration_s = 0;
   bool interrupted = false;
   std::vector<ClassRecord> classes;

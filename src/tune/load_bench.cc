@@ -6,11 +6,10 @@
 
 #include "kernels/cpu/thread_pool.h"
 #include "serve/batch_assembly.h"
+#include "tune/capacity_search.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
-
-constexpr double kMinRequestsPerPoint = 300;
 
 namespace {
 const char* const kClass = "tune";
@@ -161,39 +160,6 @@ CurvePoint LoadBench::measure(double rate_qps, double duration_s, const ArrivalS
   uint64_t execs = runs1 - runs0;
   p.mean_batch = execs ? static_cast<double>(after.inference_count - before.inference_count) / static_cast<double>(execs) : 0;
   return p;
-}
-
-Candidate search_capacity(LoadBench& bench, double predicted_qps, double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
-                          const std::function<void(const CurvePoint&)>& on_point) {
-  const Slo& slo = bench.slo();
-  Candidate c;
-  c.setting = bench.setting();
-  c.predicted_qps = predicted_qps;
-  double best_pass = 0, lowest_fail = INFINITY;
-  double rate = std::max(0.5, 0.85 * predicted_qps);
-  for (int i = 0; i < kMaxSearchPoints && !stop.load(); ++i) {
-    // A p99 needs a few hundred requests: low rates run longer (up to 4x the duration).
-    double run_s = std::clamp(kMinRequestsPerPoint / rate, duration_s, 4 * duration_s);
-    CurvePoint p = bench.measure(rate, run_s, arrivals, 1000 + static_cast<uint64_t>(i), stop);
-    if (stop.load()) break;  // a cut-short point is not a measurement
-    c.curve.push_back(p);
-    if (on_point) on_point(p);
-    if (meets(p, slo.p99_ms)) {
-      best_pass = std::max(best_pass, rate);
-    } else {
-      lowest_fail = std::min(lowest_fail, rate);
-    }
-    if (best_pass > 0 && std::isfinite(lowest_fail)) {
-      if (lowest_fail / best_pass < 1.08) break;  // within the noise of a run
-      rate = (best_pass + lowest_fail) / 2;
-    } else {
-      // Far below the SLO: climb fast (the prediction can be well off on a busy machine).
-      rate = best_pass > 0 ? rate * (p.p99_ms < 0.5 * slo.p99_ms ? 1.6 : 1.25) : rate * 0.6;
-    }
-  }
-  std::sort(c.curve.begin(), c.curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.offered_qps < b.offered_qps; });
-  c.capacity_qps = measured_capacity(c.curve, slo.p99_ms);
-  return c;
 }
 
 }  // namespace fusor::tune

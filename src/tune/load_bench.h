@@ -76,13 +76,4 @@ class LoadBench {
   std::unique_ptr<serve::Batcher> batcher_;
 };
 
-// The capacity search for one setting: starts below `predicted_qps`, climbs while points pass,
-// backs off while they fail, then bisects once between the best pass and the lowest fail.
-// `on_point` sees each point as it is measured. Returns with what it has when `stop` is set.
-Candidate search_capacity(LoadBench& bench, double predicted_qps, double duration_s, const ArrivalSource& arrivals, const std::atomic<bool>& stop,
-                          const std::function<void(const CurvePoint&)>& on_point);
-
-// Points the search measures at most (for progress estimates).
-inline constexpr int kMaxSearchPoints = 6;
-
 }  // namespace fusor::tune

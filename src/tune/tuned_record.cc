@@ -14,23 +14,36 @@
 
 namespace fusor::tune {
 
-bool meets(const CurvePoint& p, double p99_ms) {
-  return p.errors == 0 && p.p99_ms <= p99_ms && p.achieved_qps >= 0.95 * p.offered_qps;
+bool meets(const CurvePoint& p, const Slo& slo) {
+  return p.errors == 0 && p.achieved_qps >= 0.95 * p.offered_qps && slo_load(p, slo) <= 1;
 }
 
-double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
+bool meets(const CurvePoint& p, double p99_ms) { return meets(p, Slo{.p99_ms = p99_ms}); }
+
+double slo_load(const CurvePoint& p, const Slo& slo) {
+  double load = 0;
+  for (auto [measured, target] : {std::pair{p.p99_ms, slo.p99_ms}, {p.ttft_p99_ms, slo.ttft_p99_ms}, {p.itl_p99_ms, slo.itl_p99_ms}})
+    if (target > 0) load = std::max(load, measured / target);
+  return load;
+}
+
+double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo) {
   double capacity = 0;
   for (const CurvePoint& p : curve) {
-    if (!meets(p, p99_ms)) break;
+    if (!meets(p, slo)) break;
     capacity = p.offered_qps;
   }
   return capacity;
 }
 
+double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
+  return measured_capacity(curve, Slo{.p99_ms = p99_ms});
+}
+
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps) {
   const CurvePoint* best = nullptr;
   for (const CurvePoint& p : curve)
-    if (p.offered_qps <= capacity_qps * (1 + 1e-9) && (!best || p.offered_qps >= best->offered_qps)) best = &p;
+    if (p.offered_qps <= capacity_qps * (1 + 1e-9) && (!best || p.offered_qps > best->offered_qps)) best = &p;
   return best ? best : (curve.empty() ? nullptr : &curve.front());
 }
 

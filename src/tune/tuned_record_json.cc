@@ -14,28 +14,46 @@ using nlohmann::json;
 json setting_json(const Setting& s) {
   json j = {{"batch_window_ms", s.batch_window_ms}, {"max_batch", s.max_batch}, {"execution_contexts", s.execution_contexts}};
   if (s.max_batch_tokens > 0) j["max_batch_tokens"] = s.max_batch_tokens;  // packed models only
+  if (s.step_tokens > 0) {  // generative models only
+    j["step_tokens"] = s.step_tokens;
+    j["max_running"] = s.max_running;
+    j["prefill_chunk"] = s.prefill_chunk;
+  }
   return j;
 }
 
-json curve_json(const std::vector<CurvePoint>& curve) {
+json curve_json(const std::vector<CurvePoint>& curve, bool generative) {
   json out = json::array();
-  for (const CurvePoint& p : curve)
-    out.push_back({{"offered_qps", p.offered_qps}, {"achieved_qps", p.achieved_qps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
-                   {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors},
-                   {"useful_tokens_per_s", p.useful_tokens_per_s}, {"padding", p.padding},
-                   {"bucket_padding", p.bucket_padding}});
+  for (const CurvePoint& p : curve) {
+    json point = {{"offered_qps", p.offered_qps}, {"achieved_qps", p.achieved_qps}, {"p50_ms", p.p50_ms}, {"p99_ms", p.p99_ms},
+                  {"utilisation", p.utilisation}, {"mean_batch", p.mean_batch}, {"errors", p.errors},
+                  {"useful_tokens_per_s", p.useful_tokens_per_s}, {"padding", p.padding},
+                  {"bucket_padding", p.bucket_padding}};
+    if (generative) {
+      point["ttft_p50_ms"] = p.ttft_p50_ms;
+      point["ttft_p99_ms"] = p.ttft_p99_ms;
+      point["itl_p50_ms"] = p.itl_p50_ms;
+      point["itl_p99_ms"] = p.itl_p99_ms;
+      point["output_tokens_per_s"] = p.output_tokens_per_s;
+    }
+    out.push_back(std::move(point));
+  }
   return out;
 }
 
-json class_json(const ClassRecord& c) {
+json class_json(const ClassRecord& c, bool generative) {
   json slo = {{"p99_ms", c.slo.p99_ms}};
   if (c.slo.throughput) slo["throughput"] = true;
+  if (c.slo.ttft_p99_ms > 0) slo["ttft_p99_ms"] = c.slo.ttft_p99_ms;
+  if (c.slo.itl_p99_ms > 0) slo["itl_p99_ms"] = c.slo.itl_p99_ms;
   json candidates = json::array();
   for (const Candidate& k : c.candidates)
     candidates.push_back({{"setting", setting_json(k.setting)}, {"predicted_qps", k.predicted_qps},
-                          {"capacity_qps", k.capacity_qps}, {"curve", curve_json(k.curve)}});
-  return {{"name", c.name}, {"slo", slo}, {"capacity_qps", c.capacity_qps}, {"chosen", setting_json(c.chosen)},
-          {"candidates", candidates}};
+                          {"capacity_qps", k.capacity_qps}, {"curve", curve_json(k.curve, generative)}});
+  json j = {{"name", c.name}, {"slo", slo}, {"capacity_qps", c.capacity_qps}, {"chosen", setting_json(c.chosen)},
+            {"candidates", candidates}};
+  if (generative) j["capacity_tokens_per_s"] = c.capacity_tokens_per_s;
+  return j;
 }
 
 // Reads fields by name under a path for messages; numbers may arrive as text (from YAML).
@@ -113,6 +131,12 @@ Setting read_setting(const Reader& r) {
   if (s.batch_window_ms < 0 || s.max_batch < 1 || s.execution_contexts < 1) r.fail("max_batch", "or a sibling is out of range");
   if (r.has("max_batch_tokens") && (s.max_batch_tokens = r.integer("max_batch_tokens")) < 1)
     r.fail("max_batch_tokens", "must be at least 1");
+  if (r.has("step_tokens")) {  // a generative setting
+    s.step_tokens = r.integer("step_tokens");
+    s.max_running = r.integer("max_running");
+    s.prefill_chunk = r.integer("prefill_chunk");
+    if (s.step_tokens < 1 || s.max_running < 1 || s.prefill_chunk < 0) r.fail("step_tokens", "or a sibling is out of range");
+  }
   return s;
 }
 
@@ -122,7 +146,10 @@ ClassRecord read_class(const Reader& r) {
   Reader slo = r.child("slo");
   c.slo.p99_ms = slo.number("p99_ms");
   c.slo.throughput = slo.has("throughput") && slo.flag("throughput");
+  if (slo.has("ttft_p99_ms")) c.slo.ttft_p99_ms = slo.number("ttft_p99_ms");
+  if (slo.has("itl_p99_ms")) c.slo.itl_p99_ms = slo.number("itl_p99_ms");
   c.capacity_qps = r.number("capacity_qps");
+  if (r.has("capacity_tokens_per_s")) c.capacity_tokens_per_s = r.number("capacity_tokens_per_s");
   c.chosen = read_setting(r.child("chosen"));
   for (const Reader& k : r.items("candidates")) {
     Candidate cand;
@@ -143,6 +170,13 @@ ClassRecord read_class(const Reader& r) {
         pt.padding = p.number("padding");
         pt.bucket_padding = p.number("bucket_padding");
       }
+      if (p.has("ttft_p99_ms")) {  // a generative point
+        pt.ttft_p50_ms = p.number("ttft_p50_ms");
+        pt.ttft_p99_ms = p.number("ttft_p99_ms");
+        pt.itl_p50_ms = p.number("itl_p50_ms");
+        pt.itl_p99_ms = p.number("itl_p99_ms");
+        pt.output_tokens_per_s = p.number("output_tokens_per_s");
+      }
       if (!cand.curve.empty() && pt.offered_qps < cand.curve.back().offered_qps)
         p.fail("offered_qps", "must not be below the previous point's (curves ascend)");
       cand.curve.push_back(pt);
@@ -158,7 +192,7 @@ json tuned_record_json(const TunedRecord& r) {
   json request = json::object();
   for (const auto& [name, dims] : r.request) request[name] = dims;
   json classes = json::array();
-  for (const ClassRecord& c : r.classes) classes.push_back(class_json(c));
+  for (const ClassRecord& c : r.classes) classes.push_back(class_json(c, r.generative));
   json matrix = json::array();
   for (const MatrixTiming& m : r.matrix)
     matrix.push_back({{"rows", m.rows}, {"option", m.option}, {"ms", m.ms}, {"chosen", m.chosen}, {"rounds", m.rounds},
@@ -167,9 +201,13 @@ json tuned_record_json(const TunedRecord& r) {
             {"threads", r.threads},   {"request", request},         {"arrivals", r.arrivals},
             {"duration_s", r.duration_s}, {"interrupted", r.interrupted}, {"classes", classes},
             {"matrix", matrix}};
-  j["baseline"] = r.baseline ? class_json(*r.baseline) : json(nullptr);
+  j["baseline"] = r.baseline ? class_json(*r.baseline, r.generative) : json(nullptr);
   if (r.max_length > 0) j["lengths"] = {r.min_length, r.max_length};
   if (r.packed) j["packed"] = true;
+  if (r.generative) {
+    j["generative"] = true;
+    j["output_tokens"] = r.output_tokens;
+  }
   return j;
 }
 
@@ -200,6 +238,8 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
     if (t.min_length < 1 || t.max_length < t.min_length) r.fail("lengths", "must be [min, max] with 1 <= min <= max");
   }
   t.packed = r.has("packed") && r.flag("packed");
+  t.generative = r.has("generative") && r.flag("generative");
+  if (t.generative && (t.output_tokens = r.integer("output_tokens")) < 1) r.fail("output_tokens", "must be at least 1");
   for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
   if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
   for (const Reader& m : r.items("matrix")) {

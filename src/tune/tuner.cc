@@ -8,12 +8,15 @@
 #include <optional>
 
 #include "fusor/check.h"
+#include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "serve/batch_assembly.h"
 #include "serve/packed_cache.h"
 #include "serve/signature.h"
 #include "tune/arrivals.h"
+#include "tune/capacity_search.h"
 #include "tune/fusion_matrix.h"
+#include "tune/generation_tuner.h"
 #include "tune/load_bench.h"
 #include "tune/service_times.h"
 #include "tune/simulate.h"
@@ -308,9 +311,13 @@ size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<Serv
 
 // One setting's curve on `bench`, the bar advancing with each point.
 Candidate measure_curve(Run& run, LoadBench& bench, double predicted_qps, const std::string& label) {
-  return search_capacity(bench, predicted_qps, run.o.duration_s, run.arrivals, run.stop, [&](const CurvePoint& pt) {
-    run.advance(run.o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
-  });
+  return search_capacity(
+      [&](double rate, double duration_s, uint64_t seed) {
+        return bench.measure(rate, duration_s, run.arrivals, seed, run.stop);
+      },
+      bench.setting(), bench.slo(), predicted_qps, run.o.duration_s, run.stop, [&](const CurvePoint& pt) {
+        run.advance(run.o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
+      });
 }
 
 // Prices every setting for the class on `layout`, measures the best few on the serving path and
@@ -408,28 +415,36 @@ ClassGoal parse_slo(const std::string& text) {
   const std::string where = "--slo " + text;
   auto colon = text.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == text.size())
-    throw Error(where + ": must look like CLASS:p99=20ms or CLASS:throughput");
+    throw Error(where + ": must look like CLASS:p99=20ms, CLASS:ttft=500ms,itl=50ms or CLASS:throughput");
   ClassGoal g;
   g.name = text.substr(0, colon);
   if (g.name.find_first_of(" \t,=") != std::string::npos) throw Error(where + ": bad class name '" + g.name + "'");
-  bool has_p99 = false;
   std::string rest = text.substr(colon + 1);
   for (size_t start = 0; start <= rest.size();) {
     size_t end = rest.find(',', start);
     std::string term = rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
     if (term == "throughput") g.slo.throughput = true;
-    else if (term.rfind("p99=", 0) == 0) g.slo.p99_ms = parse_ms(term.substr(4), where), has_p99 = true;
-    else throw Error(where + ": unknown term '" + term + "' (expected p99=DURATION or throughput)");
+    else if (term.rfind("p99=", 0) == 0) g.slo.p99_ms = parse_ms(term.substr(4), where);
+    else if (term.rfind("ttft=", 0) == 0) g.slo.ttft_p99_ms = parse_ms(term.substr(5), where);
+    else if (term.rfind("itl=", 0) == 0) g.slo.itl_p99_ms = parse_ms(term.substr(4), where);
+    else throw Error(where + ": unknown term '" + term + "' (expected p99=, ttft=, itl=DURATION or throughput)");
     if (end == std::string::npos) break;
     start = end + 1;
   }
-  if (!has_p99 && !g.slo.throughput) throw Error(where + ": give p99=DURATION or throughput");
-  if (!has_p99) g.slo.p99_ms = kThroughputP99Ms;
+  if (!g.slo.throughput && g.slo.p99_ms == 0 && g.slo.ttft_p99_ms == 0 && g.slo.itl_p99_ms == 0)
+    throw Error(where + ": give p99=DURATION (ttft=, itl= for a generative model) or throughput");
   return g;
 }
 
-TuneResult tune(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop) {
-  if (o.goals.empty()) throw Error("give at least one --slo CLASS:...");
+TuneResult tune(const Engine& engine, const TuneOptions& given, Progress& progress, const std::atomic<bool>& stop) {
+  if (given.goals.empty()) throw Error("give at least one --slo CLASS:...");
+  if (is_decoder_export(engine, given.model_path)) return tune_generation(engine, given, progress, stop);
+  TuneOptions o = given;
+  for (ClassGoal& g : o.goals) {
+    if (g.slo.ttft_p99_ms > 0 || g.slo.itl_p99_ms > 0)
+      throw Error("--slo " + g.name + ": ttft= and itl= are for generative models (a decoder); this model answers whole requests: use p99=");
+    if (g.slo.p99_ms == 0) g.slo.p99_ms = kThroughputP99Ms;  // a throughput class without a bound
+  }
   Run run(engine, o, progress, stop);
   TuneResult result;
   TunedRecord& rec = result.record;

@@ -201,6 +201,27 @@ TEST(Curve, CapacityIsTheLastPointOfTheLeadingRunThatMeetsTheTarget) {
   EXPECT_EQ(measured_capacity(curve, 30), 10);
 }
 
+// A generative point meets its SLO only when the first token and the gaps are both within their
+// targets; a p99 of 0 bounds nothing.
+TEST(Curve, GenerativePointsMeetTheirFirstTokenAndInterTokenTargets) {
+  const Slo slo{.ttft_p99_ms = 500, .itl_p99_ms = 50};
+  auto point = [](double offered, double ttft, double itl, int64_t errors = 0) {
+    CurvePoint p{offered, offered, 3000, 9000, 0.5, 0, errors};
+    p.ttft_p99_ms = ttft, p.itl_p99_ms = itl;
+    return p;
+  };
+  EXPECT_TRUE(meets(point(2, 400, 40), slo));  // e2e p99 of 9 s is unbounded
+  EXPECT_FALSE(meets(point(2, 600, 40), slo));
+  EXPECT_FALSE(meets(point(2, 400, 60), slo));
+  EXPECT_FALSE(meets(point(2, 400, 40, 1), slo));
+  EXPECT_DOUBLE_EQ(slo_load(point(2, 250, 45), slo), 0.9);
+  EXPECT_EQ(slo_load(point(2, 250, 45), Slo{.throughput = true}), 0);
+  // The leading run: 4 req/s breaks ITL, so the later passing point does not count.
+  std::vector<CurvePoint> curve = {point(1, 100, 20), point(2, 200, 30), point(4, 300, 70), point(8, 400, 40)};
+  EXPECT_EQ(measured_capacity(curve, slo), 2);
+  EXPECT_EQ(measured_capacity(curve, Slo{.ttft_p99_ms = 500}), 8);
+}
+
 TEST(Curve, CapacityPointIsAtOrBelowTheCapacity) {
   std::vector<CurvePoint> curve(3);
   curve[0].offered_qps = 40, curve[1].offered_qps = 80, curve[2].offered_qps = 120;
@@ -227,9 +248,15 @@ TEST(Slo, Parses) {
   EXPECT_FALSE(g.slo.throughput);
   g = parse_slo("batch:throughput");
   EXPECT_TRUE(g.slo.throughput);
-  EXPECT_GT(g.slo.p99_ms, 0);
+  EXPECT_EQ(g.slo.p99_ms, 0);  // unbounded here; an encoder's tune bounds it at 2 s
+  g = parse_slo("chat:ttft=500ms,itl=0.05s");
+  EXPECT_FALSE(g.slo.throughput);
+  EXPECT_DOUBLE_EQ(g.slo.ttft_p99_ms, 500);
+  EXPECT_DOUBLE_EQ(g.slo.itl_p99_ms, 50);
+  EXPECT_EQ(g.slo.p99_ms, 0);
   EXPECT_DOUBLE_EQ(parse_slo("b:throughput,p99=1.5s").slo.p99_ms, 1500);
-  for (const char* bad : {"interactive", ":p99=1ms", "x:", "x:p99=", "x:p99=-1ms", "x:p99=1h", "x:fast", "x y:throughput"})
+  for (const char* bad : {"interactive", ":p99=1ms", "x:", "x:p99=", "x:p99=-1ms", "x:p99=1h", "x:fast", "x y:throughput",
+                          "x:ttft=", "x:itl=-5ms", "x:ttft=1s,"})
     EXPECT_THROW(parse_slo(bad), Error) << bad;
 }
 
@@ -307,6 +334,59 @@ TEST(TunedRecord, RoundTripsThroughTheTunedYamlWhichIsAlsoAServeConfig) {
   expect_same(sample_record(), parse_tuned_record(text, "t.yaml"));
   Config back = parse_config(text, "t.yaml");
   EXPECT_EQ(back, config);  // every serve setting survives, the record is skipped
+}
+
+// A decoder's record: generation settings, first-token and inter-token targets and points,
+// tokens per second, and no matrix.
+TEST(TunedRecord, GenerativeRecordsRoundTrip) {
+  TunedRecord r;
+  r.model = "models/llama-tiny/model.onnx";
+  r.model_hash = "42";
+  r.machine = "x";
+  r.request = {{"input_ids", {1, 32}}};
+  r.duration_s = 1;
+  r.generative = true;
+  r.output_tokens = 64;
+  r.min_length = 16, r.max_length = 128;
+  ClassRecord c;
+  c.name = "chat";
+  c.slo = {.ttft_p99_ms = 500, .itl_p99_ms = 50};
+  c.chosen.step_tokens = 256, c.chosen.max_running = 8, c.chosen.prefill_chunk = 64;
+  c.capacity_qps = 3.5;
+  c.capacity_tokens_per_s = 224;
+  CurvePoint p{3.5, 3.4, 1800, 2500, 0.7, 0, 0};
+  p.ttft_p50_ms = 80, p.ttft_p99_ms = 420, p.itl_p50_ms = 20, p.itl_p99_ms = 45, p.output_tokens_per_s = 224;
+  c.candidates = {{c.chosen, 5, 3.5, {p}}};
+  r.classes = {c};
+  Config config;
+  TunedRecord back = parse_tuned_record(tuned_yaml(config, r, "test"), "tuned.yaml");
+  EXPECT_TRUE(back.generative);
+  EXPECT_EQ(back.output_tokens, 64);
+  EXPECT_EQ(back.min_length, 16);
+  EXPECT_EQ(back.max_length, 128);
+  ASSERT_EQ(back.classes.size(), 1u);
+  const ClassRecord& b = back.classes[0];
+  EXPECT_EQ(b.chosen, c.chosen);
+  EXPECT_DOUBLE_EQ(b.slo.ttft_p99_ms, 500);
+  EXPECT_DOUBLE_EQ(b.slo.itl_p99_ms, 50);
+  EXPECT_DOUBLE_EQ(b.capacity_tokens_per_s, 224);
+  ASSERT_EQ(b.candidates.size(), 1u);
+  ASSERT_EQ(b.candidates[0].curve.size(), 1u);
+  const CurvePoint& q = b.candidates[0].curve[0];
+  EXPECT_DOUBLE_EQ(q.ttft_p50_ms, 80);
+  EXPECT_DOUBLE_EQ(q.ttft_p99_ms, 420);
+  EXPECT_DOUBLE_EQ(q.itl_p50_ms, 20);
+  EXPECT_DOUBLE_EQ(q.itl_p99_ms, 45);
+  EXPECT_DOUBLE_EQ(q.output_tokens_per_s, 224);
+  // An encoder record writes none of it (the config above it has generation keys of its own).
+  const std::string full = tuned_yaml(config, sample_record(), "test");
+  const std::string encoder = full.substr(full.find("\ntuned:"));
+  for (const char* key : {"generative", "output_tokens", "step_tokens", "ttft_p99_ms", "capacity_tokens_per_s"})
+    EXPECT_EQ(encoder.find(key), std::string::npos) << key;
+  // A generative setting out of range is a one-line error.
+  std::string bad = tuned_yaml(config, r, "test");
+  bad.replace(bad.find("max_running: 8"), 14, "max_running: 0");
+  EXPECT_THROW(parse_tuned_record(bad, "tuned.yaml"), Error);
 }
 
 TEST(TunedRecord, MatrixRowsWithoutTheRoundsEvidenceStillRead) {

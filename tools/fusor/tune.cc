@@ -8,8 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <tuple>
 
 #include "commands.h"
+#include "fusor/decoder.h"
+#include "fusor/error.h"
 #include "fusor/profile.h"
 #include "fusor/threads.h"
 #include "model_args.h"
@@ -31,7 +34,8 @@ TuneArgs::TuneArgs() = default;
 
 void TuneArgs::add_to(CLI::App& cmd) {
   model.add_to(cmd, {.batch = DimFlags::Batch::None, .seq_help = "Binds the non-batch symbolic dimensions of a request"});
-  cmd.add_option("--slo", slos, "CLASS:p99=20ms or CLASS:throughput (repeatable)")->required();
+  cmd.add_option("--slo", slos, "CLASS:p99=20ms, CLASS:ttft=500ms,itl=50ms (a decoder) or CLASS:throughput (repeatable)")
+      ->required();
   cmd.add_option("--duration", duration_s, "Seconds per measured point")->check(CLI::Range(0.2, 3600.0));
   cmd.add_option("--trace", trace_path, "Replay this arrival trace (seconds, one per line) instead of Poisson arrivals");
   cmd.add_option("--windows", windows, "Batch windows to try, ms, e.g. 0,1,2,5,10,20,50");
@@ -39,6 +43,13 @@ void TuneArgs::add_to(CLI::App& cmd) {
   cmd.add_option("--lengths", lengths, "Request lengths uniform over MIN-MAX tokens, e.g. 8-128 (mixed-length traffic)");
   cmd.add_option("--token-budgets", token_budgets,
                  "For a model that packs: max_batch_tokens to try per class, e.g. 256,512,1024,2048,4096");
+  cmd.add_option("--output-tokens", output_tokens, "A decoder: tokens each request of the load generates")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
+      ->capture_default_str();
+  cmd.add_option("--step-tokens", step_tokens, "A decoder: step token budgets to try, e.g. 128,256,512");
+  cmd.add_option("--max-running", max_running, "A decoder: sequences running at once to try per class, e.g. 4,8,16");
+  cmd.add_option("--prefill-chunks", prefill_chunks,
+                 "A decoder: prompt tokens a class adds per step to try, e.g. 64,0 (0: the step's budget)");
   cmd.add_option("--measure", measure_per_class, "Settings measured per class (best predicted first)")
       ->check(CLI::Range(1, 20));
   cmd.add_flag("--no-baseline", no_baseline, "Skip measuring the default (no fusion, no reuse, no batching)");
@@ -60,6 +71,22 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
   if (!trace_path.empty()) {
     o.trace = tune::load_trace(trace_path);
     o.arrivals_name = "trace:" + trace_path;
+  }
+  const bool decoder = is_decoder_export(engine, model.model);
+  for (const auto& [flag, given, for_decoder] :
+       {std::tuple{"--windows", !windows.empty(), false}, {"--max-batch", !max_batches.empty(), false},
+        {"--token-budgets", !token_budgets.empty(), false}, {"--step-tokens", !step_tokens.empty(), true},
+        {"--max-running", !max_running.empty(), true}, {"--prefill-chunks", !prefill_chunks.empty(), true}})
+    if (given && decoder != for_decoder)
+      throw Error(std::string(flag) + (decoder ? ": not for a decoder, which is tuned by --step-tokens, --max-running and --prefill-chunks"
+                                               : ": only for a decoder (generation tuning)"));
+  o.output_tokens = output_tokens;
+  if (!step_tokens.empty()) o.step_tokens = parse_int_list(step_tokens, "--step-tokens");
+  if (!max_running.empty()) o.max_running = parse_int_list(max_running, "--max-running");
+  if (!prefill_chunks.empty()) {
+    o.prefill_chunks.clear();
+    for (const std::string& c : split_list(prefill_chunks))
+      o.prefill_chunks.push_back(c == "0" ? 0 : parse_int_list(c, "--prefill-chunks").front());
   }
   if (!windows.empty()) {
     o.windows_ms.clear();
@@ -94,7 +121,51 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// A decoder's record: per class the chosen limits, capacity in requests and tokens per second,
+// and the latencies at that capacity.
+std::string generation_summary(const tune::TunedRecord& r) {
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-12s %-22s %6s %8s %6s %9s %9s %9s %9s\n", "class", "slo", "step", "running", "chunk",
+                "req/s", "tok/s", "TTFT p99", "ITL p99");
+  out += line;
+  auto row = [&](const std::string& label, const tune::ClassRecord& c) {
+    const tune::Candidate* k = c.chosen_candidate();
+    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr;
+    std::string slo = c.slo.throughput ? "throughput" : "";
+    auto add = [&](const char* name, double ms) {
+      if (ms > 0) slo += (slo.empty() ? "" : ",") + std::string(name) + "<=" + std::to_string(static_cast<int>(ms)) + "ms";
+    };
+    add("ttft", c.slo.ttft_p99_ms), add("itl", c.slo.itl_p99_ms);
+    if (!c.slo.throughput) add("p99", c.slo.p99_ms);
+    std::snprintf(line, sizeof line, "%-12s %-22s %6lld %8lld %6s %9.2f %9.0f %9.0f %9.1f\n", label.c_str(), slo.c_str(),
+                  static_cast<long long>(c.chosen.step_tokens), static_cast<long long>(c.chosen.max_running),
+                  c.chosen.prefill_chunk > 0 ? std::to_string(c.chosen.prefill_chunk).c_str() : "step", c.capacity_qps,
+                  c.capacity_tokens_per_s, at ? at->ttft_p99_ms : 0.0, at ? at->itl_p99_ms : 0.0);
+    out += line;
+  };
+  for (const auto& c : r.classes) row(c.name, c);
+  if (r.baseline) {
+    row("default", *r.baseline);
+    if (r.baseline->capacity_qps > 0)
+      if (const tune::ClassRecord* c = r.find(r.baseline->name)) {
+        std::snprintf(line, sizeof line, "tuned / default capacity at the %s SLO: %.2fx\n", c->name.c_str(),
+                      c->capacity_qps / r.baseline->capacity_qps);
+        out += line;
+      }
+  }
+  std::snprintf(line, sizeof line, "(requests of %lld-%lld prompt tokens generating %lld each)\n",
+                static_cast<long long>(r.min_length), static_cast<long long>(r.max_length),
+                static_cast<long long>(r.output_tokens));
+  return out + line;
+}
+
+}  // namespace
+
 std::string tuned_summary(const tune::TunedRecord& r) {
+  if (r.generative) return generation_summary(r);
   std::string out;
   char line[256];
   std::snprintf(line, sizeof line, "%-12s %-10s %9s %9s %9s %11s %9s %9s\n", "class", "slo", "window", "max_batch", "contexts",

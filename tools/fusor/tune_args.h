@@ -14,6 +14,9 @@ struct TuneArgs {
   std::vector<std::string> slos;
   double duration_s = 4;
   std::string trace_path, windows, max_batches, lengths, token_budgets;
+  // A decoder's grid (generation tuning); empty: TuneOptions' defaults.
+  std::string step_tokens, max_running, prefill_chunks;
+  int64_t output_tokens = 64;
   int measure_per_class = 3;
   bool no_baseline = false;
 

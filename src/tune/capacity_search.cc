@@ -1,0 +1,41 @@
+#include "tune/capacity_search.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fusor::tune {
+
+Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, const Slo& slo, double predicted_qps,
+                          double duration_s, const std::atomic<bool>& stop,
+                          const std::function<void(const CurvePoint&)>& on_point) {
+  Candidate c;
+  c.setting = setting;
+  c.predicted_qps = predicted_qps;
+  double best_pass = 0, lowest_fail = INFINITY;
+  double rate = std::max(0.5, 0.85 * predicted_qps);
+  for (int i = 0; i < kMaxSearchPoints && !stop.load(); ++i) {
+    double run_s = std::clamp(kMinRequestsPerPoint / rate, duration_s, 4 * duration_s);
+    CurvePoint p = measure(rate, run_s, 1000 + static_cast<uint64_t>(i));
+    if (stop.load()) break;  // a cut-short point is not a measurement
+    c.curve.push_back(p);
+    if (on_point) on_point(p);
+    if (meets(p, slo)) {
+      best_pass = std::max(best_pass, rate);
+    } else {
+      lowest_fail = std::min(lowest_fail, rate);
+    }
+    if (best_pass > 0 && std::isfinite(lowest_fail)) {
+      if (lowest_fail / best_pass < 1.08) break;  // within the noise of a run
+      rate = (best_pass + lowest_fail) / 2;
+    } else {
+      // Far below the SLO: climb fast (the prediction can be well off on a busy machine).
+      rate = best_pass > 0 ? rate * (slo_load(p, slo) < 0.5 ? 1.6 : 1.25) : rate * 0.6;
+    }
+  }
+  // Stable: two runs may offer the same rate (offered counts the arrivals actually sent).
+  std::stable_sort(c.curve.begin(), c.curve.end(), [](const CurvePoint& a, const CurvePoint& b) { return a.offered_qps < b.offered_qps; });
+  c.capacity_qps = measured_capacity(c.curve, slo);
+  return c;
+}
+
+}  // namespace fusor::tune
