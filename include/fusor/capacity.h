@@ -22,6 +22,9 @@ namespace fusor::capacity {
 
 struct PlanRequest {
   double qps = 0;                 // total rate to serve, > 0
+  // A generative record (a decoder): the rate may be given as generated tokens per second
+  // instead of qps (then 0); requests are the record's, generating output_tokens each.
+  double tokens_per_s = 0;
   std::string class_name;         // empty: the first latency class, else the first class
   std::optional<double> p99_ms;   // empty: the class's SLO p99
   double headroom = 0.3;          // fraction of capacity kept free, in [0, 0.95)
@@ -37,6 +40,12 @@ struct CapacityPlan {
   int64_t instances = 1;
   double per_instance_qps = 0;
   double utilisation = 0, p50_ms = 0, p99_ms = 0;  // predicted at per_instance_qps
+  // A generative record: its requests' output tokens, capacity and load in tokens per second,
+  // and the first-token and inter-token p99 predicted at per_instance_qps (all 0 otherwise).
+  bool generative = false;
+  int64_t output_tokens = 0;
+  double capacity_tokens_per_s_per_instance = 0, per_instance_tokens_per_s = 0;
+  double ttft_p99_ms = 0, itl_p99_ms = 0, ttft_target_ms = 0, itl_target_ms = 0;
   double cost_per_hour = 0, cost_per_hour_total = 0, cost_per_million = 0;  // 0: no cost given
   int threads_per_instance = 1;
   tune::Setting setting;

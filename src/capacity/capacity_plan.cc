@@ -36,12 +36,27 @@ const Candidate& chosen_curve(const ClassRecord& c) {
   throw Error("class " + c.name + " has no measured curve for its chosen setting");
 }
 
-// The highest rate within target_ms; sets `basis` to the points it rests on.
-double capacity_of(const ClassRecord& c, const Candidate& k, double target_ms, std::string& basis) {
+std::string slo_text(const tune::Slo& slo) {
+  std::string out;
+  for (auto [name, ms] : {std::pair{"p99", slo.p99_ms}, {"TTFT p99", slo.ttft_p99_ms}, {"ITL p99", slo.itl_p99_ms}})
+    if (ms > 0 && std::isfinite(ms)) out += (out.empty() ? "" : ", ") + std::string(name) + " <= " + two_decimals(ms) + " ms";
+  return out.empty() ? "no latency bound" : out;
+}
+
+// The highest rate within `slo`; sets `basis` to the points it rests on. Between the last good
+// point and a first bad one past the p99 target alone, p99 is interpolated; a generative curve
+// (whose targets include the first token and the gaps) ends at its last good point.
+double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& slo, std::string& basis) {
   const auto& curve = k.curve;
+  const double target_ms = slo.p99_ms > 0 ? slo.p99_ms : std::numeric_limits<double>::infinity();
+  const bool generative = slo.ttft_p99_ms > 0 || slo.itl_p99_ms > 0;
   size_t n_good = 0;  // the good prefix: capacity never rests on a point past a bad one
-  while (n_good < curve.size() && tune::meets(curve[n_good], target_ms)) ++n_good;
-  const std::string target = "p99 <= " + two_decimals(target_ms) + " ms";
+  while (n_good < curve.size() && tune::meets(curve[n_good], slo)) ++n_good;
+  const std::string target = slo_text(slo);
+  if (n_good == 0 && generative)
+    throw Error("the tuned curve for class " + c.name + " never meets " + target + "; its first point (" +
+                two_decimals(curve[0].offered_qps) + " req/s) has TTFT p99 " + two_decimals(curve[0].ttft_p99_ms) +
+                " ms, ITL p99 " + two_decimals(curve[0].itl_p99_ms) + " ms, " + std::to_string(curve[0].errors) + " errors");
   if (n_good == 0) {
     auto best = std::min_element(curve.begin(), curve.end(),
                                  [](const CurvePoint& a, const CurvePoint& b) { return a.p99_ms < b.p99_ms; });
@@ -54,7 +69,7 @@ double capacity_of(const ClassRecord& c, const Candidate& k, double target_ms, s
                 " achieved, " + std::to_string(curve[0].errors) + " errors)");
   }
   const CurvePoint& last = curve[n_good - 1];
-  if (n_good < curve.size() && curve[n_good].p99_ms > target_ms && curve[n_good].errors == 0) {
+  if (!generative && n_good < curve.size() && curve[n_good].p99_ms > target_ms && curve[n_good].errors == 0) {
     const CurvePoint& beyond = curve[n_good];
     basis = "interpolated between p99 " + two_decimals(last.p99_ms) + " ms at " + two_decimals(last.offered_qps) +
             " qps and " + two_decimals(beyond.p99_ms) + " ms at " + two_decimals(beyond.offered_qps) + " qps";
@@ -65,31 +80,35 @@ double capacity_of(const ClassRecord& c, const Candidate& k, double target_ms, s
               ? "every measured point is within " + target + "; the highest is " + two_decimals(cap) + " qps"
               : "the last point within " + target + " that keeps up without errors: " + two_decimals(cap) + " qps";
   // The tuner's own verdict bounds an unmeasured rise when its SLO is the target or looser.
-  if (k.capacity_qps > 0 && k.capacity_qps < cap && c.slo.p99_ms > 0 && target_ms <= c.slo.p99_ms) {
+  const bool tighter = target_ms <= (c.slo.p99_ms > 0 ? c.slo.p99_ms : std::numeric_limits<double>::infinity());
+  if (k.capacity_qps > 0 && k.capacity_qps < cap && tighter) {
     cap = k.capacity_qps;
     basis += ", bounded by the tuner's capacity_qps " + two_decimals(cap);
   }
   return cap;
 }
 
-struct Predicted {
-  double utilisation, p50_ms, p99_ms;
-};
-
-Predicted predict(const std::vector<CurvePoint>& curve, double qps) {
+// The point a curve predicts at `qps`: its latencies and utilisation interpolated between the
+// measured points around it; below the first point, utilisation scales from 0 and the latencies
+// are the first point's.
+CurvePoint predict(const std::vector<CurvePoint>& curve, double qps) {
+  static constexpr double CurvePoint::*kInterpolated[] = {&CurvePoint::utilisation, &CurvePoint::p50_ms,
+                                                          &CurvePoint::p99_ms,      &CurvePoint::ttft_p99_ms,
+                                                          &CurvePoint::itl_p99_ms};
   const CurvePoint& first = curve.front();
-  if (qps <= first.offered_qps)
-    return {first.offered_qps > 0 ? first.utilisation * qps / first.offered_qps : first.utilisation, first.p50_ms,
-            first.p99_ms};
+  if (qps <= first.offered_qps) {
+    CurvePoint p = first;
+    if (first.offered_qps > 0) p.utilisation = first.utilisation * qps / first.offered_qps;
+    return p;
+  }
   for (size_t i = 1; i < curve.size(); ++i) {
     const CurvePoint &a = curve[i - 1], &b = curve[i];
-    if (qps <= b.offered_qps)
-      return {lerp(a.offered_qps, a.utilisation, b.offered_qps, b.utilisation, qps),
-              lerp(a.offered_qps, a.p50_ms, b.offered_qps, b.p50_ms, qps),
-              lerp(a.offered_qps, a.p99_ms, b.offered_qps, b.p99_ms, qps)};
+    if (qps > b.offered_qps) continue;
+    CurvePoint p = b;
+    for (auto field : kInterpolated) p.*field = lerp(a.offered_qps, a.*field, b.offered_qps, b.*field, qps);
+    return p;
   }
-  const CurvePoint& last = curve.back();  // unreachable: the load never exceeds the capacity
-  return {last.utilisation, last.p50_ms, last.p99_ms};
+  return curve.back();  // unreachable: the load never exceeds the capacity
 }
 
 }  // namespace
@@ -100,7 +119,15 @@ const ClassRecord* default_plan_class(const TunedRecord& record) {
   return record.classes.empty() ? nullptr : &record.classes.front();
 }
 
-CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& req) {
+CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request) {
+  PlanRequest req = request;
+  if (req.tokens_per_s != 0) {
+    if (!record.generative) throw Error("--tokens-per-s is for a generative model's record; give --qps");
+    if (req.qps != 0) throw Error("give --qps or --tokens-per-s, not both");
+    if (!(req.tokens_per_s > 0) || !std::isfinite(req.tokens_per_s))
+      throw Error("--tokens-per-s must be a positive number, got " + two_decimals(req.tokens_per_s));
+    req.qps = req.tokens_per_s / static_cast<double>(record.output_tokens);
+  }
   if (!(req.qps > 0) || !std::isfinite(req.qps))
     throw Error("--qps must be a positive number, got " + two_decimals(req.qps));
   if (!(req.headroom >= 0 && req.headroom < 0.95))
@@ -119,18 +146,31 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& req) {
   p.qps = req.qps;
   p.headroom = req.headroom;
   p.p99_target_ms = req.p99_ms ? *req.p99_ms : c.slo.p99_ms;
-  const double target = p.p99_target_ms > 0 ? p.p99_target_ms : std::numeric_limits<double>::infinity();
-  p.capacity_qps_per_instance = capacity_of(c, k, target, p.capacity_basis);
+  tune::Slo slo = c.slo;
+  slo.p99_ms = p.p99_target_ms;
+  if (!record.generative) slo.ttft_p99_ms = slo.itl_p99_ms = 0;
+  p.capacity_qps_per_instance = capacity_of(c, k, slo, p.capacity_basis);
   if (!(p.capacity_qps_per_instance > 0))
     throw Error("the tuned curve for class " + c.name + " gives no positive capacity");
   // The epsilon keeps an exact fit (700 qps at 70 usable) from rounding up to one more.
   const double usable = p.capacity_qps_per_instance * (1 - req.headroom);
   p.instances = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(req.qps / usable - 1e-9)));
   p.per_instance_qps = req.qps / static_cast<double>(p.instances);
-  Predicted pr = predict(k.curve, p.per_instance_qps);
+  const CurvePoint pr = predict(k.curve, p.per_instance_qps);
   p.utilisation = pr.utilisation;
   p.p50_ms = pr.p50_ms;
   p.p99_ms = pr.p99_ms;
+  if (record.generative) {
+    p.generative = true;
+    p.output_tokens = record.output_tokens;
+    const double tokens = static_cast<double>(record.output_tokens);
+    p.capacity_tokens_per_s_per_instance = p.capacity_qps_per_instance * tokens;
+    p.per_instance_tokens_per_s = p.per_instance_qps * tokens;
+    p.ttft_p99_ms = pr.ttft_p99_ms;
+    p.itl_p99_ms = pr.itl_p99_ms;
+    p.ttft_target_ms = slo.ttft_p99_ms;
+    p.itl_target_ms = slo.itl_p99_ms;
+  }
   p.cost_per_hour = req.cost_per_hour;
   p.cost_per_hour_total = static_cast<double>(p.instances) * req.cost_per_hour;
   p.cost_per_million = p.cost_per_hour_total / (req.qps * 3600) * 1e6;
@@ -158,7 +198,7 @@ int64_t planned_requests_in_flight(const CapacityPlan& plan) {
 }
 
 nlohmann::json capacity_plan_json(const CapacityPlan& p) {
-  return {{"class", p.class_name},
+  nlohmann::json j = {{"class", p.class_name},
           {"qps", p.qps},
           {"p99_target_ms", p.p99_target_ms},
           {"headroom", p.headroom},
@@ -175,24 +215,48 @@ nlohmann::json capacity_plan_json(const CapacityPlan& p) {
             {"max_batch", p.setting.max_batch},
             {"execution_contexts", p.setting.execution_contexts}}},
           {"manifests", p.manifests}};
+  if (p.generative)
+    j["generative"] = {{"output_tokens", p.output_tokens},
+                       {"capacity_tokens_per_s_per_instance", p.capacity_tokens_per_s_per_instance},
+                       {"per_instance_tokens_per_s", p.per_instance_tokens_per_s},
+                       {"setting",
+                        {{"step_tokens", p.setting.step_tokens},
+                         {"max_running", p.setting.max_running},
+                         {"prefill_chunk", p.setting.prefill_chunk}}},
+                       {"ttft_target_ms", p.ttft_target_ms},
+                       {"itl_target_ms", p.itl_target_ms},
+                       {"predicted", {{"ttft_p99_ms", p.ttft_p99_ms}, {"itl_p99_ms", p.itl_p99_ms}}}};
+  return j;
 }
 
 std::string capacity_plan_table(const CapacityPlan& p) {
   std::string out = "Capacity plan for class " + p.class_name + " at " + two_decimals(p.qps) + " qps";
   if (!p.model.empty()) out += " (" + p.model + (p.machine.empty() ? "" : ", measured on " + p.machine) + ")";
-  out += "\n  setting: batch_window_ms " + two_decimals(p.setting.batch_window_ms) + ", max_batch " +
-         std::to_string(p.setting.max_batch) + ", execution_contexts " + std::to_string(p.setting.execution_contexts) +
-         ", " + std::to_string(p.threads_per_instance) + " threads per instance\n";
-  out += "  capacity: " + two_decimals(p.capacity_qps_per_instance) + " qps per instance at " +
-         (p.p99_target_ms > 0 ? "p99 <= " + two_decimals(p.p99_target_ms) + " ms" : "no latency bound") + " (" +
-         p.capacity_basis + ")\n\n";
+  const tune::Slo slo{.p99_ms = p.p99_target_ms, .ttft_p99_ms = p.ttft_target_ms, .itl_p99_ms = p.itl_target_ms};
+  if (p.generative)
+    out += "\n  setting: step_tokens " + std::to_string(p.setting.step_tokens) + ", max_running " +
+           std::to_string(p.setting.max_running) + ", prefill_chunk " + std::to_string(p.setting.prefill_chunk) + ", " +
+           std::to_string(p.threads_per_instance) + " threads per instance; requests generate " +
+           std::to_string(p.output_tokens) + " tokens\n";
+  else
+    out += "\n  setting: batch_window_ms " + two_decimals(p.setting.batch_window_ms) + ", max_batch " +
+           std::to_string(p.setting.max_batch) + ", execution_contexts " + std::to_string(p.setting.execution_contexts) +
+           ", " + std::to_string(p.threads_per_instance) + " threads per instance\n";
+  out += "  capacity: " + two_decimals(p.capacity_qps_per_instance) + " qps per instance" +
+         (p.generative ? " (" + two_decimals(p.capacity_tokens_per_s_per_instance) + " tokens/s)" : "") + " at " +
+         slo_text(slo) + " (" + p.capacity_basis + ")\n\n";
   std::vector<std::pair<std::string, std::string>> rows = {
       {"instances", std::to_string(p.instances) + "  (headroom " + two_decimals(p.headroom * 100) + "%)"},
-      {"load per instance", two_decimals(p.per_instance_qps) + " qps"},
+      {"load per instance", two_decimals(p.per_instance_qps) + " qps" +
+                                (p.generative ? ", " + two_decimals(p.per_instance_tokens_per_s) + " tokens/s" : "")},
       {"utilisation", two_decimals(p.utilisation * 100) + "%"},
       {"p50", two_decimals(p.p50_ms) + " ms"},
       {"p99", two_decimals(p.p99_ms) + " ms"},
   };
+  if (p.generative) {
+    rows.push_back({"TTFT p99", two_decimals(p.ttft_p99_ms) + " ms"});
+    rows.push_back({"ITL p99", two_decimals(p.itl_p99_ms) + " ms"});
+  }
   if (p.cost_per_hour > 0) {
     rows.push_back(
         {"cost per hour", two_decimals(p.cost_per_hour_total) + "  (" + two_decimals(p.cost_per_hour) + " per instance)"});

@@ -188,6 +188,67 @@ TEST(CapacityPlan, JsonHasExactlyTheReportsFields) {
   EXPECT_NE(table.find("15"), std::string::npos) << table;
 }
 
+// A decoder's record: chat (TTFT p99 <= 500 ms, ITL p99 <= 50 ms) keeps both up to 2 req/s; at
+// 3 req/s the gaps break their target, so the capacity is 2 req/s = 128 tokens/s.
+TunedRecord generative_record() {
+  auto point = [](double offered, double ttft, double itl, double util) {
+    CurvePoint p{offered, offered * 0.99, 2000, 3000, util, 0, 0};
+    p.ttft_p50_ms = ttft / 2, p.ttft_p99_ms = ttft, p.itl_p50_ms = itl / 2, p.itl_p99_ms = itl;
+    p.output_tokens_per_s = offered * 64;
+    return p;
+  };
+  TunedRecord r;
+  r.model = "models/llama-tiny/model.onnx";
+  r.threads = 2;
+  r.generative = true;
+  r.output_tokens = 64;
+  ClassRecord c;
+  c.name = "chat";
+  c.slo = {.ttft_p99_ms = 500, .itl_p99_ms = 50};
+  c.chosen.step_tokens = 256, c.chosen.max_running = 8, c.chosen.prefill_chunk = 64;
+  c.capacity_qps = 2;
+  c.candidates = {{c.chosen, 4, 2, {point(1, 200, 20, 0.25), point(2, 400, 40, 0.5), point(3, 450, 60, 0.75)}}};
+  r.classes = {c};
+  return r;
+}
+
+TEST(CapacityPlan, AGenerativeRecordPlansByTokensPerSecondUnderItsFirstTokenAndGapTargets) {
+  PlanRequest request;
+  request.tokens_per_s = 1000;  // 15.625 req/s of 64 tokens
+  request.headroom = 0.2;
+  CapacityPlan p = plan_capacity(generative_record(), request);
+  EXPECT_TRUE(p.generative);
+  EXPECT_DOUBLE_EQ(p.qps, 1000.0 / 64);
+  EXPECT_DOUBLE_EQ(p.capacity_qps_per_instance, 2);
+  EXPECT_DOUBLE_EQ(p.capacity_tokens_per_s_per_instance, 128);
+  EXPECT_EQ(p.instances, 10);  // 15.625 / (2 x 0.8) = 9.8
+  EXPECT_DOUBLE_EQ(p.per_instance_qps, 1.5625);
+  // Interpolated between the 1 and 2 req/s points.
+  EXPECT_NEAR(p.ttft_p99_ms, 200 + 200 * 0.5625, 1e-9);
+  EXPECT_NEAR(p.itl_p99_ms, 20 + 20 * 0.5625, 1e-9);
+  EXPECT_DOUBLE_EQ(p.ttft_target_ms, 500);
+  nlohmann::json j = capacity_plan_json(p);
+  EXPECT_EQ(j["generative"]["setting"]["max_running"], 8);
+  EXPECT_DOUBLE_EQ(j["generative"]["predicted"]["itl_p99_ms"].get<double>(), p.itl_p99_ms);
+  const std::string table = capacity_plan_table(p);
+  for (const char* text : {"tokens/s", "TTFT p99", "ITL p99", "step_tokens 256"})
+    EXPECT_NE(table.find(text), std::string::npos) << text << "\n" << table;
+  // A tighter whole-request bound than any point keeps: a clear error, naming the first point.
+  request.p99_ms = 100;
+  EXPECT_THROW(plan_capacity(generative_record(), request), Error);
+}
+
+TEST(CapacityPlan, TokensPerSecondIsOnlyForGenerativeRecordsAndNotWithQps) {
+  PlanRequest request;
+  request.tokens_per_s = 1000;
+  EXPECT_THROW(plan_capacity(record(), request), Error);  // an encoder's record
+  request.qps = 10;
+  EXPECT_THROW(plan_capacity(generative_record(), request), Error);
+  request.qps = 0;
+  request.tokens_per_s = -5;
+  EXPECT_THROW(plan_capacity(generative_record(), request), Error);
+}
+
 TEST(CapacityPlan, LittlesLawGivesTheRequestsInFlight) {
   CapacityPlan p;
   p.per_instance_qps = 100;

@@ -67,7 +67,11 @@ void add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Instances, utilisation and cost for a target rate, from fusor tune's measurements");
   cmd->add_option("--tuned", args->tuned_path, "tuned.yaml written by fusor tune")->required()->type_name("FILE");
-  cmd->add_option("--qps", args->request.qps, "Total requests per second to serve")->required()->check(CLI::PositiveNumber);
+  auto* qps = cmd->add_option("--qps", args->request.qps, "Total requests per second to serve")->check(CLI::PositiveNumber);
+  auto* tokens = cmd->add_option("--tokens-per-s", args->request.tokens_per_s,
+                                 "A generative model: total generated tokens per second to serve (instead of --qps)")
+                     ->check(CLI::PositiveNumber);
+  qps->excludes(tokens);
   cmd->add_option("--class", args->request.class_name, "Traffic class (default: the first latency class)");
   cmd->add_option_function<std::string>(
          "--p99",
@@ -105,7 +109,10 @@ void add_plan_command(CLI::App& app) {
                        : "'" + text + "' is not a model name (no '=', '/' or whitespace)";
           },
           "NAME"));
-  cmd->callback([args] { plan(*args); });
+  cmd->callback([args, qps, tokens] {
+    if (qps->count() == 0 && tokens->count() == 0) throw Error("give --qps (or --tokens-per-s for a generative model)");
+    plan(*args);
+  });
 }
 
 }  // namespace fusor::cli
