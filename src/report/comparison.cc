@@ -50,6 +50,7 @@ const Candidate* chosen_or_first(const ClassRecord& c) {
 // The figures of one side at its capacity point.
 struct Side {
   std::optional<double> capacity, p50, p99, efficiency, utilisation, cost_per_million;
+  std::optional<double> tokens_per_s, ttft_p99, itl_p99;  // a generative record's
 };
 
 Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
@@ -60,6 +61,7 @@ Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
     s.p50 = p->p50_ms;
     s.p99 = p->p99_ms;
     s.utilisation = p->utilisation;
+    if (p->ttft_p99_ms > 0) s.tokens_per_s = p->output_tokens_per_s, s.ttft_p99 = p->ttft_p99_ms, s.itl_p99 = p->itl_p99_ms;
     if (in.flops_per_inference > 0 && in.peak_gflops > 0)
       s.efficiency = p->achieved_qps * in.flops_per_inference / 1e9 / in.peak_gflops;
   }
@@ -97,10 +99,21 @@ Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs
   auto dollars = [](double v) { return "$" + significant_digits(v, 3); };
   out.rows.push_back(make_row("throughput at the SLO", b.capacity, t.capacity, Better::Higher, qps));
   if (out.throughput_ratio > 0) out.rows.back().change += " (" + fixed_decimals(out.throughput_ratio, 2) + "x)";
+  out.generative = record.generative;
+  if (record.generative) {
+    // A request is a whole generation: its latency is the first token's and the gaps', and the
+    // profile's FLOPs (one forward pass at the profiled shape) are not a request's.
+    out.rows.push_back(make_row("generated tokens/s at the SLO", b.tokens_per_s, t.tokens_per_s, Better::Higher,
+                                [](double v) { return significant_digits(v, 4) + " tok/s"; }));
+    out.rows.push_back(make_row("TTFT p99 at capacity", b.ttft_p99, t.ttft_p99, Better::Lower, ms));
+    out.rows.push_back(make_row("ITL p99 at capacity", b.itl_p99, t.itl_p99, Better::Lower, ms));
+  }
   out.rows.push_back(make_row("p50 at capacity", b.p50, t.p50, Better::Lower, ms));
   out.rows.push_back(make_row("p99 at capacity", b.p99, t.p99, Better::Lower, ms));
-  out.rows.push_back(make_row("compute efficiency", b.efficiency, t.efficiency, Better::Higher, percent));
-  if (!in.flops_per_inference || !in.peak_gflops) out.rows.back().note = "needs the profile's FLOPs and compute peak";
+  if (!record.generative) {
+    out.rows.push_back(make_row("compute efficiency", b.efficiency, t.efficiency, Better::Higher, percent));
+    if (!in.flops_per_inference || !in.peak_gflops) out.rows.back().note = "needs the profile's FLOPs and compute peak";
+  }
   out.rows.push_back(make_row("utilisation at capacity", b.utilisation, t.utilisation, Better::Higher, percent));
   if (b.utilisation && t.utilisation) out.rows.back().change = percent(*b.utilisation) + " -> " + percent(*t.utilisation);
   out.rows.push_back(make_row("cost per million inferences", b.cost_per_million, t.cost_per_million, Better::Lower, dollars));

@@ -35,6 +35,9 @@ struct Comparison {
   double slo_p99_ms = 0;
   double throughput_ratio = 0;     // tuned / baseline capacity; 0 when either is unknown or 0
   std::vector<ComparisonRow> rows; // throughput, p50, p99, efficiency, utilisation, cost
+  // A decoder's record: rows of tokens/s, TTFT and ITL p99 instead of compute efficiency, and a
+  // baseline that is the config's own generation settings (fused), not the unfused default.
+  bool generative = false;
   std::string note;                // set when there is nothing to compare (no baseline, no class)
 };
 

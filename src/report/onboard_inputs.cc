@@ -109,6 +109,21 @@ PlanView read_plan(const JsonField& p) {
     v.execution_contexts = integer(s, "execution_contexts");
   }
   if (p.has("manifests")) v.manifests = texts(p, "manifests");
+  if (p.has("generative")) {
+    JsonField g = p.object("generative");
+    JsonField s = g.object("setting");
+    JsonField predicted = g.object("predicted");
+    v.generative = PlanView::Generative{integer(g, "output_tokens"),
+                                        integer(s, "step_tokens"),
+                                        integer(s, "max_running"),
+                                        integer(s, "prefill_chunk"),
+                                        g.number("capacity_tokens_per_s_per_instance"),
+                                        g.number("per_instance_tokens_per_s"),
+                                        g.number_or("ttft_target_ms", 0),
+                                        g.number_or("itl_target_ms", 0),
+                                        predicted.number("ttft_p99_ms"),
+                                        predicted.number("itl_p99_ms")};
+  }
   return v;
 }
 

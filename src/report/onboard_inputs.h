@@ -59,6 +59,13 @@ struct PlanView {
   double batch_window_ms = 0;
   int64_t max_batch = 0, execution_contexts = 0;
   std::vector<std::string> manifests;
+  // A generative model's plan ("generative" in capacity_plan_json); absent: an encoder's.
+  struct Generative {
+    int64_t output_tokens = 0, step_tokens = 0, max_running = 0, prefill_chunk = 0;
+    double capacity_tokens_per_s = 0, per_instance_tokens_per_s = 0;
+    double ttft_target_ms = 0, itl_target_ms = 0, ttft_p99_ms = 0, itl_p99_ms = 0;
+  };
+  std::optional<Generative> generative;
 };
 
 // One entry of "files": what it is and its path relative to the report.

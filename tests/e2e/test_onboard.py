@@ -65,3 +65,24 @@ def test_render_only_rebuilds_the_report(onboarded):
 def test_a_missing_model_fails_in_one_line(tmp_path):
     r = run_fusor("onboard", tmp_path / "nope.onnx", "--out", tmp_path / "o")
     assert r.returncode == 1 and "no such model file" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_decoder_is_onboarded_by_generation(tmp_path):
+    """llama-tiny: tune measures continuous-batching settings under TTFT and ITL targets (the
+    decoder's default SLOs), plan sizes the fleet in tokens per second, and the report shows both."""
+    out = tmp_path / "llama"
+    r = run_fusor("onboard", model_path("llama-tiny"), "--out", out, "--seq", "16", "--lengths", "8-32",
+                  "--output-tokens", "8", "--step-tokens", "64", "--max-running", "2", "--prefill-chunks", "0",
+                  "--duration", "0.5", "--measure", "1", "--tokens-per-s", "1000", timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    doc = json.loads((out / "onboard.json").read_text())
+    tuned = doc["tuned"]
+    assert tuned["generative"] is True and tuned["output_tokens"] == 8
+    assert [c["name"] for c in tuned["classes"]] == ["interactive", "batch"]
+    assert tuned["classes"][0]["slo"] == {"p99_ms": 0, "ttft_p99_ms": 500, "itl_p99_ms": 100}
+    plan = doc["plan"]
+    assert plan["generative"]["output_tokens"] == 8 and abs(plan["qps"] - 1000 / 8) < 1e-9
+    assert "--tokens-per-s" in doc["commands"][-1] and "--output-tokens 8" in doc["commands"][-2]
+    check_page(out / "report.html", tmp_path)
+    html = (out / "report.html").read_text()
+    assert "Time to first token against throughput" in html and "TTFT p99 at capacity" in html

@@ -202,6 +202,49 @@ TEST(OnboardReport, TokenCountsShowBesideRequestsPerSecondWhenTheRecordHasThem) 
   EXPECT_NE(html.find("<td class=\"n\">&ndash;</td><td class=\"n\">&ndash;</td><td class=\"n\">&ndash;</td>"), std::string::npos);
 }
 
+// A decoder's record: the curves chart the first token's latency, the matrix lists the
+// generation settings, the comparison reads tokens/s, TTFT and ITL instead of compute efficiency,
+// and the plan its tokens per second.
+TEST(OnboardReport, AGenerativeRecordShowsGenerationSettingsAndLatencies) {
+  json doc = fixture();
+  TunedRecord record = tune::tuned_record_from_json(doc["tuned"], "fixture");
+  record.generative = true;
+  record.output_tokens = 64;
+  record.min_length = 16, record.max_length = 128;
+  record.matrix.clear();
+  auto generative = [](tune::ClassRecord& c) {
+    c.slo.ttft_p99_ms = 500, c.slo.itl_p99_ms = 50;
+    for (tune::Candidate& k : c.candidates) {
+      const bool chosen = k.setting == c.chosen;
+      k.setting.step_tokens = 256, k.setting.max_running = chosen ? 8 : 16, k.setting.prefill_chunk = 64;
+      if (chosen) c.chosen = k.setting;
+      for (tune::CurvePoint& p : k.curve)
+        p.ttft_p50_ms = 40, p.ttft_p99_ms = 321, p.itl_p50_ms = 10, p.itl_p99_ms = 23, p.output_tokens_per_s = 64 * p.achieved_qps;
+    }
+    c.capacity_tokens_per_s = 64 * c.capacity_qps;
+  };
+  for (tune::ClassRecord& c : record.classes) generative(c);
+  generative(*record.baseline);
+  doc["tuned"] = tune::tuned_record_json(record);
+  doc["plan"]["generative"] = {{"output_tokens", 64},
+                               {"capacity_tokens_per_s_per_instance", 4321.0},
+                               {"per_instance_tokens_per_s", 1234.0},
+                               {"setting", {{"step_tokens", 256}, {"max_running", 8}, {"prefill_chunk", 64}}},
+                               {"ttft_target_ms", 500.0},
+                               {"itl_target_ms", 50.0},
+                               {"predicted", {{"ttft_p99_ms", 321.0}, {"itl_p99_ms", 23.0}}}};
+  const std::string html = onboard_report_html(doc);
+  EXPECT_EQ(fusor::test::markup_problem(html), "");
+  for (const char* text : {"Time to first token against throughput", "step 256 tokens, 8 running, prefill chunk 64",
+                           "TTFT p99 &le; 500 ms, ITL p99 &le; 50 ms", "TTFT p99 at capacity", "tokens/s at the SLO",
+                           "1234 (capacity 4321)", "321 ms / 23 ms", "the config's own generation settings"})
+    EXPECT_NE(html.find(text), std::string::npos) << text;
+  EXPECT_EQ(html.find("compute efficiency"), std::string::npos);
+  // A malformed generative plan is a one-line error, not a crash.
+  doc["plan"]["generative"].erase("predicted");
+  EXPECT_NE(error_of(doc).find("predicted"), std::string::npos);
+}
+
 TEST(OnboardReport, EmptyPartsRenderWithoutCrashing) {
   json doc = fixture();
   doc["profile"]["after"]["kernels"] = json::array();

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "fusor/decoder.h"
+#include "fusor/engine.h"
 #include "fusor/report.h"
 #include "fusor/tune.h"
 #include "tune_args.h"
@@ -32,7 +34,16 @@ struct OnboardArgs {
   TuneArgs tune;
   std::string out_dir, render_only;
   double qps = 1000, headroom = 0.3, cost_per_hour = 0;
+  double tokens_per_s = 0;  // a decoder's plan target, instead of qps when given
+  bool decoder = false;     // found when the model is loaded
 };
+
+// The SLOs onboard tunes for when none are given: a decoder's interactive class is bounded by
+// its first token and the gaps between tokens, an encoder's by the whole request.
+std::vector<std::string> default_slos(bool decoder) {
+  if (decoder) return {"interactive:ttft=500ms,itl=100ms", "batch:throughput"};
+  return {"interactive:p99=100ms", "batch:throughput"};
+}
 
 std::string self_exe() {
   std::error_code ec;
@@ -136,15 +147,21 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   if (!a.tune.max_batches.empty()) tune.insert(tune.end(), {"--max-batch", a.tune.max_batches});
   if (!a.tune.lengths.empty()) tune.insert(tune.end(), {"--lengths", a.tune.lengths});
   if (!a.tune.token_budgets.empty()) tune.insert(tune.end(), {"--token-budgets", a.tune.token_budgets});
+  if (!a.tune.step_tokens.empty()) tune.insert(tune.end(), {"--step-tokens", a.tune.step_tokens});
+  if (!a.tune.max_running.empty()) tune.insert(tune.end(), {"--max-running", a.tune.max_running});
+  if (!a.tune.prefill_chunks.empty()) tune.insert(tune.end(), {"--prefill-chunks", a.tune.prefill_chunks});
+  if (a.decoder) tune.insert(tune.end(), {"--output-tokens", std::to_string(a.tune.output_tokens)});
   int tune_rc = step("5/6 tune", tune, false);
   if (tune_rc != 0 && !(tune_rc == 130 && fs::exists(p + "tuned.yaml"))) throw Error("tune failed (exit " + std::to_string(tune_rc) + ")");
 
   char number[3][32];
-  std::snprintf(number[0], 32, "%g", a.qps);
+  const bool by_tokens = a.tokens_per_s > 0;
+  std::snprintf(number[0], 32, "%g", by_tokens ? a.tokens_per_s : a.qps);
   std::snprintf(number[1], 32, "%g", a.headroom);
   std::snprintf(number[2], 32, "%g", a.cost_per_hour);
-  return step("6/6 plan", {"plan", "--tuned", p + "tuned.yaml", "--qps", number[0], "--headroom", number[1],
-                           "--cost-per-hour", number[2], "--json", p + "plan.json", "--k8s", p + "k8s"}, false);
+  return step("6/6 plan", {"plan", "--tuned", p + "tuned.yaml", by_tokens ? "--tokens-per-s" : "--qps", number[0], "--headroom",
+                           number[1], "--cost-per-hour", number[2], "--json", p + "plan.json", "--k8s", p + "k8s"},
+              false);
 }
 
 // The onboard document (docs/onboard.md) from the steps' outputs in `dir`.
@@ -178,9 +195,15 @@ void onboard(const OnboardArgs& a) {
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw Error("cannot create output folder " + dir.string());
 
+  OnboardArgs with_defaults = a;
+  with_defaults.decoder = is_decoder_export(Engine::load(m.model), m.model);
+  if (with_defaults.tune.slos.empty()) with_defaults.tune.slos = default_slos(with_defaults.decoder);
+  if (with_defaults.tokens_per_s > 0 && !with_defaults.decoder)
+    throw Error("--tokens-per-s is for a decoder (generative serving); give --qps");
+
   json commands = json::array();
   signal(SIGINT, SIG_IGN);
-  const int plan_rc = run_checklist(a, dir, commands);
+  const int plan_rc = run_checklist(with_defaults, dir, commands);
   signal(SIGINT, SIG_DFL);
 
   tune::TunedRecord record = tune::load_tuned_record((dir / "tuned.yaml").string());
@@ -202,13 +225,12 @@ void add_onboard_command(CLI::App& app) {
   cmd->get_option("--slo")->required(false);
   cmd->add_option("--out", args->out_dir, "Output folder (default onboard-<model folder>)");
   cmd->add_option("--qps", args->qps, "Traffic to plan capacity for")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--tokens-per-s", args->tokens_per_s, "A decoder: generated tokens per second to plan capacity for")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--headroom", args->headroom, "Capacity kept free for peaks")->check(CLI::Range(0.0, 0.95))->capture_default_str();
   cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
   cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
-  cmd->callback([args] {
-    if (args->tune.slos.empty()) args->tune.slos = {"interactive:p99=100ms", "batch:throughput"};
-    onboard(*args);
-  });
+  cmd->callback([args] { onboard(*args); });
 }
 
 }  // namespace fusor::cli
