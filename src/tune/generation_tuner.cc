@@ -12,6 +12,7 @@
 #include "tune/arrivals.h"
 #include "tune/capacity_search.h"
 #include "tune/generation_bench.h"
+#include "tune/tuner.h"
 
 namespace fusor::tune {
 namespace {
@@ -242,14 +243,7 @@ TuneResult tune_generation(const Engine& engine, const TuneOptions& o, Progress&
                 static_cast<double>(o.goals.size() * o.measure_per_class + (o.baseline ? 1 : 0)) * curve_s(o);
 
   TuneResult result;
-  TunedRecord& rec = result.record;
-  rec.model = o.model_path;
-  rec.model_hash = model_file_hash(o.model_path);
-  rec.machine = o.machine;
-  rec.threads = o.threads;
-  rec.request = o.request;
-  rec.arrivals = o.arrivals_name;
-  rec.duration_s = o.duration_s;
+  TunedRecord& rec = result.record = new_record(o);
   rec.generative = true;
   rec.output_tokens = o.output_tokens;
   rec.min_length = run.load.prompt.min, rec.max_length = run.load.prompt.max;

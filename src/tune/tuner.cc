@@ -411,6 +411,18 @@ void serve_chosen_classes(Config& config, const TunedRecord& rec, const Layout& 
 
 }  // namespace
 
+TunedRecord new_record(const TuneOptions& o) {
+  TunedRecord rec;
+  rec.model = o.model_path;
+  rec.model_hash = model_file_hash(o.model_path);
+  rec.machine = o.machine;
+  rec.threads = o.threads;
+  rec.request = o.request;
+  rec.arrivals = o.arrivals_name;
+  rec.duration_s = o.duration_s;
+  return rec;
+}
+
 ClassGoal parse_slo(const std::string& text) {
   const std::string where = "--slo " + text;
   auto colon = text.find(':');
@@ -447,14 +459,7 @@ TuneResult tune(const Engine& engine, const TuneOptions& given, Progress& progre
   }
   Run run(engine, o, progress, stop);
   TuneResult result;
-  TunedRecord& rec = result.record;
-  rec.model = o.model_path;
-  rec.model_hash = model_file_hash(o.model_path);
-  rec.machine = o.machine;
-  rec.threads = o.threads;
-  rec.request = o.request;
-  rec.arrivals = o.arrivals_name;
-  rec.duration_s = o.duration_s;
+  TunedRecord& rec = result.record = new_record(o);
   if (run.lengths) rec.min_length = run.lengths->min, rec.max_length = run.lengths->max;
 
   // 1. Gate the fusion options, time them per bucket size, and choose the config matrix.

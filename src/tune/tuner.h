@@ -13,3 +13,11 @@
 // Stopping early (the stop flag) keeps what was measured: the best so far is the result.
 #pragma once
 #include "fusor/tune.h"
+
+namespace fusor::tune {
+
+// A record's header from the options: model and its hash, machine, threads, request, arrivals
+// and duration (the classes, baseline and matrix are the tuner's to fill).
+TunedRecord new_record(const TuneOptions& o);
+
+}  // namespace fusor::tune

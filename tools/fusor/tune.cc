@@ -123,6 +123,20 @@ std::vector<std::string> split_list(const std::string& text) {
 
 namespace {
 
+// The default's row (`row` prints it) and how the tuned class of the same name compares.
+template <class Row>
+void add_baseline(std::string& out, const tune::TunedRecord& r, const Row& row, const char* measure) {
+  if (!r.baseline) return;
+  row("default", *r.baseline);
+  if (r.baseline->capacity_qps > 0)
+    if (const tune::ClassRecord* c = r.find(r.baseline->name)) {
+      char line[160];
+      std::snprintf(line, sizeof line, "tuned / default %s at the %s SLO: %.2fx\n", measure, c->name.c_str(),
+                    c->capacity_qps / r.baseline->capacity_qps);
+      out += line;
+    }
+}
+
 // A decoder's record: per class the chosen limits, capacity in requests and tokens per second,
 // and the latencies at that capacity.
 std::string generation_summary(const tune::TunedRecord& r) {
@@ -147,15 +161,7 @@ std::string generation_summary(const tune::TunedRecord& r) {
     out += line;
   };
   for (const auto& c : r.classes) row(c.name, c);
-  if (r.baseline) {
-    row("default", *r.baseline);
-    if (r.baseline->capacity_qps > 0)
-      if (const tune::ClassRecord* c = r.find(r.baseline->name)) {
-        std::snprintf(line, sizeof line, "tuned / default capacity at the %s SLO: %.2fx\n", c->name.c_str(),
-                      c->capacity_qps / r.baseline->capacity_qps);
-        out += line;
-      }
-  }
+  add_baseline(out, r, row, "capacity");
   std::snprintf(line, sizeof line, "(requests of %lld-%lld prompt tokens generating %lld each)\n",
                 static_cast<long long>(r.min_length), static_cast<long long>(r.max_length),
                 static_cast<long long>(r.output_tokens));
@@ -188,15 +194,7 @@ std::string tuned_summary(const tune::TunedRecord& r) {
                     static_cast<long long>(c.chosen.max_batch_tokens));
       out += line;
     }
-  if (r.baseline) {
-    row("default", *r.baseline);
-    if (r.baseline->capacity_qps > 0)
-      if (const tune::ClassRecord* c = r.find(r.baseline->name)) {
-        std::snprintf(line, sizeof line, "tuned / default throughput at the %s SLO: %.2fx\n", c->name.c_str(),
-                      c->capacity_qps / r.baseline->capacity_qps);
-        out += line;
-      }
-  }
+  add_baseline(out, r, row, "throughput");
   return out;
 }
 
