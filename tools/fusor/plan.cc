@@ -110,7 +110,7 @@ void add_plan_command(CLI::App& app) {
           },
           "NAME"));
   cmd->callback([args, qps, tokens] {
-    if (qps->count() == 0 && tokens->count() == 0) throw Error("give --qps (or --tokens-per-s for a generative model)");
+    if (qps->count() == 0 && tokens->count() == 0) throw CLI::RequiredError("--qps (or --tokens-per-s for a generative model)");
     plan(*args);
   });
 }
