@@ -55,10 +55,12 @@ void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
   }
 }
 
-// Ops whose first output is the first input's bytes under another shape.
+// Ops whose first output is the first input's bytes under another shape, when the dtype stays
+// (the caller checks it): a Cast to the type it already has is a copy (exports are full of
+// them, such as the float-to-float Cast that names a decoder's logits).
 bool is_view_op(const Node& n) {
   switch (n.op) {
-    case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze: case Op::Identity:
+    case Op::Reshape: case Op::Flatten: case Op::Squeeze: case Op::Unsqueeze: case Op::Identity: case Op::Cast:
       return true;
     case Op::Dropout:  // inference: identity, unless the mask output is wanted
       return n.outputs.size() < 2 || n.outputs[1] < 0;
