@@ -78,9 +78,9 @@ Setting default_setting(const TuneOptions& o) {
 }
 
 // The grid, with chunks at or above the step dropped (they prefill like 0: the step's budget),
-// and the config's own setting (at the first of `steps`, when the step is fixed) so that tuning
-// can never choose worse than what it was given.
-std::vector<Setting> grid(const TuneOptions& o, const std::vector<int64_t>& steps) {
+// and the config's own setting: as it is for the lead class, so that tuning never chooses worse
+// than what it was given; at the lead's step for the others (`steps` then holds just that).
+std::vector<Setting> grid(const TuneOptions& o, const std::vector<int64_t>& steps, bool lead) {
   std::vector<Setting> out;
   auto add = [&](Setting s) {
     if (s.prefill_chunk >= s.step_tokens) s.prefill_chunk = 0;
@@ -94,8 +94,7 @@ std::vector<Setting> grid(const TuneOptions& o, const std::vector<int64_t>& step
         add(s);
       }
   Setting given = default_setting(o);
-  if (std::find(steps.begin(), steps.end(), given.step_tokens) == steps.end() && steps.size() == 1)
-    given.step_tokens = steps.front();
+  if (!lead) given.step_tokens = steps.front();
   add(given);
   return out;
 }
@@ -128,12 +127,38 @@ void set_capacity_tokens(ClassRecord& cr) {
   cr.capacity_tokens_per_s = at ? at->output_tokens_per_s : 0;
 }
 
-ClassRecord tune_class(Run& run, const ClassGoal& goal, const std::vector<int64_t>& steps) {
+// The probes worth measuring, best first: the ranking's first `measure`, then, when missing, the
+// one with the most tokens per second (a latency class's ranking trusts saturated latencies,
+// which overstate what a cap on running sequences costs below saturation) and `also` (the
+// config's own setting, for the lead class).
+void keep_measured(std::vector<Probe>& probes, const Slo& slo, size_t measure, const std::optional<Setting>& also) {
+  rank(probes, slo);
+  auto most = std::max_element(probes.begin(), probes.end(), [](const Probe& a, const Probe& b) {
+    return a.saturated.output_tokens_per_s < b.saturated.output_tokens_per_s;
+  });
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < probes.size() && i < measure; ++i) keep.push_back(i);
+  auto add = [&](size_t i) {
+    if (std::find(keep.begin(), keep.end(), i) == keep.end()) keep.push_back(i);
+  };
+  if (most != probes.end()) add(static_cast<size_t>(most - probes.begin()));
+  if (also)
+    for (size_t i = 0; i < probes.size(); ++i)
+      if (probes[i].setting == *also) add(i);
+  std::vector<Probe> kept;
+  for (size_t i : keep) kept.push_back(std::move(probes[i]));
+  probes = std::move(kept);  // frees the rest
+}
+
+// The lead class measures the config's own setting among its candidates, and copies that
+// measurement into `baseline` when one is wanted.
+ClassRecord tune_class(Run& run, const ClassGoal& goal, const std::vector<int64_t>& steps, bool lead,
+                       std::optional<ClassRecord>* baseline) {
   ClassRecord cr;
   cr.name = goal.name;
   cr.slo = goal.slo;
   std::vector<Probe> probes;
-  for (const Setting& s : grid(run.o, steps)) {
+  for (const Setting& s : grid(run.o, steps, lead)) {
     if (run.stop.load()) break;
     run.status(goal.name + ": probing " + describe(s));
     Probe p{s, {}, run.bench(goal.name, s, goal.slo)};
@@ -143,13 +168,22 @@ ClassRecord tune_class(Run& run, const ClassGoal& goal, const std::vector<int64_
     run.advance(probe_s(run.o), goal.name + ": probed " + describe(s));
     probes.push_back(std::move(p));
   }
-  rank(probes, goal.slo);
-  probes.resize(std::min(probes.size(), static_cast<size_t>(run.o.measure_per_class)));  // frees the rest
+  const std::optional<Setting> given = lead ? std::optional(default_setting(run.o)) : std::nullopt;
+  keep_measured(probes, goal.slo, static_cast<size_t>(run.o.measure_per_class), given);
   for (Probe& p : probes) {
     if (run.stop.load()) break;
     const std::string label = goal.name + ": " + describe(p.setting);
     Candidate c = measure_curve(run, *p.bench, p.saturated.achieved_qps, label);
     run.progress.note("tune: " + label + strf(": capacity %.2f req/s (saturated %.2f)", c.capacity_qps, p.saturated.achieved_qps));
+    if (baseline && given && p.setting == *given && !run.stop.load()) {
+      ClassRecord& base = baseline->emplace();
+      base.name = goal.name;
+      base.slo = goal.slo;
+      base.chosen = p.setting;
+      base.capacity_qps = c.capacity_qps;
+      base.candidates.push_back(c);
+      set_capacity_tokens(base);
+    }
     cr.candidates.push_back(std::move(c));
     p.bench.reset();
   }
@@ -161,26 +195,6 @@ ClassRecord tune_class(Run& run, const ClassGoal& goal, const std::vector<int64_
   if (best) cr.chosen = best->setting, cr.capacity_qps = best->capacity_qps;
   set_capacity_tokens(cr);
   return cr;
-}
-
-// The default generation settings, measured like a candidate under the lead class's SLO.
-std::optional<ClassRecord> measure_baseline(Run& run, const ClassGoal& lead) {
-  const Setting s = default_setting(run.o);
-  run.status("baseline: the default config");
-  auto bench = run.bench(lead.name, s, lead.slo);
-  CurvePoint saturated = bench->saturate(run.o.duration_s, run.stop);
-  if (run.stop.load()) return std::nullopt;
-  Candidate c = measure_curve(run, *bench, saturated.achieved_qps, "baseline (" + describe(s) + ")");
-  if (run.stop.load()) return std::nullopt;
-  run.progress.note("tune: baseline (" + describe(s) + strf("): capacity %.2f req/s", c.capacity_qps));
-  ClassRecord base;
-  base.name = lead.name;
-  base.slo = lead.slo;
-  base.chosen = s;
-  base.capacity_qps = c.capacity_qps;
-  base.candidates.push_back(std::move(c));
-  set_capacity_tokens(base);
-  return base;
 }
 
 // The config fusor serve reads: each class with its chosen limits and its SLO as targets.
@@ -238,9 +252,9 @@ TuneResult tune_generation(const Engine& engine, const TuneOptions& o, Progress&
   run.arrivals = [&o](double rate, double duration, uint64_t seed) {
     return o.trace ? replay_arrivals(*o.trace, rate, duration) : poisson_arrivals(rate, duration, seed);
   };
-  const size_t lead_grid = grid(o, o.step_tokens).size(), rest_grid = grid(o, {o.step_tokens.front()}).size();
+  const size_t lead_grid = grid(o, o.step_tokens, true).size(), rest_grid = grid(o, {o.step_tokens.front()}, false).size();
   run.total_s = 5 + static_cast<double>(lead_grid + (o.goals.size() - 1) * rest_grid) * probe_s(o) +
-                static_cast<double>(o.goals.size() * o.measure_per_class + (o.baseline ? 1 : 0)) * curve_s(o);
+                static_cast<double>(o.goals.size() * (o.measure_per_class + 1) + 1) * curve_s(o);
 
   TuneResult result;
   TunedRecord& rec = result.record = new_record(o);
@@ -264,7 +278,7 @@ TuneResult tune_generation(const Engine& engine, const TuneOptions& o, Progress&
   std::map<std::string, ClassRecord> tuned;
   std::vector<int64_t> steps = o.step_tokens;
   for (const ClassGoal* g : order) {
-    ClassRecord cr = tune_class(run, *g, steps);
+    ClassRecord cr = tune_class(run, *g, steps, g == &lead, o.baseline ? &rec.baseline : nullptr);
     if (g == &lead && cr.chosen.step_tokens > 0) {
       steps = {cr.chosen.step_tokens};
       progress.note(strf("tune: the step budget is %lld tokens (the %s class's choice) for every class",
@@ -273,7 +287,6 @@ TuneResult tune_generation(const Engine& engine, const TuneOptions& o, Progress&
     tuned[g->name] = std::move(cr);
   }
   for (const ClassGoal& g : o.goals) rec.classes.push_back(std::move(tuned[g.name]));  // --slo's order
-  if (o.baseline && !stop.load()) rec.baseline = measure_baseline(run, lead);
   rec.interrupted = stop.load();
 
   result.config = o.base;

@@ -45,8 +45,10 @@ def test_each_class_gets_measured_generation_limits_within_its_slo(tuned):
     assert chat["slo"]["ttft_p99_ms"] == 2000 and chat["slo"]["itl_p99_ms"] == 500
     for cls in (chat, batch):
         chosen = cls["chosen"]
-        # The grid, or the config's own setting (32 running) at the lead's step.
-        assert chosen["step_tokens"] == 64 and chosen["max_running"] in (2, 4, 32) and chosen["prefill_chunk"] in (16, 0)
+        # The grid, or the config's own setting (step 256, 32 running; for batch at chat's step).
+        assert (chosen["step_tokens"], chosen["max_running"]) in {(64, 2), (64, 4), (256, 32), (64, 32)}
+        assert chosen["prefill_chunk"] in (16, 0)
+        assert chosen["step_tokens"] == chat["chosen"]["step_tokens"]
         assert cls["capacity_qps"] > 0, cls
         (point,) = at_capacity(cls)
         assert point["errors"] == 0 and point["achieved_qps"] >= 0.95 * point["offered_qps"]
@@ -69,6 +71,11 @@ def test_each_class_gets_measured_generation_limits_within_its_slo(tuned):
     assert base["name"] == "chat" and base["chosen"]["step_tokens"] == 256 and base["chosen"]["max_running"] == 32
     assert "tok/s" in r.stdout and "tuned / default" in r.stdout
     assert r.stderr.count(": saturated ") == 2 * (4 + 1)  # every setting of both classes' grids, and the default
+    # The baseline is the lead's own measured candidate of the config's setting, and the lead's
+    # choice is at least as good.
+    assert base in [{**chat, "candidates": [c], "chosen": c["setting"], "capacity_qps": c["capacity_qps"],
+                     "capacity_tokens_per_s": base["capacity_tokens_per_s"]} for c in chat["candidates"]]
+    assert chat["capacity_qps"] >= base["capacity_qps"]
 
 
 def test_serve_runs_the_tuned_config(tuned, tmp_path):
