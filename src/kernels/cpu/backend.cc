@@ -19,7 +19,9 @@ using Factory = std::unique_ptr<Kernel> (*)(const KernelRequest&);
 constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::MatMul, make_matmul_kernel},
     {Op::Gemm, make_gemm_kernel},
+    {Op::MatMulInteger, make_matmul_integer_kernel},
     {Op::Conv, make_conv_kernel},
+    {Op::ConvInteger, make_conv_integer_kernel},
     {Op::ConvTranspose, make_conv_transpose_kernel},
     {Op::MaxPool, make_pool_kernel},
     {Op::AveragePool, make_pool_kernel},
