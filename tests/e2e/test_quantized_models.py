@@ -16,6 +16,8 @@ What must hold, at two shapes per model:
     rounds them (resnet18-int8's output) or, after a float tail (MiniLM's LayerNorms), the
     larger of 1e-5 + 1e-4 |b| and STEP_AFTER_FLOAT_TAIL.
 """
+import functools
+
 import numpy as np
 import onnx
 import pytest
@@ -104,23 +106,23 @@ def compare(got, want, steps, spread):
     return lines, ok
 
 
+def prepare_case(model, batch, seq, d):
+    """(exposed model, inputs dir, ORT outputs, steps, ORT's spread) for one case, written under d."""
+    exposed = d / "model.onnx"
+    steps = exposed_model(model_path(model), exposed)
+    inputs = ort_compare.make_inputs(exposed, batch, seq or 1)
+    ort_compare.save_npy_dir(d / "inputs", inputs)
+    want = ort_compare.run_ort(exposed, inputs, level="disabled")
+    spread = ort_spread(want, ort_compare.run_ort(exposed, inputs, level="all"))
+    return exposed, d / "inputs", want, steps, spread
+
+
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    """(exposed model, inputs dir, ORT outputs, steps, ORT's spread) per (model, batch, seq), made once."""
-    cache = {}
-
+    """prepare_case once per (model, batch, seq), for both executors."""
+    @functools.cache
     def get(model, batch, seq):
-        key = (model, batch, seq)
-        if key not in cache:
-            d = tmp_path_factory.mktemp(f"{model}-b{batch}-s{seq}")
-            exposed = d / "model.onnx"
-            steps = exposed_model(model_path(model), exposed)
-            inputs = ort_compare.make_inputs(exposed, batch, seq or 1)
-            ort_compare.save_npy_dir(d / "inputs", inputs)
-            want = ort_compare.run_ort(exposed, inputs, level="disabled")
-            spread = ort_spread(want, ort_compare.run_ort(exposed, inputs, level="all"))
-            cache[key] = (exposed, d / "inputs", want, steps, spread)
-        return cache[key]
+        return prepare_case(model, batch, seq, tmp_path_factory.mktemp(f"{model}-b{batch}-s{seq}"))
 
     return get
 

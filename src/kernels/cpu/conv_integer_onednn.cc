@@ -41,15 +41,10 @@ class ConvIntegerKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_conv_integer_kernel(const KernelRequest& r) {
-  // x, w, x_zero_point, w_zero_point
-  if (r.node.op != Op::ConvInteger || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Int32) return nullptr;
-  const bool x_signed = input_is(r, 0, DType::Int8);
-  if (!(x_signed || input_is(r, 0, DType::UInt8)) || !input_is(r, 1, DType::Int8)) return nullptr;
-  const Tensor* w = constant_input(r, 1);
-  if (w == nullptr) return nullptr;
-  const bool has_zp = has_input(r, 2);
-  if (has_zp && numel_of(r.inputs[2].dims) != 1) return nullptr;
-  if (has_input(r, 3) && (constant_input(r, 3) == nullptr || !all_values_zero(*constant_input(r, 3)))) return nullptr;
+  const auto ops = int8_operands(r, Op::ConvInteger);
+  if (!ops) return nullptr;
+  const Tensor* w = ops->weights;
+  const bool x_signed = ops->activations_signed, has_zp = ops->has_zero_point;
   const auto shape = onednn_conv_shape(r.node, r.inputs[0].dims, r.inputs[1].dims, r.outputs[0].dims);
   if (!shape || w->rank() < 3) return nullptr;
   // Without VNNI oneDNN's convolution takes s8 inputs by halving the weights ("sa0.5" in its

@@ -4,12 +4,32 @@
 
 #include <cstdlib>
 
+#include "kernels/cpu/common.h"
+
 namespace fusor::cpu {
+
+namespace {
 
 bool all_values_zero(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i)
     if (t.scalar_as_double(i) != 0) return false;
   return true;
+}
+
+}  // namespace
+
+std::optional<Int8Operands> int8_operands(const KernelRequest& r, Op op) {
+  if (r.node.op != op || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Int32) return std::nullopt;
+  Int8Operands o;
+  o.activations_signed = input_is(r, 0, DType::Int8);
+  o.weights = constant_input(r, 1);
+  if (!(o.activations_signed || input_is(r, 0, DType::UInt8)) || !input_is(r, 1, DType::Int8) || !o.weights)
+    return std::nullopt;
+  o.has_zero_point = has_input(r, 2);
+  if (o.has_zero_point && numel_of(r.inputs[2].dims) != 1) return std::nullopt;
+  if (has_input(r, 3) && (constant_input(r, 3) == nullptr || !all_values_zero(*constant_input(r, 3))))
+    return std::nullopt;
+  return o;
 }
 
 bool onednn_int8_has_vnni() {

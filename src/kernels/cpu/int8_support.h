@@ -9,13 +9,23 @@
 // are shifted to u8 internally, so they are exposed alike.
 #pragma once
 #include <cstdint>
+#include <optional>
 
 #include "fusor/tensor.h"
+#include "kernels/kernel.h"
 
 namespace fusor::cpu {
 
-// Whether every element is zero (a zero point that changes nothing).
-bool all_values_zero(const Tensor& t);
+// What MatMulInteger and ConvInteger nodes share (inputs: activations, weights, activation zero
+// point, weight zero point; one int32 output), when oneDNN's int8 primitive can take them: u8 or
+// s8 activations, constant s8 weights, a scalar activation zero point, and a weight zero point
+// that is absent or all zeros. nullopt otherwise (the reference runs).
+struct Int8Operands {
+  bool activations_signed = false;
+  const Tensor* weights = nullptr;
+  bool has_zero_point = false;  // input 2, read at run time
+};
+std::optional<Int8Operands> int8_operands(const KernelRequest& r, Op op);
 
 // Whether oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA may lower it) has VNNI.
 bool onednn_int8_has_vnni();

@@ -80,21 +80,13 @@ class MatmulIntegerKernel final : public Kernel {
 }  // namespace
 
 std::unique_ptr<Kernel> make_matmul_integer_kernel(const KernelRequest& r) {
-  // A, B, a_zero_point, b_zero_point
-  if (r.node.op != Op::MatMulInteger || used_outputs(r) != 1 || r.outputs[0].dtype != DType::Int32) return nullptr;
-  const bool a_signed = input_is(r, 0, DType::Int8);
-  if (!(a_signed || input_is(r, 0, DType::UInt8)) || !input_is(r, 1, DType::Int8)) return nullptr;
-  const Tensor* b = constant_input(r, 1);
+  const auto ops = int8_operands(r, Op::MatMulInteger);
   const Dims& a_dims = r.inputs[0].dims;
-  if (b == nullptr || b->rank() != 2 || a_dims.size() < 2) return nullptr;
+  if (!ops || ops->weights->rank() != 2 || a_dims.size() < 2) return nullptr;
+  const Tensor* b = ops->weights;
+  const bool a_signed = ops->activations_signed, a_has_zp = ops->has_zero_point;
   const int64_t K = b->dim(0), N = b->dim(1);
   if (a_dims.back() != K || K == 0 || N == 0 || numel_of(a_dims) == 0) return nullptr;
-  const bool a_has_zp = has_input(r, 2);
-  if (a_has_zp && numel_of(r.inputs[2].dims) != 1) return nullptr;
-  if (has_input(r, 3)) {
-    const Tensor* b_zp = constant_input(r, 3);
-    if (b_zp == nullptr || !all_values_zero(*b_zp)) return nullptr;
-  }
   if (!onednn_int8_has_vnni() && int8_weights_may_saturate(b->data<int8_t>(), 1, K, N)) return nullptr;
   try {
     return std::make_unique<MatmulIntegerKernel>(numel_of(a_dims) / K, K, N, a_signed, a_has_zp, *b);
