@@ -73,6 +73,13 @@ In none() { In i; i.omitted = true; return i; }
 In u8(Dims d) { return make_in(std::move(d), DType::UInt8, false, Gen::Index, 256); }
 In s8(Dims d) { return make_in(std::move(d), DType::Int8, false, Gen::Index, -128); }
 In s8w(Dims d, int64_t range) { return make_in(std::move(d), DType::Int8, true, Gen::Index, -range); }
+// n scales from `first`, each `step` larger (per-channel scales).
+std::vector<double> ramp(size_t n, double first, double step) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = first + step * static_cast<double>(i);
+  return v;
+}
+In bias32(Dims d) { return make_in(std::move(d), DType::Int32, true, Gen::Index, -2000); }
 In zp(DType t, std::vector<double> v, bool constant = false) {
   Dims d = v.size() == 1 ? Dims{} : Dims{static_cast<int64_t>(v.size())};
   return make_in(std::move(d), t, constant, Gen::Values, 0, std::move(v));
@@ -151,6 +158,21 @@ const Case kCases[] = {
      zp(DType::Int8, {0}, true)}, {{"group", int64_t{4}}}, 10, "grouped"},
     {"convi_1d_s8", Op::ConvInteger, {s8({1, 4, 20}), s8w({6, 4, 5}, 64)}, {{"pads", V{2, 1}}}, 10, "s8s8", 1, true},
     {"convi_full_range_weights", Op::ConvInteger, {u8({1, 32, 8, 8}), s8w({16, 32, 3, 3}, 128)}, {}, 10, "u8s8", 1, true},
+    // QLinearMatMul and QLinearConv: the integer kernels above, then the reference's requantization
+    // (per tensor and per channel scales, QLinearConv's int32 bias, QLinearMatMul's wrapping).
+    {"qmm_per_tensor", Op::QLinearMatMul, {u8({2, 16, 64}), cf({}, {0.02}), zp(DType::UInt8, {120}, true), s8w({64, 40}, 64),
+     cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.15}), zp(DType::UInt8, {128}, true)}, {}, 10, "qlinear_matmul_integer_u8s8"},
+    {"qmm_per_column", Op::QLinearMatMul, {u8({5, 33}), cf({}, {0.02}), zp(DType::UInt8, {7}, true), s8w({33, 12}, 64),
+     cf({12}, ramp(12, 0.004, 0.001)), zp(DType::Int8, std::vector<double>(12, 0.0), true), cf({}, {0.05}),
+     zp(DType::UInt8, {128}, true)}, {}, 10, "qlinear_matmul"},
+    {"qconv_resnet_bias", Op::QLinearConv, {u8({1, 16, 10, 10}), cf({}, {0.02}), zp(DType::UInt8, {128}, true),
+     s8w({8, 16, 3, 3}, 64), cf({8}, ramp(8, 0.004, 0.001)), zp(DType::Int8, std::vector<double>(8, 0.0), true), cf({}, {0.1}),
+     zp(DType::UInt8, {100}, true), bias32({8})}, {{"pads", V{1, 1, 1, 1}}}, 10, "qlinear_conv2d_integer_u8s8"},
+    {"qconv_s8_out_no_bias", Op::QLinearConv, {u8({2, 4, 9, 9}), cf({}, {0.03}), zp(DType::UInt8, {3}, true), s8w({6, 4, 3, 3}, 64),
+     cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.2}), zp(DType::Int8, {-5}, true)}, {{"strides", V{2, 2}}}, 10, "qlinear_conv2d"},
+    {"qconv_full_range_weights", Op::QLinearConv, {u8({1, 32, 6, 6}), cf({}, {0.02}), zp(DType::UInt8, {128}, true),
+     s8w({16, 32, 3, 3}, 128), cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.5}), zp(DType::UInt8, {128}, true)},
+     {}, 10, "qlinear_conv2d", 1, true},
     {"conv_1d", Op::Conv, {f({1, 4, 20}), fc({6, 4, 5})}, {{"pads", V{2, 1}}}, 17, "conv2d"},
     {"conv_resnet", Op::Conv, {f({1, 64, 28, 28}), fw({64, 64, 3, 3}, 576)}, {{"pads", V{1, 1, 1, 1}}}, 17, "conv2d"},
     {"conv_same_upper", Op::Conv, {f({1, 3, 10, 11}), fc({4, 3, 4, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}},

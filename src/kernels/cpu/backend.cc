@@ -22,6 +22,8 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::MatMulInteger, make_matmul_integer_kernel},
     {Op::Conv, make_conv_kernel},
     {Op::ConvInteger, make_conv_integer_kernel},
+    {Op::QLinearMatMul, make_qlinear_matmul_kernel},
+    {Op::QLinearConv, make_qlinear_conv_kernel},
     {Op::ConvTranspose, make_conv_transpose_kernel},
     {Op::MaxPool, make_pool_kernel},
     {Op::AveragePool, make_pool_kernel},
