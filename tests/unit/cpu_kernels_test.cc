@@ -173,6 +173,17 @@ const Case kCases[] = {
     {"qconv_full_range_weights", Op::QLinearConv, {u8({1, 32, 6, 6}), cf({}, {0.02}), zp(DType::UInt8, {128}, true),
      s8w({16, 32, 3, 3}, 128), cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.5}), zp(DType::UInt8, {128}, true)},
      {}, 10, "qlinear_conv2d", 1, true},
+    // Per-tensor QuantizeLinear and DequantizeLinear (a QDQ model's activations): ties round half
+    // to even, extremes saturate, no zero point means uint8 and 0.
+    {"quantize_u8_zp", Op::QuantizeLinear, {fs({2, 64, 28, 28}, 3.f), cf({}, {0.05}), zp(DType::UInt8, {128}, true)}, {}, 13,
+     "quantize_linear_f32_u8"},
+    {"quantize_ties", Op::QuantizeLinear, {fv({8}, {0.25, 0.75, 1.25, -0.25, -0.75, -1.25, 63.75, -64.25}), cf({}, {0.5}),
+     zp(DType::Int8, {0}, true)}, {}, 13, "quantize_linear_f32_s8"},
+    {"quantize_extremes", Op::QuantizeLinear, {fv({21}, kExtremes), cf({}, {0.5}), zp(DType::Int8, {-3}, true)}, {}, 13, "s8"},
+    {"quantize_no_zp", Op::QuantizeLinear, {f({100}), cf({}, {0.01})}, {}, 13, "quantize_linear_f32_u8"},
+    {"dequantize_u8", Op::DequantizeLinear, {u8({2, 64, 28, 28}), cf({}, {0.05}), zp(DType::UInt8, {128}, true)}, {}, 13,
+     "dequantize_linear_u8_f32"},
+    {"dequantize_s8_no_zp", Op::DequantizeLinear, {s8({3, 37}), cf({}, {0.02})}, {}, 13, "dequantize_linear_s8_f32"},
     {"conv_1d", Op::Conv, {f({1, 4, 20}), fc({6, 4, 5})}, {{"pads", V{2, 1}}}, 17, "conv2d"},
     {"conv_resnet", Op::Conv, {f({1, 64, 28, 28}), fw({64, 64, 3, 3}, 576)}, {{"pads", V{1, 1, 1, 1}}}, 17, "conv2d"},
     {"conv_same_upper", Op::Conv, {f({1, 3, 10, 11}), fc({4, 3, 4, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}},

@@ -23,6 +23,8 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Conv, make_conv_kernel},
     {Op::ConvInteger, make_conv_integer_kernel},
     {Op::QLinearMatMul, make_qlinear_matmul_kernel},
+    {Op::QuantizeLinear, make_quantize_linear_kernel},
+    {Op::DequantizeLinear, make_quantize_linear_kernel},
     {Op::QLinearConv, make_qlinear_conv_kernel},
     {Op::ConvTranspose, make_conv_transpose_kernel},
     {Op::MaxPool, make_pool_kernel},
