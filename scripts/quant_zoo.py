@@ -1,12 +1,14 @@
 """Makers of the int8 models (issue #19): ONNX Runtime's own quantizers applied to models/minilm-l6
 and models/resnet18, as a user of ORT would quantize them. docs/models.md says what each holds.
 
-  minilm-l6-int8   quantize_dynamic, per_channel: int8 weights per output column, activations
-                   quantized per call by DynamicQuantizeLinear (uint8), MatMulInteger, and the
-                   word, position and token-type embedding tables stored as uint8 behind
-                   DequantizeLinear. u8 x s8 products: the combination that saturates vpmaddubsw.
-                   Per tensor (ORT's default) loses too much here: pooled sentence embeddings at
-                   cosine 0.97 to fp32, against 0.99 per channel.
+  minilm-l6-int8   quantize_dynamic of the 30 projection MatMuls: int8 weights per output column,
+                   activations quantized per call by DynamicQuantizeLinear (uint8), MatMulInteger.
+                   u8 x s8 products: the combination that saturates vpmaddubsw. Left in float,
+                   as ORT's docs suggest for sensitive nodes: the 6 FFN down-projections
+                   (/encoder/layer.N/output/dense) and the embedding tables. With them quantized
+                   the sentence similarities of tests/e2e/embeddings.py move up to 0.019 from
+                   fp32 (per tensor, ORT's default, moves pooled embeddings to cosine 0.97);
+                   as made here, at most 0.008 (issue #19 asks for 0.01).
   resnet18-int8    quant_pre_process, then quantize_static to QDQ (uint8 activations, int8 weights
                    per output channel, MinMax calibration over 16 generated inputs of a fixed seed).
 
@@ -54,8 +56,12 @@ def get_minilm_int8(force, make_minilm):
     make_minilm()
     log(f"quantize_dynamic {src_dir.relative_to(ROOT)} -> {path.relative_to(ROOT)}")
     tmp = _tmp_for(path)
-    quantize_dynamic(str(src_dir / "model.onnx"), str(tmp), per_channel=True)
     import onnx
+    names = [n.name for n in onnx.load(str(src_dir / "model.onnx"), load_external_data=False).graph.node
+             if n.op_type == "MatMul"]
+    ffn_down = [n for n in names if "/output/dense/" in n and "/attention/" not in n]
+    quantize_dynamic(str(src_dir / "model.onnx"), str(tmp), per_channel=True, op_types_to_quantize=["MatMul"],
+                     nodes_to_exclude=ffn_down)
     log(f"  {op_histogram(onnx.load(str(tmp)))}")
     rng = np.random.Generator(np.random.PCG64(1))
     ids = rng.integers(1000, 30000, size=(3, 21), dtype=np.int64)

@@ -14,7 +14,9 @@ What must hold, at two shapes per model:
     as ORT's modes do between them, in the first layers); the model's output keeps the rule below;
   - float outputs are within one quantization step: the scale of the QuantizeLinear that last
     rounds them (resnet18-int8's output) or, after a float tail (MiniLM's LayerNorms), the
-    larger of 1e-5 + 1e-4 |b| and STEP_AFTER_FLOAT_TAIL.
+    larger of 1e-5 + 1e-4 |b| and STEP_AFTER_FLOAT_TAIL, and, where a flipped tie upstream
+    spread (a DynamicQuantizeLinear's input at a tie: ORT's own modes then differ by up to 0.23
+    on MiniLM's hidden states), twice what ORT's modes differ by on that output.
 """
 import functools
 
@@ -66,13 +68,13 @@ def exposed_model(src, dst):
 
 
 def ort_spread(want, ort_all):
-    """{integer tensor: (values that differ, largest difference)} between ORT's two modes."""
+    """{tensor: (values that differ, largest difference)} between ORT's two modes."""
     spread = {}
     for name, b in want.items():
-        if np.issubdtype(b.dtype, np.integer) and name in ort_all:
-            d = np.abs(ort_all[name].astype(np.int64) - b.astype(np.int64))
+        if name in ort_all:
+            d = np.abs(ort_all[name].astype(np.float64) - b.astype(np.float64))
             if d.any():
-                spread[name] = (int(np.count_nonzero(d)), int(d.max()))
+                spread[name] = (int(np.count_nonzero(d)), float(d.max()))
     return spread
 
 
@@ -80,6 +82,7 @@ def compare(got, want, steps, spread):
     """Returns the report lines and whether every tensor is within its rule."""
     lines, ok = [], True
     ort_max_so_far = 0  # want is in graph order: a flip upstream may spread to any tensor after it
+    ties_flipped = any(np.issubdtype(want[n].dtype, np.integer) for n in spread)  # in ORT's modes
     for name, b in want.items():
         a = got.get(name)
         if a is None or a.shape != b.shape:
@@ -99,6 +102,8 @@ def compare(got, want, steps, spread):
             err = np.abs(a.astype(np.float64) - b.astype(np.float64))
             step = steps.get(name)
             tol = step * 1.0001 if step else np.maximum(1e-5 + 1e-4 * np.abs(b), STEP_AFTER_FLOAT_TAIL)
+            if not step and ties_flipped:
+                tol = np.maximum(tol, 2 * spread.get(name, (0, 0.0))[1])
             bad = int(np.count_nonzero(~(err <= tol)))
             lines.append(f"{'ok  ' if bad == 0 else 'FAIL'} {name} float: max abs err {err.max():.3e}"
                          f" (step {step if step else 'float tail'}), {bad}/{b.size} over")
