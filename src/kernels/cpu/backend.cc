@@ -25,6 +25,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::QLinearMatMul, make_qlinear_matmul_kernel},
     {Op::QuantizeLinear, make_quantize_linear_kernel},
     {Op::DequantizeLinear, make_quantize_linear_kernel},
+    {Op::DynamicQuantizeLinear, make_dynamic_quantize_linear_kernel},
     {Op::QLinearConv, make_qlinear_conv_kernel},
     {Op::ConvTranspose, make_conv_transpose_kernel},
     {Op::MaxPool, make_pool_kernel},

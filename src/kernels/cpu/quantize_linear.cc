@@ -1,5 +1,6 @@
 // Per-tensor QuantizeLinear (float32 -> u8/s8) and DequantizeLinear (u8/s8 -> float32): the
-// activations of a QDQ model, between every pair of layers. The same float32 operations as the
+// activations of a QDQ model, between every pair of layers; and DynamicQuantizeLinear, which
+// quantizes a dynamically quantized model's activations before every MatMulInteger. The same float32 operations as the
 // reference kernels (ref/quantize.cc) in the same order, as loops the compiler vectorizes, so
 // the results are equal: x / scale rounded half to even (the default rounding mode), plus the
 // zero point, clamped, NaN to 0; and (x - zero point) * scale. Per-axis and blocked parameters,
@@ -50,6 +51,27 @@ class QuantizeLinearKernel final : public Kernel {
   std::string name_;
 };
 
+class DynamicQuantizeLinearKernel final : public Kernel {
+ public:
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    const float* x = in[0].data<float>();
+    const int64_t n = in[0].numel();
+    // As the reference: the range always holds 0, std::min/max skip NaN the same way.
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
+    }
+    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+    uint8_t* y = out[0].data<uint8_t>();
+    parallel_range(n, n, 64, [&](int64_t b, int64_t e) { quantize(x + b, y + b, e - b, scale, zp); });
+    out[1].data<float>()[0] = scale;
+    out[2].data<uint8_t>()[0] = static_cast<uint8_t>(zp);
+  }
+  std::string name() const override { return std::string("dynamic_quantize_linear_f32_u8_") + kIsa; }
+};
+
 bool is_8bit(DType t) { return t == DType::Int8 || t == DType::UInt8; }
 
 }  // namespace
@@ -68,6 +90,13 @@ std::unique_ptr<Kernel> make_quantize_linear_kernel(const KernelRequest& r) {
   return std::make_unique<QuantizeLinearKernel>(
       quantize, q == DType::Int8,
       quantize ? "quantize_linear_f32_" + type + "_" + kIsa : "dequantize_linear_" + type + "_f32_" + kIsa);
+}
+
+std::unique_ptr<Kernel> make_dynamic_quantize_linear_kernel(const KernelRequest& r) {
+  if (r.node.op != Op::DynamicQuantizeLinear || !input_is(r, 0, DType::Float32) || r.node.outputs.size() != 3) return nullptr;
+  for (int v : r.node.outputs)
+    if (v < 0) return nullptr;  // writes all three
+  return std::make_unique<DynamicQuantizeLinearKernel>();
 }
 
 }  // namespace fusor::cpu
