@@ -11,9 +11,12 @@ returns the cosine similarity of each pair.
         the three arrays are int64 [B, S].
     ort_runner(model) / fusor_runner(fusor, model) -> such callables
 
-CLI: embeddings.py [--model M] [--fusor build/fusor] [--atol 1e-5]
+CLI: embeddings.py [--model M] [--fusor build/fusor] [--atol 1e-5] [--quantized Q]
   prints ORT's similarities; with --fusor, also fusor's and their difference; exit 1 if any
-  similarity differs by more than atol or ORT's similarities fail the sanity ordering.
+  similarity differs by more than atol or ORT's similarities fail the sanity ordering. With
+  --quantized (an int8 export of the model, e.g. models/minilm-l6-int8/model.onnx) and --fusor,
+  also fusor's similarities on it beside the float ones: exit 1 if any is more than
+  QUANTIZED_ATOL from the float model's (ORT's).
 """
 import argparse
 import os
@@ -31,6 +34,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODEL = ROOT / "models" / "minilm-l6" / "model.onnx"
 MAX_LENGTH = 128
+# How far an 8-bit model's cosine similarities may be from the float model's (issue #19).
+QUANTIZED_ATOL = 0.01
 
 # (a, b, related): related pairs should score higher than unrelated ones. Lengths differ widely,
 # so the shorter sentences carry many padding positions in the batch.
@@ -134,17 +139,22 @@ def main(argv=None):
     ap.add_argument("--model", default=str(DEFAULT_MODEL))
     ap.add_argument("--fusor", help="fusor binary; if given, compare its similarities with ORT's")
     ap.add_argument("--atol", type=float, default=1e-5)
+    ap.add_argument("--quantized", help="int8 export of the model: its fusor similarities beside the float ones")
     a = ap.parse_args(argv)
     model_dir = Path(a.model).parent
     ref = similarities(ort_runner(a.model), model_dir=model_dir)
     ok = sane(ref)
-    got = None
+    got = q = None
     if a.fusor:
         got = similarities(fusor_runner(a.fusor, a.model), model_dir=model_dir)
+        if a.quantized:
+            q = similarities(fusor_runner(a.fusor, a.quantized), model_dir=model_dir)
     for i, (s1, s2, related) in enumerate(SENTENCE_PAIRS):
         line = f"{'related  ' if related else 'unrelated'} ort {ref[i]:.6f}"
         if got is not None:
             line += f"  fusor {got[i]:.6f}  diff {abs(got[i] - ref[i]):.2e}"
+        if q is not None:
+            line += f"  int8 {q[i]:.6f}  diff {abs(q[i] - ref[i]):.2e}"
         print(f"{line}  | {s1[:40]!r} ~ {s2[:40]!r}")
     if not ok:
         print("FAIL: ORT similarities do not rank related pairs above unrelated ones")
@@ -152,6 +162,10 @@ def main(argv=None):
         diff = float(np.max(np.abs(got - ref)))
         print(f"max |fusor - ort| = {diff:.2e} (atol {a.atol:g})")
         ok = ok and diff <= a.atol
+    if q is not None:
+        qdiff = float(np.max(np.abs(q - ref)))
+        print(f"max |fusor int8 - ort float| = {qdiff:.2e} (atol {QUANTIZED_ATOL:g})")
+        ok = ok and qdiff <= QUANTIZED_ATOL
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -12,6 +12,8 @@
 #include "ir/graph.h"
 #include "ir/op_table.h"
 #include "kernels/cpu/backend.h"
+#include "kernels/cpu/int8_support.h"
+#include "kernels/ref/quant_values.h"
 #include "kernels/ref/reference.h"
 #include "fused_vs_reference.h"
 
@@ -66,6 +68,22 @@ In idx32(Dims d, int64_t v) { return make_in(std::move(d), DType::Int32, false, 
 In cf(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Float32, true, Gen::Values, 0, std::move(v)); }
 In ci(Dims d, std::vector<double> v) { return make_in(std::move(d), DType::Int64, true, Gen::Values, 0, std::move(v)); }
 In none() { In i; i.omitted = true; return i; }
+// Quantized operands: u8 activations in [0, 256), s8 weights in [-range, range) (64: the reduced
+// range that cannot saturate vpmaddubsw; 128: the full range that can), zero points.
+In u8(Dims d) { return make_in(std::move(d), DType::UInt8, false, Gen::Index, 256); }
+In s8(Dims d) { return make_in(std::move(d), DType::Int8, false, Gen::Index, -128); }
+In s8w(Dims d, int64_t range) { return make_in(std::move(d), DType::Int8, true, Gen::Index, -range); }
+// n scales from `first`, each `step` larger (per-channel scales).
+std::vector<double> ramp(size_t n, double first, double step) {
+  std::vector<double> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = first + step * static_cast<double>(i);
+  return v;
+}
+In bias32(Dims d) { return make_in(std::move(d), DType::Int32, true, Gen::Index, -2000); }
+In zp(DType t, std::vector<double> v, bool constant = false) {
+  Dims d = v.size() == 1 ? Dims{} : Dims{static_cast<int64_t>(v.size())};
+  return make_in(std::move(d), t, constant, Gen::Values, 0, std::move(v));
+}
 
 using Attrs = std::map<std::string, Attribute>;
 
@@ -77,6 +95,10 @@ struct Case {
   int opset = 17;
   const char* expect_kernel = "";  // substring of the chosen kernel's name
   size_t outputs = 1;
+  // An int8 case oneDNN computes exactly only with VNNI (weights whose u8 x s8 products saturate
+  // vpmaddubsw; s8 convolution inputs, for which it halves the weights): without VNNI
+  // (ONEDNN_MAX_CPU_ISA=AVX2) the fast kernel must be declined, with VNNI it must be exact.
+  bool needs_vnni = false;
 };
 
 // gtest prints a failing case's parameter with this (found by argument-dependent lookup, so it
@@ -109,6 +131,15 @@ const Case kCases[] = {
     {"gemm_const_rowc_beta", Op::Gemm, {f({6, 7}), fw({7, 5}, 7), fc({6, 1})}, {{"beta", 0.25f}}, 13, "addc"},
     {"gemm_alpha_noc", Op::Gemm, {f({4, 7}), f({7, 5})}, {{"alpha", 2.f}}, 13, "gemm_f32_onednn"},
     {"gemm_scalar_c", Op::Gemm, {f({3, 6}), fc({6, 9}), fc({1})}, {}, 13, "bias"},
+    // MatMulInteger: MiniLM's dynamic quantization (u8 activations with a run-time zero point,
+    // s8 weights with zero zero points per column), s8 activations, no zero points, odd sizes.
+    {"mmi_qkv_b1", Op::MatMulInteger, {u8({1, 128, 384}), s8w({384, 384}, 64), zp(DType::UInt8, {131}), zp(DType::Int8, {0}, true)},
+     {}, 10, "matmul_integer_u8s8_onednn_packed"},
+    {"mmi_ffn_per_column_zp", Op::MatMulInteger, {u8({2, 16, 64}), s8w({64, 40}, 64), zp(DType::UInt8, {7}),
+     zp(DType::Int8, std::vector<double>(40, 0.0), true)}, {}, 10, "u8s8"},
+    {"mmi_s8_no_zp", Op::MatMulInteger, {s8({5, 33}), s8w({33, 17}, 64)}, {}, 10, "matmul_integer_s8s8"},
+    {"mmi_const_a_zp", Op::MatMulInteger, {u8({3, 7, 20}), s8w({20, 9}, 64), zp(DType::UInt8, {255}, true)}, {}, 10, "u8s8"},
+    {"mmi_full_range_weights", Op::MatMulInteger, {u8({4, 64}), s8w({64, 48}, 128)}, {}, 10, "u8s8", 1, true},
     {"gemm_classifier", Op::Gemm, {f({2, 512}), fw({1000, 512}, 512), fc({1000})}, {{"transB", int64_t{1}}}, 13, "packed"},
     // Conv and pooling.
     {"conv_s2_p1", Op::Conv, {f({1, 3, 17, 19}), fc({8, 3, 3, 3}), fc({8})},
@@ -117,6 +148,45 @@ const Case kCases[] = {
      17, "grouped"},
     {"conv_depthwise", Op::Conv, {f({1, 16, 9, 9}), fc({16, 1, 3, 3}), fc({16})}, {{"group", int64_t{16}}, {"pads", V{1, 1, 1, 1}}},
      17, "grouped"},
+    // ConvInteger: ResNet-like u8 x s8 layers with a zero point (padding reads it), grouped, 1-D,
+    // s8 activations, and full-range weights (see Case::needs_vnni).
+    {"convi_resnet_zp", Op::ConvInteger, {u8({1, 64, 14, 14}), s8w({64, 64, 3, 3}, 64), zp(DType::UInt8, {128})},
+     {{"pads", V{1, 1, 1, 1}}}, 10, "conv2d_integer_u8s8_onednn_packed"},
+    {"convi_s2_const_zp", Op::ConvInteger, {u8({2, 3, 17, 19}), s8w({8, 3, 3, 3}, 64), zp(DType::UInt8, {9}, true)},
+     {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}, 10, "u8s8"},
+    {"convi_grouped", Op::ConvInteger, {u8({1, 8, 9, 9}), s8w({8, 2, 3, 3}, 64), zp(DType::UInt8, {3}),
+     zp(DType::Int8, {0}, true)}, {{"group", int64_t{4}}}, 10, "grouped"},
+    {"convi_1d_s8", Op::ConvInteger, {s8({1, 4, 20}), s8w({6, 4, 5}, 64)}, {{"pads", V{2, 1}}}, 10, "s8s8", 1, true},
+    {"convi_full_range_weights", Op::ConvInteger, {u8({1, 32, 8, 8}), s8w({16, 32, 3, 3}, 128)}, {}, 10, "u8s8", 1, true},
+    // QLinearMatMul and QLinearConv: the integer kernels above, then the reference's requantization
+    // (per tensor and per channel scales, QLinearConv's int32 bias, QLinearMatMul's wrapping).
+    {"qmm_per_tensor", Op::QLinearMatMul, {u8({2, 16, 64}), cf({}, {0.02}), zp(DType::UInt8, {120}, true), s8w({64, 40}, 64),
+     cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.15}), zp(DType::UInt8, {128}, true)}, {}, 10, "qlinear_matmul_integer_u8s8"},
+    {"qmm_per_column", Op::QLinearMatMul, {u8({5, 33}), cf({}, {0.02}), zp(DType::UInt8, {7}, true), s8w({33, 12}, 64),
+     cf({12}, ramp(12, 0.004, 0.001)), zp(DType::Int8, std::vector<double>(12, 0.0), true), cf({}, {0.05}),
+     zp(DType::UInt8, {128}, true)}, {}, 10, "qlinear_matmul"},
+    {"qconv_resnet_bias", Op::QLinearConv, {u8({1, 16, 10, 10}), cf({}, {0.02}), zp(DType::UInt8, {128}, true),
+     s8w({8, 16, 3, 3}, 64), cf({8}, ramp(8, 0.004, 0.001)), zp(DType::Int8, std::vector<double>(8, 0.0), true), cf({}, {0.1}),
+     zp(DType::UInt8, {100}, true), bias32({8})}, {{"pads", V{1, 1, 1, 1}}}, 10, "qlinear_conv2d_integer_u8s8"},
+    {"qconv_s8_out_no_bias", Op::QLinearConv, {u8({2, 4, 9, 9}), cf({}, {0.03}), zp(DType::UInt8, {3}, true), s8w({6, 4, 3, 3}, 64),
+     cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.2}), zp(DType::Int8, {-5}, true)}, {{"strides", V{2, 2}}}, 10, "qlinear_conv2d"},
+    {"qconv_full_range_weights", Op::QLinearConv, {u8({1, 32, 6, 6}), cf({}, {0.02}), zp(DType::UInt8, {128}, true),
+     s8w({16, 32, 3, 3}, 128), cf({}, {0.01}), zp(DType::Int8, {0}, true), cf({}, {0.5}), zp(DType::UInt8, {128}, true)},
+     {}, 10, "qlinear_conv2d", 1, true},
+    // Per-tensor QuantizeLinear and DequantizeLinear (a QDQ model's activations): ties round half
+    // to even, extremes saturate, no zero point means uint8 and 0.
+    {"quantize_u8_zp", Op::QuantizeLinear, {fs({2, 64, 28, 28}, 3.f), cf({}, {0.05}), zp(DType::UInt8, {128}, true)}, {}, 13,
+     "quantize_linear_f32_u8"},
+    {"quantize_ties", Op::QuantizeLinear, {fv({8}, {0.25, 0.75, 1.25, -0.25, -0.75, -1.25, 63.75, -64.25}), cf({}, {0.5}),
+     zp(DType::Int8, {0}, true)}, {}, 13, "quantize_linear_f32_s8"},
+    {"quantize_extremes", Op::QuantizeLinear, {fv({21}, kExtremes), cf({}, {0.5}), zp(DType::Int8, {-3}, true)}, {}, 13, "s8"},
+    {"quantize_no_zp", Op::QuantizeLinear, {f({100}), cf({}, {0.01})}, {}, 13, "quantize_linear_f32_u8"},
+    {"dynamic_quantize_qkv_input", Op::DynamicQuantizeLinear, {fs({1, 128, 384}, 2.f)}, {}, 11, "dynamic_quantize_linear", 3},
+    {"dynamic_quantize_positive", Op::DynamicQuantizeLinear, {pos({3, 37})}, {}, 11, "dynamic_quantize_linear", 3},
+    {"dynamic_quantize_extremes", Op::DynamicQuantizeLinear, {fv({21}, kExtremes)}, {}, 11, "dynamic_quantize_linear", 3},
+    {"dequantize_u8", Op::DequantizeLinear, {u8({2, 64, 28, 28}), cf({}, {0.05}), zp(DType::UInt8, {128}, true)}, {}, 13,
+     "dequantize_linear_u8_f32"},
+    {"dequantize_s8_no_zp", Op::DequantizeLinear, {s8({3, 37}), cf({}, {0.02})}, {}, 13, "dequantize_linear_s8_f32"},
     {"conv_1d", Op::Conv, {f({1, 4, 20}), fc({6, 4, 5})}, {{"pads", V{2, 1}}}, 17, "conv2d"},
     {"conv_resnet", Op::Conv, {f({1, 64, 28, 28}), fw({64, 64, 3, 3}, 576)}, {{"pads", V{1, 1, 1, 1}}}, 17, "conv2d"},
     {"conv_same_upper", Op::Conv, {f({1, 3, 10, 11}), fc({4, 3, 4, 4})}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", V{2, 2}}},
@@ -286,8 +356,10 @@ Tensor make_input(const In& in, std::mt19937& rng) {
   const int64_t n = t.numel();
   if (in.gen == Gen::Values) {
     for (int64_t i = 0; i < n; ++i) {
-      if (in.dtype == DType::Float32) t.data<float>()[i] = static_cast<float>(in.values[static_cast<size_t>(i)]);
-      else t.data<int64_t>()[i] = static_cast<int64_t>(in.values[static_cast<size_t>(i)]);
+      const double v = in.values[static_cast<size_t>(i)];
+      if (in.dtype == DType::Float32) t.data<float>()[i] = static_cast<float>(v);
+      else if (in.dtype == DType::Int64) t.data<int64_t>()[i] = static_cast<int64_t>(v);
+      else ref::store_integer(t, i, v);
     }
     return t;
   }
@@ -296,7 +368,8 @@ Tensor make_input(const In& in, std::mt19937& rng) {
     std::uniform_int_distribution<int64_t> u(lo, hi - 1);
     for (int64_t i = 0; i < n; ++i) {
       if (in.dtype == DType::Int64) t.data<int64_t>()[i] = u(rng);
-      else t.data<int32_t>()[i] = static_cast<int32_t>(u(rng));
+      else if (in.dtype == DType::Int32) t.data<int32_t>()[i] = static_cast<int32_t>(u(rng));
+      else ref::store_integer(t, i, static_cast<double>(u(rng)));
     }
     return t;
   }
@@ -333,6 +406,10 @@ TEST_P(CpuTwin, MatchesReference) {
   std::vector<TensorType> out_types = op_info(c.op).infer(ctx);
   out_types.resize(c.outputs);
   std::unique_ptr<Kernel> fast = cpu::backend().select(KernelRequest{node, in_types, consts, out_types}).kernel;
+  if (c.needs_vnni && !cpu::onednn_int8_has_vnni()) {
+    EXPECT_EQ(fast, nullptr) << "without VNNI, " << c.name << " was given kernel " << fast->name();
+    return;
+  }
   ASSERT_NE(fast, nullptr) << "no fast kernel selected for " << c.name;
   EXPECT_NE(fast->name().find(c.expect_kernel), std::string::npos)
       << "kernel " << fast->name() << " does not contain '" << c.expect_kernel << "'";

@@ -37,6 +37,66 @@ bool winograd_pays(const std::vector<int64_t>& k, const std::vector<int64_t>& st
 
 }  // namespace
 
+std::string OnednnConvShape::key() const {
+  return onednn::dims_key(src) + "|" + onednn::dims_key(weights) + "|" + onednn::dims_key(dst) + "|" +
+         onednn::dims_key(strides) + "|" + onednn::dims_key(dilations) + "|" + onednn::dims_key(pad_l) + "|" +
+         onednn::dims_key(pad_r);
+}
+
+std::optional<OnednnConvShape> onednn_conv_shape(const Node& n, Dims x, Dims wd, Dims y) {
+  const size_t rank = x.size();
+  if ((rank != 3 && rank != 4) || wd.size() != rank || y.size() != rank) return std::nullopt;
+  const size_t sp = rank - 2;
+  std::vector<int64_t> k(wd.begin() + 2, wd.end());
+  auto ks = n.attr_ints("kernel_shape", k);
+  if (ks != k) return std::nullopt;
+  auto strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
+  auto dil = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
+  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
+  const int64_t group = n.attr_int("group", 1);
+  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp || group < 1) return std::nullopt;
+  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t in = x[2 + i], eff = (k[i] - 1) * dil[i] + 1;
+    if (auto_pad == "VALID") {
+      pads[i] = pads[i + sp] = 0;
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t out = (in + strides[i] - 1) / strides[i];
+      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + eff - in);
+      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[i + sp] = total - pads[i];
+    } else if (auto_pad != "NOTSET") {
+      return std::nullopt;
+    }
+    if ((in + pads[i] + pads[i + sp] - eff) / strides[i] + 1 != y[2 + i]) return std::nullopt;
+  }
+  const int64_t C = x[1], OC = wd[0];
+  if (C % group || OC % group || wd[1] != C / group || y[1] != OC) return std::nullopt;
+  // 1-D convolutions run as 2-D with H = 1.
+  if (sp == 1) {
+    x.insert(x.begin() + 2, 1);
+    wd.insert(wd.begin() + 2, 1);
+    y.insert(y.begin() + 2, 1);
+    k.insert(k.begin(), 1);
+    strides.insert(strides.begin(), 1);
+    dil.insert(dil.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  OnednnConvShape s;
+  s.src = memory::dims(x.begin(), x.end());
+  s.dst = memory::dims(y.begin(), y.end());
+  s.weights = group > 1 ? memory::dims{group, OC / group, C / group, wd[2], wd[3]} : memory::dims(wd.begin(), wd.end());
+  s.strides = {strides[0], strides[1]};
+  s.dilations = {dil[0] - 1, dil[1] - 1};
+  s.pad_l = {pads[0], pads[1]};
+  s.pad_r = {pads[2], pads[3]};
+  s.kernel = k;
+  s.group = group;
+  s.C = C;
+  s.OC = OC;
+  return s;
+}
+
 std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilogue& epi) {
   const Node& n = r.node;
   if (r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||
@@ -52,56 +112,18 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
   if (epi.activation != "none" && !alg) return nullptr;
   const Tensor* b = has_bias ? constant_input(r, 2) : nullptr;
   if (!w || (has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0]))) return nullptr;
-  Dims x = r.inputs[0].dims, wd = r.inputs[1].dims, y = r.outputs[0].dims;
-  const size_t rank = x.size();
-  if ((rank != 3 && rank != 4) || wd.size() != rank || y.size() != rank) return nullptr;
-  const size_t sp = rank - 2;
-  std::vector<int64_t> k(wd.begin() + 2, wd.end());
-  auto ks = n.attr_ints("kernel_shape", k);
-  if (ks != k) return nullptr;
-  auto strides = n.attr_ints("strides", std::vector<int64_t>(sp, 1));
-  auto dil = n.attr_ints("dilations", std::vector<int64_t>(sp, 1));
-  auto pads = n.attr_ints("pads", std::vector<int64_t>(2 * sp, 0));
-  const int64_t group = n.attr_int("group", 1);
-  if (strides.size() != sp || dil.size() != sp || pads.size() != 2 * sp || group < 1) return nullptr;
-  const std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
-  for (size_t i = 0; i < sp; ++i) {
-    const int64_t in = x[2 + i], eff = (k[i] - 1) * dil[i] + 1;
-    if (auto_pad == "VALID") {
-      pads[i] = pads[i + sp] = 0;
-    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t out = (in + strides[i] - 1) / strides[i];
-      const int64_t total = std::max<int64_t>(0, (out - 1) * strides[i] + eff - in);
-      pads[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pads[i + sp] = total - pads[i];
-    } else if (auto_pad != "NOTSET") {
-      return nullptr;
-    }
-    if ((in + pads[i] + pads[i + sp] - eff) / strides[i] + 1 != y[2 + i]) return nullptr;
-  }
-  const int64_t C = x[1], OC = wd[0];
-  if (C % group || OC % group || wd[1] != C / group || y[1] != OC) return nullptr;
-  // 1-D convolutions run as 2-D with H = 1.
-  if (sp == 1) {
-    x.insert(x.begin() + 2, 1);
-    wd.insert(wd.begin() + 2, 1);
-    y.insert(y.begin() + 2, 1);
-    k.insert(k.begin(), 1);
-    strides.insert(strides.begin(), 1);
-    dil.insert(dil.begin(), 1);
-    pads = {0, pads[0], 0, pads[1]};
-  }
-  memory::dims src_d(x.begin(), x.end()), dst_d(y.begin(), y.end());
-  memory::dims w_d = group > 1 ? memory::dims{group, OC / group, C / group, wd[2], wd[3]}
-                               : memory::dims(wd.begin(), wd.end());
-  memory::dims st{strides[0], strides[1]}, dl{dil[0] - 1, dil[1] - 1};
-  memory::dims pl{pads[0], pads[1]}, pr{pads[2], pads[3]};
+  const auto shape = onednn_conv_shape(n, r.inputs[0].dims, r.inputs[1].dims, r.outputs[0].dims);
+  if (!shape) return nullptr;
+  // Named references, not a structured binding: clang 14 cannot capture those in the lambda below.
+  const memory::dims &src_d = shape->src, &w_d = shape->weights, &dst_d = shape->dst, &st = shape->strides,
+                     &dl = shape->dilations, &pl = shape->pad_l, &pr = shape->pad_r;
+  const int64_t group = shape->group, C = shape->C, OC = shape->OC;
+  const std::vector<int64_t> strides(st.begin(), st.end()), dil{dl[0] + 1, dl[1] + 1};
+  const std::vector<int64_t>& k = shape->kernel;
   memory::desc src_user(src_d, dt::f32, tag::nchw), dst_user(dst_d, dt::f32, tag::nchw);
   memory::desc w_user(w_d, dt::f32, group > 1 ? tag::goihw : tag::oihw);
   memory::desc bias_md = has_bias ? memory::desc({OC}, dt::f32, tag::x) : memory::desc();
-  std::string key = "conv|" + onednn::dims_key(src_d) + "|" + onednn::dims_key(w_d) + "|" + onednn::dims_key(dst_d) +
-                    "|" + onednn::dims_key(st) + "|" + onednn::dims_key(dl) + "|" + onednn::dims_key(pl) + "|" +
-                    onednn::dims_key(pr) + (has_bias ? "|b" : "") + (epi.residual >= 0 ? "|sum" : "") + "|" +
+  std::string key = "conv|" + shape->key() + (has_bias ? "|b" : "") + (epi.residual >= 0 ? "|sum" : "") + "|" +
                     epi.activation + std::to_string(epi.alpha);
   try {
     dnnl::convolution_forward::primitive_desc pd;

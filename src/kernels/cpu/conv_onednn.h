@@ -1,12 +1,28 @@
 // The oneDNN convolution behind Conv and FusedConv: one builder, so the fused kernel is the
 // plain one plus post-ops.
 #pragma once
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "kernels/kernel.h"
 
 namespace fusor::cpu {
+
+// A Conv-like node's geometry as oneDNN takes it (1-D as 2-D with H = 1; grouped weights goihw),
+// shared by the float and the integer convolutions.
+struct OnednnConvShape {
+  dnnl::memory::dims src, weights, dst, strides, dilations, pad_l, pad_r;
+  std::vector<int64_t> kernel;  // spatial kernel size
+  int64_t group = 1, C = 0, OC = 0;
+  std::string key() const;  // for primitive cache keys
+};
+// From the node's attributes (kernel_shape, strides, pads, dilations, group, auto_pad) and the
+// bound dims of X, W and Y; nullopt when they are outside what oneDNN's convolution handles.
+std::optional<OnednnConvShape> onednn_conv_shape(const Node& n, Dims x, Dims w, Dims y);
 
 struct ConvEpilogue {
   bool has_bias = false;         // input 2 is the bias

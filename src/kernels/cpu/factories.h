@@ -11,7 +11,13 @@ namespace fusor::cpu {
 
 std::unique_ptr<Kernel> make_matmul_kernel(const KernelRequest& r);      // matmul_onednn.cc
 std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r);        // matmul_onednn.cc
+std::unique_ptr<Kernel> make_matmul_integer_kernel(const KernelRequest& r);  // matmul_integer_onednn.cc
 std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r);        // conv_onednn.cc
+std::unique_ptr<Kernel> make_conv_integer_kernel(const KernelRequest& r);  // conv_integer_onednn.cc
+std::unique_ptr<Kernel> make_quantize_linear_kernel(const KernelRequest& r);  // quantize_linear.cc
+std::unique_ptr<Kernel> make_dynamic_quantize_linear_kernel(const KernelRequest& r);  // quantize_linear.cc
+std::unique_ptr<Kernel> make_qlinear_matmul_kernel(const KernelRequest& r);  // qlinear_onednn.cc
+std::unique_ptr<Kernel> make_qlinear_conv_kernel(const KernelRequest& r);    // qlinear_onednn.cc
 std::unique_ptr<Kernel> make_conv_transpose_kernel(const KernelRequest& r);  // deconv_onednn.cc
 std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r);        // pool_onednn.cc
 std::unique_ptr<Kernel> make_unary_kernel(const KernelRequest& r);       // unary.cc

@@ -129,13 +129,13 @@ void OnednnPlainIo::dst_to_plain(const void* stored, void* plain) const {
   onednn::stream().wait();
 }
 
-void OnednnPlainIo::run(const float* src, float* dst, std::span<std::byte> scratch, const float* accumulate) {
+void OnednnPlainIo::run(const void* src, void* dst, std::span<std::byte> scratch, const void* accumulate) {
   std::byte* at = scratch.data();
-  user_src_.set_data_handle(const_cast<float*>(src));
+  user_src_.set_data_handle(const_cast<void*>(src));
   user_dst_.set_data_handle(dst);
   if (entry_->src_reorder) {
     if (src_blocked_) {
-      src_.set_data_handle(const_cast<float*>(src));
+      src_.set_data_handle(const_cast<void*>(src));
     } else {
       src_.set_data_handle(at);
       at += src_bytes_;
@@ -152,7 +152,7 @@ void OnednnPlainIo::run(const float* src, float* dst, std::span<std::byte> scrat
   }
   if (accumulate) {
     if (entry_->dst_reorder && !acc_blocked_) {
-      user_acc_.set_data_handle(const_cast<float*>(accumulate));
+      user_acc_.set_data_handle(const_cast<void*>(accumulate));
       onednn::execute_reorder(*entry_->dst_in_reorder, user_acc_, dst_);
     } else if (accumulate != dst_.get_data_handle()) {
       // Same layout on both sides (plain, or dst's blocked one): a copy.

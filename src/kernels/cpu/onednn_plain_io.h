@@ -61,7 +61,8 @@ class OnednnPlainIo {
 
   size_t scratch_bytes() const;
   // `accumulate`, when set, is a tensor of dst's plain shape that dst starts from (sum post-op).
-  void run(const float* src, float* dst, std::span<std::byte> scratch, const float* accumulate = nullptr);
+  // Element types are the descs' (float32 for Conv, u8/s8 in and s32 out for ConvInteger).
+  void run(const void* src, void* dst, std::span<std::byte> scratch, const void* accumulate = nullptr);
 
   // Blocked layouts between kernels (plan/layouts.h): the names of src's and dst's blocked
   // layouts ("" when the primitive uses the plain one, or dst's is larger than the plain).

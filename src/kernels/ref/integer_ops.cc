@@ -49,11 +49,9 @@ Tensor minus_channel_zero_point(const Tensor& t, const Tensor* zp) {
   return out;
 }
 
-void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const Tensor& b_scale,
-                const Tensor& y_scale, const Tensor* y_zero_point, int64_t inner, bool wrap, Tensor& y) {
+std::vector<double> requantize_multipliers(const Tensor& a_scale, const Tensor& b_scale, const Tensor& y_scale) {
   const std::vector<double> sa = values_as_double(a_scale), sb = values_as_double(b_scale);
   const std::vector<double> sy = values_as_double(y_scale);
-  const double zp = y_zero_point ? y_zero_point->scalar_as_double(0) : 0.0;
   const DType st = a_scale.dtype();
   std::vector<double> mult(sb.size());
   for (size_t c = 0; c < sb.size(); ++c) {
@@ -64,18 +62,28 @@ void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const T
       mult[c] = round_to(st, ab / static_cast<float>(sy[0]));
     }
   }
-  const auto channels = static_cast<int64_t>(mult.size());
+  return mult;
+}
+
+void store_requantized(Tensor& y, int64_t i, double acc, double multiplier, double zero_point, bool wrap) {
   const auto [lo, hi] = quant_range(y.dtype());
-  for (int64_t i = 0; i < acc.numel(); ++i) {
-    const double m = mult[channels == 1 ? 0 : static_cast<size_t>((i / inner) % channels)];
-    const double v = std::nearbyint(acc.scalar_as_double(i) * m + zp);
-    if (std::isnan(v)) store_integer(y, i, 0);
-    else if (!wrap) store_integer(y, i, std::clamp(v, lo, hi));
-    else {
-      const auto low8 = static_cast<uint8_t>(static_cast<int64_t>(std::clamp(v, -1e18, 1e18)));
-      store_integer(y, i, lo < 0 ? static_cast<double>(static_cast<int8_t>(low8)) : static_cast<double>(low8));
-    }
+  const double v = std::nearbyint(acc * multiplier + zero_point);
+  if (std::isnan(v)) store_integer(y, i, 0);
+  else if (!wrap) store_integer(y, i, std::clamp(v, lo, hi));
+  else {
+    const auto low8 = static_cast<uint8_t>(static_cast<int64_t>(std::clamp(v, -1e18, 1e18)));
+    store_integer(y, i, lo < 0 ? static_cast<double>(static_cast<int8_t>(low8)) : static_cast<double>(low8));
   }
+}
+
+void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const Tensor& b_scale,
+                const Tensor& y_scale, const Tensor* y_zero_point, int64_t inner, bool wrap, Tensor& y) {
+  const std::vector<double> mult = requantize_multipliers(a_scale, b_scale, y_scale);
+  const double zp = y_zero_point ? y_zero_point->scalar_as_double(0) : 0.0;
+  const auto channels = static_cast<int64_t>(mult.size());
+  for (int64_t i = 0; i < acc.numel(); ++i)
+    store_requantized(y, i, acc.scalar_as_double(i), mult[channels == 1 ? 0 : static_cast<size_t>((i / inner) % channels)],
+                      zp, wrap);
 }
 
 }  // namespace fusor::ref

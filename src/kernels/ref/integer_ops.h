@@ -4,6 +4,7 @@
 // QLinearMatMul and QLinearConv.
 #pragma once
 #include <span>
+#include <vector>
 
 #include "ir/graph.h"
 
@@ -23,5 +24,11 @@ Tensor minus_channel_zero_point(const Tensor& t, const Tensor* zp);
 // QLinearMatMul casts without clipping, and its node tests expect that.
 void requantize(const Node& n, const Tensor& acc, const Tensor& a_scale, const Tensor& b_scale,
                 const Tensor& y_scale, const Tensor* y_zero_point, int64_t inner, bool wrap, Tensor& y);
+
+// requantize's two steps, for the fast kernels (kernels/cpu/qlinear_onednn.cc) to compute the
+// same values: the per-channel multipliers, and one element (acc * multiplier + zero_point,
+// rounded half to even, saturated or, with `wrap`, wrapped into y's type) stored as y[i].
+std::vector<double> requantize_multipliers(const Tensor& a_scale, const Tensor& b_scale, const Tensor& y_scale);
+void store_requantized(Tensor& y, int64_t i, double acc, double multiplier, double zero_point, bool wrap);
 
 }  // namespace fusor::ref
