@@ -20,6 +20,7 @@ namespace py = pybind11;
 void bind_errors(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_pipeline(py::module_& m);
+void bind_generate(py::module_& m);
 
 // A numpy array's dtype as fusor's; throws an InvalidArgument Error naming `what` for a dtype
 // fusor has no type for (object, str, complex, ...).

@@ -6,4 +6,5 @@ PYBIND11_MODULE(_fusor, m) {
   fusor::python::bind_errors(m);
   fusor::python::bind_engine(m);
   fusor::python::bind_pipeline(m);
+  fusor::python::bind_generate(m);
 }

@@ -108,3 +108,24 @@ def bench(model, batch=(1,), seq=128, shapes=None, seconds=3.0, warmup=3, thread
             raise _fusor.InvalidArgument(message) if done.returncode == 2 else _fusor.Fail(message)
         with open(out) as f:
             return json.load(f)
+
+
+def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature=None, top_k=None, top_p=None,
+             repetition_penalty=1.0, seed=0, stop=(), ignore_eos=False, eos_ids=None, tokenizer=None,
+             config=None) -> dict:
+    """Text after a prompt with a decoder export (docs/generate.md), as `fusor generate --json`:
+    prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Greedy unless a sampling
+    knob is given (a temperature of 0 is greedy); model is a model.onnx or its folder."""
+    if (prompt is None) == (prompt_ids is None):
+        raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
+    if max_new_tokens < 0:
+        raise _fusor.InvalidArgument("max_new_tokens must be 0 or more")
+    model_file = _fusor.decoder_model_file(os.fspath(model))
+    engine = _fusor.Engine.load(model_file)
+    options = _options(engine, model_file, config, gate_if_missing=config is not None)
+    do_sample = bool(temperature) or top_k is not None or top_p is not None
+    return _fusor.generate(engine, model_file, prompt, None if prompt_ids is None else list(prompt_ids),
+                           max_new_tokens, do_sample, temperature or 1.0, top_k or 0,
+                           1.0 if top_p is None else top_p, repetition_penalty, seed, list(stop), ignore_eos,
+                           None if eos_ids is None else list(eos_ids), options,
+                           "" if tokenizer is None else os.fspath(tokenizer))

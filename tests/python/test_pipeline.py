@@ -69,3 +69,23 @@ def test_bench_is_the_cli_bench_json(tiny_model):
     assert first["throughput_per_s"] > 0 and report["executor"] == "fast"
     with pytest.raises(fusor.Fail, match="model.onnx"):
         fusor.bench(tiny_model.parent / "missing" / "model.onnx", seconds=0.1)
+
+
+def test_generate_matches_the_cli(tmp_path):
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    result = fusor.generate(model, prompt="def main():", max_new_tokens=6, ignore_eos=True)
+    done = cli("generate", model, "--prompt", "def main():", "--max-new-tokens", 6, "--ignore-eos", "--json")
+    assert done.returncode == 0, done.stderr
+    from_cli = json.loads(done.stdout)
+    assert result.keys() == from_cli.keys()
+    for key in ["prompt_ids", "output_ids", "text", "finish_reason"]:
+        assert result[key] == from_cli[key], key
+    assert len(result["output_ids"]) == 6
+    sampled = fusor.generate(model, prompt_ids=result["prompt_ids"], max_new_tokens=4, temperature=0.8, top_k=20,
+                             seed=3, ignore_eos=True)
+    assert sampled == {**sampled, "output_ids": fusor.generate(model, prompt_ids=result["prompt_ids"],
+                                                               max_new_tokens=4, temperature=0.8, top_k=20, seed=3,
+                                                               ignore_eos=True)["output_ids"]}
+    with pytest.raises(fusor.InvalidArgument, match="one of them"):
+        fusor.generate(model, max_new_tokens=2)
