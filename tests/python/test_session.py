@@ -218,3 +218,10 @@ def test_run_options_and_version():
     assert r.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
     assert fusor.get_version_string() == fusor.__version__
     fusor.set_default_logger_severity(3)
+
+
+def test_onnx_runtime_exception_names():
+    state = fusor.capi.onnxruntime_pybind11_state
+    with pytest.raises(state.InvalidProtobuf):
+        fusor.InferenceSession(b"\x08")
+    assert state.RuntimeException is state.EngineError is state.EPFail is fusor.Fail
