@@ -8,7 +8,9 @@ PY        := .venv/bin/python
 NODE_DATA  = $(shell $(PY) -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
 JOBS      ?= $(shell nproc)
 
-.PHONY: all setup build models test test-unit test-e2e test-asan test-tsan fuzz check-layers demo bench clean
+PYVENV    := build-python-venv
+
+.PHONY: all setup build models test test-unit test-e2e test-python test-asan test-tsan fuzz check-layers demo bench clean
 
 all: build
 
@@ -29,6 +31,16 @@ test-unit: build models
 
 test-e2e: build models
 	FUSOR=$(BUILD)/fusor $(PY) -m pytest -q tests/e2e
+
+# The Python package (docs/python.md) as a user gets it: a fresh venv, pip install . (its compiles
+# are ccache hits of build/'s, CMakeLists.txt), then tests/python against ONNX Runtime. Debian's
+# numpy, torch and torchvision come from the system site-packages, as in .venv.
+test-python: build models
+	rm -rf $(PYVENV)
+	/usr/bin/python3 -m venv --system-site-packages $(PYVENV)
+	$(PYVENV)/bin/pip install -q --disable-pip-version-check -r python/requirements-build.txt -r tests/python/requirements.txt
+	$(PYVENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation .
+	$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
 # The unit and conformance suites once more under AddressSanitizer and UBSan.
 test-asan: setup models
@@ -52,7 +64,7 @@ check-layers:
 	@./scripts/check-layers --self-test
 	@./scripts/check-layers
 
-test: check-layers test-unit test-e2e test-asan test-tsan fuzz
+test: check-layers test-unit test-e2e test-python test-asan test-tsan fuzz
 
 demo: build models
 	@./scripts/demo
@@ -61,4 +73,4 @@ bench: build models
 	@./bench/compare-ort
 
 clean:
-	rm -rf $(BUILD) $(ASAN) $(TSAN) build-fuzz
+	rm -rf $(BUILD) $(ASAN) $(TSAN) build-fuzz build-python $(PYVENV)

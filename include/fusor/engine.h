@@ -76,6 +76,10 @@ class Session {
 
   // Inputs by name; every model input must be given with its bound dtype and shape.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
+  // The same, writing each output into `outputs[name]` when that tensor has the output's dtype
+  // and dims (a view of caller memory is written in place: the Python package's io_binding);
+  // any other entry is replaced by a new tensor, and missing outputs are added.
+  void run_into(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs);
   // Kernels one inference launches (steps in the plan).
   size_t kernels_per_inference() const;
   struct MemoryStats {

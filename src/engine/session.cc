@@ -87,6 +87,12 @@ Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 
 std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, Tensor> named;
+  run_into(inputs, named);
+  return named;
+}
+
+void Session::run_into(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) {
   if (impl_->per_run) impl_->plan_for_values(inputs);
   const Graph& g = *impl_->plan->graph;
   std::vector<Tensor> ordered;
@@ -107,10 +113,14 @@ std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& 
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
       throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
   }
-  std::vector<Tensor> outs = impl_->executor->run(ordered);
-  std::map<std::string, Tensor> named;
-  for (size_t i = 0; i < outs.size(); ++i) named[g.values[static_cast<size_t>(g.outputs[i])].name] = outs[i];
-  return named;
+  std::vector<Tensor> outs;
+  outs.reserve(g.outputs.size());
+  for (int id : g.outputs) {
+    auto it = outputs.find(g.values[static_cast<size_t>(id)].name);
+    outs.push_back(it == outputs.end() ? Tensor() : it->second);
+  }
+  impl_->executor->run_into(ordered, outs);  // writes into the tensors whose dtype and dims match
+  for (size_t i = 0; i < outs.size(); ++i) outputs[g.values[static_cast<size_t>(g.outputs[i])].name] = outs[i];
 }
 
 size_t Session::kernels_per_inference() const { return impl_->plan ? impl_->plan->steps.size() : 0; }

@@ -1,0 +1,59 @@
+// fusor::Error -> Python exceptions typed as ONNX Runtime's onnxruntime_pybind11_state ones, so
+// `except InvalidArgument:` clauses written for ONNX Runtime keep working. The message is the
+// CLI's one line, unchanged.
+#include "bindings.h"
+
+#include "fusor/error.h"
+
+namespace fusor::python {
+
+namespace {
+
+// Kept for the life of the interpreter: the module owns references to the same objects.
+struct ErrorClasses {
+  PyObject* fail = nullptr;
+  PyObject* invalid_argument = nullptr;
+  PyObject* invalid_graph = nullptr;
+  PyObject* not_implemented = nullptr;
+
+  PyObject* of(ErrorKind kind) const {
+    switch (kind) {
+      case ErrorKind::InvalidArgument: return invalid_argument;
+      case ErrorKind::InvalidModel: return invalid_graph;
+      case ErrorKind::UnsupportedOp: return not_implemented;
+      case ErrorKind::Runtime: return fail;
+    }
+    return fail;
+  }
+};
+
+ErrorClasses classes;
+
+PyObject* add_class(py::module_& m, const char* name, PyObject* base, const char* doc) {
+  std::string qualified = std::string("fusor._fusor.") + name;
+  PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base, nullptr);
+  if (!cls) throw py::error_already_set();
+  m.add_object(name, py::handle(cls));
+  return cls;
+}
+
+}  // namespace
+
+void bind_errors(py::module_& m) {
+  PyObject* base = add_class(m, "Error", PyExc_RuntimeError, "Base of every error fusor raises.");
+  classes.fail = add_class(m, "Fail", base, "Preparing or running the model failed (ErrorKind::Runtime).");
+  classes.invalid_argument =
+      add_class(m, "InvalidArgument", base, "The inputs, shapes, options or config are wrong for the model.");
+  classes.invalid_graph = add_class(m, "InvalidGraph", base, "The model is not a valid ONNX model fusor can load.");
+  classes.not_implemented =
+      add_class(m, "NotImplemented", base, "A valid model needs an op, opset or dtype fusor does not implement.");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      PyErr_SetString(classes.of(e.kind()), e.what());
+    }
+  });
+}
+
+}  // namespace fusor::python

@@ -1,0 +1,131 @@
+"""The rest of fusor's pipeline from Python, each returning what the CLI's JSON holds, as plain
+dicts and lists: check (the precision gate, `fusor check --report`), profile (`fusor profile
+--json`), optimize (`fusor optimize`'s result) and bench (`fusor bench --json`)."""
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+
+import numpy as np
+
+from fusor import _fusor
+from fusor.options import load_config
+
+
+def _model(model):
+    path = os.fspath(model)
+    return path, _fusor.Engine.load(path)
+
+
+def _options(engine, path, config, gate_if_missing):
+    """The CLI's session options for `config`, with the gate's saved verdict applied."""
+    options = _fusor.SessionOptions(load_config(config))
+    _fusor.apply_precision_verdict(engine, path, options, gate_if_missing)
+    return options
+
+
+def check(model, samples=None, config=None, batch=1, seq=16, shapes=None, edge_cases=True, edge_seqs=(1,),
+          edge_batches=(), save_verdict=True, progress=False) -> dict:
+    """The precision gate on `model` (docs/check.md): every fusion item against the unfused plan
+    and the float64 truth, items rolled back when wrong. Returns the report (`passed`, `items`
+    with per-item verdicts, `rolled_back`, `outputs`, ...); the verdict is saved beside the model
+    unless save_verdict is False. samples: None (generated) or a list of {input name: array}."""
+    path, engine = _model(model)
+    cfg = load_config(config)
+    shapes = {k: list(v) for k, v in (shapes or {}).items()}
+    sample_list = [{k: np.ascontiguousarray(v) for k, v in s.items()} for s in (samples or [])]
+    if sample_list:
+        shapes.update({k: list(v.shape) for k, v in sample_list[0].items()})
+    dims = engine.bind_dims(shapes, batch, seq)
+    edge_dims = []
+    if edge_cases and not sample_list:
+        edge_dims += [engine.bind_dims(shapes, batch, s) for s in edge_seqs if s != seq]
+        edge_dims += [engine.bind_dims(shapes, b, seq) for b in edge_batches if b != batch]
+    report = _fusor.check(engine, path, cfg, dims, sample_list, edge_cases, edge_dims, save_verdict, progress)
+    return json.loads(report)
+
+
+def profile(model, batch=1, seq=128, shapes=None, runs=10, warmup=2, config=None, by_shape=False,
+            quick_ceilings=False, cache_dir="") -> dict:
+    """Where one inference spends its time (docs/profile.md): the `fusor profile --json` report."""
+    if runs < 1:
+        raise _fusor.InvalidArgument(f"runs must be at least 1, got {runs}")
+    path, engine = _model(model)
+    dims = engine.bind_dims({k: list(v) for k, v in (shapes or {}).items()}, batch, seq)
+    options = _options(engine, path, config, gate_if_missing=config is not None)
+    report = _fusor.profile(engine, dims, path, batch, seq, runs, warmup, by_shape, options, quick_ceilings,
+                            os.fspath(cache_dir))
+    return json.loads(report)
+
+
+def optimize(model, output_path, batch=1, seq=128, shapes=None, config=None) -> dict:
+    """Writes the fused model as ONNX to `output_path` (docs/optimize.md); returns what was fused
+    and declined, and whether the inputs kept their symbolic dims."""
+    output_path = os.fspath(output_path)
+    parent = os.path.dirname(output_path)
+    if parent and not os.path.isdir(parent):
+        raise _fusor.Fail(f"cannot write model file '{output_path}': folder {parent} does not exist")
+    path, engine = _model(model)
+    dims = engine.bind_dims({k: list(v) for k, v in (shapes or {}).items()}, batch, seq)
+    options = _options(engine, path, config, gate_if_missing=config is not None)
+    return _fusor.optimize(engine, dims, options, output_path)
+
+
+def cli_path() -> str:
+    """The `fusor` CLI installed with this package (on PATH in its environment)."""
+    beside = os.path.join(sysconfig.get_path("scripts"), "fusor")
+    if os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("fusor")
+    if found is None:
+        raise _fusor.Fail("the fusor CLI is not installed beside this package, nor on PATH")
+    return found
+
+
+def bench(model, batch=(1,), seq=128, shapes=None, seconds=3.0, warmup=3, threads=None, config=None) -> dict:
+    """Throughput, latency percentiles, kernels and peak memory per batch size: `fusor bench --json`,
+    run by the CLI in its own process, so the numbers are the CLI's (and its peak RSS its own)."""
+    batches = [batch] if isinstance(batch, int) else list(batch)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "bench.json")
+        cmd = [cli_path(), "bench", os.fspath(model), "--batch", ",".join(str(b) for b in batches),
+               "--seq", str(seq), "--seconds", str(seconds), "--warmup", str(warmup), "--json", out]
+        for name, dims in (shapes or {}).items():
+            cmd += ["--shape", f"{name}=" + ",".join(str(d) for d in dims)]
+        if threads:
+            cmd += ["--threads", str(threads)]
+        if config is not None:
+            cfg = os.path.join(tmp, "config.yaml")
+            with open(cfg, "w") as f:
+                f.write(load_config(config).yaml())
+            cmd += ["--config", cfg]
+        done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            lines = [ln for ln in done.stderr.splitlines() if ln.strip()] or ["exit %d" % done.returncode]
+            message = lines[-1].removeprefix("fusor: error: ")
+            raise _fusor.InvalidArgument(message) if done.returncode == 2 else _fusor.Fail(message)
+        with open(out) as f:
+            return json.load(f)
+
+
+def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature=None, top_k=None, top_p=None,
+             repetition_penalty=1.0, seed=0, stop=(), ignore_eos=False, eos_ids=None, tokenizer=None,
+             config=None) -> dict:
+    """Text after a prompt with a decoder export (docs/generate.md), as `fusor generate --json`:
+    prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Greedy unless a sampling
+    knob is given (a temperature of 0 is greedy); model is a model.onnx or its folder."""
+    if (prompt is None) == (prompt_ids is None):
+        raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
+    if max_new_tokens < 0:
+        raise _fusor.InvalidArgument("max_new_tokens must be 0 or more")
+    model_file = _fusor.decoder_model_file(os.fspath(model))
+    engine = _fusor.Engine.load(model_file)
+    options = _options(engine, model_file, config, gate_if_missing=config is not None)
+    do_sample = bool(temperature) or top_k is not None or top_p is not None
+    return _fusor.generate(engine, model_file, prompt, None if prompt_ids is None else list(prompt_ids),
+                           max_new_tokens, do_sample, temperature or 1.0, top_k or 0,
+                           1.0 if top_p is None else top_p, repetition_penalty, seed, list(stop), ignore_eos,
+                           None if eos_ids is None else list(eos_ids), options,
+                           "" if tokenizer is None else os.fspath(tokenizer))

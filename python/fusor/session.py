@@ -1,0 +1,210 @@
+"""InferenceSession: ONNX Runtime's session over fusor's Engine.
+
+An Engine is the loaded model; each distinct set of input shapes gets its own plans, kept in a
+bounded LRU (plan_cache.py) with one execution context per concurrent run. run() hands numpy
+arrays to the engine as views (the executor copies them once, into its arena; only a
+non-contiguous array is made contiguous first) and returns numpy arrays over the outputs' own
+storage, with the GIL released while the model runs.
+"""
+import os
+
+import numpy as np
+
+from fusor import _fusor, providers as _providers
+from fusor.model_metadata import read_metadata, read_metadata_file
+from fusor.options import SessionOptions
+from fusor.plan_cache import PlanCache
+
+_ORT_TYPE = {"float32": "float", "float64": "double", "bool": "bool"}
+
+
+def ort_type(fusor_dtype: str) -> str:
+    """fusor's dtype name -> ONNX Runtime's type string: "float32" -> "tensor(float)"."""
+    return f"tensor({_ORT_TYPE.get(fusor_dtype, fusor_dtype)})"
+
+
+def _dims_text(shape) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+class NodeArg:
+    """A model input or output: name, shape (symbolic dims as their names, None where unknown)
+    and type ("tensor(float)")."""
+
+    def __init__(self, info: dict):
+        self.name = info["name"]
+        self.type = ort_type(info["dtype"])
+        self.dtype = info["dtype"]
+        if not info["has_shape"]:
+            self.shape = None
+        else:
+            symbols = info["symbols"] or [""] * len(info["dims"])
+            self.shape = [d if d >= 0 else (s or None) for d, s in zip(info["dims"], symbols)]
+        self._dims = info["dims"]
+
+    def __repr__(self):
+        return f"NodeArg(name='{self.name}', type='{self.type}', shape={self.shape})"
+
+
+class ModelMetadata:
+    def __init__(self, fields: dict):
+        self.producer_name = fields["producer_name"]
+        self.graph_name = fields["graph_name"]
+        self.domain = fields["domain"]
+        self.description = fields["description"]
+        self.graph_description = fields["graph_description"]
+        self.version = fields["version"]
+        self.custom_metadata_map = fields["custom_metadata_map"]
+
+
+class InferenceSession:
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        opts = self._sess_options
+        self._providers, self._provider_options = _providers.resolve(providers, provider_options)
+        if opts.intra_op_num_threads > 0:
+            _fusor.set_compute_threads(int(opts.intra_op_num_threads))
+        if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+            self._model_path = None
+            self._model_bytes = bytes(path_or_bytes)
+            self._engine = _fusor.Engine.load_bytes(self._model_bytes)
+        elif isinstance(path_or_bytes, (str, os.PathLike)):
+            self._model_path = os.fspath(path_or_bytes)
+            self._model_bytes = None
+            self._engine = _fusor.Engine.load(self._model_path)
+        else:
+            raise TypeError(f"Unable to load from type '{type(path_or_bytes)}'")
+        self._options = opts._engine_options()
+        if self._model_path is not None:  # as fusor run: the gate's saved rollbacks apply
+            _fusor.apply_precision_verdict(self._engine, self._model_path, self._options)
+        self._inputs = [NodeArg(i) for i in self._engine.inputs()]
+        self._outputs = [NodeArg(o) for o in self._engine.outputs()]
+        self._input_by_name = {i.name: i for i in self._inputs}
+        self._output_names = [o.name for o in self._outputs]
+        self._cache = PlanCache(opts._plan_cache_size())
+        if opts.optimized_model_filepath and self._model_path is not None:
+            from fusor.pipeline import optimize
+            optimize(self._model_path, opts.optimized_model_filepath, config=opts._config())
+
+    # ---- what the model is
+
+    def get_inputs(self) -> list:
+        return list(self._inputs)
+
+    def get_outputs(self) -> list:
+        return list(self._outputs)
+
+    def get_overridable_initializers(self) -> list:
+        return []
+
+    def get_modelmeta(self) -> ModelMetadata:
+        if self._model_path is not None:
+            return ModelMetadata(read_metadata_file(self._model_path))
+        return ModelMetadata(read_metadata(memoryview(self._model_bytes)))
+
+    def get_providers(self) -> list:
+        return list(self._providers)
+
+    def get_provider_options(self) -> dict:
+        return {p: dict(o) for p, o in zip(self._providers, self._provider_options)}
+
+    def set_providers(self, providers=None, provider_options=None) -> None:
+        self._providers, self._provider_options = _providers.resolve(providers, provider_options)
+
+    def disable_fallback(self) -> None:
+        """Accepted: there is no other provider to fall back from."""
+
+    def enable_fallback(self) -> None:
+        """Accepted: there is no other provider to fall back to."""
+
+    def get_session_options(self) -> SessionOptions:
+        return self._sess_options
+
+    def end_profiling(self) -> str:
+        return ""
+
+    def get_profiling_start_time_ns(self) -> int:
+        return 0
+
+    def plan_cache_info(self) -> dict:
+        """fusor's own: shapes and contexts kept, hits, misses, and how long planning a new shape took."""
+        return self._cache.info()
+
+    # ---- running
+
+    def run(self, output_names, input_feed, run_options=None) -> list:
+        names = self._check_output_names(output_names)
+        feeds = self._feeds(input_feed)
+        outputs = self._with_context(feeds, lambda context: context.run(feeds))
+        return [outputs[n] for n in names]
+
+    def run_with_iobinding(self, iobinding, run_options=None) -> None:
+        iobinding._run(self)
+
+    def io_binding(self):
+        from fusor.io_binding import IOBinding
+        return IOBinding(self)
+
+    # ---- inside
+
+    def _check_output_names(self, output_names) -> list:
+        if not output_names:
+            return self._output_names
+        for n in output_names:
+            if n not in self._output_names:
+                raise _fusor.InvalidArgument(f"model has no output named '{n}'")
+        return output_names
+
+    def _feeds(self, input_feed) -> dict:
+        """{name: C-contiguous, native-endian ndarray}: array-likes and OrtValues converted, the
+        caller's arrays passed through uncopied when they already are."""
+        if not isinstance(input_feed, dict):
+            raise _fusor.InvalidArgument("input_feed must be a dict {input name: array}")
+        feeds = {}
+        for name, value in input_feed.items():
+            array = value if type(value) is np.ndarray else _as_array(value)
+            if not array.flags.c_contiguous or not array.dtype.isnative:
+                array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+            feeds[name] = array
+        return feeds
+
+    def _with_context(self, feeds: dict, call):
+        key = tuple((name, a.shape) for name, a in feeds.items())
+        context = self._cache.acquire(key)
+        if context is None:
+            self._check_feeds(feeds)
+            dims = {name: list(a.shape) for name, a in feeds.items()}
+            context = self._cache.plan(lambda: self._engine.session(dims, self._options))
+        try:
+            return call(context)
+        finally:
+            self._cache.release(key, context)
+
+    def _check_feeds(self, feeds: dict) -> None:
+        """Before planning a new shape: names, dtypes and declared dims, each wrong one as
+        InvalidArgument in the executor's words."""
+        for name in feeds:
+            if name not in self._input_by_name:
+                raise _fusor.InvalidArgument(f"model has no input named '{name}'")
+        for arg in self._inputs:
+            if arg.name not in feeds:
+                raise _fusor.InvalidArgument(f"missing input '{arg.name}'")
+            array = feeds[arg.name]
+            dtype = _dtype_name(array)
+            declared = arg._dims if arg.shape is not None else None
+            fits = declared is None or (len(declared) == array.ndim and
+                                        all(d < 0 or d == n for d, n in zip(declared, array.shape)))
+            if dtype != arg.dtype or not fits:
+                want = _dims_text(arg.shape) if arg.shape is not None else "of any shape"
+                raise _fusor.InvalidArgument(f"input '{arg.name}' must be {arg.dtype} {want}, got "
+                                             f"{dtype} {_dims_text(array.shape)}")
+
+
+def _as_array(value) -> np.ndarray:
+    if hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # an OrtValue
+        return value.numpy()
+    return np.asarray(value)
+
+
+def _dtype_name(array: np.ndarray) -> str:
+    return "bool" if array.dtype == np.bool_ else array.dtype.name

@@ -1,0 +1,91 @@
+"""fusor.check, profile, optimize and bench return what the CLI's JSON holds."""
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+import fusor
+from fusor.pipeline import cli_path
+
+
+def cli(*args):
+    return subprocess.run([cli_path(), *map(str, args)], capture_output=True, text=True, timeout=600)
+
+
+def test_check_matches_the_cli_report(tiny_model, tmp_path):
+    report = fusor.check(tiny_model, batch=2, seq=1, save_verdict=False)
+    done = cli("check", tiny_model, "--batch", 2, "--report", tmp_path / "report.json")
+    assert done.returncode == 0, done.stderr
+    from_cli = json.loads((tmp_path / "report.json").read_text())
+    assert report.keys() == from_cli.keys()
+    assert report["passed"] is True and report["mode"] == "strict"
+    assert [(i["name"], i["status"]) for i in report["items"]] == [(i["name"], i["status"]) for i in from_cli["items"]]
+    assert report["items"], "the tiny model has fusion items to check"
+    assert report["samples"] == from_cli["samples"]
+
+
+def test_check_takes_samples_and_catches_a_bad_config(tiny_model):
+    samples = [{"x": np.random.default_rng(s).standard_normal((3, 16)).astype(np.float32)} for s in range(2)]
+    report = fusor.check(tiny_model, samples=samples, config={"fusion": {"precision_check": "relaxed"}},
+                         save_verdict=False)
+    assert report["passed"] and report["mode"] == "relaxed" and len(report["samples"]) >= 2
+    with pytest.raises(fusor.Error, match="<dict>:1:"):
+        fusor.check(tiny_model, config={"fusion": {"no_such_switch": True}}, save_verdict=False)
+
+
+def test_profile_matches_the_cli_json(tiny_model, tmp_path):
+    report = fusor.profile(tiny_model, batch=4, runs=3, warmup=1, quick_ceilings=True, cache_dir=tmp_path)
+    done = cli("profile", tiny_model, "--batch", 4, "--runs", 3, "--warmup", 1, "--quick", "--cache-dir", tmp_path,
+               "--json", tmp_path / "profile.json")
+    assert done.returncode == 0, done.stderr
+    from_cli = json.loads((tmp_path / "profile.json").read_text())
+    assert report.keys() == from_cli.keys()
+    assert report["batch"] == 4 and report["runs"] == 3
+    assert report["kernels_per_inference"] == from_cli["kernels_per_inference"]
+    assert {k["name"] for k in report["kernels"]} == {k["name"] for k in from_cli["kernels"]}
+    with pytest.raises(fusor.InvalidArgument, match="runs must be at least 1"):
+        fusor.profile(tiny_model, runs=0)
+
+
+def test_optimize_writes_a_model_onnx_runtime_runs(tiny_model, tmp_path):
+    import onnxruntime
+    result = fusor.optimize(tiny_model, tmp_path / "fused.onnx", batch=2)
+    assert result["nodes_before"] == 5 and result["nodes_after"] < 5 and result["fused"]
+    assert result["symbolic_input_dims"] is True
+    x = np.random.default_rng(6).standard_normal((5, 16)).astype(np.float32)
+    fused = fusor.InferenceSession(tmp_path / "fused.onnx").run(None, {"x": x})[0]
+    plain = onnxruntime.InferenceSession(str(tiny_model), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(fused, plain, atol=1e-5, rtol=1e-5)
+    with pytest.raises(fusor.Fail, match="does not exist"):
+        fusor.optimize(tiny_model, tmp_path / "no" / "such" / "fused.onnx")
+
+
+def test_bench_is_the_cli_bench_json(tiny_model):
+    report = fusor.bench(tiny_model, batch=[1, 4], seconds=0.2, warmup=1)
+    assert [r["batch"] for r in report["results"]] == [1, 4]
+    first = report["results"][0]
+    assert {"throughput_per_s", "latency_ms", "kernels_per_inference", "memory", "peak_rss_bytes"} <= first.keys()
+    assert first["throughput_per_s"] > 0 and report["executor"] == "fast"
+    with pytest.raises(fusor.Fail, match="model.onnx"):
+        fusor.bench(tiny_model.parent / "missing" / "model.onnx", seconds=0.1)
+
+
+def test_generate_matches_the_cli(tmp_path):
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    result = fusor.generate(model, prompt="def main():", max_new_tokens=6, ignore_eos=True)
+    done = cli("generate", model, "--prompt", "def main():", "--max-new-tokens", 6, "--ignore-eos", "--json")
+    assert done.returncode == 0, done.stderr
+    from_cli = json.loads(done.stdout)
+    assert result.keys() == from_cli.keys()
+    for key in ["prompt_ids", "output_ids", "text", "finish_reason"]:
+        assert result[key] == from_cli[key], key
+    assert len(result["output_ids"]) == 6
+    sampled = fusor.generate(model, prompt_ids=result["prompt_ids"], max_new_tokens=4, temperature=0.8, top_k=20,
+                             seed=3, ignore_eos=True)
+    assert sampled == {**sampled, "output_ids": fusor.generate(model, prompt_ids=result["prompt_ids"],
+                                                               max_new_tokens=4, temperature=0.8, top_k=20, seed=3,
+                                                               ignore_eos=True)["output_ids"]}
+    with pytest.raises(fusor.InvalidArgument, match="one of them"):
+        fusor.generate(model, max_new_tokens=2)
