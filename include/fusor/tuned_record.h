@@ -129,6 +129,9 @@ struct ClassRecord {
   std::vector<Candidate> candidates;
 
   const Candidate* chosen_candidate() const;  // the candidate whose setting is `chosen`, or null
+  // Chooses the candidate of the highest measured capacity (on a tie, the higher prediction):
+  // sets `chosen` and capacity_qps; no candidates leave both as they are.
+  void choose_best();
 };
 
 // One fusion option at one batch size. The options ran in alternated rounds; the evidence

@@ -187,12 +187,7 @@ ClassRecord tune_class(Run& run, const ClassGoal& goal, const std::vector<int64_
     cr.candidates.push_back(std::move(c));
     p.bench.reset();
   }
-  const Candidate* best = nullptr;
-  for (const Candidate& c : cr.candidates)
-    if (!best || c.capacity_qps > best->capacity_qps ||
-        (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
-      best = &c;
-  if (best) cr.chosen = best->setting, cr.capacity_qps = best->capacity_qps;
+  cr.choose_best();
   set_capacity_tokens(cr);
   return cr;
 }

@@ -53,6 +53,15 @@ const Candidate* ClassRecord::chosen_candidate() const {
   return nullptr;
 }
 
+void ClassRecord::choose_best() {
+  const Candidate* best = nullptr;
+  for (const Candidate& c : candidates)
+    if (!best || c.capacity_qps > best->capacity_qps ||
+        (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
+      best = &c;
+  if (best) chosen = best->setting, capacity_qps = best->capacity_qps;
+}
+
 const ClassRecord* TunedRecord::find(const std::string& cls) const {
   for (const ClassRecord& c : classes)
     if (c.name == cls) return &c;

@@ -347,12 +347,7 @@ ClassRecord measure_class(Run& run, const ClassGoal& goal, const ServeConfig& se
     }
     cr.candidates.push_back(cand);
   }
-  const Candidate* best = nullptr;
-  for (const Candidate& c : cr.candidates)
-    if (!best || c.capacity_qps > best->capacity_qps ||
-        (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
-      best = &c;
-  if (best) cr.chosen = best->setting, cr.capacity_qps = best->capacity_qps;
+  cr.choose_best();
   return cr;
 }
 
