@@ -35,6 +35,18 @@ Difference compare_tensors(const Tensor& actual, const Tensor& expected, const T
     return d;
   }
   const int64_t n = actual.numel();
+  if (tol.quantization_steps > 0 && (actual.dtype() == DType::UInt8 || actual.dtype() == DType::Int8)) {
+    for (int64_t i = 0; i < n; ++i) {
+      const double diff = std::abs(actual.scalar_as_double(i) - expected.scalar_as_double(i));
+      if (diff > d.max_abs || d.worst_index < 0) {
+        d.max_abs = diff;
+        d.worst_index = i;
+      }
+      if (diff > static_cast<double>(tol.quantization_steps) && d.failing++ == 0) d.first_failing = i;
+    }
+    d.within = d.failing == 0;
+    return d;
+  }
   if (actual.dtype() != DType::Float32) {
     const size_t width = actual.nbytes() / static_cast<size_t>(std::max<int64_t>(n, 1));
     const auto* a = static_cast<const unsigned char*>(actual.raw());

@@ -8,7 +8,8 @@
 //                   where fast kernels sum float32 in another order (not a gate mode)
 //
 // A NaN or an Inf where the other side has none (or another one) always fails. Integer and bool
-// tensors must be equal.
+// tensors must be equal, except int8/uint8 ones within Tolerance::quantization_steps (a fused QDQ
+// unit's output: one step).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -138,6 +138,16 @@ std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels, const Backe
   }
 }
 
+// The tolerance for output `o` of a fused item: a quantized result (its body ends it in a
+// QuantizeLinear) rounds once in the fused kernel where the native graph rounds a float32
+// result, so it may be one quantization step off (compare.h).
+Tolerance item_tolerance(const Node& fused, size_t o, Tolerance tol) {
+  const Graph& body = *fused.body;
+  const int producer = body.values[static_cast<size_t>(body.outputs[o])].producer;
+  if (producer >= 0 && body.nodes[static_cast<size_t>(producer)].op == Op::QuantizeLinear) tol.quantization_steps = 1;
+  return tol;
+}
+
 // Order-of-summation noise: 16 ULP of the largest magnitude among `truth`'s values. An error
 // ratio between two float32 evaluations means nothing below it.
 double noise_floor(const std::vector<Tensor>& truth) {
@@ -266,10 +276,11 @@ class Gate {
       auto native = value_of(plan_of(*native_session_), native_values_[si], c.output_ids[o]);
       auto truth = value_of(plan_of(*truth_session_), truth_values_[si], c.output_ids[o]);
       if (!native || !truth) continue;
-      Difference d = compare_tensors(c.outputs[o], *native, block_tol_);
+      const Tolerance tol = item_tolerance(*c.node, o, block_tol_);
+      Difference d = compare_tensors(c.outputs[o], *native, tol);
       if (d.within) continue;
-      const double fused_err = max_abs_error({c.outputs[o]}, {*truth}, block_tol_);
-      const double native_err = max_abs_error({*native}, {*truth}, block_tol_);
+      const double fused_err = max_abs_error({c.outputs[o]}, {*truth}, tol);
+      const double native_err = max_abs_error({*native}, {*truth}, tol);
       const bool nonfinite = d.nonfinite_mismatch || d.shape_mismatch;
       if (nonfinite || fused_err > o_.margin * native_err + block_tol_.atol / 10 + noise_floor({*truth})) {
         v.status = ItemStatus::RolledBack;
@@ -316,16 +327,18 @@ class Gate {
         v.tier = s.tier;
         v.round = round;
         bool within = true;
+        Tolerance item_tol = tol_;
         for (size_t o = 0; o < c.outputs.size(); ++o) {
-          Difference d = compare_tensors(c.outputs[o], native[o], tol_);
+          item_tol = item_tolerance(*c.node, o, tol_);
+          Difference d = compare_tensors(c.outputs[o], native[o], item_tol);
           within = within && d.within;
           if (d.max_abs >= v.vs_native.max_abs || d.nonfinite_mismatch) {
             v.vs_native = d;
-            v.threshold = threshold_at(native[o], d.worst_index);
+            v.threshold = threshold_at(native[o], d.worst_index, item_tol);
           }
         }
-        v.native_vs_truth = max_abs_error(native, truth, tol_);
-        v.fused_vs_truth = max_abs_error(c.outputs, truth, tol_);
+        v.native_vs_truth = max_abs_error(native, truth, item_tol);
+        v.fused_vs_truth = max_abs_error(c.outputs, truth, item_tol);
         const bool nonfinite = v.vs_native.nonfinite_mismatch || v.vs_native.shape_mismatch;
         const bool worse = v.fused_vs_truth > o_.margin * v.native_vs_truth + tol_.atol / 10 + noise_floor(truth);
         v.status = !within && (nonfinite || worse) ? ItemStatus::RolledBack : ItemStatus::Kept;
@@ -356,9 +369,10 @@ class Gate {
     }
   }
 
-  double threshold_at(const Tensor& expected, int64_t index) const {
-    if (index < 0 || expected.dtype() != DType::Float32) return tol_.atol;
-    return tol_.atol + tol_.rtol * std::abs(static_cast<double>(expected.data<float>()[index]));
+  static double threshold_at(const Tensor& expected, int64_t index, const Tolerance& tol) {
+    if (expected.dtype() != DType::Float32) return static_cast<double>(tol.quantization_steps);
+    if (index < 0) return tol.atol;
+    return tol.atol + tol.rtol * std::abs(static_cast<double>(expected.data<float>()[index]));
   }
 
   const Engine& engine_;

@@ -1,0 +1,215 @@
+// QDQ node units -> int8 kernels (issue #19). A model quantized in the QDQ form (ONNX Runtime's
+// quantize_static, NNCF) keeps float ops between DequantizeLinear and QuantizeLinear; taken
+// literally, every Conv runs in float32 on dequantized weights. This pass finds
+//
+//   DequantizeLinear(x) ------+
+//   DequantizeLinear(W) ------+-- Conv [-> Relu] -> QuantizeLinear        => QuantizedConv
+//   [DequantizeLinear(B) | B] +
+//
+// whose kernel convolves the int8 operands, accumulates in int32 and requantizes in its epilogue.
+// It rounds once where the native graph rounds the float32 result, so the two may differ by one
+// quantization step at a tie; the gate allows a quantized output exactly that (check/compare.h).
+//
+// Conditions: x is uint8 or int8 with a scalar scale and zero point, W an int8 constant with a
+// scalar or per-output-channel scale (axis 0) and zero points all zero (symmetric weights, what
+// oneDNN's int8 convolution takes), the bias an int32 constant behind a DequantizeLinear or a
+// float constant, and the output's QuantizeLinear per-tensor; every value between Conv and
+// QuantizeLinear has that one reader. The fused node's "operands" attribute gives, per role
+// (QuantizedOperand), the node input holding it.
+//
+// A DequantizeLinear read by several nodes is first copied per reader, as ONNX Runtime's
+// EnsureUniqueDQForNodeUnit does, so one reader's unit can take its copy while the others keep
+// theirs (a residual Add reading the block input that the next Conv reads too).
+#include <algorithm>
+
+#include "passes/match.h"
+#include "passes/passes.h"
+
+namespace fusor::passes {
+namespace {
+
+constexpr const char* kPass = "fuse_quantized";
+
+bool is_graph_output(const FusionContext& ctx, int v) {
+  const auto& outs = ctx.graph().outputs;
+  return std::find(outs.begin(), outs.end(), v) != outs.end();
+}
+
+// Gives every reader after the first of a DequantizeLinear's output its own copy of the node,
+// where one of the readers is a unit this pass fuses.
+void unique_dequantize_per_reader(FusionContext& ctx) {
+  Graph& g = ctx.mutable_graph();
+  bool changed = false;
+  const size_t count = g.nodes.size();
+  for (size_t i = 0; i < count; ++i) {
+    if (g.nodes[i].op != Op::DequantizeLinear || g.nodes[i].outputs.empty() || g.nodes[i].outputs[0] < 0) continue;
+    const int out = g.nodes[i].outputs[0];
+    if (is_graph_output(ctx, out)) continue;
+    const std::vector<int> readers = ctx.consumers(out);
+    if (std::none_of(readers.begin(), readers.end(), [&](int r) { return ctx.node(r).op == Op::Conv; })) continue;
+    for (size_t k = 1; k < readers.size(); ++k) {
+      Node copy = g.nodes[i];
+      copy.name += "_copy" + std::to_string(k);
+      Value v = g.values[static_cast<size_t>(out)];
+      v.name += "_copy" + std::to_string(k);
+      v.producer = -1;
+      copy.outputs = {g.add_value(std::move(v))};
+      for (int& in : g.nodes[static_cast<size_t>(readers[k])].inputs)
+        if (in == out) in = copy.outputs[0];
+      g.nodes.push_back(std::move(copy));
+      changed = true;
+    }
+  }
+  if (!changed) return;
+  g.reorder_nodes();
+  ctx.refresh();
+}
+
+// A DequantizeLinear that makes `value`, with plan-time constant scale and zero point.
+struct Dequantized {
+  int node = -1;
+  int data = -1, scale = -1, zero_point = -1;
+};
+
+std::optional<Dequantized> dequantized(const FusionContext& ctx, int value) {
+  const int p = match::producer_of(ctx, value, Op::DequantizeLinear);
+  if (p < 0) return std::nullopt;
+  const Node& n = ctx.node(p);
+  if (n.attr_int("block_size", 0) != 0) return std::nullopt;
+  Dequantized d{p, n.inputs[0], n.inputs.size() > 1 ? n.inputs[1] : -1, n.inputs.size() > 2 ? n.inputs[2] : -1};
+  if (d.scale < 0 || !ctx.constant(d.scale) || ctx.type(d.scale).dtype != DType::Float32) return std::nullopt;
+  if (d.zero_point >= 0 && !ctx.constant(d.zero_point)) return std::nullopt;
+  return d;
+}
+
+bool is_scalar(const FusionContext& ctx, int v) { return v < 0 || (ctx.constant(v) && ctx.constant(v)->numel() == 1); }
+
+bool all_zero(const Tensor* t) {
+  if (!t) return true;
+  for (int64_t i = 0; i < t->numel(); ++i)
+    if (t->scalar_as_double(i) != 0) return false;
+  return true;
+}
+
+// Why the activation's DequantizeLinear does not suit an int8 kernel, or nullopt.
+std::optional<std::string> activation_problem(const FusionContext& ctx, const Dequantized& x) {
+  const DType t = ctx.type(x.data).dtype;
+  if (t != DType::UInt8 && t != DType::Int8) return "the input is dequantized from " + std::string(dtype_name(t));
+  if (!is_scalar(ctx, x.scale) || !is_scalar(ctx, x.zero_point)) return std::string("the input is quantized per axis");
+  return std::nullopt;
+}
+
+std::optional<std::string> weight_problem(const FusionContext& ctx, const Dequantized& w, int64_t out_channels) {
+  if (!ctx.constant(w.data) || ctx.type(w.data).dtype != DType::Int8) return std::string("the weight is not an int8 constant");
+  const int64_t scales = ctx.constant(w.scale)->numel();
+  const int64_t rank = static_cast<int64_t>(ctx.type(w.data).dims.size());
+  int64_t axis = ctx.node(w.node).attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  if (scales != 1 && (scales != out_channels || axis != 0)) return std::string("the weight's scale is not per output channel");
+  if (!all_zero(ctx.constant(w.zero_point))) return std::string("the weight's zero point is not zero (asymmetric weights)");
+  return std::nullopt;
+}
+
+// Conv's bias as the fused node takes it: the DequantizeLinear's int32 operands, or a float constant.
+std::optional<std::string> bias_problem(const FusionContext& ctx, int bias, std::optional<Dequantized>& dq) {
+  if (bias < 0) return std::nullopt;
+  dq = dequantized(ctx, bias);
+  if (dq) {
+    if (!ctx.constant(dq->data) || ctx.type(dq->data).dtype != DType::Int32) return std::string("the bias is not an int32 constant");
+    if (!all_zero(ctx.constant(dq->zero_point))) return std::string("the bias has a zero point");
+    return std::nullopt;
+  }
+  if (!ctx.constant(bias) || ctx.type(bias).dtype != DType::Float32) return std::string("the bias is not a constant");
+  return std::nullopt;
+}
+
+// The QuantizeLinear that ends the unit, through an optional Relu; appends the nodes taken.
+std::optional<std::string> output_chain(const FusionContext& ctx, int value, std::vector<int>& nodes, bool& relu,
+                                        int& q) {
+  int next = match::only_consumer(ctx, value);
+  if (next < 0) return "'" + ctx.graph().values[static_cast<size_t>(value)].name + "' is read by several nodes or is a graph output";
+  if (ctx.node(next).op == Op::Relu) {
+    relu = true;
+    nodes.push_back(next);
+    next = match::only_consumer(ctx, ctx.node(next).outputs[0]);
+    if (next < 0) return std::string("the Relu's result is read by several nodes or is a graph output");
+  }
+  if (ctx.node(next).op != Op::QuantizeLinear) return std::string("the result is not quantized (no QuantizeLinear follows)");
+  const Node& qn = ctx.node(next);
+  const int scale = qn.inputs.size() > 1 ? qn.inputs[1] : -1, zp = qn.inputs.size() > 2 ? qn.inputs[2] : -1;
+  const DType t = ctx.type(qn.outputs[0]).dtype;
+  if (t != DType::UInt8 && t != DType::Int8) return "the result is quantized to " + std::string(dtype_name(t));
+  if (scale < 0 || !ctx.constant(scale) || ctx.type(scale).dtype != DType::Float32 || !is_scalar(ctx, scale) ||
+      !is_scalar(ctx, zp) || (zp >= 0 && !ctx.constant(zp)))
+    return std::string("the result is not quantized per tensor with constant parameters");
+  nodes.push_back(next);
+  q = next;
+  return std::nullopt;
+}
+
+// Leading inputs in role order, each value once, and per role its position among them (-1: absent).
+struct Operands {
+  std::vector<int> leading;
+  std::vector<int64_t> position = std::vector<int64_t>(static_cast<size_t>(QuantizedOperand::Count), -1);
+  void set(QuantizedOperand role, int value) {
+    if (value < 0) return;
+    auto it = std::find(leading.begin(), leading.end(), value);
+    position[static_cast<size_t>(role)] = it - leading.begin();
+    if (it == leading.end()) leading.push_back(value);
+  }
+};
+
+bool fuse_conv_at(FusionContext& ctx, int i) {
+  const Node& conv = ctx.node(i);
+  auto x = dequantized(ctx, conv.inputs[0]);
+  auto w = dequantized(ctx, conv.inputs[1]);
+  if (!x || !w) return false;  // not a QDQ unit: nothing to report
+  std::vector<int> nodes = {x->node, w->node, i};
+  std::optional<std::string> why = activation_problem(ctx, *x);
+  const TensorType& wt = ctx.type(conv.inputs[1]);
+  if (!why && wt.dims.size() != 4 && wt.dims.size() != 3) why = "the convolution is not 1-D or 2-D";
+  if (!why) why = weight_problem(ctx, *w, wt.dims.empty() ? 0 : wt.dims[0]);
+  std::optional<Dequantized> b;
+  const int bias = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
+  if (!why) why = bias_problem(ctx, bias, b);
+  bool relu = false;
+  int q = -1;
+  if (!why) why = output_chain(ctx, conv.outputs[0], nodes, relu, q);
+  if (why) {
+    ctx.decline(kPass, nodes, *why);
+    return false;
+  }
+  if (b) nodes.push_back(b->node);
+  const Node& qn = ctx.node(q);
+  Operands ops;
+  using R = QuantizedOperand;
+  ops.set(R::X, x->data);
+  ops.set(R::XScale, x->scale);
+  ops.set(R::XZeroPoint, x->zero_point);
+  ops.set(R::W, w->data);
+  ops.set(R::WScale, w->scale);
+  ops.set(R::WZeroPoint, w->zero_point);
+  ops.set(R::Bias, b ? b->data : bias);
+  if (b) ops.set(R::BiasScale, b->scale);
+  ops.set(R::YScale, qn.inputs[1]);
+  ops.set(R::YZeroPoint, qn.inputs.size() > 2 ? qn.inputs[2] : -1);
+  auto attrs = conv.attrs;  // kernel_shape, strides, pads, dilations, group, auto_pad
+  attrs["operands"] = ops.position;
+  attrs["activation"] = std::string(relu ? "relu" : "none");
+  std::sort(nodes.begin(), nodes.end());
+  return ctx.fuse(kPass, nodes, FusedKind::QuantizedConv, relu ? "qconv_relu" : "qconv", std::move(attrs), {},
+                  ops.leading, {i});
+}
+
+}  // namespace
+
+void fuse_quantized(FusionContext& ctx) {
+  unique_dequantize_per_reader(ctx);
+  for (int i = 0; i < static_cast<int>(ctx.graph().nodes.size()); ++i) {
+    const Node& n = ctx.node(i);
+    if (n.op != Op::Conv || n.inputs.size() < 2 || n.outputs.empty() || n.outputs[0] < 0) continue;
+    if (fuse_conv_at(ctx, i)) i = -1;  // indices moved: rescan (fused nodes are skipped)
+  }
+}
+
+}  // namespace fusor::passes
