@@ -28,5 +28,7 @@
   X(fuse_attention,     "attention",     "fuse_attention",                                        \
     "the attention block -> one kernel")                                                          \
   X(merge_projections,  "merge_projections", "merge_projections",                                 \
-    "projections sharing an input (Q, K, V) -> one GEMM; needs fuse_gemm_epilogue as well")
+    "projections sharing an input (Q, K, V) -> one GEMM; needs fuse_gemm_epilogue as well")       \
+  X(fuse_quantized,     "quantized",     "fuse_quantized",                                        \
+    "DequantizeLinear -> Conv -> QuantizeLinear -> one int8 kernel with a requantizing epilogue")
 // clang-format on

@@ -6,9 +6,13 @@
 //   DequantizeLinear(W) ------+-- Conv [-> Relu] -> QuantizeLinear        => QuantizedConv
 //   [DequantizeLinear(B) | B] +
 //
+//   DequantizeLinear(x) -> MaxPool -> QuantizeLinear, one scale and zero point => QuantizedMaxPool
+//
 // whose kernel convolves the int8 operands, accumulates in int32 and requantizes in its epilogue.
 // It rounds once where the native graph rounds the float32 result, so the two may differ by one
 // quantization step at a tie; the gate allows a quantized output exactly that (check/compare.h).
+// A maximum commutes with the increasing DequantizeLinear, and QuantizeLinear with the same
+// parameters gives the integers back, so QuantizedMaxPool pools the integers and is exact.
 //
 // Conditions: x is uint8 or int8 with a scalar scale and zero point, W an int8 constant with a
 // scalar or per-output-channel scale (axis 0) and zero points all zero (symmetric weights, what
@@ -201,14 +205,48 @@ bool fuse_conv_at(FusionContext& ctx, int i) {
                   ops.leading, {i});
 }
 
+bool same_constant(const FusionContext& ctx, int a, int b) {
+  if (a == b) return true;
+  const Tensor *x = ctx.constant(a), *y = ctx.constant(b);
+  return x && y && x->dtype() == y->dtype() && x->numel() == 1 && y->numel() == 1 &&
+         x->scalar_as_double(0) == y->scalar_as_double(0);
+}
+
+bool fuse_max_pool_at(FusionContext& ctx, int i) {
+  const Node& pool = ctx.node(i);
+  auto x = dequantized(ctx, pool.inputs[0]);
+  if (!x || std::any_of(pool.outputs.begin() + 1, pool.outputs.end(), [](int v) { return v >= 0; })) return false;
+  std::vector<int> nodes = {x->node, i};
+  const int q = match::only_consumer(ctx, pool.outputs[0], Op::QuantizeLinear);
+  std::optional<std::string> why = activation_problem(ctx, *x);
+  if (!why && q < 0) why = "the result is not quantized by one QuantizeLinear";
+  if (!why) {
+    nodes.push_back(q);
+    const Node& qn = ctx.node(q);
+    const int scale = qn.inputs.size() > 1 ? qn.inputs[1] : -1, zp = qn.inputs.size() > 2 ? qn.inputs[2] : -1;
+    const bool same_zero_point = (zp < 0 && x->zero_point < 0) || (zp >= 0 && x->zero_point >= 0 && same_constant(ctx, zp, x->zero_point));
+    if (scale < 0 || !same_constant(ctx, scale, x->scale) || !same_zero_point || ctx.constant(x->scale)->scalar_as_double(0) <= 0 ||
+        ctx.type(qn.outputs[0]).dtype != ctx.type(x->data).dtype)
+      why = "the QuantizeLinear's scale, zero point or type is not the DequantizeLinear's";
+  }
+  if (why) {
+    ctx.decline(kPass, nodes, *why);
+    return false;
+  }
+  std::sort(nodes.begin(), nodes.end());
+  return ctx.fuse(kPass, nodes, FusedKind::QuantizedMaxPool, "qmaxpool", pool.attrs, {}, {x->data}, {i});
+}
+
 }  // namespace
 
 void fuse_quantized(FusionContext& ctx) {
   unique_dequantize_per_reader(ctx);
   for (int i = 0; i < static_cast<int>(ctx.graph().nodes.size()); ++i) {
     const Node& n = ctx.node(i);
-    if (n.op != Op::Conv || n.inputs.size() < 2 || n.outputs.empty() || n.outputs[0] < 0) continue;
-    if (fuse_conv_at(ctx, i)) i = -1;  // indices moved: rescan (fused nodes are skipped)
+    if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] < 0) continue;
+    const bool fused = (n.op == Op::Conv && n.inputs.size() >= 2 && fuse_conv_at(ctx, i)) ||
+                       (n.op == Op::MaxPool && fuse_max_pool_at(ctx, i));
+    if (fused) i = -1;  // indices moved: rescan (fused nodes are skipped)
   }
 }
 

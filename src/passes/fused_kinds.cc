@@ -45,7 +45,29 @@ constexpr ContractAttr kEpilogueConv[] = {{"has_bias", Int},
                                           {"group", Int, kSometimes},
                                           {"auto_pad", String, kSometimes}};
 
+// fuse_quantized on Conv: operands (QuantizedOperand order), activation "relu" or "none", and the
+// Conv's own attributes where it had them.
+constexpr ContractAttr kQuantizedConv[] = {{"operands", Ints},
+                                           {"activation", String},
+                                           {"kernel_shape", Ints, kSometimes},
+                                           {"strides", Ints, kSometimes},
+                                           {"pads", Ints, kSometimes},
+                                           {"dilations", Ints, kSometimes},
+                                           {"group", Int, kSometimes},
+                                           {"auto_pad", String, kSometimes}};
+
+// fuse_quantized on MaxPool: the MaxPool's own attributes where it had them.
+constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
+                                              {"strides", Ints, kSometimes},
+                                              {"pads", Ints, kSometimes},
+                                              {"dilations", Ints, kSometimes},
+                                              {"ceil_mode", Int, kSometimes},
+                                              {"storage_order", Int, kSometimes},
+                                              {"auto_pad", String, kSometimes}};
+
 const KindContract kContracts[] = {
+    {FusedKind::QuantizedConv, "fuse_quantized", kQuantizedConv},
+    {FusedKind::QuantizedMaxPool, "fuse_quantized", kQuantizedMaxPool},
     {FusedKind::LayerNorm, "fuse_layer_norm", kLayerNorm},
     {FusedKind::Gelu, "fuse_gelu", kGelu},
     {FusedKind::Attention, "fuse_attention", kAttention},

@@ -23,7 +23,9 @@ namespace fusor {
   X(Attention, "one attention block: Q K^T, scale, causal and additive masks, softmax, x V")         \
   X(FusedMatMul, "a MatMul or Gemm with its bias, activation and residual; or projections of one input") \
   X(FusedConv, "a Conv with its bias, activation and residual")                                       \
-  X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")
+  X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")                    \
+  X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
+  X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,
@@ -44,6 +46,10 @@ std::optional<FusedKind> fused_kind_from_name(std::string_view name);
 std::span<const FusedKindInfo> all_fused_kinds();
 // Whether `node` is a fused node of `kind`.
 bool is_fused_kind(const Node& node, FusedKind kind);
+
+// QuantizedConv's "operands" attribute: per role, the index of the node input that holds it
+// (-1 when absent). Bias is an int32 constant with BiasScale, or a float32 constant without.
+enum class QuantizedOperand { X, XScale, XZeroPoint, W, WScale, WZeroPoint, Bias, BiasScale, YScale, YZeroPoint, Count };
 
 // The attribute contract.
 enum class AttrType { Int, Float, String, Ints };

@@ -4,6 +4,7 @@
 
 namespace fusor::passes {
 
+void fuse_quantized(FusionContext& ctx);      // DequantizeLinear -> Conv -> QuantizeLinear -> int8 kernel
 void fuse_layer_norm(FusionContext& ctx);     // decomposed LayerNorm -> LayerNorm
 void fuse_gelu(FusionContext& ctx);           // erf and tanh GELU -> Gelu
 void fuse_attention(FusionContext& ctx);      // scores, scale, mask, softmax, x V -> Attention

@@ -14,6 +14,7 @@ struct Pass {
 
 // Patterns first, while their shape is intact; the generic elementwise pass takes what is left.
 constexpr Pass kPasses[] = {
+    {"fuse_quantized", passes::fuse_quantized},
     {"fuse_layer_norm", passes::fuse_layer_norm},
     {"fuse_gelu", passes::fuse_gelu},
     {"fuse_attention", passes::fuse_attention},

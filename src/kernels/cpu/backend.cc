@@ -72,6 +72,7 @@ struct StandIn {
 constexpr StandIn kStandIns[] = {
     {FusedKind::LayerNorm, Op::LayerNormalization, 3},
     {FusedKind::Gelu, Op::Gelu, 1},
+    {FusedKind::QuantizedMaxPool, Op::MaxPool, 1},
 };
 
 using FusedFactory = KernelSelection (*)(const KernelRequest&);
@@ -81,6 +82,7 @@ constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
     {FusedKind::FusedMatMul, make_fused_matmul_kernel},
     {FusedKind::FusedConv, make_fused_conv_kernel},
     {FusedKind::Attention, make_attention_kernel},
+    {FusedKind::QuantizedConv, make_quantized_conv_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {

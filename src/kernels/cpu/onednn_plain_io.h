@@ -83,16 +83,15 @@ class OnednnPlainIo {
   bool src_blocked_ = false, dst_blocked_ = false, acc_blocked_ = false;
 };
 
-// A kernel that is one such primitive: input 0 in, output 0 out (Conv, pooling), plus input
-// `accumulate` (when >= 0) as dst's starting value.
+// A kernel that is one such primitive: input 0 in, output 0 out (Conv, pooling, the int8
+// QuantizedConv), plus input `accumulate` (when >= 0) as dst's starting value.
 class PlainIoKernel final : public Kernel {
  public:
   PlainIoKernel(OnednnPlainIo io, std::string name, int accumulate = -1)
       : io_(std::move(io)), name_(std::move(name)), accumulate_(accumulate) {}
   size_t scratch_bytes() const override { return io_.scratch_bytes(); }
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
-    io_.run(in[0].data<float>(), out[0].data<float>(), scratch,
-            accumulate_ >= 0 ? in[static_cast<size_t>(accumulate_)].data<float>() : nullptr);
+    io_.run(in[0].raw(), out[0].raw(), scratch, accumulate_ >= 0 ? in[static_cast<size_t>(accumulate_)].raw() : nullptr);
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return true; }

@@ -1,4 +1,5 @@
-// MaxPool and AveragePool (float32, 2-D, no dilation, no Indices output) on oneDNN pooling.
+// MaxPool and AveragePool (float32, 2-D, no dilation, no Indices output) on oneDNN pooling, and
+// MaxPool on uint8/int8 (a QDQ model's QuantizedMaxPool, whose maximum is the integers').
 // oneDNN's plain-NCHW pooling is a slow generic loop, so src is reordered per run into the
 // channel-blocked layout (nChw8c / nChw16c) its JIT pooling uses, and dst back to NCHW, in
 // scratch. ceil_mode becomes extra right padding; AveragePool refuses
@@ -19,9 +20,12 @@ using dt = memory::data_type;
 std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
   const Node& n = r.node;
   const bool is_max = n.op == Op::MaxPool;
-  if ((n.op != Op::MaxPool && n.op != Op::AveragePool) || !input_is(r, 0, DType::Float32) || used_outputs(r) != 1 ||
-      r.outputs[0].dtype != DType::Float32)
+  const DType type = r.inputs.empty() ? DType::Undefined : r.inputs[0].dtype;
+  const bool integer = is_max && (type == DType::UInt8 || type == DType::Int8);
+  if ((n.op != Op::MaxPool && n.op != Op::AveragePool) || (type != DType::Float32 && !integer) ||
+      used_outputs(r) != 1 || r.outputs[0].dtype != type)
     return nullptr;
+  const dt data_type = type == DType::Float32 ? dt::f32 : type == DType::UInt8 ? dt::u8 : dt::s8;
   const Dims& x = r.inputs[0].dims;
   const Dims& y = r.outputs[0].dims;
   if (x.size() != 4 || y.size() != 4 || y[0] != x[0] || y[1] != x[1]) return nullptr;
@@ -51,8 +55,8 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
   auto alg = is_max ? dnnl::algorithm::pooling_max
                     : include_pad ? dnnl::algorithm::pooling_avg_include_padding
                                   : dnnl::algorithm::pooling_avg_exclude_padding;
-  memory::desc src(memory::dims(x.begin(), x.end()), dt::f32, tag::nchw);
-  memory::desc dst(memory::dims(y.begin(), y.end()), dt::f32, tag::nchw);
+  memory::desc src(memory::dims(x.begin(), x.end()), data_type, tag::nchw);
+  memory::desc dst(memory::dims(y.begin(), y.end()), data_type, tag::nchw);
   memory::dims kd{k[0], k[1]}, st{strides[0], strides[1]}, pl{pads[0], pads[1]};
   std::string key = std::string("pool|") + (is_max ? "max" : include_pad ? "avgi" : "avge") + "|" +
                     onednn::md_key(src) + "|" + onednn::md_key(dst) + "|" + onednn::dims_key(kd) + "|" +
@@ -72,14 +76,15 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
       const tag blocked = std::string(kIsa) == "avx512" ? tag::nhwc : tag::nChw8c;
       dnnl::pooling_forward::primitive_desc pd;
       try {
-        pd = make_pd(memory::desc(src.dims(), dt::f32, blocked), memory::desc(dst.dims(), dt::f32, tag::any));
+        pd = make_pd(memory::desc(src.dims(), data_type, blocked), memory::desc(dst.dims(), data_type, tag::any));
       } catch (const dnnl::error&) {
         pd = make_pd(src, dst);
       }
       return plain_io_entry(dnnl::pooling_forward(pd), pd, src, dst);
     });
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src, dst, {}),
-                                        std::string(is_max ? "maxpool" : "avgpool") + "2d_f32_onednn");
+                                        std::string(is_max ? "maxpool" : "avgpool") + "2d_" +
+                                            (type == DType::Float32 ? "f32" : type == DType::UInt8 ? "u8" : "s8") + "_onednn");
   } catch (const dnnl::error&) {
     return nullptr;
   }
