@@ -44,6 +44,22 @@ bool is_float_or_bool(const FusionContext& ctx, int v) {
   return v >= 0 && (ctx.type(v).dtype == DType::Float32 || ctx.type(v).dtype == DType::Bool);
 }
 
+bool is_quantized(const FusionContext& ctx, int v) {
+  return v >= 0 && (ctx.type(v).dtype == DType::UInt8 || ctx.type(v).dtype == DType::Int8);
+}
+
+// A QDQ model's activations: a per-tensor DequantizeLinear from, or QuantizeLinear to, uint8/int8.
+std::optional<std::string> quantization_problem(const FusionContext& ctx, const Node& n) {
+  const bool dq = n.op == Op::DequantizeLinear;
+  if (!is_quantized(ctx, dq ? n.inputs[0] : n.outputs[0]))
+    return n.describe() + (dq ? " reads " : " makes ") + dtype_name(ctx.type(dq ? n.inputs[0] : n.outputs[0]).dtype) +
+           ", not uint8 or int8";
+  for (size_t k = 1; k < n.inputs.size(); ++k)
+    if (n.inputs[k] >= 0 && !(ctx.constant(n.inputs[k]) && ctx.constant(n.inputs[k])->numel() == 1))
+      return n.describe() + " is not per-tensor with constant parameters";
+  return std::nullopt;
+}
+
 // Why node `i` cannot be a member: empty for nodes that are simply not elementwise (not worth a
 // report), a reason for elementwise nodes of a kind the kernel does not run; nullopt when it can.
 // The ops it runs are fused_elementwise_runs's, the test its program compiler applies too.
@@ -60,6 +76,7 @@ std::optional<std::string> member_problem(const FusionContext& ctx, int i) {
   if (n.outputs.empty() || n.outputs[0] < 0 || std::any_of(n.outputs.begin() + 1, n.outputs.end(), [](int v) { return v >= 0; }))
     return n.describe() + " does not make exactly one output";
   const int out = n.outputs[0];
+  if (n.op == Op::DequantizeLinear || n.op == Op::QuantizeLinear) return quantization_problem(ctx, n);
   if (!is_float_or_bool(ctx, out)) return n.describe() + " makes " + dtype_name(ctx.type(out).dtype) + ", not float32 or bool";
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const int v = n.inputs[k];
@@ -101,7 +118,14 @@ std::optional<std::string> why_not_group(const FusionContext& ctx, const std::ve
   for (int v : boundary.outputs) {
     const TensorType& t = ctx.type(v);
     const std::string name = "'" + ctx.graph().values[static_cast<size_t>(v)].name + "'";
-    if (t.dtype != DType::Float32) return name + " would leave the group as " + dtype_name(t.dtype) + ", not float32";
+    const int producer = ctx.graph().values[static_cast<size_t>(v)].producer;
+    const bool quantized = producer >= 0 && ctx.node(producer).op == Op::QuantizeLinear;
+    // Its readers dequantize a quantized value themselves: writing it out as float32 would move
+    // four times the bytes (the next residual block's copy of its input).
+    if (producer >= 0 && ctx.node(producer).op == Op::DequantizeLinear)
+      return name + " would leave the group dequantized; its readers dequantize it themselves";
+    if (t.dtype != DType::Float32 && !quantized)
+      return name + " would leave the group as " + dtype_name(t.dtype) + ", not float32";
     if (t.dims != iter)
       return name + " would leave the group with shape " + dims_to_string(t.dims) + ", not the iteration shape " +
              dims_to_string(iter);

@@ -13,6 +13,8 @@ bool fused_elementwise_runs(const Node& n) {
     case Op::Equal: case Op::Greater: case Op::Less: case Op::GreaterOrEqual: case Op::LessOrEqual:
     case Op::Where: case Op::Not: case Op::Cast: case Op::Identity: case Op::Dropout:
       return true;
+    case Op::DequantizeLinear: case Op::QuantizeLinear:  // per tensor: the program checks
+      return n.attr_int("block_size", 0) == 0;
     case Op::Min: case Op::Max:  // variadic: one instruction takes one or two operands
       return n.inputs.size() == 1 || n.inputs.size() == 2;
     default:

@@ -42,7 +42,7 @@ TEST(DenseLayout, ConvertsChannelsLastToRowMajor) {
   const Dims dims = {2, 3, 2, 4};  // N C H W
   std::vector<float> stored(48), plain(48);
   for (size_t i = 0; i < stored.size(); ++i) stored[i] = static_cast<float>(i);  // N H W C order
-  cpu::dense_to_plain(stored.data(), plain.data(), dims, kChannelsLast);
+  cpu::dense_to_plain(stored.data(), plain.data(), sizeof(float), dims, kChannelsLast);
   for (int64_t n = 0; n < 2; ++n)
     for (int64_t c = 0; c < 3; ++c)
       for (int64_t h = 0; h < 2; ++h)

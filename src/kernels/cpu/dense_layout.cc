@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <sstream>
 
 namespace fusor::cpu {
@@ -57,7 +58,10 @@ bool reads_alike(const Dims& dims, const std::vector<int>& order) {
   return true;
 }
 
-void dense_to_plain(const float* stored, float* plain, const Dims& dims, const std::vector<int>& order) {
+void dense_to_plain(const void* stored_bytes, void* plain_bytes, size_t element_size, const Dims& dims,
+                    const std::vector<int>& order) {
+  const auto* stored = static_cast<const std::byte*>(stored_bytes);
+  auto* plain = static_cast<std::byte*>(plain_bytes);
   const size_t r = dims.size();
   std::vector<int64_t> stride(r, 0);  // stored stride of each logical dim
   int64_t s = 1;
@@ -70,7 +74,7 @@ void dense_to_plain(const float* stored, float* plain, const Dims& dims, const s
   for (int64_t i = 0; i < n; ++i) {
     int64_t off = 0;
     for (size_t k = 0; k < r; ++k) off += idx[k] * stride[k];
-    plain[i] = stored[off];
+    std::memcpy(plain + i * static_cast<int64_t>(element_size), stored + off * static_cast<int64_t>(element_size), element_size);
     for (size_t k = r; k-- > 0;) {  // odometer over the row-major index
       if (++idx[k] < dims[k]) break;
       idx[k] = 0;

@@ -23,15 +23,15 @@ Dims dims_in_order(const Dims& dims, const std::vector<int>& order);
 // other than 1 keep their relative order (a per-channel [N, C, 1, 1] under channels-last).
 bool reads_alike(const Dims& dims, const std::vector<int>& order);
 
-// Converts `stored` (dims `dims`, bytes in `order`) into row-major `plain` (float32).
-void dense_to_plain(const float* stored, float* plain, const Dims& dims, const std::vector<int>& order);
+// Converts `stored` (dims `dims`, elements of `element_size` bytes in `order`) into row-major `plain`.
+void dense_to_plain(const void* stored, void* plain, size_t element_size, const Dims& dims, const std::vector<int>& order);
 
 // The base of the elementwise kernels that follow a dense layout: the order followed, and the
 // conversion of their output back to row-major for step observers.
 class FollowsDenseLayout : public Kernel {
  public:
   void output_to_plain(const Tensor& stored, Tensor& plain) const override {
-    dense_to_plain(stored.data<float>(), plain.data<float>(), stored.dims(), order_);
+    dense_to_plain(stored.raw(), plain.raw(), dtype_size(stored.dtype()), stored.dims(), order_);
   }
 
  protected:

@@ -9,7 +9,8 @@
 // over [B,H,S,S] at S = 7) use flat tiles instead: inputs of the full shape or with one element
 // are still read in place, the others are gathered into a tile buffer. Non-float inputs (bool,
 // int) are always converted into a tile buffer. Outputs are written in place, or streamed past
-// the caches when they are too large to be read again from them.
+// the caches when they are too large to be read again from them; a quantized (uint8/int8)
+// output is computed in a tile buffer and converted on the way out.
 #include <hwy/cache_control.h>
 
 #include <array>
@@ -127,6 +128,8 @@ GatherFn gather_for(DType t) {
     case DType::Bool: return gather<bool>;
     case DType::Int32: return gather<int32_t>;
     case DType::Int64: return gather<int64_t>;
+    case DType::UInt8: return gather<uint8_t>;
+    case DType::Int8: return gather<int8_t>;
     default: return nullptr;
   }
 }
@@ -225,7 +228,7 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
       const size_t s = static_cast<size_t>(prog_.output_slot[o]);
       kind_[s] = SlotKind::Output;
       index_[s] = static_cast<int>(o);
-      if (stream_) buffer_[s] = buffers++;
+      if (stream_ || converted(o)) buffer_[s] = buffers++;
     }
     return buffers;
   }
@@ -321,7 +324,7 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
             break;
           case SlotKind::Temp: ptr[sl] = scratch + buffer_[sl] * tile_; break;
           case SlotKind::Output:
-            ptr[sl] = stream_ ? scratch + buffer_[sl] * tile_ : out[static_cast<size_t>(k)].data<float>() + s;
+            ptr[sl] = buffer_[sl] >= 0 ? scratch + buffer_[sl] * tile_ : out[static_cast<size_t>(k)].data<float>() + s;
             break;
         }
       }
@@ -335,12 +338,27 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
       }
       for (size_t o = 0; o < prog_.output_slot.size(); ++o) {
         const size_t sl = static_cast<size_t>(prog_.output_slot[o]);
+        if (converted(o)) {
+          store_quantized(ptr[sl], scalar_[sl], out[o], s, n);
+          continue;
+        }
         float* y = out[o].data<float>() + s;
         if (scalar_[sl]) std::fill(y, y + n, ptr[sl][0]);  // every input broadcast (one element)
         else if (stream_) store_stream(ptr[sl], y, n);
       }
     }
     if (stream_) hwy::FlushStream();
+  }
+
+  // Output o is not float32: a QuantizeLinear's integer-valued floats, stored as uint8/int8.
+  bool converted(size_t o) const { return prog_.output_dtype[o] != DType::Float32; }
+
+  static void store_quantized(const float* x, bool scalar, const Tensor& y, int64_t at, int64_t n) {
+    auto store = [&](auto* q) {
+      for (int64_t i = 0; i < n; ++i) q[at + i] = static_cast<std::remove_pointer_t<decltype(q)>>(x[scalar ? 0 : i]);
+    };
+    if (y.dtype() == DType::Int8) store(y.data<int8_t>());
+    else store(y.data<uint8_t>());
   }
 
   static void store_stream(const float* x, float* y, int64_t n) {
@@ -376,11 +394,15 @@ KernelSelection make_fused_elementwise_kernel(const KernelRequest& r) {
   if (r.outputs.empty() || used_outputs(r) != r.outputs.size()) return KernelSelection::declined("an output is omitted");
   const Dims& dims = r.outputs[0].dims;
   size_t out_bytes = 0;
+  bool quantized = false;
   for (const TensorType& o : r.outputs) {
-    if (o.dtype != DType::Float32 || o.dims != dims)  // every output is the full iteration shape
-      return KernelSelection::declined("outputs are not all float32 of one shape");
-    out_bytes += static_cast<size_t>(numel_of(o.dims)) * sizeof(float);
+    const bool q8 = o.dtype == DType::UInt8 || o.dtype == DType::Int8;
+    if ((o.dtype != DType::Float32 && !q8) || o.dims != dims)  // every output is the full iteration shape
+      return KernelSelection::declined("outputs are not all float32 (or quantized) of one shape");
+    out_bytes += static_cast<size_t>(numel_of(o.dims)) * dtype_size(o.dtype);
   }
+  for (const TensorType& t : r.inputs) quantized = quantized || t.dtype == DType::UInt8 || t.dtype == DType::Int8;
+  for (const TensorType& o : r.outputs) quantized = quantized || o.dtype != DType::Float32;
   if (dims.size() > 16) return KernelSelection::declined("rank " + std::to_string(dims.size()) + " is above 16");
   auto compiled = ew::compile_program(n, r.inputs, r.constants);
   auto* prog = std::get_if<ew::Program>(&compiled);
@@ -393,7 +415,8 @@ KernelSelection make_fused_elementwise_kernel(const KernelRequest& r) {
     broadcast = broadcast || (prog->input_slot[k] >= 0 && numel_of(r.inputs[k].dims) != layout->total &&
                               numel_of(r.inputs[k].dims) != 1);  // scalars are no broadcast pattern
   const size_t ops = n.body->nodes.size();
-  std::string name = "elementwise_f32_" + std::to_string(ops) + "ops" + (broadcast ? "_bcast_" : "_") + kIsa;
+  std::string name = std::string(quantized ? "elementwise_q8_" : "elementwise_f32_") + std::to_string(ops) + "ops" +
+                     (broadcast ? "_bcast_" : "_") + kIsa;
   auto k = std::make_unique<FusedElementwiseKernel>(std::move(*prog), std::move(*layout), r.inputs, dims, out_bytes,
                                                     std::move(name));
   if (!k->viable())

@@ -35,6 +35,23 @@ struct ToBoolOp {  // !(x == 0), so NaN is true as in the reference Cast (hn::Ne
   static HWY_INLINE V apply(V x, const Params&) { return hn::IfThenZeroElse(hn::Eq(x, hn::Zero(D())), hn::Set(D(), 1.f)); }
 };
 
+// (x - zero point) * scale, as DequantizeLinear's kernels compute it.
+void dequantize(const float* const* in, float* out, int64_t n, const Params& p) {
+  const V scale = hn::Set(D(), p.alpha), zero_point = hn::Set(D(), p.beta);
+  simd::map1(in[0], out, n, [&](V v) { return hn::Mul(hn::Sub(v, zero_point), scale); });
+}
+
+// round_half_even(x / scale) + zero point, clamped to [lo, hi], NaN to 0: QuantizeLinear's
+// float32 operations in its kernels' order, so the integer is theirs.
+void quantize(const float* const* in, float* out, int64_t n, const Params& p) {
+  const D d;
+  const V scale = hn::Set(d, p.alpha), zero_point = hn::Set(d, p.beta), lo = hn::Set(d, p.lo), hi = hn::Set(d, p.hi);
+  simd::map1(in[0], out, n, [&](V x) {
+    const V v = hn::Add(hn::Round(hn::Div(x, scale)), zero_point);
+    return hn::IfThenElseZero(hn::Eq(v, v), hn::Min(hn::Max(v, lo), hi));
+  });
+}
+
 // x ^ c for a constant c: the exponents models use are plain arithmetic, the rest std::pow.
 void pow_const(const float* const* in, float* out, int64_t n, const Params& p) {
   const float c = p.alpha;
@@ -180,6 +197,24 @@ struct Compiler {
       return emit(n, out, ins);
     }
     switch (op) {
+      case Op::DequantizeLinear:
+      case Op::QuantizeLinear: {
+        const bool dq = op == Op::DequantizeLinear;
+        const DType q = dq ? dtype(input(0)) : dtype(out);
+        if (q != DType::UInt8 && q != DType::Int8) return n.describe() + ": only uint8 and int8";
+        if (dq ? !f_out : !f_in) return n.describe() + ": only float32";
+        auto scale = scalar_constant(input(1));
+        auto zero_point = input(2) >= 0 ? scalar_constant(input(2)) : std::optional<float>(0.f);
+        if (!scale || !zero_point || n.attr_int("block_size", 0) != 0)
+          return n.describe() + ": the scale and zero point are not per-tensor constants";
+        ins.code = dq ? Code::Dequantize : Code::Quantize;
+        ins.p.alpha = *scale;
+        ins.p.beta = *zero_point;
+        ins.p.lo = q == DType::Int8 ? -128.f : 0.f;
+        ins.p.hi = q == DType::Int8 ? 127.f : 255.f;
+        operands({input(0)});
+        break;
+      }
       case Op::Identity:
       case Op::Dropout:
         if (n.op == Op::Dropout && input(2) >= 0 && scalar_constant(input(2)).value_or(1.f) != 0.f)
@@ -297,14 +332,19 @@ std::variant<Program, std::string> compile_program(const Node& fused, std::span<
     return std::string(e.what());
   }
   for (int v : body.outputs) {
-    if (!c.is(v, DType::Float32)) return "output '" + body.values[static_cast<size_t>(v)].name + "' is not float32";
+    const int producer = body.values[static_cast<size_t>(v)].producer;
+    const bool quantized = producer >= 0 && body.nodes[static_cast<size_t>(producer)].op == Op::QuantizeLinear;
+    if (!c.is(v, DType::Float32) && !quantized)
+      return "output '" + body.values[static_cast<size_t>(v)].name + "' is not float32";
+    c.p.output_dtype.push_back(c.dtype(v));
     int s = c.slot_of[static_cast<size_t>(v)];
     if (s < 0 || c.input_index[static_cast<size_t>(v)] >= 0) return std::string("an output is not computed by the body");
     c.p.output_slot.push_back(s);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
     DType t = inputs[i].dtype;
-    bool loadable = t == DType::Float32 || t == DType::Bool || t == DType::Int32 || t == DType::Int64;
+    bool loadable = t == DType::Float32 || t == DType::Bool || t == DType::Int32 || t == DType::Int64 ||
+                    t == DType::UInt8 || t == DType::Int8;
     if (c.p.input_slot[i] >= 0 && !loadable) return std::string("input of dtype ") + dtype_name(t);
   }
   return std::move(c.p);
@@ -319,6 +359,8 @@ Fn select_fn(const Instr& ins, const bool scalar[3]) {
     case Code::PowConst: return pow_const;
     case Code::Not: return unary<NotOp>;
     case Code::ToBool: return unary<ToBoolOp>;
+    case Code::Dequantize: return dequantize;
+    case Code::Quantize: return quantize;
     case Code::Add: return pick_binary<AddOp>(as, bs);
     case Code::Sub: return pick_binary<SubOp>(as, bs);
     case Code::Mul: return pick_binary<MulOp>(as, bs);

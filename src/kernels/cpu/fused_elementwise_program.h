@@ -7,6 +7,9 @@
 // Values are float32 in registers. Bool values are 0.0/1.0 (compares, Not, Cast to bool);
 // bool, int32 and int64 node inputs are converted to float when a tile loads them, so they may
 // feed Cast, Where and Not (int values are exact up to 2^24, which is all a Cast to float keeps).
+// Quantized values (a QDQ model's activations): a uint8/int8 input is loaded as float and read
+// only by a per-tensor DequantizeLinear; a per-tensor QuantizeLinear leaves an integer-valued
+// float, stored into a uint8/int8 output.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -32,6 +35,9 @@ enum class Code : uint8_t {
   Add, Sub, Mul, Div, Pow, Min, Max, PRelu, Equal, Greater, Less, GreaterOrEqual, LessOrEqual,
   // three
   Where,
+  // one operand, per-tensor parameters in Params: alpha the scale, beta the zero point; lo and
+  // hi the quantized type's range
+  Dequantize, Quantize,
 };
 
 struct Instr {
@@ -49,6 +55,7 @@ struct Program {
   std::vector<int> input_slot;   // per node input: its slot, or -1 when no instruction reads it
   std::vector<int> output_slot;  // per node output
   std::vector<DType> input_dtype;  // per node input
+  std::vector<DType> output_dtype;  // per node output: float32, bool, or uint8/int8 (a QuantizeLinear's)
 };
 
 // Compiles the fused node's body for these input types and plan-time constants (Clip bounds,
