@@ -56,6 +56,13 @@ std::vector<int64_t> NodeBuilder::attr_ints(const char* name) const {
   return {a->ints().begin(), a->ints().end()};
 }
 
+std::vector<onnx::AttributeProto> NodeBuilder::attrs_named(std::initializer_list<const char*> names) const {
+  std::vector<onnx::AttributeProto> out;
+  for (const char* name : names)
+    if (const auto* a = find_attr(name)) out.push_back(*a);
+  return out;
+}
+
 void NodeBuilder::unsupported(const std::string& why) const {
   throw Error(where_ + ": " + why, ErrorKind::UnsupportedOp);
 }
@@ -85,6 +92,7 @@ std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, st
   n.set_op_type(op);
   n.set_name(fresh(op));
   if (out.empty()) out = n.name() + "_output";
+  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();  // absent optional inputs
   for (auto& i : inputs) n.add_input(std::move(i));
   n.add_output(out);
   for (auto& a : attrs) *n.add_attribute() = std::move(a);
@@ -92,10 +100,13 @@ std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, st
   return out;
 }
 
-std::string NodeBuilder::scalar(float v) {
-  onnx::TensorProto t;
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  t.add_float_data(v);
+std::vector<std::string> NodeBuilder::add_outputs(const char* op, std::vector<std::string> inputs, size_t outputs) {
+  std::vector<std::string> names{add(op, std::move(inputs))};
+  for (size_t i = 1; i < outputs; ++i) names.push_back(*nodes_.back().add_output() = nodes_.back().name() + "_output_" + std::to_string(i));
+  return names;
+}
+
+std::string NodeBuilder::constant(onnx::TensorProto t) {
   onnx::AttributeProto a;
   a.set_name("value");
   a.set_type(onnx::AttributeProto::TENSOR);
@@ -103,15 +114,18 @@ std::string NodeBuilder::scalar(float v) {
   return add("Constant", {}, {std::move(a)});
 }
 
+std::string NodeBuilder::scalar(float v) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(v);
+  return constant(std::move(t));
+}
+
 std::string NodeBuilder::scalar_i64(int64_t v) {
   onnx::TensorProto t;
   t.set_data_type(onnx::TensorProto::INT64);
   t.add_int64_data(v);
-  onnx::AttributeProto a;
-  a.set_name("value");
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = std::move(t);
-  return add("Constant", {}, {std::move(a)});
+  return constant(std::move(t));
 }
 
 std::string NodeBuilder::ints(const std::vector<int64_t>& v) {
@@ -119,11 +133,7 @@ std::string NodeBuilder::ints(const std::vector<int64_t>& v) {
   t.set_data_type(onnx::TensorProto::INT64);
   t.add_dims(static_cast<int64_t>(v.size()));
   for (int64_t x : v) t.add_int64_data(x);
-  onnx::AttributeProto a;
-  a.set_name("value");
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = std::move(t);
-  return add("Constant", {}, {std::move(a)});
+  return constant(std::move(t));
 }
 
 std::string NodeBuilder::reduce_mean(const std::string& x, const std::vector<int64_t>& axes, std::string out) {

@@ -19,12 +19,16 @@ class NodeBuilder {
 
   // The contrib node: input/output `i` ("" when absent or empty) and its attributes.
   const std::string& in(size_t i) const;
+  int64_t opset() const { return opset_; }
+  size_t input_count() const { return static_cast<size_t>(source_.input_size()); }
   const std::string& out(size_t i) const;
   bool has_in(size_t i) const { return !in(i).empty(); }
   bool has_out(size_t i) const { return !out(i).empty(); }
   int64_t attr_int(const char* name, int64_t fallback) const;
   float attr_float(const char* name, float fallback) const;
   std::vector<int64_t> attr_ints(const char* name) const;
+  // The contrib node's attributes among `names` that it sets, to pass on to an emitted node.
+  std::vector<onnx::AttributeProto> attrs_named(std::initializer_list<const char*> names) const;
   // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an
   // input in [first, last] or an output from `first` on is present.
   void require_inputs(std::initializer_list<size_t> required) const;
@@ -36,9 +40,13 @@ class NodeBuilder {
   [[noreturn]] void invalid(const std::string& why) const;
 
   // Adds a node; returns its output, named `out` when given (a contrib output), else fresh.
+  // Inputs "" are absent ones; trailing ones are dropped.
   std::string add(const char* op, std::vector<std::string> inputs, std::vector<onnx::AttributeProto> attrs = {},
                   std::string out = "");
-  // Constants: a float32 scalar, an int64 scalar, a 1-D int64 tensor.
+  // Adds a node with `outputs` fresh outputs (DynamicQuantizeLinear's three).
+  std::vector<std::string> add_outputs(const char* op, std::vector<std::string> inputs, size_t outputs);
+  // Constants: any tensor, a float32 scalar, an int64 scalar, a 1-D int64 tensor.
+  std::string constant(onnx::TensorProto t);
   std::string scalar(float v);
   std::string scalar_i64(int64_t v);
   std::string ints(const std::vector<int64_t>& v);
