@@ -246,3 +246,50 @@ def test_op_matches_onnx_runtime(name, executor, cases, tmp_path):
                 [("numpy", expected.astype(np.float32))] if expected is not None else []):
             report = io.StringIO()
             assert ort_compare.compare({out: a}, {out: b}, out=report), f"against {label}: {report.getvalue()}"
+
+
+def nbits_node(**overrides):
+    """MatMulNBits with its weight as initializers; `overrides` replaces inputs, feeds or attributes."""
+    b, scales, zps, _ = nbits_weights(32, 4, 4, 16, "packed")
+    consts = {"b": b, "scales": scales.reshape(-1), "zp": zps.reshape(-1), "g_idx": np.arange(32, dtype=np.int32) // 16}
+    feeds = {"a": f(2, 32)}
+    inputs = overrides.pop("inputs", ["a", "b", "scales", "zp"])
+    for name in overrides.pop("as_feeds", []):
+        feeds[name] = consts.pop(name)
+    consts = {k: v for k, v in consts.items() if k in inputs}
+    attrs = {"K": 32, "N": 4, "bits": 4, "block_size": 16, **overrides}
+    return one_node("MatMulNBits", inputs, ["y"], feeds, consts, opset=21, **attrs)
+
+
+def keep_inputs(count):
+    def edit(model):
+        del model.graph.node[0].input[count:]
+    return edit
+
+
+BAD_INPUT = {
+    "QLinearAdd-five-inputs": (lambda: qlinear_binary("QLinearAdd", u8, (2, 3), (2, 3))[:2], keep_inputs(5),
+                               "takes 7 to 8 inputs, got 5"),
+    "QLinearConcat-partial-triple": (lambda: qlinear_concat(u8, [(2, 3), (2, 3)], axis=0), keep_inputs(7),
+                                     "a (X, X_scale, X_zero_point) triple per input, got 7 inputs"),
+    "MatMulNBits-g_idx": (lambda: nbits_node(inputs=["a", "b", "scales", "zp", "g_idx"]), None,
+                          "input 4 (g_idx) is not supported"),
+    "MatMulNBits-weight-not-constant": (lambda: nbits_node(as_feeds=["b"]), None,
+                                        "input 1 (B) must be an initializer"),
+    "MatMulNBits-3-bits": (lambda: nbits_node(bits=3), None, "bits=3 (supported: 2, 4, 8)"),
+    "MatMulNBits-wrong-N": (lambda: nbits_node(N=5), None, "input 1 (B) has 64 elements, expected 80"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUT))
+def test_bad_input_is_one_clear_line(name, tmp_path, fusor):
+    make, edit, message = BAD_INPUT[name]
+    model, feeds = make()
+    if edit:
+        edit(model)
+    onnx.save(model, tmp_path / "model.onnx")
+    save_inputs(tmp_path / "inputs", feeds)
+    r = fusor("run", tmp_path / "model.onnx", *ort_compare.fusor_input_args(tmp_path / "inputs"))
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"node 'the_{model.graph.node[0].op_type}'" in lines[0] and message in lines[0], r.stderr
