@@ -7,7 +7,7 @@ namespace {
 const std::string kNone;
 }
 
-NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset) : source_(source), opset_(opset) {
+std::string NodeBuilder::scope(const onnx::NodeProto& source) {
   const std::string& name = source.name().empty() ? source.op_type() : source.name();
   // Under the scope of the first output ("/encoder/layer.0/attention/self/Reshape_3_output_0"
   // -> "/encoder/layer.0/attention/self"), so fusion items get the plain export's layer names.
@@ -16,9 +16,16 @@ NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset) : source_
     const std::string& o = source.output(0);
     if (auto slash = o.rfind('/'); slash != std::string::npos && slash > 0) dir = o.substr(0, slash) + "/";
   }
-  scope_ = dir + name;
-  where_ = "node '" + name + "' (op " + source.op_type() + ", domain '" +
-           (source.domain().empty() ? "ai.onnx" : source.domain()) + "')";
+  return dir + name;
+}
+
+NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset, int repeat)
+    : source_(source), opset_(opset), scope_(scope(source)) {
+  if (repeat > 0) scope_ += "_" + std::to_string(repeat);
+  where_ = "node '" + (source.name().empty() ? source.op_type() : source.name()) + "' (op " + source.op_type() +
+           ", domain '" + (source.domain().empty() ? "ai.onnx" : source.domain()) + "')";
+  // ORT's optimizer leaves its fused nodes unnamed: the output says which one.
+  if (source.name().empty() && source.output_size() > 0) where_ += " writing '" + source.output(0) + "'";
 }
 
 const std::string& NodeBuilder::in(size_t i) const {

@@ -14,8 +14,12 @@ namespace fusor::contrib {
 
 class NodeBuilder {
  public:
-  // `opset` is the default-domain opset the emitted nodes are read at (13 or later).
-  NodeBuilder(const onnx::NodeProto& source, int64_t opset);
+  // `opset` is the default-domain opset the emitted nodes are read at (13 or later). `repeat`
+  // counts earlier contrib nodes of the same scope() (unnamed ones share their op's), so that
+  // each one's value names are its own.
+  NodeBuilder(const onnx::NodeProto& source, int64_t opset, int repeat = 0);
+  // The prefix of the names `source`'s expansion emits, before any repeat suffix.
+  static std::string scope(const onnx::NodeProto& source);
 
   // The contrib node: input/output `i` ("" when absent or empty) and its attributes.
   const std::string& in(size_t i) const;

@@ -247,7 +247,7 @@ const Tensor* ContribExpander::constant(const std::string& name) const {
 std::vector<onnx::NodeProto> ContribExpander::expand(const onnx::NodeProto& node, int64_t opset,
                                                      const ShapeLookup& shapes, const ConstantLookup& constants) {
   const ContribOp* op = find_op(node.domain() == "ai.onnx" ? "" : node.domain(), node.op_type());
-  NodeBuilder b(node, opset);
+  NodeBuilder b(node, opset, scope_uses_[NodeBuilder::scope(node)]++);
   if (!op) b.unsupported("unsupported operator");
   if (node.output_size() == 0 || node.output(0).empty()) b.invalid("output 0 is required");
   shapes_ = &shapes;

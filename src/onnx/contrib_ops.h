@@ -61,6 +61,7 @@ class ContribExpander {
   const ConstantLookup* constants_ = nullptr;
   std::map<std::string, size_t> ranks_;
   std::map<std::string, std::string> shared_;
+  std::map<std::string, int> scope_uses_;  // contrib nodes expanded so far, by NodeBuilder::scope
 };
 
 }  // namespace fusor
