@@ -59,31 +59,32 @@ struct OneNodeModel {
     return *this;
   }
 
+  // A float32 initializer of 0.5s.
   OneNodeModel& weight(const char* name, std::vector<int64_t> dims) {
-    auto* w = model.mutable_graph()->add_initializer();
-    w->set_name(name);
-    w->set_data_type(onnx::TensorProto::FLOAT);
-    int64_t n = 1;
-    for (int64_t d : dims) {
-      w->add_dims(d);
-      n *= d;
-    }
-    for (int64_t i = 0; i < n; ++i) w->add_float_data(0.5f);
+    auto* w = initializer(name, dims, onnx::TensorProto::FLOAT);
+    for (int64_t i = 0; i < numel(dims); ++i) w->add_float_data(0.5f);
     return *this;
   }
 
   // A uint8 initializer filled with `value`.
   OneNodeModel& bytes(const char* name, std::vector<int64_t> dims, uint8_t value) {
+    initializer(name, dims, onnx::TensorProto::UINT8)
+        ->set_raw_data(std::string(static_cast<size_t>(numel(dims)), static_cast<char>(value)));
+    return *this;
+  }
+
+  onnx::TensorProto* initializer(const char* name, const std::vector<int64_t>& dims, int type) {
     auto* w = model.mutable_graph()->add_initializer();
     w->set_name(name);
-    w->set_data_type(onnx::TensorProto::UINT8);
+    w->set_data_type(type);
+    for (int64_t d : dims) w->add_dims(d);
+    return w;
+  }
+
+  static int64_t numel(const std::vector<int64_t>& dims) {
     int64_t n = 1;
-    for (int64_t d : dims) {
-      w->add_dims(d);
-      n *= d;
-    }
-    w->set_raw_data(std::string(static_cast<size_t>(n), static_cast<char>(value)));
-    return *this;
+    for (int64_t d : dims) n *= d;
+    return n;
   }
 
   OneNodeModel& attr(const char* name, int64_t v) {
