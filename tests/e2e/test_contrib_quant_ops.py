@@ -175,6 +175,7 @@ CASES = {
     "QLinearConcat-u8": lambda: qlinear_concat(u8, [(2, 3, 4), (2, 1, 4), (2, 5, 4)], axis=1),
     "QLinearConcat-i8-last-axis": lambda: qlinear_concat(i8, [(3, 2), (3, 5)], axis=-1),
     "MatMulIntegerToFloat-u8s8-per-column": lambda: matmul_integer_to_float(u8, i8, (2, 3), 8, 5, True, True, True),
+    "MatMulIntegerToFloat-s8s8-per-column": lambda: matmul_integer_to_float(i8, i8, (3,), 20, 4, True, True, True),
     "MatMulIntegerToFloat-u8u8": lambda: matmul_integer_to_float(u8, u8, (4,), 16, 6, False, True, False),
     "MatMulIntegerToFloat-no-zero-points-bias": lambda: matmul_integer_to_float(u8, i8, (2, 2), 12, 7, False, False,
                                                                                 True),
@@ -187,6 +188,7 @@ CASES = {
     "MatMulNBits-4bit-odd-blocks": lambda: matmul_nbits(48, 4, (2,), zero_points="packed"),
     "MatMulNBits-4bit-float-zero-points": lambda: matmul_nbits(32, 7, (2, 2), zero_points="float", bias=True),
     "MatMulNBits-8bit": lambda: matmul_nbits(32, 6, (4,), bits=8),
+    "MatMulNBits-2bit-packed-zero-points": lambda: matmul_nbits(96, 6, (3,), bits=2, block_size=32),
     "MatMulNBits-opset17-float-weight": lambda: matmul_nbits(40, 6, (2, 3), opset=17, bias=True),
 }
 
