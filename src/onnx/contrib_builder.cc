@@ -81,6 +81,13 @@ void NodeBuilder::require_inputs(std::initializer_list<size_t> required) const {
     if (!has_in(i)) invalid("input " + std::to_string(i) + " is required");
 }
 
+void NodeBuilder::expect_inputs(size_t min, size_t max) const {
+  const size_t n = input_count();
+  if (n < min || n > max)
+    invalid("takes " + (min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)) +
+            " inputs, got " + std::to_string(n));
+}
+
 void NodeBuilder::forbid_inputs(size_t first, size_t last, const char* what) const {
   for (size_t i = first; i <= last; ++i)
     if (has_in(i)) unsupported("input " + std::to_string(i) + " (" + what + ") is not supported");
@@ -109,7 +116,9 @@ std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, st
 
 std::vector<std::string> NodeBuilder::add_outputs(const char* op, std::vector<std::string> inputs, size_t outputs) {
   std::vector<std::string> names{add(op, std::move(inputs))};
-  for (size_t i = 1; i < outputs; ++i) names.push_back(*nodes_.back().add_output() = nodes_.back().name() + "_output_" + std::to_string(i));
+  auto& node = nodes_.back();
+  for (size_t i = 1; i < outputs; ++i)
+    names.push_back(*node.add_output() = node.name() + "_output_" + std::to_string(i));
   return names;
 }
 

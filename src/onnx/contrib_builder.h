@@ -21,9 +21,10 @@ class NodeBuilder {
   // The prefix of the names `source`'s expansion emits, before any repeat suffix.
   static std::string scope(const onnx::NodeProto& source);
 
-  // The contrib node: input/output `i` ("" when absent or empty) and its attributes.
-  const std::string& in(size_t i) const;
   int64_t opset() const { return opset_; }
+  // The contrib node: input/output `i` ("" when absent or empty), its input count (absent
+  // trailing inputs not counted) and its attributes.
+  const std::string& in(size_t i) const;
   size_t input_count() const { return static_cast<size_t>(source_.input_size()); }
   const std::string& out(size_t i) const;
   bool has_in(size_t i) const { return !in(i).empty(); }
@@ -36,6 +37,8 @@ class NodeBuilder {
   // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an
   // input in [first, last] or an output from `first` on is present.
   void require_inputs(std::initializer_list<size_t> required) const;
+  // Throws fusor::Error (InvalidModel) unless the node has from `min` to `max` inputs.
+  void expect_inputs(size_t min, size_t max) const;
   void forbid_inputs(size_t first, size_t last, const char* what) const;
   void forbid_outputs(size_t first, const char* what) const;
   // Throws fusor::Error (UnsupportedOp) naming the contrib node.

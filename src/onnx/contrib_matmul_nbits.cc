@@ -16,6 +16,7 @@ namespace fusor::contrib {
 namespace {
 
 constexpr int64_t kMinBlockedDequantizeOpset = 21;
+constexpr int64_t kMaxDim = int64_t{1} << 24;
 
 // The packed inputs, checked against the attributes.
 struct PackedWeight {
@@ -45,12 +46,11 @@ const Tensor& constant_input(ContribExpander& ex, NodeBuilder& b, size_t i, cons
                              int64_t count) {
   const Tensor* t = ex.constant(b.in(i));
   if (!t) b.unsupported("input " + std::to_string(i) + " (" + what + ") must be an initializer");
+  const std::string input = "input " + std::to_string(i) + " (" + what + ")";
   if (t->dtype() != dtype)
-    b.unsupported("input " + std::to_string(i) + " (" + what + ") has dtype " + dtype_name(t->dtype()) + ", expected " +
-                  dtype_name(dtype));
+    b.unsupported(input + " has dtype " + dtype_name(t->dtype()) + ", expected " + dtype_name(dtype));
   if (t->numel() != count)
-    b.invalid("input " + std::to_string(i) + " (" + what + ") has " + std::to_string(t->numel()) + " elements, expected " +
-              std::to_string(count));
+    b.invalid(input + " has " + std::to_string(t->numel()) + " elements, expected " + std::to_string(count));
   return *t;
 }
 
@@ -60,9 +60,12 @@ PackedWeight read_packed(ContribExpander& ex, NodeBuilder& b) {
   w.n = b.attr_int("N", 0);
   w.bits = b.attr_int("bits", 4);
   w.block_size = b.attr_int("block_size", 0);
-  if (w.k < 1 || w.n < 1) b.invalid("attributes K and N must be positive");
-  if (w.bits != 2 && w.bits != 4 && w.bits != 8) b.unsupported("bits=" + std::to_string(w.bits) + " (supported: 2, 4, 8)");
-  if (w.block_size < 16 || (w.block_size & (w.block_size - 1)))
+  // The bounds keep the element counts below from overflowing; real weights are far smaller.
+  if (w.k < 1 || w.n < 1 || w.k > kMaxDim || w.n > kMaxDim)
+    b.invalid("attributes K and N must be from 1 to " + std::to_string(kMaxDim));
+  if (w.bits != 2 && w.bits != 4 && w.bits != 8)
+    b.unsupported("bits=" + std::to_string(w.bits) + " (supported: 2, 4, 8)");
+  if (w.block_size < 16 || w.block_size > kMaxDim || (w.block_size & (w.block_size - 1)))
     b.invalid("block_size must be a power of 2 of at least 16, got " + std::to_string(w.block_size));
   w.blocks = (w.k + w.block_size - 1) / w.block_size;
   w.codes = constant_input(ex, b, 1, "B", DType::UInt8, w.n * w.blocks * w.block_size * w.bits / 8).data<uint8_t>();
@@ -120,7 +123,7 @@ std::string float_weight(NodeBuilder& b, const PackedWeight& w) {
 }  // namespace
 
 void matmul_nbits(ContribExpander& ex, NodeBuilder& b) {
-  if (b.input_count() < 3 || b.input_count() > 6) b.invalid("takes 3 to 6 inputs, got " + std::to_string(b.input_count()));
+  b.expect_inputs(3, 6);
   b.require_inputs({0, 1, 2});
   b.forbid_inputs(4, 4, "g_idx");
   const PackedWeight w = read_packed(ex, b);

@@ -10,14 +10,6 @@ namespace {
 
 using Ints = std::vector<int64_t>;
 
-// Throws unless the node has between `min` and `max` inputs (trailing optional ones may be left out).
-void expect_inputs(const NodeBuilder& b, size_t min, size_t max) {
-  const size_t n = b.input_count();
-  if (n < min || n > max)
-    b.invalid("takes " + (min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)) +
-              " inputs, got " + std::to_string(n));
-}
-
 // DequantizeLinear of input `x` with the scale and optional zero point that follow it.
 std::string dequantize(NodeBuilder& b, size_t x) {
   b.require_inputs({x, x + 1});
@@ -36,14 +28,14 @@ void quantize(NodeBuilder& b, const std::string& y, size_t scale, const std::str
 
 // (A, A_scale, A_zp?, B, B_scale, B_zp?, C_scale, C_zp?) -> Q(DQ(A) op DQ(B)).
 void qlinear_binary(NodeBuilder& b, const char* op) {
-  expect_inputs(b, 7, 8);
+  b.expect_inputs(7, 8);
   auto y = b.add(op, {dequantize(b, 0), dequantize(b, 3)});
   quantize(b, y, 6, b.in(0));
 }
 
 // (X, X_scale, X_zp?, Y_scale, Y_zp?) -> Q(op(DQ(X))).
 void qlinear_unary(NodeBuilder& b, const char* op, std::vector<onnx::AttributeProto> attrs = {}) {
-  expect_inputs(b, 4, 5);
+  b.expect_inputs(4, 5);
   quantize(b, b.add(op, {dequantize(b, 0)}, std::move(attrs)), 3, b.in(0));
 }
 
@@ -63,7 +55,7 @@ Ints to_channels_last(size_t rank) {
 
 // A channels-first pool `op` on X, transposed around when the node is channels_last.
 void qlinear_pool(NodeBuilder& b, const char* op, std::vector<onnx::AttributeProto> attrs, std::optional<size_t> rank) {
-  expect_inputs(b, 4, 5);
+  b.expect_inputs(4, 5);
   const int64_t channels_last = b.attr_int("channels_last", 0);
   if (channels_last != 0 && channels_last != 1) b.invalid("channels_last must be 0 or 1");
   auto x = dequantize(b, 0);
@@ -125,7 +117,7 @@ void qlinear_concat(ContribExpander&, NodeBuilder& b) {
 
 // (A, B, a_scale, b_scale, a_zp?, b_zp?, bias?) -> MatMulInteger * (a_scale * b_scale) + bias.
 void matmul_integer_to_float(ContribExpander&, NodeBuilder& b) {
-  expect_inputs(b, 4, 7);
+  b.expect_inputs(4, 7);
   b.require_inputs({0, 1, 2, 3});
   auto product = b.add("MatMulInteger", {b.in(0), b.in(1), b.in(4), b.in(5)});
   rescale(b, product, b.in(2), b.in(3), 6);
@@ -134,7 +126,7 @@ void matmul_integer_to_float(ContribExpander&, NodeBuilder& b) {
 // (A float, B, b_scale, b_zp?, bias?): A quantized by DynamicQuantizeLinear (uint8), then as
 // MatMulIntegerToFloat with A's computed scale and zero point.
 void dynamic_quantize_matmul(ContribExpander&, NodeBuilder& b) {
-  expect_inputs(b, 3, 5);
+  b.expect_inputs(3, 5);
   b.require_inputs({0, 1, 2});
   auto a = b.add_outputs("DynamicQuantizeLinear", {b.in(0)}, 3);
   auto product = b.add("MatMulInteger", {a[0], b.in(1), a[2], b.in(3)});
