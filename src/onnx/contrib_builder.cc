@@ -7,7 +7,7 @@ namespace {
 const std::string kNone;
 }
 
-NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset) : source_(source), opset_(opset) {
+std::string NodeBuilder::scope(const onnx::NodeProto& source) {
   const std::string& name = source.name().empty() ? source.op_type() : source.name();
   // Under the scope of the first output ("/encoder/layer.0/attention/self/Reshape_3_output_0"
   // -> "/encoder/layer.0/attention/self"), so fusion items get the plain export's layer names.
@@ -16,9 +16,16 @@ NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset) : source_
     const std::string& o = source.output(0);
     if (auto slash = o.rfind('/'); slash != std::string::npos && slash > 0) dir = o.substr(0, slash) + "/";
   }
-  scope_ = dir + name;
-  where_ = "node '" + name + "' (op " + source.op_type() + ", domain '" +
-           (source.domain().empty() ? "ai.onnx" : source.domain()) + "')";
+  return dir + name;
+}
+
+NodeBuilder::NodeBuilder(const onnx::NodeProto& source, int64_t opset, int repeat)
+    : source_(source), opset_(opset), scope_(scope(source)) {
+  if (repeat > 0) scope_ += "_" + std::to_string(repeat);
+  where_ = "node '" + (source.name().empty() ? source.op_type() : source.name()) + "' (op " + source.op_type() +
+           ", domain '" + (source.domain().empty() ? "ai.onnx" : source.domain()) + "')";
+  // ORT's optimizer leaves its fused nodes unnamed: the output says which one.
+  if (source.name().empty() && source.output_size() > 0) where_ += " writing '" + source.output(0) + "'";
 }
 
 const std::string& NodeBuilder::in(size_t i) const {
@@ -56,6 +63,13 @@ std::vector<int64_t> NodeBuilder::attr_ints(const char* name) const {
   return {a->ints().begin(), a->ints().end()};
 }
 
+std::vector<onnx::AttributeProto> NodeBuilder::attrs_named(std::initializer_list<const char*> names) const {
+  std::vector<onnx::AttributeProto> out;
+  for (const char* name : names)
+    if (const auto* a = find_attr(name)) out.push_back(*a);
+  return out;
+}
+
 void NodeBuilder::unsupported(const std::string& why) const {
   throw Error(where_ + ": " + why, ErrorKind::UnsupportedOp);
 }
@@ -65,6 +79,13 @@ void NodeBuilder::invalid(const std::string& why) const { throw Error(where_ + "
 void NodeBuilder::require_inputs(std::initializer_list<size_t> required) const {
   for (size_t i : required)
     if (!has_in(i)) invalid("input " + std::to_string(i) + " is required");
+}
+
+void NodeBuilder::expect_inputs(size_t min, size_t max) const {
+  const size_t n = input_count();
+  if (n < min || n > max)
+    invalid("takes " + (min == max ? std::to_string(min) : std::to_string(min) + " to " + std::to_string(max)) +
+            " inputs, got " + std::to_string(n));
 }
 
 void NodeBuilder::forbid_inputs(size_t first, size_t last, const char* what) const {
@@ -85,6 +106,7 @@ std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, st
   n.set_op_type(op);
   n.set_name(fresh(op));
   if (out.empty()) out = n.name() + "_output";
+  while (!inputs.empty() && inputs.back().empty()) inputs.pop_back();  // absent optional inputs
   for (auto& i : inputs) n.add_input(std::move(i));
   n.add_output(out);
   for (auto& a : attrs) *n.add_attribute() = std::move(a);
@@ -92,10 +114,15 @@ std::string NodeBuilder::add(const char* op, std::vector<std::string> inputs, st
   return out;
 }
 
-std::string NodeBuilder::scalar(float v) {
-  onnx::TensorProto t;
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  t.add_float_data(v);
+std::vector<std::string> NodeBuilder::add_outputs(const char* op, std::vector<std::string> inputs, size_t outputs) {
+  std::vector<std::string> names{add(op, std::move(inputs))};
+  auto& node = nodes_.back();
+  for (size_t i = 1; i < outputs; ++i)
+    names.push_back(*node.add_output() = node.name() + "_output_" + std::to_string(i));
+  return names;
+}
+
+std::string NodeBuilder::constant(onnx::TensorProto t) {
   onnx::AttributeProto a;
   a.set_name("value");
   a.set_type(onnx::AttributeProto::TENSOR);
@@ -103,15 +130,18 @@ std::string NodeBuilder::scalar(float v) {
   return add("Constant", {}, {std::move(a)});
 }
 
+std::string NodeBuilder::scalar(float v) {
+  onnx::TensorProto t;
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  t.add_float_data(v);
+  return constant(std::move(t));
+}
+
 std::string NodeBuilder::scalar_i64(int64_t v) {
   onnx::TensorProto t;
   t.set_data_type(onnx::TensorProto::INT64);
   t.add_int64_data(v);
-  onnx::AttributeProto a;
-  a.set_name("value");
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = std::move(t);
-  return add("Constant", {}, {std::move(a)});
+  return constant(std::move(t));
 }
 
 std::string NodeBuilder::ints(const std::vector<int64_t>& v) {
@@ -119,11 +149,7 @@ std::string NodeBuilder::ints(const std::vector<int64_t>& v) {
   t.set_data_type(onnx::TensorProto::INT64);
   t.add_dims(static_cast<int64_t>(v.size()));
   for (int64_t x : v) t.add_int64_data(x);
-  onnx::AttributeProto a;
-  a.set_name("value");
-  a.set_type(onnx::AttributeProto::TENSOR);
-  *a.mutable_t() = std::move(t);
-  return add("Constant", {}, {std::move(a)});
+  return constant(std::move(t));
 }
 
 std::string NodeBuilder::reduce_mean(const std::string& x, const std::vector<int64_t>& axes, std::string out) {

@@ -14,20 +14,31 @@ namespace fusor::contrib {
 
 class NodeBuilder {
  public:
-  // `opset` is the default-domain opset the emitted nodes are read at (13 or later).
-  NodeBuilder(const onnx::NodeProto& source, int64_t opset);
+  // `opset` is the default-domain opset the emitted nodes are read at (13 or later). `repeat`
+  // counts earlier contrib nodes of the same scope() (unnamed ones share their op's), so that
+  // each one's value names are its own.
+  NodeBuilder(const onnx::NodeProto& source, int64_t opset, int repeat = 0);
+  // The prefix of the names `source`'s expansion emits, before any repeat suffix.
+  static std::string scope(const onnx::NodeProto& source);
 
-  // The contrib node: input/output `i` ("" when absent or empty) and its attributes.
+  int64_t opset() const { return opset_; }
+  // The contrib node: input/output `i` ("" when absent or empty), its input count (absent
+  // trailing inputs not counted) and its attributes.
   const std::string& in(size_t i) const;
+  size_t input_count() const { return static_cast<size_t>(source_.input_size()); }
   const std::string& out(size_t i) const;
   bool has_in(size_t i) const { return !in(i).empty(); }
   bool has_out(size_t i) const { return !out(i).empty(); }
   int64_t attr_int(const char* name, int64_t fallback) const;
   float attr_float(const char* name, float fallback) const;
   std::vector<int64_t> attr_ints(const char* name) const;
+  // The contrib node's attributes among `names` that it sets, to pass on to an emitted node.
+  std::vector<onnx::AttributeProto> attrs_named(std::initializer_list<const char*> names) const;
   // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an
   // input in [first, last] or an output from `first` on is present.
   void require_inputs(std::initializer_list<size_t> required) const;
+  // Throws fusor::Error (InvalidModel) unless the node has from `min` to `max` inputs.
+  void expect_inputs(size_t min, size_t max) const;
   void forbid_inputs(size_t first, size_t last, const char* what) const;
   void forbid_outputs(size_t first, const char* what) const;
   // Throws fusor::Error (UnsupportedOp) naming the contrib node.
@@ -36,9 +47,13 @@ class NodeBuilder {
   [[noreturn]] void invalid(const std::string& why) const;
 
   // Adds a node; returns its output, named `out` when given (a contrib output), else fresh.
+  // Inputs "" are absent ones; trailing ones are dropped.
   std::string add(const char* op, std::vector<std::string> inputs, std::vector<onnx::AttributeProto> attrs = {},
                   std::string out = "");
-  // Constants: a float32 scalar, an int64 scalar, a 1-D int64 tensor.
+  // Adds a node with `outputs` fresh outputs (DynamicQuantizeLinear's three).
+  std::vector<std::string> add_outputs(const char* op, std::vector<std::string> inputs, size_t outputs);
+  // Constants: any tensor, a float32 scalar, an int64 scalar, a 1-D int64 tensor.
+  std::string constant(onnx::TensorProto t);
   std::string scalar(float v);
   std::string scalar_i64(int64_t v);
   std::string ints(const std::vector<int64_t>& v);

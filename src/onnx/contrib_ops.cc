@@ -6,6 +6,7 @@
 
 #include "onnx/contrib_attention.h"
 #include "onnx/contrib_builder.h"
+#include "onnx/contrib_quant.h"
 
 namespace fusor {
 namespace {
@@ -195,6 +196,16 @@ constexpr ContribOp kContribOps[] = {
     {"Attention", false, contrib::attention},
     {"RotaryEmbedding", false, contrib::rotary_embedding},
     {"GroupQueryAttention", false, contrib::group_query_attention},
+    {"QLinearAdd", false, contrib::qlinear_add},
+    {"QLinearMul", false, contrib::qlinear_mul},
+    {"QLinearSigmoid", false, contrib::qlinear_sigmoid},
+    {"QLinearLeakyRelu", false, contrib::qlinear_leaky_relu},
+    {"QLinearGlobalAveragePool", false, contrib::qlinear_global_average_pool},
+    {"QLinearAveragePool", false, contrib::qlinear_average_pool},
+    {"QLinearConcat", false, contrib::qlinear_concat},
+    {"MatMulIntegerToFloat", false, contrib::matmul_integer_to_float},
+    {"DynamicQuantizeMatMul", false, contrib::dynamic_quantize_matmul},
+    {"MatMulNBits", false, contrib::matmul_nbits},
 };
 
 const ContribOp* find_op(const std::string& domain, const std::string& op_type) {
@@ -229,20 +240,27 @@ std::optional<std::string> ContribExpander::shared(const std::string& key) const
 
 void ContribExpander::share(const std::string& key, const std::string& value) { shared_[key] = value; }
 
+const Tensor* ContribExpander::constant(const std::string& name) const {
+  return constants_ ? (*constants_)(name) : nullptr;
+}
+
 std::vector<onnx::NodeProto> ContribExpander::expand(const onnx::NodeProto& node, int64_t opset,
-                                                     const ShapeLookup& shapes) {
+                                                     const ShapeLookup& shapes, const ConstantLookup& constants) {
   const ContribOp* op = find_op(node.domain() == "ai.onnx" ? "" : node.domain(), node.op_type());
-  NodeBuilder b(node, opset);
+  NodeBuilder b(node, opset, scope_uses_[NodeBuilder::scope(node)]++);
   if (!op) b.unsupported("unsupported operator");
   if (node.output_size() == 0 || node.output(0).empty()) b.invalid("output 0 is required");
   shapes_ = &shapes;
+  constants_ = &constants;
   try {
     op->expand(*this, b);
   } catch (...) {
     shapes_ = nullptr;
+    constants_ = nullptr;
     throw;
   }
   shapes_ = nullptr;
+  constants_ = nullptr;
   return b.take();
 }
 

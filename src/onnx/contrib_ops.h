@@ -4,7 +4,9 @@
 // exports have, so fusor's passes fuse them as they fuse a plain model: SkipLayerNormalization
 // and EmbedLayerNormalization end in the decomposed LayerNorm, BiasGelu/FastGelu/Gelu in GELU's
 // erf or tanh form, Attention in the Reshape/Transpose/MatMul/Softmax pattern of a BERT export.
-// Only float32 activations; what an op needs beyond that is rejected with UnsupportedOp.
+// The quantized ones (contrib_quant.cc) become DequantizeLinear -> float op -> QuantizeLinear, the
+// QDQ form that fusor's int8 fusion matches. Only float32 activations; what an op needs beyond
+// that is rejected with UnsupportedOp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,6 +14,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "fusor/tensor.h"
 
 namespace onnx {
 class NodeProto;
@@ -27,6 +31,8 @@ bool is_expanded_contrib_op(const std::string& domain, const std::string& op_typ
 // The static shape of a value where the importer knows it (-1 for a dim of unknown size), or
 // nullopt for an unknown rank.
 using ShapeLookup = std::function<std::optional<std::vector<int64_t>>(const std::string& name)>;
+// The value of an initializer or Constant by name, or nullptr when the value is computed.
+using ConstantLookup = std::function<const Tensor*(const std::string& name)>;
 
 // One per import: it remembers the ranks of the outputs it defined (the importer knows only the
 // shapes the model declares), which later expansions read (Attention's mask_index).
@@ -35,10 +41,13 @@ class ContribExpander {
   // The default-domain nodes, at default opset `opset` (13 or later), that compute `node`;
   // they read its inputs and write its outputs by their names. Throws fusor::Error naming the
   // node when an input or attribute is beyond what the expansion supports.
-  std::vector<onnx::NodeProto> expand(const onnx::NodeProto& node, int64_t opset, const ShapeLookup& shapes);
+  std::vector<onnx::NodeProto> expand(const onnx::NodeProto& node, int64_t opset, const ShapeLookup& shapes,
+                                      const ConstantLookup& constants);
 
   // Shape of `name` from the importer, or the rank an earlier expansion gave it.
   std::optional<std::vector<int64_t>> shape_of(const std::string& name) const;
+  // The constant value of `name` (MatMulNBits unpacks its weight at import), or nullptr.
+  const Tensor* constant(const std::string& name) const;
   // Records the rank of an output that an expansion defines.
   void set_rank(const std::string& name, size_t rank);
   // A value that later expansions reuse instead of computing it again (one attention mask bias
@@ -49,8 +58,10 @@ class ContribExpander {
 
  private:
   const ShapeLookup* shapes_ = nullptr;  // during expand()
+  const ConstantLookup* constants_ = nullptr;
   std::map<std::string, size_t> ranks_;
   std::map<std::string, std::string> shared_;
+  std::map<std::string, int> scope_uses_;  // contrib nodes expanded so far, by NodeBuilder::scope
 };
 
 }  // namespace fusor

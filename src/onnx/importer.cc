@@ -344,7 +344,13 @@ class Importer {
       for (const Dim& d : *graph.values[static_cast<size_t>(id)].shape) dims.push_back(d.value);
       return dims;
     };
-    for (const auto& node : contrib_.expand(np, expanded[""], shape_of)) add_node(graph, node, expanded, value_info);
+    auto constant_of = [&graph](const std::string& name) -> const Tensor* {
+      int id = graph.find_value(name);
+      if (id < 0 || !graph.values[static_cast<size_t>(id)].constant) return nullptr;
+      return &*graph.values[static_cast<size_t>(id)].constant;
+    };
+    for (const auto& node : contrib_.expand(np, expanded[""], shape_of, constant_of))
+      add_node(graph, node, expanded, value_info);
   }
 
   // A call of a model-local function in domain "fusor" is a fused node: the function is its

@@ -15,7 +15,8 @@ from conftest import FUSOR, model_path
 MS = "com.microsoft"
 RNG_SEED = 7
 _NP_TO_ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
-               np.dtype(np.int64): TensorProto.INT64}
+               np.dtype(np.int64): TensorProto.INT64, np.dtype(np.uint8): TensorProto.UINT8,
+               np.dtype(np.int8): TensorProto.INT8}
 
 
 def rand(*shape):

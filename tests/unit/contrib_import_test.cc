@@ -1,6 +1,6 @@
 // ONNX Runtime contrib ops at import (onnx/contrib_ops.h): what they expand into, and the one-line
 // errors for what the expansions do not support. Numerics against ONNX Runtime are in
-// tests/e2e/test_contrib_ops.py.
+// tests/e2e/test_contrib_ops.py and test_contrib_quant_ops.py.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -59,17 +59,32 @@ struct OneNodeModel {
     return *this;
   }
 
+  // A float32 initializer of 0.5s.
   OneNodeModel& weight(const char* name, std::vector<int64_t> dims) {
+    auto* w = initializer(name, dims, onnx::TensorProto::FLOAT);
+    for (int64_t i = 0; i < numel(dims); ++i) w->add_float_data(0.5f);
+    return *this;
+  }
+
+  // A uint8 initializer filled with `value`.
+  OneNodeModel& bytes(const char* name, std::vector<int64_t> dims, uint8_t value) {
+    initializer(name, dims, onnx::TensorProto::UINT8)
+        ->set_raw_data(std::string(static_cast<size_t>(numel(dims)), static_cast<char>(value)));
+    return *this;
+  }
+
+  onnx::TensorProto* initializer(const char* name, const std::vector<int64_t>& dims, int type) {
     auto* w = model.mutable_graph()->add_initializer();
     w->set_name(name);
-    w->set_data_type(onnx::TensorProto::FLOAT);
+    w->set_data_type(type);
+    for (int64_t d : dims) w->add_dims(d);
+    return w;
+  }
+
+  static int64_t numel(const std::vector<int64_t>& dims) {
     int64_t n = 1;
-    for (int64_t d : dims) {
-      w->add_dims(d);
-      n *= d;
-    }
-    for (int64_t i = 0; i < n; ++i) w->add_float_data(0.5f);
-    return *this;
+    for (int64_t d : dims) n *= d;
+    return n;
   }
 
   OneNodeModel& attr(const char* name, int64_t v) {
@@ -199,6 +214,64 @@ TEST(ContribImport, AttentionRejectsWhatItDoesNotSupportNamingTheNode) {
     m.input("mask", {2, 1, 5, 5}, true, onnx::TensorProto::INT32);
     expect_error(m, ErrorKind::UnsupportedOp, {"the_Attention", "rank 4"});
   }
+}
+
+// The QDQ form the int8 fusion matches: DequantizeLinear -> float op -> QuantizeLinear.
+TEST(ContribImport, QLinearAddBecomesDequantizeAddQuantize) {
+  OneNodeModel m("QLinearAdd", {"a", "as", "az", "b", "bs", "bz", "cs", "cz"}, {"c"});
+  m.input("a", {2, 3}, true, onnx::TensorProto::UINT8).input("b", {3}, true, onnx::TensorProto::UINT8);
+  m.weight("as", {}).bytes("az", {}, 3).weight("bs", {}).bytes("bz", {}, 7).weight("cs", {}).bytes("cz", {}, 9);
+  Graph g = m.import();
+  ASSERT_EQ(g.nodes.size(), 4u);
+  EXPECT_EQ(count_ops(g, Op::DequantizeLinear), 2);
+  EXPECT_EQ(g.nodes[2].op, Op::Add);
+  EXPECT_EQ(g.nodes[3].op, Op::QuantizeLinear);
+  EXPECT_EQ(g.values[static_cast<size_t>(g.nodes[3].outputs[0])].name, "c");
+}
+
+// MatMulNBits' weight [N=3, 2 blocks, 8 bytes] (K=32, block 16): every code 0x21 -> 1 then 2.
+OneNodeModel nbits_model(int64_t opset) {
+  OneNodeModel m("MatMulNBits", {"a", "w", "scales"}, {"y"}, kMs, opset);
+  m.input("a", {2, 32}).bytes("w", {3, 2, 8}, 0x21).weight("scales", {6});
+  m.attr("K", 32).attr("N", 3).attr("bits", 4).attr("block_size", 16);
+  return m;
+}
+
+TEST(ContribImport, MatMulNBitsBecomesABlockedDequantizeOfItsUnpackedWeightAtOpset21) {
+  Graph g = nbits_model(21).import();
+  ASSERT_EQ(g.nodes.size(), 2u);
+  const Node& dq = g.nodes[0];
+  ASSERT_EQ(dq.op, Op::DequantizeLinear);
+  EXPECT_EQ(dq.attr_int("block_size", 0), 16);
+  EXPECT_EQ(dq.attr_int("axis", -1), 0);
+  const Tensor& codes = *g.values[static_cast<size_t>(dq.inputs[0])].constant;
+  EXPECT_EQ(codes.dtype(), DType::UInt4);
+  EXPECT_EQ(codes.dims(), (Dims{32, 3}));
+  const auto* c = static_cast<const uint8_t*>(codes.raw());
+  EXPECT_EQ(c[0], 1);  // row 0 in the low nibble
+  EXPECT_EQ(c[3], 2);  // row 1, column 0
+  EXPECT_EQ(static_cast<const uint8_t*>(g.values[static_cast<size_t>(dq.inputs[2])].constant->raw())[0], 8);
+  EXPECT_EQ(g.nodes[1].op, Op::MatMul);
+}
+
+TEST(ContribImport, MatMulNBitsHoldsTheDequantizedFloatWeightBelowOpset21) {
+  Graph g = nbits_model(17).import();
+  ASSERT_EQ(g.nodes.size(), 1u);
+  ASSERT_EQ(g.nodes[0].op, Op::MatMul);
+  const Tensor& w = *g.values[static_cast<size_t>(g.nodes[0].inputs[1])].constant;
+  EXPECT_EQ(w.dims(), (Dims{32, 3}));
+  EXPECT_FLOAT_EQ(w.data<float>()[0], (1 - 8) * 0.5f);
+  EXPECT_FLOAT_EQ(w.data<float>()[3], (2 - 8) * 0.5f);
+}
+
+TEST(ContribImport, UnnamedContribNodesEachGetTheirOwnValues) {
+  OneNodeModel m("MatMulIntegerToFloat", {"a", "b", "as", "bs"}, {"y"});
+  m.input("a", {2, 4}, true, onnx::TensorProto::UINT8).bytes("b", {4, 3}, 5).weight("as", {}).weight("bs", {});
+  m.node->clear_name();
+  auto* second = m.model.mutable_graph()->add_node();
+  *second = *m.node;
+  second->set_output(0, "y2");
+  EXPECT_EQ(count_ops(m.import(), Op::MatMulInteger), 2);
 }
 
 TEST(ContribImport, OtherOpsRejectBadAttributesAndInputsNamingTheNode) {
