@@ -37,8 +37,8 @@ struct Tolerance {
   double rtol = 1.3e-6;
   int64_t max_ulp = 64;
   // int8/uint8 values may differ by this many quantization steps (1 for the output of a fused
-  // QDQ unit, which rounds once where its native graph rounds a float result); other integers
-  // must be equal.
+  // QDQ unit, which rounds once where its native graph rounds a float result), in at most one
+  // element of kMaxSteppedPer (check/compare.h); other integers must be equal.
   int64_t quantization_steps = 0;
 };
 Tolerance tolerance_for(PrecisionCheck mode);

@@ -9,7 +9,8 @@
 //
 // A NaN or an Inf where the other side has none (or another one) always fails. Integer and bool
 // tensors must be equal, except int8/uint8 ones within Tolerance::quantization_steps (a fused QDQ
-// unit's output: one step).
+// unit's output: one step) where at most one element in kMaxSteppedPer differs at all: rounding
+// flips a tie here and there, a wrong zero point or scale moves them all.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -21,6 +22,9 @@ namespace fusor {
 
 // Tolerance, tolerance_for and Difference are public: fusor/check.h.
 Tolerance twin_tolerance();
+
+// Within quantization steps, at most one element in this many may differ (ties are rare).
+inline constexpr int64_t kMaxSteppedPer = 100;
 
 // The |a - b| allowed where the expected value is `expected` (the ULP bound aside).
 double allowed_difference(const Tolerance& tol, double expected);

@@ -1,5 +1,6 @@
 #include "check/faults.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -10,8 +11,10 @@
 namespace fusor {
 namespace {
 
-const std::vector<std::string> kKinds = {"wrong_epsilon", "dropped_bias", "reduced_precision", "off_by_one_mask",
-                                         "stale_buffer"};
+const std::vector<std::string> kKinds = {"wrong_epsilon", "dropped_bias",  "reduced_precision", "off_by_one_mask",
+                                         "stale_buffer",  "wrong_zero_point", "saturating_product"};
+
+bool quantized(DType t) { return t == DType::UInt8 || t == DType::Int8; }
 
 bool applies(const std::string& kind, const Node& node, const KernelRequest& r) {
   if (kind == "wrong_epsilon") return is_fused_kind(node, FusedKind::LayerNorm);
@@ -20,6 +23,8 @@ bool applies(const std::string& kind, const Node& node, const KernelRequest& r) 
   if (kind == "dropped_bias")
     return is_fused_kind(node, FusedKind::LayerNorm) && r.inputs.size() > 2 && node.attr_int("has_bias", 1) != 0;
   if (kind == "off_by_one_mask") return is_fused_kind(node, FusedKind::Attention) && r.inputs.size() > 3;
+  if (kind == "wrong_zero_point" || kind == "saturating_product")
+    return !r.outputs.empty() && quantized(r.outputs[0].dtype);
   return true;
 }
 
@@ -44,6 +49,10 @@ class FaultyKernel final : public Kernel {
     if (kind_ == "reduced_precision")
       for (Tensor& t : out)
         if (t.defined() && t.dtype() == DType::Float32) round_to_bf16(t);
+    if (kind_ == "wrong_zero_point")
+      for (Tensor& t : out) add_to_quantized(t, 1, -1e9, 1e9);
+    if (kind_ == "saturating_product")
+      for (Tensor& t : out) add_to_quantized(t, 0, -kSaturatedSteps, kSaturatedSteps);
     if (kind_ == "stale_buffer") {
       std::vector<Tensor> fresh;
       for (Tensor& t : out) fresh.push_back(t.defined() ? t.clone() : Tensor());
@@ -61,6 +70,26 @@ class FaultyKernel final : public Kernel {
     const int64_t n = t.dims().back(), rows = t.numel() / n;
     float* p = t.data<float>();
     for (int64_t r = 0; r < rows; ++r) std::memmove(p + r * n + 1, p + r * n, static_cast<size_t>(n - 1) * sizeof(float));
+  }
+  // Without VNNI a u8 x s8 pair sum beyond int16 saturates (int8_support.h): the results of
+  // large accumulations stop this many steps from the zero point's neighbourhood.
+  static constexpr double kSaturatedSteps = 24;
+
+  // Each quantized value v becomes clamp(v + shift, lo, hi) around the median value (a stand-in
+  // for the zero point), within the type's range.
+  static void add_to_quantized(Tensor& t, double shift, double lo, double hi) {
+    if (!t.defined() || !quantized(t.dtype()) || t.numel() == 0) return;
+    std::vector<double> v(static_cast<size_t>(t.numel()));
+    for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.scalar_as_double(i);
+    std::vector<double> sorted = v;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<long>(sorted.size() / 2), sorted.end());
+    const double mid = sorted[sorted.size() / 2];
+    const double min = t.dtype() == DType::Int8 ? -128 : 0, max = t.dtype() == DType::Int8 ? 127 : 255;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      const double x = std::clamp(std::clamp(v[static_cast<size_t>(i)] + shift, mid + lo, mid + hi), min, max);
+      if (t.dtype() == DType::Int8) t.data<int8_t>()[i] = static_cast<int8_t>(x);
+      else t.data<uint8_t>()[i] = static_cast<uint8_t>(x);
+    }
   }
   static void round_to_bf16(Tensor& t) {
     float* p = t.data<float>();

@@ -5,6 +5,10 @@
 //   reduced_precision  results rounded to bfloat16, as if accumulated in reduced precision
 //   off_by_one_mask    an attention mask read one key position late
 //   stale_buffer       every run after the first returns the previous run's result
+//   wrong_zero_point   a quantized (int8/uint8) result one step off everywhere, as from a zero
+//                      point off by one
+//   saturating_product a quantized result clipped where its accumulation is large, as u8 x s8
+//                      products saturating vpmaddubsw's int16 pair sums without VNNI
 #pragma once
 #include <memory>
 #include <string>

@@ -40,7 +40,7 @@ def test_list_faults():
     r = run_fusor("check", "--list-faults")
     assert r.returncode == 0
     assert set(r.stdout.split()) == {"wrong_epsilon", "dropped_bias", "reduced_precision", "off_by_one_mask",
-                                     "stale_buffer"}
+                                     "stale_buffer", "wrong_zero_point", "saturating_product"}
 
 
 @pytest.mark.parametrize("fault,item,tier", [

@@ -53,5 +53,26 @@ TEST(CheckCompare, NonFiniteOnOneSideAlwaysFails) {
   EXPECT_TRUE(compare_tensors(of({1, 2}), of({1, 2, 3}), relaxed).shape_mismatch);
 }
 
+// A fused QDQ unit's quantized output: one step at a rare tie passes, two steps or a step in
+// more than one element of kMaxSteppedPer (a wrong zero point) does not; without the allowance
+// integers must be equal.
+TEST(CheckCompare, QuantizedOutputsMayBeOneStepOffAtRareTies) {
+  auto bytes = [](int64_t n, int at, int delta) {
+    Tensor t(DType::UInt8, {n});
+    for (int64_t i = 0; i < n; ++i) t.data<uint8_t>()[i] = static_cast<uint8_t>(100 + (i == at || at < 0 ? delta : 0));
+    return t;
+  };
+  Tolerance exact = tolerance_for(PrecisionCheck::Strict), one_step = exact;
+  one_step.quantization_steps = 1;
+  const Tensor want = bytes(1000, 0, 0);
+  EXPECT_FALSE(compare_tensors(bytes(1000, 7, 1), want, exact).within);
+  Difference d = compare_tensors(bytes(1000, 7, 1), want, one_step);
+  EXPECT_TRUE(d.within);
+  EXPECT_EQ(d.max_abs, 1.0);
+  EXPECT_EQ(d.worst_index, 7);
+  EXPECT_FALSE(compare_tensors(bytes(1000, 7, 2), want, one_step).within);   // two steps
+  EXPECT_FALSE(compare_tensors(bytes(1000, -1, 1), want, one_step).within);  // every element: no tie
+}
+
 }  // namespace
 }  // namespace fusor

@@ -229,6 +229,7 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  fuse_gemm_epilogue: true\n"
             "  fuse_attention: true\n"
             "  merge_projections: true\n"
+            "  fuse_quantized: true\n"
             "  precision_check: strict\n"
             "  disabled: []\n"
             "kernel:\n"
@@ -256,7 +257,8 @@ TEST(Config, WrittenFileHasEveryKey) {
   c.serve.classes["default"].adaptive_window = false;
   const std::string yaml = config_yaml(c);
   EXPECT_NE(yaml.find("\n  matrix:\n    - {max_batch: 1, fusion: {fuse_elemwise: true, fuse_norm_act: true, "
-                      "fuse_gemm_epilogue: true, fuse_attention: false, merge_projections: true, disabled: [b]}}\n"),
+                      "fuse_gemm_epilogue: true, fuse_attention: false, merge_projections: true, fuse_quantized: true, "
+                      "disabled: [b]}}\n"),
             std::string::npos)
       << yaml;
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c);

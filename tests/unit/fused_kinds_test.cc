@@ -130,6 +130,24 @@ std::shared_ptr<const Graph> elementwise_graph() {
   return b.finish({b.node(Op::Tanh, {b.node(Op::Mul, {s, x}, "m")}, "y")});
 }
 
+// x -> Q -> DQ -> Conv (int8 weights) -> Relu -> Q -> DQ -> MaxPool -> Q: a QDQ model's units.
+std::shared_ptr<const Graph> quantized_graph() {
+  GraphBuilder b;
+  int x = b.input("x");
+  Tensor zero(DType::UInt8, {}), w(DType::Int8, {4, 4, 3, 3});
+  zero.data<uint8_t>()[0] = 0;
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(i % 17 - 8);
+  int s = b.constant("s", scalar(0.05f)), z = b.constant("z", zero);
+  auto dq = [&](int q, const std::string& n) { return b.node(Op::DequantizeLinear, {q, s, z}, n); };
+  auto q = [&](int v, const std::string& n) { return b.node(Op::QuantizeLinear, {v, s, z}, n, DType::UInt8); };
+  int dw = b.node(Op::DequantizeLinear, {b.constant("w", w), b.constant("sw", scalar(0.01f))}, "dw");
+  int conv = b.node(Op::Conv, {dq(q(x, "qx"), "dx"), dw}, "conv", DType::Float32,
+                    {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}});
+  int r = q(b.node(Op::Relu, {conv}, "r"), "qr");
+  int pool = b.node(Op::MaxPool, {dq(r, "dr")}, "pool", DType::Float32, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}});
+  return b.finish({q(pool, "y")});
+}
+
 struct Case {
   const char* name;
   std::function<std::shared_ptr<const Graph>()> build;
@@ -144,6 +162,7 @@ const Case kCases[] = {
     {"conv", conv_graph, {{1, 4, 6, 6}}},
     {"attention", attention_graph, {{2, 5, 8}, {2, 5, 8}, {2, 5, 8}, {2, 1, 1, 5}}},
     {"elementwise", elementwise_graph, {{2, 8}}},
+    {"quantized", quantized_graph, {{1, 4, 6, 6}}},
 };
 
 // The fused nodes of `g` and, recursively, of their bodies (a Gelu item inside an epilogue).
