@@ -4,6 +4,7 @@ quantization step of ONNX Runtime (both optimization levels); the precision gate
 item, and catches the int8 faults (a wrong zero point, a saturating product) and rolls them back.
 """
 import json
+import os
 
 import numpy as np
 import pytest
@@ -24,13 +25,31 @@ def output_step(model):
     return float(onnx.numpy_helper.to_array(inits[dq.input[1]]).max())
 
 
+def has_vnni():
+    """Whether oneDNN has VNNI here: without it u8 x s8 pair sums may saturate (int8_support.h)
+    and the convolutions with weights that could saturate run as their QDQ bodies instead."""
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if isa and "VNNI" not in isa and "AMX" not in isa and isa != "ALL":
+        return False
+    flags = open("/proc/cpuinfo").read()
+    return " avx512_vnni" in flags or " avx_vnni" in flags
+
+
+needs_vnni = pytest.mark.skipif(not has_vnni(), reason="no VNNI: the int8 convolutions run as their QDQ bodies")
+
+
 def test_every_qdq_unit_is_fused(tmp_path):
     report = tmp_path / "profile.json"
     r = run_fusor("profile", model_path(MODEL), "--batch", 1, "--runs", 2, "--warmup", 1, "--json", report)
     assert r.returncode == 0, r.stderr
     p = json.loads(report.read_text())
     kinds = [i["kind"] for i in p["fusion_items"]]
-    assert kinds.count("QuantizedConv") == 20 and kinds.count("QuantizedMaxPool") == 1, kinds
+    assert kinds.count("QuantizedMaxPool") == 1, kinds
+    if not has_vnni():
+        declined = [n for n in p["not_fused"] if "VNNI" in n.get("reason", "")]
+        assert kinds.count("QuantizedConv") + len(declined) >= 20, (kinds, p["not_fused"])
+        pytest.skip("no VNNI: the int8 convolutions decline weights that could saturate vpmaddubsw")
+    assert kinds.count("QuantizedConv") == 20, kinds
     assert kinds.count("Elementwise") >= 8, kinds  # the residual Adds, DQ and Q included
     ops = {k["op"] for k in p["kernels"]}
     assert "Conv" not in ops and "Add" not in ops and "MaxPool" not in ops, ops
@@ -57,6 +76,7 @@ def check(tmp_path, *extra):
     return r, json.loads(report.read_text()) if report.exists() else None
 
 
+@needs_vnni
 def test_gate_keeps_every_unit_within_one_step(tmp_path):
     r, rep = check(tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -68,6 +88,7 @@ def test_gate_keeps_every_unit_within_one_step(tmp_path):
     assert pools and all(i["max_abs"] == 0 for i in pools)  # a maximum of the integers is exact
 
 
+@needs_vnni
 @pytest.mark.parametrize("fault", ["wrong_zero_point", "saturating_product"])
 def test_int8_faults_are_caught_and_rolled_back(fault, tmp_path):
     item = "layer2.layer2_0.conv1.qconv"

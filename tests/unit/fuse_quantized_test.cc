@@ -64,7 +64,8 @@ int64_t count_kind(const Plan& p, const std::string& kind) {
 struct ConvOptions {
   bool relu = true;
   int8_t weight_zero_point = 0;
-  bool float_result = false;  // the Conv result goes on in float (a Sigmoid) instead of being quantized
+  bool float_result = false;
+  int weight_range = 60;  // |w| <= 60: no pair of u8 x s8 products saturates vpmaddubsw (> 128 could)  // the Conv result goes on in float (a Sigmoid) instead of being quantized
 };
 
 // x (float [1, 8, 12, 12]) -> Q -> DQ -> Conv 3x3 (int8 weights per channel, int32 bias) [-> Relu] -> Q.
@@ -76,7 +77,7 @@ std::shared_ptr<Graph> qdq_conv(const ConvOptions& o = {}) {
   const int dx = b.node(Op::DequantizeLinear, {qx, sx, zx}, "dx");
   std::vector<float> scales;
   for (int c = 0; c < 16; ++c) scales.push_back(0.002f + 0.0002f * static_cast<float>(c));
-  const int w = b.constant("w", uniform<int8_t>(DType::Int8, {16, 8, 3, 3}, -100, 100, 1));
+  const int w = b.constant("w", uniform<int8_t>(DType::Int8, {16, 8, 3, 3}, -o.weight_range, o.weight_range, 1));
   const int sw = b.constant("sw", filled<float>(DType::Float32, {16}, scales));
   const int zw = b.constant("zw", filled<int8_t>(DType::Int8, {16}, {o.weight_zero_point}));
   const int dw = b.node(Op::DequantizeLinear, {w, sw, zw}, "dw", DType::Float32, {{"axis", int64_t{0}}});
@@ -101,8 +102,21 @@ TEST(FuseQuantized, ConvReluRunsOnTheInt8KernelWithinOneStep) {
   tol.atol = 0.08 * 1.0001;  // the dequantized output: one step of its scale
   auto r = test::expect_fused_matches_reference(qdq_conv(), conv_inputs(), fusion(), tol);
   EXPECT_EQ(kinds(r.fused), std::vector<std::string>{"QuantizedConv"});
-  if (cpu::onednn_int8_has_vnni())  // without VNNI these weights could saturate: the body runs instead
-    EXPECT_NE(r.kernels().find("qconv2d_u8s8u8_bias_relu_onednn_packed"), std::string::npos) << r.kernels();
+  EXPECT_NE(r.kernels().find("qconv2d_u8s8u8_bias_relu_onednn_packed"), std::string::npos) << r.kernels();
+}
+
+// Weights up to 127: without VNNI a pair of products could saturate vpmaddubsw's int16, so the
+// unit runs as its QDQ body; with VNNI (vpdpbusd accumulates in int32) the int8 kernel is exact.
+TEST(FuseQuantized, WeightsThatCouldSaturateRunTheBodyWithoutVnni) {
+  Tolerance tol = one_step();
+  tol.atol = 0.08 * 1.0001;
+  auto r = test::expect_fused_matches_reference(qdq_conv({.weight_range = 127}), conv_inputs(), fusion(), tol);
+  if (cpu::onednn_int8_has_vnni()) {
+    EXPECT_EQ(count_kind(r.fused, "QuantizedConv"), 1) << r.kernels();
+  } else {
+    EXPECT_EQ(count_kind(r.fused, "QuantizedConv"), 0) << r.kernels();
+    EXPECT_NE(reasons(r.fused, "plan").find("saturate"), std::string::npos) << reasons(r.fused, "plan");
+  }
 }
 
 TEST(FuseQuantized, ConvWithoutActivationKeepsTheZeroPoint) {
@@ -111,8 +125,7 @@ TEST(FuseQuantized, ConvWithoutActivationKeepsTheZeroPoint) {
     t.atol = 0.08 * 1.0001;
     return t;
   }());
-  if (cpu::onednn_int8_has_vnni())
-    EXPECT_NE(r.kernels().find("qconv2d_u8s8u8_bias_onednn_packed"), std::string::npos) << r.kernels();
+  EXPECT_NE(r.kernels().find("qconv2d_u8s8u8_bias_onednn_packed"), std::string::npos) << r.kernels();
   // Negative results exist: the zero point (128) must be applied, not a clamp at 0.
   const Tensor& q = r.fused_outputs[0];
   int below = 0;
