@@ -1,16 +1,18 @@
 // Per-tensor QuantizeLinear (float32 -> u8/s8) and DequantizeLinear (u8/s8 -> float32): the
 // activations of a QDQ model, between every pair of layers; and DynamicQuantizeLinear, which
-// quantizes a dynamically quantized model's activations before every MatMulInteger. The same float32 operations as the
-// reference kernels (ref/quantize.cc) in the same order, as loops the compiler vectorizes, so
+// quantizes a dynamically quantized model's activations before every MatMulInteger. The same
+// float32 operations as the reference kernels (ref/quantize.cc) in the same order, vectorized, so
 // the results are equal: x / scale rounded half to even (the default rounding mode), plus the
 // zero point, clamped, NaN to 0; and (x - zero point) * scale. Per-axis and blocked parameters,
 // other types and saturate=0 float8 run the reference.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/cpu/simd.h"
 
 namespace fusor::cpu {
 namespace {
@@ -22,6 +24,51 @@ void quantize(const float* x, Q* y, int64_t n, float scale, float zero_point) {
     const float v = std::nearbyint(x[i] / scale) + zero_point;
     y[i] = static_cast<Q>(v != v ? 0.f : std::clamp(v, lo, hi));
   }
+}
+
+// DynamicQuantizeLinear's range, [min(x, 0), max(x, 0)], over [b, e). A NaN never wins a
+// comparison (std::min(lo, NaN) keeps lo, as vminps(NaN, lo) does), so the fold's order does not
+// matter and chunks and lanes may fold apart: the result is the reference's.
+void fold_range(const float* x, int64_t b, int64_t e, float& lo, float& hi) {
+  namespace hn = simd::hn;
+  const simd::D d;
+  const auto L = static_cast<int64_t>(hn::Lanes(d));
+  simd::V vlo = hn::Zero(d), vhi = hn::Zero(d);
+  int64_t i = b;
+  for (; i + L <= e; i += L) {
+    const simd::V v = hn::LoadU(d, x + i);
+    vlo = hn::Min(v, vlo);  // vminps(v, lo): lo where v is NaN
+    vhi = hn::Max(v, vhi);
+  }
+  alignas(64) float lanes_lo[hn::MaxLanes(d)], lanes_hi[hn::MaxLanes(d)];
+  hn::Store(vlo, d, lanes_lo);
+  hn::Store(vhi, d, lanes_hi);
+  for (int64_t k = 0; k < L; ++k) {
+    lo = std::min(lo, lanes_lo[k]);
+    hi = std::max(hi, lanes_hi[k]);
+  }
+  for (; i < e; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+}
+
+// round_half_even(x / scale) + zero point, clamped to [0, 255], NaN to 0: quantize<uint8_t>'s
+// float32 operations, vectorized.
+void quantize_u8(const float* x, uint8_t* y, int64_t n, float scale, float zero_point) {
+  namespace hn = simd::hn;
+  const simd::D d;
+  const hn::Rebind<int32_t, simd::D> di;
+  const hn::Rebind<uint8_t, simd::D> du8;
+  const auto L = static_cast<int64_t>(hn::Lanes(d));
+  const simd::V vs = hn::Set(d, scale), vz = hn::Set(d, zero_point), hi = hn::Set(d, 255.f);
+  int64_t i = 0;
+  for (; i + L <= n; i += L) {
+    const simd::V v = hn::Add(hn::Round(hn::Div(hn::LoadU(d, x + i), vs)), vz);
+    const simd::V q = hn::IfThenElseZero(hn::Eq(v, v), hn::Min(hn::Max(v, hn::Zero(d)), hi));
+    hn::StoreU(hn::DemoteTo(du8, hn::ConvertTo(di, q)), du8, y + i);
+  }
+  quantize(x + i, y + i, n - i, scale, zero_point);
 }
 
 template <class Q>
@@ -39,7 +86,7 @@ class QuantizeLinearKernel final : public Kernel {
     const int64_t n = in[0].numel();
     parallel_range(n, n, 64, [&](int64_t b, int64_t e) {
       if (quantize_ && signed_) quantize(in[0].data<float>() + b, out[0].data<int8_t>() + b, e - b, scale, zp);
-      else if (quantize_) quantize(in[0].data<float>() + b, out[0].data<uint8_t>() + b, e - b, scale, zp);
+      else if (quantize_) quantize_u8(in[0].data<float>() + b, out[0].data<uint8_t>() + b, e - b, scale, zp);
       else if (signed_) dequantize(in[0].data<int8_t>() + b, out[0].data<float>() + b, e - b, scale, zp);
       else dequantize(in[0].data<uint8_t>() + b, out[0].data<float>() + b, e - b, scale, zp);
     });
@@ -58,14 +105,18 @@ class DynamicQuantizeLinearKernel final : public Kernel {
     const int64_t n = in[0].numel();
     // As the reference: the range always holds 0, std::min/max skip NaN the same way.
     float lo = 0, hi = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      lo = std::min(lo, x[i]);
-      hi = std::max(hi, x[i]);
-    }
+    std::mutex merge;
+    parallel_range(n, n, 64, [&](int64_t b, int64_t e) {
+      float chunk_lo = 0, chunk_hi = 0;
+      fold_range(x, b, e, chunk_lo, chunk_hi);
+      std::lock_guard<std::mutex> lock(merge);
+      lo = std::min(lo, chunk_lo);
+      hi = std::max(hi, chunk_hi);
+    });
     const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
     const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
     uint8_t* y = out[0].data<uint8_t>();
-    parallel_range(n, n, 64, [&](int64_t b, int64_t e) { quantize(x + b, y + b, e - b, scale, zp); });
+    parallel_range(n, n, 64, [&](int64_t b, int64_t e) { quantize_u8(x + b, y + b, e - b, scale, zp); });
     out[1].data<float>()[0] = scale;
     out[2].data<uint8_t>()[0] = static_cast<uint8_t>(zp);
   }
