@@ -30,5 +30,5 @@
   X(merge_projections,  "merge_projections", "merge_projections",                                 \
     "projections sharing an input (Q, K, V) -> one GEMM; needs fuse_gemm_epilogue as well")       \
   X(fuse_quantized,     "quantized",     "fuse_quantized",                                        \
-    "DequantizeLinear -> Conv -> QuantizeLinear -> one int8 kernel with a requantizing epilogue")
+    "QDQ Conv/MaxPool units and dynamic MatMulInteger epilogues -> int8 kernels")
 // clang-format on

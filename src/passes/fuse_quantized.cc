@@ -8,11 +8,16 @@
 //
 //   DequantizeLinear(x) -> MaxPool -> QuantizeLinear, one scale and zero point => QuantizedMaxPool
 //
+//   MatMulInteger(x, W) -> Cast(float) -> Mul(scale) [-> Add(bias)]                  => QuantizedMatMul
+//     (quantize_dynamic's form: x from DynamicQuantizeLinear, scale = x_scale * w_scale per column)
+//
 // whose kernel convolves the int8 operands, accumulates in int32 and requantizes in its epilogue.
 // It rounds once where the native graph rounds the float32 result, so the two may differ by one
 // quantization step at a tie; the gate allows a quantized output exactly that (check/compare.h).
 // A maximum commutes with the increasing DequantizeLinear, and QuantizeLinear with the same
 // parameters gives the integers back, so QuantizedMaxPool pools the integers and is exact.
+// QuantizedMatMul's epilogue (the int32 result times the scale, plus the bias) is the float32
+// arithmetic of the Cast, Mul and Add it replaces, in oneDNN's output stage.
 //
 // Conditions: x is uint8 or int8 with a scalar scale and zero point, W an int8 constant with a
 // scalar or per-output-channel scale (axis 0) and zero points all zero (symmetric weights, what
@@ -205,6 +210,63 @@ bool fuse_conv_at(FusionContext& ctx, int i) {
                   ops.leading, {i});
 }
 
+// [N], [1, .., N] or one element: what broadcasts along the last axis of a [.., N] result.
+bool is_column_vector(const Dims& dims, int64_t n) {
+  const int64_t size = numel_of(dims);
+  if (size == 1) return true;
+  return !dims.empty() && dims.back() == n && size == n;
+}
+
+bool fuse_matmul_integer_at(FusionContext& ctx, int i) {
+  const Node& mm = ctx.node(i);
+  const int a = mm.inputs[0], w = mm.inputs[1];
+  const int a_zp = mm.inputs.size() > 2 ? mm.inputs[2] : -1, w_zp = mm.inputs.size() > 3 ? mm.inputs[3] : -1;
+  std::vector<int> nodes = {i};
+  const Tensor* weights = ctx.constant(w);
+  std::optional<std::string> why;
+  if (!weights || weights->dtype() != DType::Int8 || weights->rank() != 2) why = "the weight is not a 2-D int8 constant";
+  else if (!is_scalar(ctx, a_zp) && !(a_zp >= 0 && numel_of(ctx.type(a_zp).dims) == 1))
+    why = "the input's zero point is not one value";
+  else if (!all_zero(ctx.constant(w_zp)) || (w_zp >= 0 && !ctx.constant(w_zp)))
+    why = "the weight's zero point is not zero (asymmetric weights)";
+  if (why) {
+    ctx.decline(kPass, nodes, *why);
+    return false;
+  }
+  const int64_t n_cols = weights->dim(1);
+  const int cast = match::only_consumer(ctx, mm.outputs[0], Op::Cast);
+  if (cast < 0 || ctx.type(ctx.node(cast).outputs[0]).dtype != DType::Float32) return false;  // no epilogue here
+  nodes.push_back(cast);
+  const int mul = match::only_consumer(ctx, ctx.node(cast).outputs[0], Op::Mul);
+  const int scale = mul < 0 ? -1 : match::other_input(ctx.node(mul), ctx.node(cast).outputs[0]);
+  if (scale < 0 || ctx.type(scale).dtype != DType::Float32 || !is_column_vector(ctx.type(scale).dims, n_cols)) {
+    ctx.decline(kPass, nodes, "the int32 result is not multiplied by a per-column scale");
+    return false;
+  }
+  nodes.push_back(mul);
+  int bias = -1;
+  const int add = match::only_consumer(ctx, ctx.node(mul).outputs[0], Op::Add);
+  if (add >= 0) {
+    const int other = match::other_input(ctx.node(add), ctx.node(mul).outputs[0]);
+    const Tensor* b = ctx.constant(other);
+    if (b && b->dtype() == DType::Float32 && b->numel() == n_cols && ctx.type(other).dims.back() == n_cols) {
+      bias = other;
+      nodes.push_back(add);
+    }
+  }
+  Operands ops;
+  using R = QuantizedOperand;
+  ops.set(R::X, a);
+  ops.set(R::W, w);
+  ops.set(R::XZeroPoint, a_zp);
+  ops.set(R::WZeroPoint, w_zp);
+  ops.set(R::AccScale, scale);
+  ops.set(R::Bias, bias);
+  std::map<std::string, Attribute> attrs = {{"operands", ops.position}};
+  return ctx.fuse(kPass, nodes, FusedKind::QuantizedMatMul, bias >= 0 ? "qmatmul_bias" : "qmatmul", std::move(attrs), {},
+                  ops.leading, {i});
+}
+
 bool same_constant(const FusionContext& ctx, int a, int b) {
   if (a == b) return true;
   const Tensor *x = ctx.constant(a), *y = ctx.constant(b);
@@ -245,7 +307,8 @@ void fuse_quantized(FusionContext& ctx) {
     const Node& n = ctx.node(i);
     if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] < 0) continue;
     const bool fused = (n.op == Op::Conv && n.inputs.size() >= 2 && fuse_conv_at(ctx, i)) ||
-                       (n.op == Op::MaxPool && fuse_max_pool_at(ctx, i));
+                       (n.op == Op::MaxPool && fuse_max_pool_at(ctx, i)) ||
+                       (n.op == Op::MatMulInteger && n.inputs.size() >= 2 && fuse_matmul_integer_at(ctx, i));
     if (fused) i = -1;  // indices moved: rescan (fused nodes are skipped)
   }
 }

@@ -65,9 +65,13 @@ constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
                                               {"storage_order", Int, kSometimes},
                                               {"auto_pad", String, kSometimes}};
 
+// fuse_quantized on MatMulInteger: operands (QuantizedOperand order).
+constexpr ContractAttr kQuantizedMatMul[] = {{"operands", Ints}};
+
 const KindContract kContracts[] = {
     {FusedKind::QuantizedConv, "fuse_quantized", kQuantizedConv},
     {FusedKind::QuantizedMaxPool, "fuse_quantized", kQuantizedMaxPool},
+    {FusedKind::QuantizedMatMul, "fuse_quantized", kQuantizedMatMul},
     {FusedKind::LayerNorm, "fuse_layer_norm", kLayerNorm},
     {FusedKind::Gelu, "fuse_gelu", kGelu},
     {FusedKind::Attention, "fuse_attention", kAttention},

@@ -25,7 +25,8 @@ namespace fusor {
   X(FusedConv, "a Conv with its bias, activation and residual")                                       \
   X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")                    \
   X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
-  X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers")
+  X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers") \
+  X(QuantizedMatMul, "a MatMulInteger with its dequantizing epilogue: Cast, Mul by the per-column scale, bias")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,
@@ -47,9 +48,13 @@ std::span<const FusedKindInfo> all_fused_kinds();
 // Whether `node` is a fused node of `kind`.
 bool is_fused_kind(const Node& node, FusedKind kind);
 
-// QuantizedConv's "operands" attribute: per role, the index of the node input that holds it
-// (-1 when absent). Bias is an int32 constant with BiasScale, or a float32 constant without.
-enum class QuantizedOperand { X, XScale, XZeroPoint, W, WScale, WZeroPoint, Bias, BiasScale, YScale, YZeroPoint, Count };
+// The "operands" attribute of QuantizedConv and QuantizedMatMul: per role, the index of the node
+// input that holds it (-1 when absent). A QuantizedConv's Bias is an int32 constant with
+// BiasScale, or a float32 constant without; a QuantizedMatMul's AccScale is what its int32
+// result is multiplied by (x_scale * w_scale, per column or one), its Bias a float32 row.
+enum class QuantizedOperand {
+  X, XScale, XZeroPoint, W, WScale, WZeroPoint, Bias, BiasScale, YScale, YZeroPoint, AccScale, Count
+};
 
 // The attribute contract.
 enum class AttrType { Int, Float, String, Ints };

@@ -214,5 +214,44 @@ TEST(FuseQuantized, SharedDequantizeIsCopiedForTheConv) {
   EXPECT_EQ(k, (std::vector<std::string>{"Elementwise", "QuantizedConv"})) << r.kernels();
 }
 
+// quantize_dynamic's form: DynamicQuantizeLinear(x) -> MatMulInteger -> Cast -> Mul(x_scale *
+// w_scale) -> Add(bias). The epilogue runs in the int8 matmul's output stage: the same float32
+// operations, so the result is the reference plan's within the twin tolerance.
+std::shared_ptr<Graph> dynamic_matmul(bool bias) {
+  GraphBuilder b;
+  const int x = b.input("x");
+  const int xq = b.node(Op::DynamicQuantizeLinear, {x}, "xq", DType::UInt8);
+  Graph& g = *b.finish({});
+  Node& dql = g.nodes.back();  // DynamicQuantizeLinear makes three outputs
+  for (const char* name : {"x_scale", "x_zero_point"}) {
+    Value v;
+    v.name = name;
+    v.dtype = std::string(name) == "x_scale" ? DType::Float32 : DType::UInt8;
+    v.producer = static_cast<int>(g.nodes.size()) - 1;
+    dql.outputs.push_back(g.add_value(v));
+  }
+  const int x_scale = dql.outputs[1], x_zp = dql.outputs[2];
+  const int w = b.constant("w", uniform<int8_t>(DType::Int8, {32, 24}, -60, 60, 9));
+  std::vector<float> ws;
+  for (int n = 0; n < 24; ++n) ws.push_back(0.001f * static_cast<float>(n + 1));
+  const int scale = b.node(Op::Mul, {x_scale, b.constant("w_scale", filled<float>(DType::Float32, {24}, ws))}, "scale");
+  const int acc = b.node(Op::MatMulInteger, {xq, w, x_zp}, "acc", DType::Int32);
+  const int f = b.node(Op::Cast, {acc}, "f", DType::Float32, {{"to", DType::Float32}});
+  int y = b.node(Op::Mul, {f, scale}, "y");
+  if (bias) y = b.node(Op::Add, {b.constant("bias", test::random_normal({24}, 1.f, 10)), y}, "biased");
+  return b.finish({y});
+}
+
+TEST(FuseQuantized, DynamicMatMulDequantizesInTheInt8MatMul) {
+  for (bool bias : {true, false}) {
+    SCOPED_TRACE(bias ? "with bias" : "without bias");
+    auto r = test::expect_fused_matches_reference(dynamic_matmul(bias), {{"x", test::random_normal({2, 5, 32}, 1.f, 11)}},
+                                                  fusion());
+    EXPECT_EQ(count_kind(r.fused, "QuantizedMatMul"), 1) << r.kernels();
+    const std::string kernel = bias ? "matmul_integer_dequantized_u8s8_bias_onednn" : "matmul_integer_dequantized_u8s8_onednn";
+    EXPECT_NE(r.kernels().find(kernel), std::string::npos) << r.kernels();
+  }
+}
+
 }  // namespace
 }  // namespace fusor

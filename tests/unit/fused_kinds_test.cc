@@ -130,7 +130,8 @@ std::shared_ptr<const Graph> elementwise_graph() {
   return b.finish({b.node(Op::Tanh, {b.node(Op::Mul, {s, x}, "m")}, "y")});
 }
 
-// x -> Q -> DQ -> Conv (int8 weights) -> Relu -> Q -> DQ -> MaxPool -> Q: a QDQ model's units.
+// x -> Q -> DQ -> Conv (int8 weights) -> Relu -> Q -> DQ -> MaxPool -> Q: a QDQ model's units,
+// then a dynamically quantized model's MatMulInteger -> Cast -> Mul over the last axis (3).
 std::shared_ptr<const Graph> quantized_graph() {
   GraphBuilder b;
   int x = b.input("x");
@@ -145,7 +146,13 @@ std::shared_ptr<const Graph> quantized_graph() {
                     {{"pads", V{1, 1, 1, 1}}, {"kernel_shape", V{3, 3}}});
   int r = q(b.node(Op::Relu, {conv}, "r"), "qr");
   int pool = b.node(Op::MaxPool, {dq(r, "dr")}, "pool", DType::Float32, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}});
-  return b.finish({q(pool, "y")});
+  int pooled = q(pool, "y");
+  // quantize_dynamic's MatMul: MatMulInteger(q, W) -> Cast -> Mul(scale).
+  Tensor wm(DType::Int8, {3, 5});
+  for (int64_t i = 0; i < wm.numel(); ++i) wm.data<int8_t>()[i] = static_cast<int8_t>(i % 7 - 3);
+  int acc = b.node(Op::MatMulInteger, {pooled, b.constant("wm", wm), z}, "acc", DType::Int32);
+  int f = b.node(Op::Cast, {acc}, "f", DType::Float32, {{"to", DType::Float32}});
+  return b.finish({b.node(Op::Mul, {f, b.constant("scale", filled({5}, 0.01f))}, "mm")});
 }
 
 struct Case {

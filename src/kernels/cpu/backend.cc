@@ -83,6 +83,7 @@ constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
     {FusedKind::FusedConv, make_fused_conv_kernel},
     {FusedKind::Attention, make_attention_kernel},
     {FusedKind::QuantizedConv, make_quantized_conv_kernel},
+    {FusedKind::QuantizedMatMul, make_quantized_matmul_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {

@@ -37,5 +37,6 @@ KernelSelection make_fused_matmul_kernel(const KernelRequest& r);       // fused
 KernelSelection make_fused_conv_kernel(const KernelRequest& r);         // fused_conv.cc: FusedConv
 KernelSelection make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
 KernelSelection make_quantized_conv_kernel(const KernelRequest& r);     // quantized_conv_onednn.cc: QuantizedConv
+KernelSelection make_quantized_matmul_kernel(const KernelRequest& r);   // matmul_integer_onednn.cc: QuantizedMatMul
 
 }  // namespace fusor::cpu
