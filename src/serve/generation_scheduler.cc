@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 
 #include "fusor/error.h"
+#include "serve/step_composition.h"
 
 namespace fusor::serve {
 namespace {
@@ -235,34 +235,21 @@ void GenerationScheduler::compose_step(std::vector<DecoderBatch::Feed>& feeds, s
       return a->cls->cls.priority != b->cls->cls.priority ? a->cls->cls.priority < b->cls->cls.priority
                                                           : a->admitted_order < b->admitted_order;
     });
-    int64_t budget = config_.step_tokens, needed = 0;
-    auto add = [&](Sequence* s, int64_t n) {
-      feeds.push_back({s->slot, std::span<const TokenId>(s->pending.data() + s->fed, static_cast<size_t>(n))});
-      fed.push_back(s);
-      counts.push_back(n);
-      budget -= n;
-      needed += blocks_needed(*s, n);
-    };
-    // Decode tokens first: a running sequence's next token never waits behind a prompt.
-    for (Sequence* s : order)
-      if (budget > 0 && s->pending.size() - s->fed == 1) add(s, 1);
-    // Then prompt chunks, best class first. A class adds at most its prefill_chunk tokens of
-    // prompts to one step, and a worse class adds none to a step that prefills a better one's
-    // prompt: the step that gives an interactive request its first token stays short.
-    std::map<const ClassQueue*, int64_t> chunk_left;
-    int64_t prefill_priority = -1;
-    for (Sequence* s : order) {
-      const int64_t left = static_cast<int64_t>(s->pending.size() - s->fed);
-      if (budget <= 0 || left <= 1) continue;
-      const TrafficClass& c = s->cls->cls;
-      if (prefill_priority >= 0 && c.priority > prefill_priority) break;
-      auto [it, fresh] = chunk_left.try_emplace(s->cls, c.prefill_chunk > 0 ? c.prefill_chunk : budget);
-      const int64_t n = std::min({left, budget, it->second});
-      if (n <= 0) continue;
-      it->second -= n;
-      prefill_priority = c.priority;
-      add(s, n);
-    }
+    std::vector<StepCandidate> candidates;
+    for (const Sequence* s : order)
+      candidates.push_back({static_cast<int64_t>(reinterpret_cast<uintptr_t>(s->cls)), s->cls->cls.priority,
+                            s->cls->cls.prefill_chunk, static_cast<int64_t>(s->pending.size() - s->fed)});
+    const std::vector<int64_t> tokens = compose_tokens(candidates, config_.step_tokens);
+    int64_t needed = 0;
+    for (bool decodes : {true, false})  // decode feeds first, then prompt chunks
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (tokens[i] == 0 || (candidates[i].left == 1) != decodes) continue;
+        Sequence* s = order[i];
+        feeds.push_back({s->slot, std::span<const TokenId>(s->pending.data() + s->fed, static_cast<size_t>(tokens[i]))});
+        fed.push_back(s);
+        counts.push_back(tokens[i]);
+        needed += blocks_needed(*s, tokens[i]);
+      }
     if (needed <= free_blocks()) return;
     Sequence* victim = worst_running(-1);
     if (running_.size() == 1) {

@@ -3,7 +3,8 @@
 //   - the next token of every running sequence that has finished its prompt (decode), and
 //   - chunks of prompts (chunked prefill), in class priority order, within serve.step_tokens in
 //     all and each class's prefill_chunk (the prompt tokens a class adds to one step); a worse
-//     class adds no prompt to a step that prefills a better class's, so that step stays short;
+//     class adds no prompt, and no decode token, to a step that prefills a better class's, so
+//     the step that gives an interactive request its first token stays short;
 // requests join between steps, highest-priority class first, while serve.max_sequences, their
 // class's max_running and the KV pool allow.
 //
