@@ -8,6 +8,8 @@
 //
 //   DequantizeLinear(x) -> MaxPool -> QuantizeLinear, one scale and zero point => QuantizedMaxPool
 //
+//   DequantizeLinear(x), DequantizeLinear(W) -> MatMul or Gemm [-> Relu] -> QuantizeLinear
+//                                                                                    => QuantizedMatMul
 //   MatMulInteger(x, W) -> Cast(float) -> Mul(scale) [-> Add(bias)]                  => QuantizedMatMul
 //     (quantize_dynamic's form: x from DynamicQuantizeLinear, scale = x_scale * w_scale per column)
 //
@@ -55,7 +57,8 @@ void unique_dequantize_per_reader(FusionContext& ctx) {
     const int out = g.nodes[i].outputs[0];
     if (is_graph_output(ctx, out)) continue;
     const std::vector<int> readers = ctx.consumers(out);
-    if (std::none_of(readers.begin(), readers.end(), [&](int r) { return ctx.node(r).op == Op::Conv; })) continue;
+    auto unit = [&](int r) { const Op op = ctx.node(r).op; return op == Op::Conv || op == Op::MatMul || op == Op::Gemm; };
+    if (std::none_of(readers.begin(), readers.end(), unit)) continue;
     for (size_t k = 1; k < readers.size(); ++k) {
       Node copy = g.nodes[i];
       copy.name += "_copy" + std::to_string(k);
@@ -267,6 +270,62 @@ bool fuse_matmul_integer_at(FusionContext& ctx, int i) {
                   ops.leading, {i});
 }
 
+// A QDQ MatMul or Gemm unit: DQ(x) x DQ(int8 W) [+ C] [-> Relu] -> Q, W per output column.
+bool fuse_qdq_matmul_at(FusionContext& ctx, int i) {
+  const Node& mm = ctx.node(i);
+  auto x = dequantized(ctx, mm.inputs[0]);
+  auto w = dequantized(ctx, mm.inputs[1]);
+  if (!x || !w) return false;  // not a QDQ unit
+  std::vector<int> nodes = {x->node, w->node, i};
+  const bool gemm = mm.op == Op::Gemm, trans_b = gemm && mm.attr_int("transB", 0) != 0;
+  const TensorType& wt = ctx.type(mm.inputs[1]);
+  std::optional<std::string> why = activation_problem(ctx, *x);
+  if (!why && (wt.dims.size() != 2 || ctx.type(mm.inputs[0]).dims.size() < 2)) why = "the weight is not 2-D";
+  if (!why && gemm && (mm.attr_int("transA", 0) != 0 || mm.attr_float("alpha", 1.f) != 1.f || mm.attr_float("beta", 1.f) != 1.f))
+    why = "Gemm has transA, alpha or beta";
+  const int64_t n_cols = wt.dims.size() == 2 ? wt.dims[trans_b ? 0 : 1] : 0;
+  if (!why) {
+    // weight_problem reads the per-channel axis as 0: a [K, N] weight has its columns on axis 1.
+    if (!ctx.constant(w->data) || ctx.type(w->data).dtype != DType::Int8) why = "the weight is not an int8 constant";
+    const int64_t scales = why ? 0 : ctx.constant(w->scale)->numel();
+    int64_t axis = ctx.node(w->node).attr_int("axis", 1);
+    if (axis < 0) axis += 2;
+    if (!why && scales != 1 && (scales != n_cols || axis != (trans_b ? 0 : 1))) why = "the weight's scale is not per output column";
+    if (!why && !all_zero(ctx.constant(w->zero_point))) why = "the weight's zero point is not zero (asymmetric weights)";
+  }
+  std::optional<Dequantized> b;
+  const int bias = gemm && mm.inputs.size() > 2 ? mm.inputs[2] : -1;
+  if (!why) why = bias_problem(ctx, bias, b);
+  if (!why && bias >= 0 && numel_of(ctx.type(bias).dims) != n_cols) why = "Gemm's C is not a row of the output's width";
+  bool relu = false;
+  int q = -1;
+  if (!why) why = output_chain(ctx, mm.outputs[0], nodes, relu, q);
+  if (why) {
+    ctx.decline(kPass, nodes, *why);
+    return false;
+  }
+  if (b) nodes.push_back(b->node);
+  const Node& qn = ctx.node(q);
+  Operands ops;
+  using R = QuantizedOperand;
+  ops.set(R::X, x->data);
+  ops.set(R::XScale, x->scale);
+  ops.set(R::XZeroPoint, x->zero_point);
+  ops.set(R::W, w->data);
+  ops.set(R::WScale, w->scale);
+  ops.set(R::WZeroPoint, w->zero_point);
+  ops.set(R::Bias, b ? b->data : bias);
+  if (b) ops.set(R::BiasScale, b->scale);
+  ops.set(R::YScale, qn.inputs[1]);
+  ops.set(R::YZeroPoint, qn.inputs.size() > 2 ? qn.inputs[2] : -1);
+  std::map<std::string, Attribute> attrs = {{"operands", ops.position},
+                                            {"trans_b", int64_t{trans_b}},
+                                            {"activation", std::string(relu ? "relu" : "none")}};
+  std::sort(nodes.begin(), nodes.end());
+  return ctx.fuse(kPass, nodes, FusedKind::QuantizedMatMul, relu ? "qmatmul_relu" : "qmatmul", std::move(attrs), {},
+                  ops.leading, {i});
+}
+
 bool same_constant(const FusionContext& ctx, int a, int b) {
   if (a == b) return true;
   const Tensor *x = ctx.constant(a), *y = ctx.constant(b);
@@ -308,7 +367,8 @@ void fuse_quantized(FusionContext& ctx) {
     if (n.inputs.empty() || n.outputs.empty() || n.outputs[0] < 0) continue;
     const bool fused = (n.op == Op::Conv && n.inputs.size() >= 2 && fuse_conv_at(ctx, i)) ||
                        (n.op == Op::MaxPool && fuse_max_pool_at(ctx, i)) ||
-                       (n.op == Op::MatMulInteger && n.inputs.size() >= 2 && fuse_matmul_integer_at(ctx, i));
+                       (n.op == Op::MatMulInteger && n.inputs.size() >= 2 && fuse_matmul_integer_at(ctx, i)) ||
+                       ((n.op == Op::MatMul || n.op == Op::Gemm) && n.inputs.size() >= 2 && fuse_qdq_matmul_at(ctx, i));
     if (fused) i = -1;  // indices moved: rescan (fused nodes are skipped)
   }
 }

@@ -65,8 +65,10 @@ constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
                                               {"storage_order", Int, kSometimes},
                                               {"auto_pad", String, kSometimes}};
 
-// fuse_quantized on MatMulInteger: operands (QuantizedOperand order).
-constexpr ContractAttr kQuantizedMatMul[] = {{"operands", Ints}};
+// fuse_quantized on MatMulInteger (dynamic) or a QDQ MatMul/Gemm (static): operands
+// (QuantizedOperand order); a static unit also trans_b (a Gemm's transB) and activation.
+constexpr ContractAttr kQuantizedMatMul[] = {
+    {"operands", Ints}, {"trans_b", Int, kSometimes}, {"activation", String, kSometimes}};
 
 const KindContract kContracts[] = {
     {FusedKind::QuantizedConv, "fuse_quantized", kQuantizedConv},

@@ -253,5 +253,45 @@ TEST(FuseQuantized, DynamicMatMulDequantizesInTheInt8MatMul) {
   }
 }
 
+// A QDQ MatMul (W [K, N], scales per column on axis 1) and a QDQ Gemm (transB: W [N, K], scales
+// on axis 0, an int32 bias behind a DequantizeLinear), each ending in a QuantizeLinear: one int8
+// matmul that requantizes in its output stage, within one step of the reference plan.
+std::shared_ptr<Graph> qdq_matmul(bool gemm) {
+  GraphBuilder b;
+  const int x = b.input("x");
+  const int sx = b.constant("sx", f32(0.04f)), zx = b.constant("zx", u8(120));
+  const int dx = b.node(Op::DequantizeLinear, {b.node(Op::QuantizeLinear, {x, sx, zx}, "qx", DType::UInt8), sx, zx}, "dx");
+  std::vector<float> scales;
+  for (int n = 0; n < 24; ++n) scales.push_back(0.003f + 0.0001f * static_cast<float>(n));
+  const int w = b.constant("w", uniform<int8_t>(DType::Int8, gemm ? Dims{24, 32} : Dims{32, 24}, -60, 60, 12));
+  const int dw = b.node(Op::DequantizeLinear, {w, b.constant("sw", filled<float>(DType::Float32, {24}, scales))}, "dw",
+                        DType::Float32, {{"axis", int64_t{gemm ? 0 : 1}}});
+  int y;
+  if (gemm) {
+    std::vector<float> bias_scales;
+    for (float sc : scales) bias_scales.push_back(0.04f * sc);
+    const int db = b.node(Op::DequantizeLinear, {b.constant("b", uniform<int32_t>(DType::Int32, {24}, -2000, 2000, 13)),
+                                                 b.constant("sb", filled<float>(DType::Float32, {24}, bias_scales))},
+                          "db", DType::Float32, {{"axis", int64_t{0}}});
+    y = b.node(Op::Gemm, {dx, dw, db}, "gemm", DType::Float32, {{"transB", int64_t{1}}});
+  } else {
+    y = b.node(Op::Relu, {b.node(Op::MatMul, {dx, dw}, "mm")}, "relu");
+  }
+  const int sy = b.constant("sy", f32(0.05f)), zy = b.constant("zy", u8(gemm ? 128 : 0));
+  return b.finish({b.node(Op::QuantizeLinear, {y, sy, zy}, "y", DType::UInt8)});
+}
+
+TEST(FuseQuantized, QdqMatMulAndGemmRequantizeInTheInt8MatMul) {
+  for (bool gemm : {false, true}) {
+    SCOPED_TRACE(gemm ? "Gemm" : "MatMul");
+    const Dims in = gemm ? Dims{6, 32} : Dims{2, 5, 32};
+    auto r = test::expect_fused_matches_reference(qdq_matmul(gemm), {{"x", test::random_normal(in, 1.5f, 14)}}, fusion(),
+                                                  one_step());
+    EXPECT_EQ(count_kind(r.fused, "QuantizedMatMul"), 1) << r.kernels();
+    const std::string kernel = gemm ? "matmul_integer_requantized_u8_u8s8_bias_onednn" : "matmul_integer_requantized_u8_u8s8_relu";
+    EXPECT_NE(r.kernels().find(kernel), std::string::npos) << r.kernels();
+  }
+}
+
 }  // namespace
 }  // namespace fusor

@@ -27,13 +27,19 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-// Where the kernel finds its run-time operands among the node's inputs, and its epilogue.
+// Where the kernel finds its run-time operands among the node's inputs, and its epilogue:
+//   dst = saturate(round(post_ops(scale * acc)) + dst_zero_point), post-ops: + bias, then relu.
 struct IntegerOperands {
   size_t a = 0;
   int zero_point = -1;  // A's zero point, read at run time; -1: none
-  int scale = -1;       // QuantizedMatMul: the per-column (or single) scale input; -1: int32 out
+  int scale = -1;       // dynamic QuantizedMatMul: the per-column (or single) scale input
   int64_t scales = 0;   // its element count
-  const Tensor* bias = nullptr;  // QuantizedMatMul: float32 [N]
+  std::vector<float> out_scales;  // static QuantizedMatMul: constant scales (per column or one)
+  std::vector<float> bias;        // [N], in output units; empty: none
+  dt dst = dt::s32;               // s32 (MatMulInteger), f32 (dequantized) or u8/s8 (requantized)
+  int32_t dst_zero_point = 0;
+  bool relu = false;
+  bool trans_b = false;           // B is stored [N, K]
 };
 
 class MatmulIntegerKernel final : public Kernel {
@@ -42,21 +48,23 @@ class MatmulIntegerKernel final : public Kernel {
       : io_(io) {
     const bool a_has_zp = io.zero_point >= 0, dequantize = io.scale >= 0;
     const dt a_type = a_signed ? dt::s8 : dt::u8;
-    const memory::desc src({rows, K}, a_type, tag::ab), dst({rows, N}, dequantize ? dt::f32 : dt::s32, tag::ab);
-    const memory::desc wei_plain({K, N}, dt::s8, tag::ab), wei_any({K, N}, dt::s8, tag::any);
+    const memory::desc src({rows, K}, a_type, tag::ab), dst({rows, N}, io.dst, tag::ab);
+    const memory::desc wei_plain({K, N}, dt::s8, io.trans_b ? tag::ba : tag::ab), wei_any({K, N}, dt::s8, tag::any);
     const memory::desc bias_md({1, N}, dt::f32, tag::ab);
     std::string key = "matmul_int|" + onednn::md_key(src) + "|" + onednn::md_key(wei_any) + "|" + onednn::md_key(dst) +
                       (a_has_zp ? "|zp" : "") + (dequantize ? "|scales" + std::to_string(io.scales) : "") +
-                      (io.bias ? "|bias" : "");
+                      (io.bias.empty() ? "" : "|bias") + (io.relu ? "|relu" : "") + (io.dst_zero_point ? "|dzp" : "");
+    for (float sc : io.out_scales) key += "," + std::to_string(sc);  // baked into the primitive
     entry_ = onednn::cached_as<Entry>(key, [&] {
       dnnl::primitive_attr attr;
       if (a_has_zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
+      if (io.dst_zero_point) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
       if (dequantize) attr.set_output_scales(io.scales > 1 ? 1 << 1 : 0, {DNNL_RUNTIME_F32_VAL});
-      if (io.bias) {
-        dnnl::post_ops po;
-        po.append_binary(dnnl::algorithm::binary_add, bias_md);
-        attr.set_post_ops(po);
-      }
+      else if (!io.out_scales.empty()) attr.set_output_scales(io.out_scales.size() > 1 ? 1 << 1 : 0, io.out_scales);
+      dnnl::post_ops po;
+      if (!io.bias.empty()) po.append_binary(dnnl::algorithm::binary_add, bias_md);
+      if (io.relu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(po);
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       auto e = std::make_shared<Entry>();
       e->pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei_any, dst), attr, onednn::engine());
@@ -76,14 +84,20 @@ class MatmulIntegerKernel final : public Kernel {
       scales_mem_ = memory(memory::desc({io.scales}, dt::f32, tag::a), eng, DNNL_MEMORY_NONE);
       args_.emplace(DNNL_ARG_ATTR_OUTPUT_SCALES, scales_mem_);
     }
-    if (io.bias) {
+    if (!io.bias.empty()) {
       bias_mem_ = memory(bias_md, eng);
-      std::memcpy(bias_mem_.get_data_handle(), io.bias->raw(), bias_md.get_size());
+      std::memcpy(bias_mem_.get_data_handle(), io.bias.data(), bias_md.get_size());
       args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias_mem_);
     }
+    if (io.dst_zero_point) {
+      dst_zp_mem_ = memory(memory::desc({1}, dt::s32, tag::a), eng);
+      *static_cast<int32_t*>(dst_zp_mem_.get_data_handle()) = io.dst_zero_point;
+      args_.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp_mem_);
+    }
     arg_list_ = onednn::arg_list(args_);
-    name_ = std::string(dequantize ? "matmul_integer_dequantized_" : "matmul_integer_") + (a_signed ? "s8" : "u8") +
-            "s8" + (io.bias ? "_bias" : "") + "_onednn_packed";
+    const char* out = io.dst == dt::f32 ? "dequantized_" : io.dst == dt::u8 ? "requantized_u8_" : io.dst == dt::s8 ? "requantized_s8_" : "";
+    name_ = std::string("matmul_integer_") + out + (a_signed ? "s8" : "u8") + "s8" + (io.bias.empty() ? "" : "_bias") +
+            (io.relu ? "_relu" : "") + "_onednn_packed";
   }
 
   size_t scratch_bytes() const override { return entry_->pd.scratchpad_desc().get_size(); }
@@ -108,7 +122,7 @@ class MatmulIntegerKernel final : public Kernel {
   int32_t zp_ = 0;
   std::shared_ptr<Entry> entry_;
   std::shared_ptr<const PackedWeights> packed_;
-  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_;
+  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_, dst_zp_mem_;
   std::unordered_map<int, memory> args_;
   onednn::ArgList arg_list_;
   std::string name_;
@@ -133,6 +147,10 @@ std::unique_ptr<Kernel> make_matmul_integer_kernel(const KernelRequest& r) {
   }
 }
 
+// QuantizedMatMul in either form fuse_quantized makes (passes/fuse_quantized.cc): dynamic (an
+// AccScale input: float32 out = acc * scale + bias) or a static QDQ unit (scales and zero points
+// constant: requantized out = acc * x_scale * w_scale / y_scale + bias / y_scale [relu], + y's
+// zero point, the bias as DequantizeLinear gives it).
 KernelSelection make_quantized_matmul_kernel(const KernelRequest& r) {
   using R = QuantizedOperand;
   const std::vector<int64_t> at = r.node.attr_ints("operands");
@@ -140,32 +158,63 @@ KernelSelection make_quantized_matmul_kernel(const KernelRequest& r) {
   auto index = [&](R role) { return at[static_cast<size_t>(role)]; };
   for (int64_t i : at)
     if (i >= static_cast<int64_t>(r.inputs.size())) return KernelSelection::declined("an operand index is out of range");
-  if (index(R::X) < 0 || index(R::W) < 0 || index(R::AccScale) < 0) return KernelSelection::declined("an operand is missing");
-  const auto x = static_cast<size_t>(index(R::X)), w = static_cast<size_t>(index(R::W));
-  const Tensor* b = r.constants[w];
-  const DType a_type = r.inputs[x].dtype;
+  auto constant = [&](R role) { return index(role) >= 0 ? r.constants[static_cast<size_t>(index(role))] : nullptr; };
+  const bool dynamic = index(R::AccScale) >= 0;
+  if (index(R::X) < 0 || index(R::W) < 0 || (!dynamic && (!constant(R::XScale) || !constant(R::WScale) || !constant(R::YScale))))
+    return KernelSelection::declined("an operand is missing or not a plan-time constant");
+  const auto x = static_cast<size_t>(index(R::X));
+  const Tensor* b = constant(R::W);
+  const DType a_type = r.inputs[x].dtype, y_type = r.outputs[0].dtype;
   const Dims& a_dims = r.inputs[x].dims;
+  const bool y_ok = dynamic ? y_type == DType::Float32 : (y_type == DType::UInt8 || y_type == DType::Int8);
   if ((a_type != DType::UInt8 && a_type != DType::Int8) || !b || b->dtype() != DType::Int8 || b->rank() != 2 ||
-      a_dims.size() < 2 || r.outputs[0].dtype != DType::Float32)
+      a_dims.size() < 2 || !y_ok)
     return KernelSelection::declined("operands are not u8/s8 with constant 2-D s8 weights");
-  const int64_t K = b->dim(0), N = b->dim(1);
+  const bool trans_b = r.node.attr_int("trans_b", 0) != 0;
+  const int64_t K = trans_b ? b->dim(1) : b->dim(0), N = trans_b ? b->dim(0) : b->dim(1);
   if (a_dims.back() != K || K == 0 || N == 0 || numel_of(a_dims) == 0) return KernelSelection::declined("empty or mismatched shapes");
   if (a_type == DType::Int8 && !onednn_int8_has_vnni())
     return KernelSelection::declined("s8 activations without VNNI are not exact in oneDNN");
-  if (!onednn_int8_has_vnni() && int8_weights_may_saturate(b->data<int8_t>(), 1, K, N))
+  if (!onednn_int8_has_vnni() &&
+      int8_weights_may_saturate(b->data<int8_t>(), trans_b ? N : 1, K, trans_b ? 1 : N))
     return KernelSelection::declined("weights whose products saturate vpmaddubsw without VNNI");
-  const auto scale = static_cast<size_t>(index(R::AccScale));
-  if (r.inputs[scale].dtype != DType::Float32) return KernelSelection::declined("the scale is not float32");
-  IntegerOperands io{.a = x,
-                     .zero_point = static_cast<int>(index(R::XZeroPoint)),
-                     .scale = static_cast<int>(scale),
-                     .scales = numel_of(r.inputs[scale].dims),
-                     .bias = index(R::Bias) >= 0 ? r.constants[static_cast<size_t>(index(R::Bias))] : nullptr};
-  if (io.scales != 1 && io.scales != N) return KernelSelection::declined("the scale is neither one value nor per column");
-  if (index(R::Bias) >= 0 && (!io.bias || io.bias->dtype() != DType::Float32 || io.bias->numel() != N))
-    return KernelSelection::declined("the bias is not a float32 constant row");
+  IntegerOperands io;
+  io.a = x;
+  io.zero_point = static_cast<int>(index(R::XZeroPoint));
+  io.trans_b = trans_b;
+  io.relu = r.node.attr_string("activation", "none") == "relu";
+  const Tensor* bias = constant(R::Bias);
+  if (index(R::Bias) >= 0 && (!bias || bias->numel() != N)) return KernelSelection::declined("the bias is not a constant row");
+  if (dynamic) {
+    const auto scale = static_cast<size_t>(index(R::AccScale));
+    io.scale = static_cast<int>(scale);
+    io.scales = numel_of(r.inputs[scale].dims);
+    io.dst = dt::f32;
+    if (r.inputs[scale].dtype != DType::Float32 || (io.scales != 1 && io.scales != N))
+      return KernelSelection::declined("the scale is neither one float32 value nor per column");
+    if (bias && bias->dtype() != DType::Float32) return KernelSelection::declined("the bias is not float32");
+    if (bias) io.bias.assign(bias->data<float>(), bias->data<float>() + N);
+  } else {
+    const Tensor* ws = constant(R::WScale);
+    if (ws->numel() != 1 && ws->numel() != N) return KernelSelection::declined("the weight scale's size");
+    const auto xs = static_cast<float>(constant(R::XScale)->scalar_as_double(0));
+    const double ys = constant(R::YScale)->scalar_as_double(0);
+    const Tensor* bs = constant(R::BiasScale);
+    for (int64_t n = 0; n < N; ++n) {
+      // The products DequantizeLinear makes, in float32, then divided by the output's scale.
+      const float w_scale = static_cast<float>(ws->scalar_as_double(ws->numel() == 1 ? 0 : n));
+      io.out_scales.push_back(static_cast<float>(static_cast<double>(xs * w_scale) / ys));
+      if (!bias) continue;
+      const float b = bs ? static_cast<float>(bias->scalar_as_double(n)) *
+                               static_cast<float>(bs->scalar_as_double(bs->numel() == 1 ? 0 : n))
+                         : static_cast<float>(bias->scalar_as_double(n));
+      io.bias.push_back(static_cast<float>(b / ys));
+    }
+    io.dst = y_type == DType::Int8 ? dt::s8 : dt::u8;
+    io.dst_zero_point = static_cast<int32_t>(constant(R::YZeroPoint) ? constant(R::YZeroPoint)->scalar_as_double(0) : 0);
+  }
   try {
-    return std::make_unique<MatmulIntegerKernel>(numel_of(a_dims) / K, K, N, a_type == DType::Int8, *b, io);
+    return std::make_unique<MatmulIntegerKernel>(numel_of(a_dims) / K, K, N, a_type == DType::Int8, *b, std::move(io));
   } catch (const dnnl::error& e) {
     return KernelSelection::declined(std::string("oneDNN has no int8 matmul for it: ") + e.what());
   }
