@@ -111,13 +111,17 @@ std::optional<std::string> activation_problem(const FusionContext& ctx, const De
   return std::nullopt;
 }
 
-std::optional<std::string> weight_problem(const FusionContext& ctx, const Dequantized& w, int64_t out_channels) {
+// Why the weight's DequantizeLinear does not suit an int8 kernel, or nullopt: its output
+// channels lie on `channel_axis` (0 for a Conv's [OC, C, ..], 1 for a MatMul's [K, N]).
+std::optional<std::string> weight_problem(const FusionContext& ctx, const Dequantized& w, int64_t out_channels,
+                                          int64_t channel_axis) {
   if (!ctx.constant(w.data) || ctx.type(w.data).dtype != DType::Int8) return std::string("the weight is not an int8 constant");
   const int64_t scales = ctx.constant(w.scale)->numel();
   const int64_t rank = static_cast<int64_t>(ctx.type(w.data).dims.size());
   int64_t axis = ctx.node(w.node).attr_int("axis", 1);
   if (axis < 0) axis += rank;
-  if (scales != 1 && (scales != out_channels || axis != 0)) return std::string("the weight's scale is not per output channel");
+  if (scales != 1 && (scales != out_channels || axis != channel_axis))
+    return std::string("the weight's scale is not per output channel");
   if (!all_zero(ctx.constant(w.zero_point))) return std::string("the weight's zero point is not zero (asymmetric weights)");
   return std::nullopt;
 }
@@ -171,6 +175,36 @@ struct Operands {
   }
 };
 
+// The rest of a Conv or MatMul/Gemm unit once its own checks ran (`why` holds their verdict):
+// the bias, the output chain, and the operands in role order. nullopt, declined with the reason,
+// when the unit does not fit; `nodes` gains the chain and the bias's DequantizeLinear.
+std::optional<Operands> unit_operands(FusionContext& ctx, const Dequantized& x, const Dequantized& w, int bias,
+                                      int result, std::vector<int>& nodes, std::optional<std::string> why, bool& relu) {
+  std::optional<Dequantized> b;
+  if (!why) why = bias_problem(ctx, bias, b);
+  int q = -1;
+  if (!why) why = output_chain(ctx, result, nodes, relu, q);
+  if (why) {
+    ctx.decline(kPass, nodes, *why);
+    return std::nullopt;
+  }
+  if (b) nodes.push_back(b->node);
+  const Node& qn = ctx.node(q);
+  Operands ops;
+  using R = QuantizedOperand;
+  ops.set(R::X, x.data);
+  ops.set(R::XScale, x.scale);
+  ops.set(R::XZeroPoint, x.zero_point);
+  ops.set(R::W, w.data);
+  ops.set(R::WScale, w.scale);
+  ops.set(R::WZeroPoint, w.zero_point);
+  ops.set(R::Bias, b ? b->data : bias);
+  if (b) ops.set(R::BiasScale, b->scale);
+  ops.set(R::YScale, qn.inputs[1]);
+  ops.set(R::YZeroPoint, qn.inputs.size() > 2 ? qn.inputs[2] : -1);
+  return ops;
+}
+
 bool fuse_conv_at(FusionContext& ctx, int i) {
   const Node& conv = ctx.node(i);
   auto x = dequantized(ctx, conv.inputs[0]);
@@ -180,37 +214,16 @@ bool fuse_conv_at(FusionContext& ctx, int i) {
   std::optional<std::string> why = activation_problem(ctx, *x);
   const TensorType& wt = ctx.type(conv.inputs[1]);
   if (!why && wt.dims.size() != 4 && wt.dims.size() != 3) why = "the convolution is not 1-D or 2-D";
-  if (!why) why = weight_problem(ctx, *w, wt.dims.empty() ? 0 : wt.dims[0]);
-  std::optional<Dequantized> b;
-  const int bias = conv.inputs.size() > 2 ? conv.inputs[2] : -1;
-  if (!why) why = bias_problem(ctx, bias, b);
+  if (!why) why = weight_problem(ctx, *w, wt.dims.empty() ? 0 : wt.dims[0], 0);
   bool relu = false;
-  int q = -1;
-  if (!why) why = output_chain(ctx, conv.outputs[0], nodes, relu, q);
-  if (why) {
-    ctx.decline(kPass, nodes, *why);
-    return false;
-  }
-  if (b) nodes.push_back(b->node);
-  const Node& qn = ctx.node(q);
-  Operands ops;
-  using R = QuantizedOperand;
-  ops.set(R::X, x->data);
-  ops.set(R::XScale, x->scale);
-  ops.set(R::XZeroPoint, x->zero_point);
-  ops.set(R::W, w->data);
-  ops.set(R::WScale, w->scale);
-  ops.set(R::WZeroPoint, w->zero_point);
-  ops.set(R::Bias, b ? b->data : bias);
-  if (b) ops.set(R::BiasScale, b->scale);
-  ops.set(R::YScale, qn.inputs[1]);
-  ops.set(R::YZeroPoint, qn.inputs.size() > 2 ? qn.inputs[2] : -1);
+  auto ops = unit_operands(ctx, *x, *w, conv.inputs.size() > 2 ? conv.inputs[2] : -1, conv.outputs[0], nodes, why, relu);
+  if (!ops) return false;
   auto attrs = conv.attrs;  // kernel_shape, strides, pads, dilations, group, auto_pad
-  attrs["operands"] = ops.position;
+  attrs["operands"] = ops->position;
   attrs["activation"] = std::string(relu ? "relu" : "none");
   std::sort(nodes.begin(), nodes.end());
   return ctx.fuse(kPass, nodes, FusedKind::QuantizedConv, relu ? "qconv_relu" : "qconv", std::move(attrs), {},
-                  ops.leading, {i});
+                  ops->leading, {i});
 }
 
 // [N], [1, .., N] or one element: what broadcasts along the last axis of a [.., N] result.
@@ -284,46 +297,18 @@ bool fuse_qdq_matmul_at(FusionContext& ctx, int i) {
   if (!why && gemm && (mm.attr_int("transA", 0) != 0 || mm.attr_float("alpha", 1.f) != 1.f || mm.attr_float("beta", 1.f) != 1.f))
     why = "Gemm has transA, alpha or beta";
   const int64_t n_cols = wt.dims.size() == 2 ? wt.dims[trans_b ? 0 : 1] : 0;
-  if (!why) {
-    // weight_problem reads the per-channel axis as 0: a [K, N] weight has its columns on axis 1.
-    if (!ctx.constant(w->data) || ctx.type(w->data).dtype != DType::Int8) why = "the weight is not an int8 constant";
-    const int64_t scales = why ? 0 : ctx.constant(w->scale)->numel();
-    int64_t axis = ctx.node(w->node).attr_int("axis", 1);
-    if (axis < 0) axis += 2;
-    if (!why && scales != 1 && (scales != n_cols || axis != (trans_b ? 0 : 1))) why = "the weight's scale is not per output column";
-    if (!why && !all_zero(ctx.constant(w->zero_point))) why = "the weight's zero point is not zero (asymmetric weights)";
-  }
-  std::optional<Dequantized> b;
+  if (!why) why = weight_problem(ctx, *w, n_cols, trans_b ? 0 : 1);
   const int bias = gemm && mm.inputs.size() > 2 ? mm.inputs[2] : -1;
-  if (!why) why = bias_problem(ctx, bias, b);
   if (!why && bias >= 0 && numel_of(ctx.type(bias).dims) != n_cols) why = "Gemm's C is not a row of the output's width";
   bool relu = false;
-  int q = -1;
-  if (!why) why = output_chain(ctx, mm.outputs[0], nodes, relu, q);
-  if (why) {
-    ctx.decline(kPass, nodes, *why);
-    return false;
-  }
-  if (b) nodes.push_back(b->node);
-  const Node& qn = ctx.node(q);
-  Operands ops;
-  using R = QuantizedOperand;
-  ops.set(R::X, x->data);
-  ops.set(R::XScale, x->scale);
-  ops.set(R::XZeroPoint, x->zero_point);
-  ops.set(R::W, w->data);
-  ops.set(R::WScale, w->scale);
-  ops.set(R::WZeroPoint, w->zero_point);
-  ops.set(R::Bias, b ? b->data : bias);
-  if (b) ops.set(R::BiasScale, b->scale);
-  ops.set(R::YScale, qn.inputs[1]);
-  ops.set(R::YZeroPoint, qn.inputs.size() > 2 ? qn.inputs[2] : -1);
-  std::map<std::string, Attribute> attrs = {{"operands", ops.position},
+  auto ops = unit_operands(ctx, *x, *w, bias, mm.outputs[0], nodes, why, relu);
+  if (!ops) return false;
+  std::map<std::string, Attribute> attrs = {{"operands", ops->position},
                                             {"trans_b", int64_t{trans_b}},
                                             {"activation", std::string(relu ? "relu" : "none")}};
   std::sort(nodes.begin(), nodes.end());
   return ctx.fuse(kPass, nodes, FusedKind::QuantizedMatMul, relu ? "qmatmul_relu" : "qmatmul", std::move(attrs), {},
-                  ops.leading, {i});
+                  ops->leading, {i});
 }
 
 bool same_constant(const FusionContext& ctx, int a, int b) {

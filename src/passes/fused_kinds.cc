@@ -33,28 +33,32 @@ constexpr ContractAttr kEpilogueMatMul[] = {{"has_bias", Int},
                                             {"activation", String},
                                             {"trans_b", Int},
                                             {"alpha", Float, kSometimes}};
-// fuse_gemm_epilogue on Conv: the same epilogue, plus the Conv's own attributes where it had them.
-constexpr ContractAttr kEpilogueConv[] = {{"has_bias", Int},
-                                          {"has_residual", Int},
-                                          {"activation", String},
-                                          {"alpha", Float, kSometimes},
-                                          {"kernel_shape", Ints, kSometimes},
-                                          {"strides", Ints, kSometimes},
-                                          {"pads", Ints, kSometimes},
-                                          {"dilations", Ints, kSometimes},
-                                          {"group", Int, kSometimes},
-                                          {"auto_pad", String, kSometimes}};
+// A Conv's own attributes, where it had them, on the fused nodes that stand for one.
+constexpr std::array<ContractAttr, 6> kConvAttrs = {{{"kernel_shape", Ints, kSometimes},
+                                                     {"strides", Ints, kSometimes},
+                                                     {"pads", Ints, kSometimes},
+                                                     {"dilations", Ints, kSometimes},
+                                                     {"group", Int, kSometimes},
+                                                     {"auto_pad", String, kSometimes}}};
+
+template <size_t A, size_t B>
+constexpr std::array<ContractAttr, A + B> join(const std::array<ContractAttr, A>& a, const std::array<ContractAttr, B>& b) {
+  std::array<ContractAttr, A + B> out{};
+  for (size_t i = 0; i < A; ++i) out[i] = a[i];
+  for (size_t i = 0; i < B; ++i) out[A + i] = b[i];
+  return out;
+}
+
+// fuse_gemm_epilogue on Conv: the same epilogue, plus the Conv's own attributes.
+constexpr auto kEpilogueConv = join(std::array<ContractAttr, 4>{{{"has_bias", Int},
+                                                                 {"has_residual", Int},
+                                                                 {"activation", String},
+                                                                 {"alpha", Float, kSometimes}}},
+                                    kConvAttrs);
 
 // fuse_quantized on Conv: operands (QuantizedOperand order), activation "relu" or "none", and the
-// Conv's own attributes where it had them.
-constexpr ContractAttr kQuantizedConv[] = {{"operands", Ints},
-                                           {"activation", String},
-                                           {"kernel_shape", Ints, kSometimes},
-                                           {"strides", Ints, kSometimes},
-                                           {"pads", Ints, kSometimes},
-                                           {"dilations", Ints, kSometimes},
-                                           {"group", Int, kSometimes},
-                                           {"auto_pad", String, kSometimes}};
+// Conv's own attributes.
+constexpr auto kQuantizedConv = join(std::array<ContractAttr, 2>{{{"operands", Ints}, {"activation", String}}}, kConvAttrs);
 
 // fuse_quantized on MaxPool: the MaxPool's own attributes where it had them.
 constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
