@@ -121,6 +121,10 @@ struct ItemVerdict {
 struct OutputVerdict {
   std::string name, sample;
   Difference vs_native, vs_truth, native_vs_truth;
+  // A quantized model whose output misses native: native replayed with the fused run's
+  // quantization decisions (every QuantizeLinear and DynamicQuantizeLinear result), compared
+  // under the same tolerance (docs/check.md, "Quantized models").
+  std::optional<Difference> vs_native_pinned;
   bool passed = true;
 };
 

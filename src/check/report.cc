@@ -44,13 +44,15 @@ std::string check_report_json(const CheckReport& r) {
                      {"native_vs_truth_max_abs", i.native_vs_truth},
                      {"fused_vs_truth_max_abs", i.fused_vs_truth},
                      {"status", item_status_name(i.status)}});
-  for (const auto& o : r.outputs)
+  for (const auto& o : r.outputs) {
     outputs.push_back({{"name", o.name},
                        {"sample", o.sample},
                        {"passed", o.passed},
                        {"vs_native", difference_json(o.vs_native)},
                        {"vs_truth", difference_json(o.vs_truth)},
                        {"native_vs_truth", difference_json(o.native_vs_truth)}});
+    if (o.vs_native_pinned) outputs.back()["vs_native_pinned"] = difference_json(*o.vs_native_pinned);
+  }
   nlohmann::json j = {{"passed", r.passed},       {"mode", r.mode},         {"rounds", r.rounds},
                       {"samples", r.samples},     {"items", items},         {"rolled_back", r.rolled_back},
                       {"outputs", outputs},       {"fusion_disabled", r.final_fusion.disabled}};

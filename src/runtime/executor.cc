@@ -142,6 +142,7 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     } else {
       step.kernel->run(step_inputs_[s], step_outputs_[s], scratch_of(s));
     }
+    if (override_) override_(step, step_outputs_[s]);
     if (observer_) observe(s);
     if (options_.mem_guard) {
       check_guards(s);

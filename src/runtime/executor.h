@@ -30,6 +30,12 @@ using StepHook = std::function<void(size_t index, const Step& step, double secon
 using StepObserver =
     std::function<void(size_t index, const Step& step, std::span<const Tensor> inputs, std::span<const Tensor> outputs)>;
 
+// Called after each step, before any later step reads its outputs, with the tensors as stored
+// (a value kept in a kernel's blocked layout is not row-major here): it may overwrite them. The
+// precision gate replays the native plan of a quantized model with the fused run's quantization
+// decisions (check/gate.cc).
+using StepOverride = std::function<void(const Step& step, std::span<Tensor> outputs)>;
+
 class Executor {
  public:
   explicit Executor(const Plan& plan, const ExecutorOptions& options = {});
@@ -43,6 +49,7 @@ class Executor {
 
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
   void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
+  void set_step_override(StepOverride override_outputs) { override_ = std::move(override_outputs); }
   const Plan& plan() const { return plan_; }
   const MemoryPlan& memory() const { return memory_; }
 
@@ -64,6 +71,7 @@ class Executor {
   std::vector<std::vector<Tensor>> step_outputs_;   // per step, built once
   StepHook hook_;
   StepObserver observer_;
+  StepOverride override_;
 };
 
 }  // namespace fusor

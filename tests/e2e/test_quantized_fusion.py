@@ -6,6 +6,7 @@ item, and catches the int8 faults (a wrong zero point, a saturating product) and
 """
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -71,9 +72,18 @@ def test_fused_model_is_within_one_step_of_onnx_runtime(batch, tmp_path):
         assert (got.argmax(1) == want.argmax(1)).all()
 
 
+def private_copy(model, tmp_path):
+    """The model copied under tmp_path: fusor check saves its verdict beside the model."""
+    copy = tmp_path / model / "model.onnx"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(model_path(model), copy)
+    return copy
+
+
 def check(tmp_path, *extra):
     report = tmp_path / "check.json"
-    r = run_fusor("check", model_path(MODEL), "--batch", 1, "--report", report, "--no-edge-cases", *extra, timeout=600)
+    r = run_fusor("check", private_copy(MODEL, tmp_path), "--batch", 1, "--report", report, "--no-edge-cases", *extra,
+                  timeout=600)
     return r, json.loads(report.read_text()) if report.exists() else None
 
 
@@ -99,3 +109,26 @@ def test_int8_faults_are_caught_and_rolled_back(fault, tmp_path):
     bad = next(i for i in rep["items"] if i["name"] == item)
     assert bad["status"] == "rolled_back" and bad["tier"] == 1
     assert sum(i["status"] == "kept" for i in rep["items"]) >= 25
+
+
+def test_gate_passes_a_dynamically_quantized_model_and_still_catches_faults(tmp_path):
+    """MiniLM-int8 (quantize_dynamic): a one-ULP change upstream of a DynamicQuantizeLinear can
+    rescale its whole tensor, so the model's outputs may miss native by whole steps while every
+    fused item is within its rule. The gate then compares with native replayed on the fused run's
+    quantization decisions, under the same strict tolerance; a wrong item is still rolled back."""
+    report, model = tmp_path / "check.json", private_copy("minilm-l6-int8", tmp_path)
+    r = run_fusor("check", model, "--batch", 1, "--seq", 16, "--report", report, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    assert rep["passed"] is True and rep["rolled_back"] == []
+    kinds = [i["kind"] for i in rep["items"]]
+    assert kinds.count("QuantizedMatMul") == 30 and all(i["status"] == "kept" for i in rep["items"])
+    for o in rep["outputs"]:
+        assert o["passed"]
+        if not o["vs_native"]["within"]:  # a quantization decision went the other way: pinned, it must agree
+            assert o["vs_native_pinned"]["within"], o
+    item = "layer2.output.layernorm"
+    r = run_fusor("check", model, "--batch", 1, "--seq", 16, "--no-edge-cases",
+                  "--inject-fault", f"reduced_precision@{item}", "--report", report, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(report.read_text())["rolled_back"] == [item]
