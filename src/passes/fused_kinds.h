@@ -26,7 +26,7 @@ namespace fusor {
   X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")                    \
   X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
   X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers") \
-  X(QuantizedMatMul, "a MatMulInteger with its dequantizing epilogue: Cast, Mul by the per-column scale, bias")
+  X(QuantizedMatMul, "a QDQ MatMul/Gemm, or a MatMulInteger with its float rescale, on the int8 matmul")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,
