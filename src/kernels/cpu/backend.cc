@@ -49,6 +49,10 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
     {Op::Slice, make_slice_kernel},
+    {Op::Concat, make_concat_kernel},
+    {Op::Split, make_split_kernel},
+    {Op::Resize, make_resize_kernel},
+    {Op::Upsample, make_resize_kernel},
     {Op::CachedAttention, make_cached_attention_kernel},
 };
 

@@ -1,0 +1,107 @@
+// Concat and Split: one tensor and its parts along an axis. Viewed as [outer, axis * inner], every
+// part is one contiguous run per outer row, so a run is memcpys. The runs of an outer row are cut
+// into segments of at most kSegmentBytes, and the (row, segment) pairs are split over the thread
+// pool: YOLO's channel concats have few outer rows (the batch) but long runs. Any dtype, since
+// bytes are copied; the same results as the reference kernels (kernels/ref/layout.cc).
+#include <cstring>
+#include <vector>
+
+#include "ir/shape_util.h"
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/factories.h"
+
+namespace fusor::cpu {
+namespace {
+
+constexpr size_t kSegmentBytes = 64 * 1024;
+
+int64_t product(const Dims& d, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < to; ++i) p *= d[i];
+  return p;
+}
+
+// A piece of one part's run within an outer row.
+struct Segment {
+  size_t part, part_offset, whole_offset, bytes;
+};
+
+class ConcatSplitKernel final : public Kernel {
+ public:
+  // `part_row_bytes[k]`: bytes of part k per outer row; `to_whole`: Concat (parts -> whole).
+  ConcatSplitKernel(bool to_whole, int64_t outer, const std::vector<size_t>& part_row_bytes, size_t element_bytes)
+      : to_whole_(to_whole), outer_(outer), part_row_(part_row_bytes), es_(element_bytes) {
+    for (size_t k = 0; k < part_row_.size(); ++k) {
+      for (size_t off = 0; off < part_row_[k]; off += kSegmentBytes)
+        segments_.push_back({k, off, whole_row_ + off, std::min(kSegmentBytes, part_row_[k] - off)});
+      whole_row_ += part_row_[k];
+    }
+  }
+
+  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
+    const int64_t per_row = static_cast<int64_t>(segments_.size());
+    if (outer_ == 0 || per_row == 0) return;
+    std::byte* whole = to_whole_ ? static_cast<std::byte*>(out[0].raw()) : nullptr;
+    const std::byte* whole_in = to_whole_ ? nullptr : static_cast<const std::byte*>(in[0].raw());
+    const int64_t items = outer_ * per_row;
+    const int64_t work = outer_ * static_cast<int64_t>(whole_row_ / es_);
+    parallel_range(items, work, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t row = i / per_row;
+        const Segment& s = segments_[static_cast<size_t>(i % per_row)];
+        const size_t part_at = static_cast<size_t>(row) * part_row_[s.part] + s.part_offset;
+        const size_t whole_at = static_cast<size_t>(row) * whole_row_ + s.whole_offset;
+        if (to_whole_) std::memcpy(whole + whole_at, static_cast<const std::byte*>(in[s.part].raw()) + part_at, s.bytes);
+        else std::memcpy(static_cast<std::byte*>(out[s.part].raw()) + part_at, whole_in + whole_at, s.bytes);
+      }
+    });
+  }
+  std::string name() const override { return std::string(to_whole_ ? "concat" : "split") + "_rows_x" + std::to_string(es_ * 8); }
+
+ private:
+  bool to_whole_;
+  int64_t outer_;
+  std::vector<size_t> part_row_;
+  size_t es_, whole_row_ = 0;
+  std::vector<Segment> segments_;
+};
+
+// The kernel for `whole` cut along `axis` into `parts`, or nullptr when the dims do not fit together.
+std::unique_ptr<Kernel> make_rows_kernel(bool to_whole, const Node& n, const TensorType& whole,
+                                         std::span<const TensorType> parts) {
+  const auto rank = static_cast<int64_t>(whole.dims.size());
+  if (rank == 0 || whole.dtype == DType::Undefined) return nullptr;
+  const auto axis = static_cast<size_t>(normalize_axis(n.attr_int("axis", 0), rank, n));
+  const size_t es = dtype_size(whole.dtype);
+  int64_t along = 0;
+  std::vector<size_t> part_row;
+  for (const TensorType& p : parts) {
+    if (p.dtype != whole.dtype || p.dims.size() != whole.dims.size()) return nullptr;
+    for (size_t d = 0; d < p.dims.size(); ++d)
+      if (d != axis && p.dims[d] != whole.dims[d]) return nullptr;
+    along += p.dims[axis];
+    part_row.push_back(static_cast<size_t>(product(p.dims, axis, p.dims.size())) * es);
+  }
+  if (along != whole.dims[axis]) return nullptr;
+  return std::make_unique<ConcatSplitKernel>(to_whole, product(whole.dims, 0, axis), part_row, es);
+}
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_concat_kernel(const KernelRequest& r) {
+  if (r.node.op != Op::Concat || r.inputs.empty() || r.outputs.size() != 1) return nullptr;
+  for (size_t i = 0; i < r.inputs.size(); ++i)
+    if (!has_input(r, i)) return nullptr;
+  return make_rows_kernel(true, r.node, r.outputs[0], r.inputs);
+}
+
+// Split's sizes are read from the planned output shapes (every opset's split input, attribute
+// or num_outputs has already given them); an omitted output declines.
+std::unique_ptr<Kernel> make_split_kernel(const KernelRequest& r) {
+  if (r.node.op != Op::Split || r.inputs.empty() || r.outputs.empty() || r.outputs.size() != r.node.outputs.size()) return nullptr;
+  for (int o : r.node.outputs)
+    if (o < 0) return nullptr;
+  return make_rows_kernel(false, r.node, r.inputs[0], r.outputs);
+}
+
+}  // namespace fusor::cpu
