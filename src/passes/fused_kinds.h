@@ -25,7 +25,8 @@ namespace fusor {
   X(FusedConv, "a Conv with its bias, activation and residual")                                       \
   X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")                    \
   X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
-  X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers")
+  X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers") \
+  X(GroupNorm, "group normalization with a scale and shift per channel, and optionally SiLU")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,

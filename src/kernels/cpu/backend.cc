@@ -87,6 +87,7 @@ constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
     {FusedKind::FusedConv, make_fused_conv_kernel},
     {FusedKind::Attention, make_attention_kernel},
     {FusedKind::QuantizedConv, make_quantized_conv_kernel},
+    {FusedKind::GroupNorm, make_group_norm_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {

@@ -40,5 +40,6 @@ KernelSelection make_fused_matmul_kernel(const KernelRequest& r);       // fused
 KernelSelection make_fused_conv_kernel(const KernelRequest& r);         // fused_conv.cc: FusedConv
 KernelSelection make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
 KernelSelection make_quantized_conv_kernel(const KernelRequest& r);     // quantized_conv_onednn.cc: QuantizedConv
+KernelSelection make_group_norm_kernel(const KernelRequest& r);         // group_norm.cc: GroupNorm
 
 }  // namespace fusor::cpu
