@@ -3,11 +3,16 @@
 // into segments of at most kSegmentBytes, and the (row, segment) pairs are split over the thread
 // pool: YOLO's channel concats have few outer rows (the batch) but long runs. Any dtype, since
 // bytes are copied; the same results as the reference kernels (kernels/ref/layout.cc).
+//
+// Concat follows a dense layout (channels-last, dense_layout.h) when all its parts arrive in it:
+// the same copy over the dims in storage order, so YOLO's channel concats of channels-last
+// convolution outputs need no reorders to row-major and back.
 #include <cstring>
 #include <vector>
 
 #include "ir/shape_util.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 
 namespace fusor::cpu {
@@ -26,16 +31,27 @@ struct Segment {
   size_t part, part_offset, whole_offset, bytes;
 };
 
-class ConcatSplitKernel final : public Kernel {
+class ConcatSplitKernel final : public FollowsDenseLayout {
  public:
-  // `part_row_bytes[k]`: bytes of part k per outer row; `to_whole`: Concat (parts -> whole).
-  ConcatSplitKernel(bool to_whole, int64_t outer, const std::vector<size_t>& part_row_bytes, size_t element_bytes)
-      : to_whole_(to_whole), outer_(outer), part_row_(part_row_bytes), es_(element_bytes) {
-    for (size_t k = 0; k < part_row_.size(); ++k) {
-      for (size_t off = 0; off < part_row_[k]; off += kSegmentBytes)
-        segments_.push_back({k, off, whole_row_ + off, std::min(kSegmentBytes, part_row_[k] - off)});
-      whole_row_ += part_row_[k];
-    }
+  // `to_whole`: Concat (parts -> whole); the parts' dims differ from the whole's on `axis` only.
+  ConcatSplitKernel(bool to_whole, const Dims& whole, std::vector<Dims> parts, size_t axis, size_t element_bytes)
+      : to_whole_(to_whole), whole_(whole), parts_(std::move(parts)), axis_(axis), es_(element_bytes) {
+    arrange(whole_, parts_, axis_);
+  }
+
+  bool follows_layout(const std::string& layout) const override {
+    const auto order = dense_layout_order(layout);
+    return to_whole_ && order && order->size() == whole_.size();
+  }
+  bool follows_input(size_t) const override { return to_whole_; }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    if (!output_blocked) return;
+    order_ = *dense_layout_order(inputs[0]);
+    std::vector<Dims> parts;
+    for (const Dims& p : parts_) parts.push_back(dims_in_order(p, order_));
+    size_t axis = 0;
+    while (order_[axis] != static_cast<int>(axis_)) ++axis;
+    arrange(dims_in_order(whole_, order_), parts, axis);
   }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
@@ -59,10 +75,28 @@ class ConcatSplitKernel final : public Kernel {
   std::string name() const override { return std::string(to_whole_ ? "concat" : "split") + "_rows_x" + std::to_string(es_ * 8); }
 
  private:
+  // The rows and segments of `whole` cut along `axis` into `parts` (dims in storage order).
+  void arrange(const Dims& whole, const std::vector<Dims>& parts, size_t axis) {
+    outer_ = product(whole, 0, axis);
+    part_row_.clear();
+    segments_.clear();
+    whole_row_ = 0;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      part_row_.push_back(static_cast<size_t>(product(parts[k], axis, parts[k].size())) * es_);
+      for (size_t off = 0; off < part_row_[k]; off += kSegmentBytes)
+        segments_.push_back({k, off, whole_row_ + off, std::min(kSegmentBytes, part_row_[k] - off)});
+      whole_row_ += part_row_[k];
+    }
+  }
+
   bool to_whole_;
-  int64_t outer_;
-  std::vector<size_t> part_row_;
-  size_t es_, whole_row_ = 0;
+  Dims whole_;
+  std::vector<Dims> parts_;
+  size_t axis_;
+  size_t es_;
+  int64_t outer_ = 0;
+  std::vector<size_t> part_row_;  // bytes of each part per outer row
+  size_t whole_row_ = 0;
   std::vector<Segment> segments_;
 };
 
@@ -74,16 +108,16 @@ std::unique_ptr<Kernel> make_rows_kernel(bool to_whole, const Node& n, const Ten
   const auto axis = static_cast<size_t>(normalize_axis(n.attr_int("axis", 0), rank, n));
   const size_t es = dtype_size(whole.dtype);
   int64_t along = 0;
-  std::vector<size_t> part_row;
+  std::vector<Dims> part_dims;
   for (const TensorType& p : parts) {
     if (p.dtype != whole.dtype || p.dims.size() != whole.dims.size()) return nullptr;
     for (size_t d = 0; d < p.dims.size(); ++d)
       if (d != axis && p.dims[d] != whole.dims[d]) return nullptr;
     along += p.dims[axis];
-    part_row.push_back(static_cast<size_t>(product(p.dims, axis, p.dims.size())) * es);
+    part_dims.push_back(p.dims);
   }
   if (along != whole.dims[axis]) return nullptr;
-  return std::make_unique<ConcatSplitKernel>(to_whole, product(whole.dims, 0, axis), part_row, es);
+  return std::make_unique<ConcatSplitKernel>(to_whole, whole.dims, std::move(part_dims), axis, es);
 }
 
 }  // namespace

@@ -4,13 +4,16 @@
 // gives exactly the reference's result. The tables become byte offsets once, at plan time; a run
 // gathers each output row along the last axis and copies a row whose source row is the one just
 // written (a 2x upsample's every second row) instead of gathering it again. Output rows are split
-// over the thread pool. Any dtype, as bytes.
+// over the thread pool. Any dtype, as bytes. It follows a dense layout (channels-last) the same
+// way, over the dims in storage order, so YOLO's upsampling of a channels-last convolution's
+// output needs no reorders.
 #include <array>
 #include <cstring>
 #include <vector>
 
 #include "ir/resize_params.h"
 #include "kernels/cpu/common.h"
+#include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/factories.h"
 #include "kernels/ref/resize_taps.h"
 
@@ -26,12 +29,26 @@ void gather_row(const std::byte* src, const int64_t* index, std::byte* dst, int6
   for (int64_t i = 0; i < n; ++i) d[i] = s[index[i]];
 }
 
-class ResizeNearestKernel final : public Kernel {
+class ResizeNearestKernel final : public FollowsDenseLayout {
  public:
-  // offsets[a][o]: input element offset of output position o along axis a (the last axis' in
-  // elements, the others times their input stride).
-  ResizeNearestKernel(std::vector<std::vector<int64_t>> offsets, Dims out, size_t element_bytes)
-      : offsets_(std::move(offsets)), out_(std::move(out)), es_(element_bytes) {}
+  // maps[a][o]: the input index along axis a of output position o.
+  ResizeNearestKernel(std::vector<std::vector<int64_t>> maps, Dims in, Dims out, size_t element_bytes)
+      : maps_(std::move(maps)), in_(std::move(in)), plain_out_(std::move(out)), es_(element_bytes) {
+    arrange(maps_, in_, plain_out_);
+  }
+
+  bool follows_layout(const std::string& layout) const override {
+    const auto order = dense_layout_order(layout);
+    return order && order->size() == in_.size();
+  }
+  bool follows_input(size_t index) const override { return index == 0; }
+  void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
+    if (!output_blocked) return;
+    order_ = *dense_layout_order(inputs[0]);
+    std::vector<std::vector<int64_t>> maps;
+    for (int a : order_) maps.push_back(maps_[static_cast<size_t>(a)]);
+    arrange(maps, dims_in_order(in_, order_), dims_in_order(plain_out_, order_));
+  }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
     const int64_t row = out_.back();
@@ -66,6 +83,17 @@ class ResizeNearestKernel final : public Kernel {
   std::string name() const override { return "resize_nearest_x" + std::to_string(es_ * 8); }
 
  private:
+  // Input element offsets per axis of `in` (dims in storage order) for `maps` in that order.
+  void arrange(const std::vector<std::vector<int64_t>>& maps, const Dims& in, const Dims& out) {
+    out_ = out;
+    offsets_ = maps;
+    int64_t stride = 1;
+    for (size_t a = in.size(); a-- > 0;) {
+      for (int64_t& o : offsets_[a]) o *= stride;
+      stride *= in[a];
+    }
+  }
+
   void gather(const std::byte* src, std::byte* dst, int64_t n) const {
     const int64_t* index = offsets_.back().data();
     switch (es_) {
@@ -78,8 +106,10 @@ class ResizeNearestKernel final : public Kernel {
     }
   }
 
-  std::vector<std::vector<int64_t>> offsets_;
-  Dims out_;
+  std::vector<std::vector<int64_t>> maps_;     // per input axis, as the node has them
+  Dims in_, plain_out_;
+  std::vector<std::vector<int64_t>> offsets_;  // per stored axis: input element offsets
+  Dims out_;                                   // output dims in storage order
   size_t es_;
 };
 
@@ -112,18 +142,14 @@ std::unique_ptr<Kernel> make_resize_kernel(const KernelRequest& r) {
   const ResizeSpec spec = resolve_resize(n, in, scales, sizes);
   if (spec.mode != ResizeMode::Nearest || spec.coord == ResizeCoord::TfCropAndResize || spec.out_dims != r.outputs[0].dims)
     return nullptr;
-  std::vector<std::vector<int64_t>> offsets(in.size());
-  int64_t stride = 1;
-  for (size_t a = in.size(); a-- > 0;) {
-    if (in[a] > 0 && spec.out_dims[a] > 0) {
-      const ref::AxisTaps taps = ref::axis_taps(spec, in[a], spec.out_dims[a], spec.scales[a], 0.0, 1.0);
-      if (taps.any_outside) return nullptr;
-      offsets[a] = ref::single_taps(taps, spec.out_dims[a]);
-      for (int64_t& o : offsets[a]) o *= stride;
-    }
-    stride *= in[a];
+  std::vector<std::vector<int64_t>> maps(in.size());
+  for (size_t a = 0; a < in.size(); ++a) {
+    if (in[a] == 0 || spec.out_dims[a] == 0) continue;
+    const ref::AxisTaps taps = ref::axis_taps(spec, in[a], spec.out_dims[a], spec.scales[a], 0.0, 1.0);
+    if (taps.any_outside) return nullptr;
+    maps[a] = ref::single_taps(taps, spec.out_dims[a]);
   }
-  return std::make_unique<ResizeNearestKernel>(std::move(offsets), spec.out_dims, dtype_size(r.inputs[0].dtype));
+  return std::make_unique<ResizeNearestKernel>(std::move(maps), in, spec.out_dims, dtype_size(r.inputs[0].dtype));
 }
 
 }  // namespace fusor::cpu
