@@ -21,7 +21,7 @@
 #define FUSOR_FUSION_SWITCHES(X)                                                                  \
   X(fuse_elemwise,      "elemwise",      "fuse_elementwise",                                      \
     "chains of elementwise ops -> one kernel")                                                    \
-  X(fuse_norm_act,      "norm_act",      "fuse_layer_norm fuse_gelu",                             \
+  X(fuse_norm_act,      "norm_act",      "fuse_layer_norm fuse_group_norm fuse_gelu",             \
     "normalization followed by its activation")                                                   \
   X(fuse_gemm_epilogue, "gemm_epilogue", "merge_projections fuse_gemm_epilogue",                  \
     "bias / activation / residual into the GEMM; projections sharing an input -> one GEMM")       \

@@ -41,6 +41,9 @@ class Kernel {
   // per-channel scale, read the same in both). Then use_layouts names those inputs' layout and
   // sets `output_blocked`.
   virtual bool follows_layout(const std::string& /*layout*/) const { return false; }
+  // Inputs of another shape than the output that a follower still takes in the followed layout
+  // (Concat's parts, Resize's image); by default only the inputs of the output's shape.
+  virtual bool follows_input(size_t /*index*/) const { return false; }
   // At plan time, before any run: input i arrives in `inputs[i]` ("" = row-major); output 0 is
   // written in the offered layout when `output_blocked`.
   virtual void use_layouts(std::span<const std::string> /*inputs*/, bool /*output_blocked*/) {}

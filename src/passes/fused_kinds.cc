@@ -73,12 +73,16 @@ constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
 // (QuantizedOperand order); a static unit also trans_b (a Gemm's transB) and activation.
 constexpr ContractAttr kQuantizedMatMul[] = {
     {"operands", Ints}, {"trans_b", Int, kSometimes}, {"activation", String, kSometimes}};
+// fuse_group_norm: the inputs are X, scale and bias per group, gamma and beta per channel;
+// activation is "silu" or "none".
+constexpr ContractAttr kGroupNorm[] = {{"groups", Int}, {"epsilon", Float}, {"activation", String}};
 
 const KindContract kContracts[] = {
     {FusedKind::QuantizedConv, "fuse_quantized", kQuantizedConv},
     {FusedKind::QuantizedMaxPool, "fuse_quantized", kQuantizedMaxPool},
     {FusedKind::QuantizedMatMul, "fuse_quantized", kQuantizedMatMul},
     {FusedKind::LayerNorm, "fuse_layer_norm", kLayerNorm},
+    {FusedKind::GroupNorm, "fuse_group_norm", kGroupNorm},
     {FusedKind::Gelu, "fuse_gelu", kGelu},
     {FusedKind::Attention, "fuse_attention", kAttention},
     {FusedKind::FusedMatMul, "merge_projections", kMergedMatMul},

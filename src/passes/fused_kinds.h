@@ -26,7 +26,8 @@ namespace fusor {
   X(Elementwise, "a DAG of elementwise and broadcast ops, run as one tiled loop")                    \
   X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
   X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers") \
-  X(QuantizedMatMul, "a QDQ MatMul/Gemm, or a MatMulInteger with its float rescale, on the int8 matmul")
+  X(QuantizedMatMul, "a QDQ MatMul/Gemm, or a MatMulInteger with its float rescale, on the int8 matmul") \
+  X(GroupNorm, "group normalization with a scale and shift per channel, and optionally SiLU")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,

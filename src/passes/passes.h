@@ -6,6 +6,7 @@ namespace fusor::passes {
 
 void fuse_quantized(FusionContext& ctx);      // DequantizeLinear -> Conv -> QuantizeLinear -> int8 kernel
 void fuse_layer_norm(FusionContext& ctx);     // decomposed LayerNorm -> LayerNorm
+void fuse_group_norm(FusionContext& ctx);     // Reshape, InstanceNorm, Reshape, affine (+ SiLU) -> GroupNorm
 void fuse_gelu(FusionContext& ctx);           // erf and tanh GELU -> Gelu
 void fuse_attention(FusionContext& ctx);      // scores, scale, mask, softmax, x V -> Attention
 void merge_projections(FusionContext& ctx);   // MatMuls sharing their input (Q, K, V) -> one GEMM

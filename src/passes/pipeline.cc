@@ -16,6 +16,7 @@ struct Pass {
 constexpr Pass kPasses[] = {
     {"fuse_quantized", passes::fuse_quantized},
     {"fuse_layer_norm", passes::fuse_layer_norm},
+    {"fuse_group_norm", passes::fuse_group_norm},
     {"fuse_gelu", passes::fuse_gelu},
     {"fuse_attention", passes::fuse_attention},
     {"merge_projections", passes::merge_projections},

@@ -13,10 +13,13 @@ struct LayoutChoice {
   std::vector<std::vector<std::pair<size_t, size_t>>> readers;    // per value: (step, input position)
 
   int output(size_t s) const { return plan.steps[s].outputs.empty() ? -1 : plan.steps[s].outputs[0]; }
-  // Whether input i of step s has the shape of the step's output (follows the layout).
+  // Whether input i of step s has the shape of the step's output, or the kernel takes it in the
+  // followed layout anyway (follows the layout).
   bool full_shape(size_t s, size_t i) const {
     const int in = plan.steps[s].inputs[i], out = output(s);
-    return in >= 0 && out >= 0 && plan.types[static_cast<size_t>(in)].dims == plan.types[static_cast<size_t>(out)].dims;
+    return in >= 0 && out >= 0 &&
+           (plan.types[static_cast<size_t>(in)].dims == plan.types[static_cast<size_t>(out)].dims ||
+            plan.steps[s].kernel->follows_input(i));
   }
   // The layout every full-shape input of step s arrives in, or "" when they differ or any is row-major.
   std::string followed_layout(size_t s) const {

@@ -349,6 +349,37 @@ const Case kCases[] = {
     {"slice_two_axes_step", Op::Slice, {f({4, 9, 7}), ci({2}, {1, -1}), ci({2}, {9, -8}), ci({2}, {1, 2}), ci({2}, {2, -2})}, {}, 13, "slice_strided"},
     {"slice_rows_i64", Op::Slice, {idx({6, 5}, 50), ci({1}, {2}), ci({1}, {5})}, {}, 13, "x64"},
     {"slice_opset9_attrs", Op::Slice, {f({3, 10})}, {{"starts", V{1}}, {"ends", V{8}}, {"axes", V{1}}}, 9, "slice_strided"},
+    // Concat and Split: YOLO's channel concats and halves, negative axes, zero-size parts, runs
+    // longer than one copy segment (64 KiB), other dtypes.
+    {"concat_channels_b8", Op::Concat, {f({8, 32, 20, 20}), f({8, 16, 20, 20}), f({8, 16, 20, 20})}, {{"axis", int64_t{1}}}, 13, "concat_rows_x32"},
+    {"concat_long_rows", Op::Concat, {f({2, 40, 32, 32}), f({2, 8, 32, 32})}, {{"axis", int64_t{1}}}, 13, "concat_rows_x32"},
+    {"concat_neg_axis", Op::Concat, {f({2, 3, 5}), f({2, 3, 4})}, {{"axis", int64_t{-1}}}, 13, "concat_rows"},
+    {"concat_zero_part", Op::Concat, {f({2, 0, 4}), f({2, 3, 4})}, {{"axis", int64_t{1}}}, 13, "concat_rows"},
+    {"concat_zero_rows", Op::Concat, {f({0, 2}), f({0, 3})}, {{"axis", int64_t{1}}}, 13, "concat_rows"},
+    {"concat_axis0_i64", Op::Concat, {idx({2, 3}, 50), idx({1, 3}, 50)}, {{"axis", int64_t{0}}}, 13, "concat_rows_x64"},
+    {"concat_u8", Op::Concat, {u8({3, 4}), u8({3, 2})}, {{"axis", int64_t{1}}}, 13, "concat_rows_x8"},
+    {"split_halves_b8", Op::Split, {f({8, 64, 20, 20}), ci({2}, {32, 32})}, {{"axis", int64_t{1}}}, 13, "split_rows_x32", 2},
+    {"split_long_rows", Op::Split, {f({2, 48, 32, 32}), ci({2}, {40, 8})}, {{"axis", int64_t{1}}}, 13, "split_rows_x32", 2},
+    {"split_attr_opset11", Op::Split, {f({4, 10})}, {{"axis", int64_t{1}}, {"split", V{3, 7}}}, 11, "split_rows", 2},
+    {"split_even_neg_axis", Op::Split, {f({2, 6, 9})}, {{"axis", int64_t{-1}}}, 13, "split_rows", 3},
+    {"split_zero_part", Op::Split, {f({3, 5}), ci({2}, {0, 5})}, {{"axis", int64_t{1}}}, 13, "split_rows", 2},
+    {"split_axis0_i64", Op::Split, {idx({6, 4}, 9)}, {}, 13, "split_rows_x64", 2},
+    {"split_num_outputs", Op::Split, {f({2, 7})}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{3}}}, 18, "split_rows", 3},
+    // Resize nearest: YOLO's 2x (asymmetric, floor), every other coordinate mode and rounding,
+    // downsampling, sizes, opset 10's scales input, Upsample, int64 data.
+    {"resize_yolo_2x_b8", Op::Resize, {f({8, 64, 10, 10}), none(), cf({4}, {1, 1, 2, 2})},
+     {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string("floor")}}, 13, "resize_nearest_x32"},
+    {"resize_half_pixel_mixed", Op::Resize, {f({1, 3, 7, 9}), none(), cf({4}, {1, 1, 1.7, 0.6})}, {{"mode", std::string("nearest")}}, 13, "resize_nearest"},
+    {"resize_sizes_align_ceil", Op::Resize, {f({2, 3, 5, 4}), none(), none(), ci({4}, {2, 3, 9, 11})},
+     {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("align_corners")}, {"nearest_mode", std::string("ceil")}}, 13, "resize_nearest"},
+    {"resize_pytorch_round_ceil", Op::Resize, {f({1, 2, 6, 5}), none(), cf({4}, {1, 1, 0.5, 2.5})},
+     {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}, {"nearest_mode", std::string("round_prefer_ceil")}}, 13, "resize_nearest"},
+    {"resize_tf_half_pixel", Op::Resize, {f({1, 2, 5, 5}), none(), cf({4}, {1, 1, 1.5, 3})},
+     {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("tf_half_pixel_for_nn")}}, 13, "resize_nearest"},
+    {"resize_3d_i64", Op::Resize, {idx({2, 4, 6}, 50), none(), cf({3}, {1, 2, 0.5})}, {{"mode", std::string("nearest")}}, 13, "resize_nearest_x64"},
+    {"resize_zero_batch", Op::Resize, {f({0, 2, 3, 3}), none(), cf({4}, {1, 1, 2, 2})}, {{"mode", std::string("nearest")}}, 13, "resize_nearest"},
+    {"resize_opset10", Op::Resize, {f({1, 2, 3, 4}), cf({4}, {1, 1, 2, 3})}, {{"mode", std::string("nearest")}}, 10, "resize_nearest"},
+    {"upsample_opset9", Op::Upsample, {f({1, 2, 3, 3}), cf({4}, {1, 1, 2, 2})}, {{"mode", std::string("nearest")}}, 9, "resize_nearest"},
 };
 
 Tensor make_input(const In& in, std::mt19937& rng) {
@@ -460,6 +491,9 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   EXPECT_FALSE(select(Op::Gemm, {{DType::Float32, {2, 3}}, {DType::Float32, {3, 4}}, {DType::Float32, {2, 4}}},
                       {{DType::Float32, {2, 4}}}, {{"beta", 0.5f}}, 13));  // runtime C with beta != 1
   EXPECT_FALSE(select(Op::Reshape, {f3, {DType::Int64, {1}}}, {{DType::Float32, {30}}}));
+  EXPECT_FALSE(select(Op::Resize, {{DType::Float32, {1, 1, 2, 2}}, {}, {DType::Float32, {4}}},
+                      {{DType::Float32, {1, 1, 4, 4}}}, {{"mode", std::string("nearest")}}, 13));  // runtime scales
+  EXPECT_FALSE(select(Op::Concat, {f3, {DType::Int64, {2, 3, 5}}}, {{DType::Float32, {4, 3, 5}}}, {{"axis", int64_t{0}}}));  // mixed dtypes
 }
 
 }  // namespace

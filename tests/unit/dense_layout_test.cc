@@ -51,6 +51,14 @@ TEST(DenseLayout, ConvertsChannelsLastToRowMajor) {
                     stored[static_cast<size_t>(((n * 2 + h) * 4 + w) * 3 + c)]);
 }
 
+// A 1x1 Conv from ic to oc channels with seeded weights and bias, writing `out`.
+int conv1x1(GraphBuilder& b, int in, int64_t oc, int64_t ic, const std::string& out, uint32_t seed) {
+  return b.node(Op::Conv,
+                {in, b.constant("W" + out, random({oc, ic, 1, 1}, 1.f / std::sqrt(static_cast<float>(ic)), seed)),
+                 b.constant("B" + out, random({oc}, 0.5f, seed + 1))},
+                out, DType::Float32, {{"kernel_shape", V{1, 1}}});
+}
+
 // h = HardSwish(Conv(x)); m = Abs(h * HardSigmoid(Conv(Relu(Conv(GlobalAveragePool(h)))))); y = Conv(m).
 struct SqueezeExcite {
   std::shared_ptr<const Graph> graph;
@@ -60,12 +68,8 @@ struct SqueezeExcite {
 SqueezeExcite squeeze_excite(bool m_is_output) {
   GraphBuilder b;
   int x = b.input("x");
-  std::map<std::string, Attribute> one = {{"kernel_shape", V{1, 1}}};
   auto conv = [&](int in, int64_t oc, int64_t ic, const std::string& out, uint32_t seed) {
-    return b.node(Op::Conv,
-                  {in, b.constant("W" + out, random({oc, ic, 1, 1}, 1.f / std::sqrt(static_cast<float>(ic)), seed)),
-                   b.constant("B" + out, random({oc}, 0.5f, seed + 1))},
-                  out, DType::Float32, one);
+    return conv1x1(b, in, oc, ic, out, seed);
   };
   int h = b.node(Op::HardSwish, {conv(x, 32, 16, "c1", 70)}, "h");
   int g = b.node(Op::GlobalAveragePool, {h}, "g");
@@ -123,6 +127,34 @@ TEST(DenseLayout, AValueThatMustBeRowMajorUndoesTheChainBeforeIt) {
   const auto blocked = blocked_values(r.fused);
   EXPECT_FALSE(blocked.count(se.h)) << r.kernels();
   EXPECT_FALSE(blocked.count(se.m)) << r.kernels();
+}
+
+// cat = Concat(Conv(x), Conv(x)) on channels; up = Resize(cat) 2x nearest; y = Conv(up): YOLO's
+// neck. Concat and Resize follow the convolutions' channels-last layout, so nothing between the
+// convolutions is reordered, and observers still see row-major values.
+TEST(DenseLayout, ConcatAndResizeFollowChannelsLastBetweenConvolutions) {
+  GraphBuilder b;
+  int x = b.input("x");
+  auto conv = [&](int in, int64_t oc, int64_t ic, const std::string& out, uint32_t seed) {
+    return conv1x1(b, in, oc, ic, out, seed);
+  };
+  int cat = b.node(Op::Concat, {conv(x, 32, 16, "a", 80), conv(x, 16, 16, "b", 82)}, "cat", DType::Float32,
+                   {{"axis", int64_t{1}}});
+  Tensor scales(DType::Float32, {4});
+  for (int i = 0; i < 4; ++i) scales.data<float>()[i] = i < 2 ? 1.f : 2.f;
+  int up = b.node(Op::Resize, {cat, -1, b.constant("scales", scales)}, "up", DType::Float32,
+                  {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
+                   {"nearest_mode", std::string("floor")}});
+  auto graph = b.finish({conv(up, 16, 48, "y", 84)});
+  test::Feeds in = {{"x", random({2, 16, 5, 7}, 1.f, 86)}};
+  auto r = test::expect_fused_matches_reference(graph, in);
+  if (!first_conv_is_channels_last(r.fused)) GTEST_SKIP() << "oneDNN picks no channels-last layout on this CPU";
+  const auto blocked = blocked_values(r.fused);
+  EXPECT_TRUE(blocked.count("cat") && blocked.count("up")) << r.kernels();
+  auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
+  for (const std::string& name : {"cat", "up"})
+    EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, twin_tolerance(), {name}))
+        << "as a step observer sees it";
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "passes/fused_kinds.h"
 #include "passes/pipeline.h"
 #include "graph_builder.h"
+#include "group_norm_graph.h"
 
 namespace fusor {
 namespace {
@@ -170,6 +171,7 @@ const Case kCases[] = {
     {"attention", attention_graph, {{2, 5, 8}, {2, 5, 8}, {2, 5, 8}, {2, 1, 1, 5}}},
     {"elementwise", elementwise_graph, {{2, 8}}},
     {"quantized", quantized_graph, {{1, 4, 6, 6}}},
+    {"group_norm", [] { return test::group_norm_graph(); }, {{2, 8, 4, 4}}},
 };
 
 // The fused nodes of `g` and, recursively, of their bodies (a Gelu item inside an epilogue).

@@ -49,6 +49,10 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
     {Op::Slice, make_slice_kernel},
+    {Op::Concat, make_concat_kernel},
+    {Op::Split, make_split_kernel},
+    {Op::Resize, make_resize_kernel},
+    {Op::Upsample, make_resize_kernel},
     {Op::CachedAttention, make_cached_attention_kernel},
 };
 
@@ -84,6 +88,7 @@ constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
     {FusedKind::Attention, make_attention_kernel},
     {FusedKind::QuantizedConv, make_quantized_conv_kernel},
     {FusedKind::QuantizedMatMul, make_quantized_matmul_kernel},
+    {FusedKind::GroupNorm, make_group_norm_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {

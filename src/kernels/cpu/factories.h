@@ -29,6 +29,9 @@ std::unique_ptr<Kernel> make_instance_norm_kernel(const KernelRequest& r);  // l
 std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
 std::unique_ptr<Kernel> make_slice_kernel(const KernelRequest& r);       // slice.cc
+std::unique_ptr<Kernel> make_concat_kernel(const KernelRequest& r);      // concat_split.cc
+std::unique_ptr<Kernel> make_split_kernel(const KernelRequest& r);       // concat_split.cc
+std::unique_ptr<Kernel> make_resize_kernel(const KernelRequest& r);      // resize_nearest.cc
 std::unique_ptr<Kernel> make_cached_attention_kernel(const KernelRequest& r);  // cached_attention.cc
 
 // Fused nodes (op Fused, domain "fusor"), by kind (the node's op_type).
@@ -38,5 +41,6 @@ KernelSelection make_fused_conv_kernel(const KernelRequest& r);         // fused
 KernelSelection make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
 KernelSelection make_quantized_conv_kernel(const KernelRequest& r);     // quantized_conv_onednn.cc: QuantizedConv
 KernelSelection make_quantized_matmul_kernel(const KernelRequest& r);   // matmul_integer_onednn.cc: QuantizedMatMul
+KernelSelection make_group_norm_kernel(const KernelRequest& r);         // group_norm.cc: GroupNorm
 
 }  // namespace fusor::cpu

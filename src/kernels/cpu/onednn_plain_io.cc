@@ -33,9 +33,9 @@ std::optional<std::vector<int>> dense_order(const dnnl_memory_desc_t& c) {
   return order;
 }
 
-// A name that tells two layouts apart: a dense permutation's name (dense_layout.h), else dims,
-// strides, inner blocks and padding.
-std::string layout_name(const dnnl::memory::desc& md) {
+}  // namespace
+
+std::string onednn_layout_name(const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& c = md.data;
   if (auto order = dense_order(c)) return dense_layout_name(*order);
   std::string s = onednn::md_key(md) + ":p";
@@ -45,8 +45,6 @@ std::string layout_name(const dnnl::memory::desc& md) {
   for (int i = 0; i < b.inner_nblks; ++i) s += "," + std::to_string(b.inner_idxs[i]) + "x" + std::to_string(b.inner_blks[i]);
   return s + ":o" + std::to_string(c.offset0);
 }
-
-}  // namespace
 
 void add_plain_reorders(PlainIoEntry& e, const dnnl::memory::desc& user_src, const dnnl::memory::desc& user_dst,
                         bool dst_in) {
@@ -104,12 +102,12 @@ OnednnPlainIo::OnednnPlainIo(std::shared_ptr<const PlainIoEntry> entry, const dn
 size_t OnednnPlainIo::scratch_bytes() const { return src_bytes_ + dst_bytes_ + entry_->scratchpad.get_size(); }
 
 std::string OnednnPlainIo::src_layout() const {
-  return entry_->src_reorder && entry_->src.get_size() == user_src_.get_desc().get_size() ? layout_name(entry_->src)
+  return entry_->src_reorder && entry_->src.get_size() == user_src_.get_desc().get_size() ? onednn_layout_name(entry_->src)
                                                                                          : std::string();
 }
 
 std::string OnednnPlainIo::dst_layout() const {
-  return entry_->dst_reorder && entry_->dst.get_size() == user_dst_.get_desc().get_size() ? layout_name(entry_->dst)
+  return entry_->dst_reorder && entry_->dst.get_size() == user_dst_.get_desc().get_size() ? onednn_layout_name(entry_->dst)
                                                                                          : std::string();
 }
 

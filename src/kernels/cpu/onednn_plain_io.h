@@ -19,6 +19,10 @@
 
 namespace fusor::cpu {
 
+// A name that tells two layouts apart: a dense permutation's name (dense_layout.h), else dims,
+// strides, inner blocks and padding. Kernels that read a layout compare names.
+std::string onednn_layout_name(const dnnl::memory::desc& md);
+
 // A compiled primitive plus what it needs around it; shared through the primitive cache.
 struct PlainIoEntry {
   dnnl::primitive prim;
