@@ -13,19 +13,20 @@
 //   MatMulInteger(x, W) -> Cast(float) -> Mul(scale) [-> Add(bias)]                  => QuantizedMatMul
 //     (quantize_dynamic's form: x from DynamicQuantizeLinear, scale = x_scale * w_scale per column)
 //
-// whose kernel convolves the int8 operands, accumulates in int32 and requantizes in its epilogue.
-// It rounds once where the native graph rounds the float32 result, so the two may differ by one
-// quantization step at a tie; the gate allows a quantized output exactly that (check/compare.h).
+// A Conv or MatMul unit's kernel multiplies the int8 operands, accumulates in int32 and
+// requantizes in its epilogue. It rounds once where the native graph rounds the float32 result,
+// so the two may differ by one quantization step at a tie; the gate allows a quantized output
+// exactly that (check/compare.h).
 // A maximum commutes with the increasing DequantizeLinear, and QuantizeLinear with the same
 // parameters gives the integers back, so QuantizedMaxPool pools the integers and is exact.
 // QuantizedMatMul's epilogue (the int32 result times the scale, plus the bias) is the float32
 // arithmetic of the Cast, Mul and Add it replaces, in oneDNN's output stage.
 //
 // Conditions: x is uint8 or int8 with a scalar scale and zero point, W an int8 constant with a
-// scalar or per-output-channel scale (axis 0) and zero points all zero (symmetric weights, what
-// oneDNN's int8 convolution takes), the bias an int32 constant behind a DequantizeLinear or a
-// float constant, and the output's QuantizeLinear per-tensor; every value between Conv and
-// QuantizeLinear has that one reader. The fused node's "operands" attribute gives, per role
+// scalar or per-output-channel scale (a Conv's axis 0, a MatMul's columns) and zero points all
+// zero (symmetric weights, what oneDNN's int8 primitives take), the bias an int32 constant behind
+// a DequantizeLinear or a float constant, and the output's QuantizeLinear per-tensor; every value
+// between the Conv or MatMul and the QuantizeLinear has that one reader. The fused node's "operands" attribute gives, per role
 // (QuantizedOperand), the node input holding it.
 //
 // A DequantizeLinear read by several nodes is first copied per reader, as ONNX Runtime's
