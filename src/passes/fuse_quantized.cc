@@ -242,7 +242,7 @@ bool fuse_matmul_integer_at(FusionContext& ctx, int i) {
   const Tensor* weights = ctx.constant(w);
   std::optional<std::string> why;
   if (!weights || weights->dtype() != DType::Int8 || weights->rank() != 2) why = "the weight is not a 2-D int8 constant";
-  else if (!is_scalar(ctx, a_zp) && !(a_zp >= 0 && numel_of(ctx.type(a_zp).dims) == 1))
+  else if (a_zp >= 0 && numel_of(ctx.type(a_zp).dims) != 1)
     why = "the input's zero point is not one value";
   else if (!all_zero(ctx.constant(w_zp)) || (w_zp >= 0 && !ctx.constant(w_zp)))
     why = "the weight's zero point is not zero (asymmetric weights)";

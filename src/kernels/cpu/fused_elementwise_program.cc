@@ -7,6 +7,7 @@
 #include "ir/bind.h"
 #include "ir/elementwise.h"
 #include "kernels/cpu/binary_ops.h"
+#include "kernels/cpu/quantize_simd.h"
 #include "kernels/ref/reference.h"
 #include "passes/fused_elementwise_ops.h"
 #include "passes/fused_kinds.h"
@@ -46,10 +47,7 @@ void dequantize(const float* const* in, float* out, int64_t n, const Params& p) 
 void quantize(const float* const* in, float* out, int64_t n, const Params& p) {
   const D d;
   const V scale = hn::Set(d, p.alpha), zero_point = hn::Set(d, p.beta), lo = hn::Set(d, p.lo), hi = hn::Set(d, p.hi);
-  simd::map1(in[0], out, n, [&](V x) {
-    const V v = hn::Add(hn::Round(hn::Div(x, scale)), zero_point);
-    return hn::IfThenElseZero(hn::Eq(v, v), hn::Min(hn::Max(v, lo), hi));
-  });
+  simd::map1(in[0], out, n, [&](V x) { return simd::quantize(x, scale, zero_point, lo, hi); });
 }
 
 // x ^ c for a constant c: the exponents models use are plain arithmetic, the rest std::pow.

@@ -12,7 +12,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
-#include "kernels/cpu/simd.h"
+#include "kernels/cpu/quantize_simd.h"
 
 namespace fusor::cpu {
 namespace {
@@ -61,11 +61,10 @@ void quantize_u8(const float* x, uint8_t* y, int64_t n, float scale, float zero_
   const hn::Rebind<int32_t, simd::D> di;
   const hn::Rebind<uint8_t, simd::D> du8;
   const auto L = static_cast<int64_t>(hn::Lanes(d));
-  const simd::V vs = hn::Set(d, scale), vz = hn::Set(d, zero_point), hi = hn::Set(d, 255.f);
+  const simd::V vs = hn::Set(d, scale), vz = hn::Set(d, zero_point), lo = hn::Zero(d), hi = hn::Set(d, 255.f);
   int64_t i = 0;
   for (; i + L <= n; i += L) {
-    const simd::V v = hn::Add(hn::Round(hn::Div(hn::LoadU(d, x + i), vs)), vz);
-    const simd::V q = hn::IfThenElseZero(hn::Eq(v, v), hn::Min(hn::Max(v, hn::Zero(d)), hi));
+    const simd::V q = simd::quantize(hn::LoadU(d, x + i), vs, vz, lo, hi);
     hn::StoreU(hn::DemoteTo(du8, hn::ConvertTo(di, q)), du8, y + i);
   }
   quantize(x + i, y + i, n - i, scale, zero_point);
