@@ -86,14 +86,14 @@ struct DecoderBatchOptions {
   int64_t cache_tokens = 0;      // the pool's capacity; 0: 8 x the context length (4096 if unknown)
   int64_t max_step_tokens = 128; // tokens one plan runs; longer steps run in chunks of this many
   // Most sequences one step feeds. The LM head runs on one row per sequence (its last token),
-  // not on every token, so plans hold min(tokens, this rounded up to a power of two) rows of it.
+  // not on every token, so plans hold min(tokens, this rounded up like a token count) rows of it.
   int64_t max_sequences = 64;
 };
 
 // Many sequences decoded together over a paged KV cache (issue #16). The model's
 // Concat(past, new) -> attention is rewritten into CachedAttention over a pool of blocks
 // (passes/cache_attention.h), so no shape depends on a past length: one plan per token count
-// (powers of two up to max_step_tokens) serves every past, and the tokens of several sequences
+// (a ladder of counts up to max_step_tokens) serves every past, and the tokens of several sequences
 // at different positions run in one step, each attending to its own blocks.
 //
 //   fusor::DecoderBatch batch(engine, spec);

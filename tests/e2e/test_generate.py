@@ -124,7 +124,7 @@ def test_kv_cache_holds_exactly_the_keys_and_values():
         assert cache["bytes_per_token"] == want, cache
         assert cache["bytes"] == cache["blocks"] * cache["block_size"] * want
         assert cache["blocks_used"] == -(-(3 + 19) // cache["block_size"])  # the last token is never fed
-        assert out["sessions_built"] <= 3  # one plan per power-of-two token count, not per past length
+        assert out["sessions_built"] <= 3  # one plan per token-count rung, not per past length
     unfused = greedy("llama-tiny", [5, 6, 7], 4, "--stats", "--no-fusion")
     assert unfused["kv_cache"] == {"refused": "fusion is off"}
 
