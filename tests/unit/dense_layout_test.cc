@@ -191,6 +191,33 @@ TEST(DenseLayout, SplitFollowsChannelsLastIntoEveryPart) {
   }
 }
 
+// The layout decision at the kernel: Split follows a dense layout of its whole's rank (any
+// channel counts: a part is a run of channels at every pixel), takes its whole in it but not its
+// sizes, and refuses a blocked layout such as nChw16c, whose name carries the whole's dims.
+TEST(DenseLayout, SplitFollowsDenseLayoutsButNotBlockedOnes) {
+  Node n;
+  n.name = "split";
+  n.op = Op::Split;
+  n.op_type = op_info(Op::Split).name;
+  n.opset = 13;
+  n.attrs = {{"axis", int64_t{1}}};
+  n.inputs = {0, 1};
+  n.outputs = {2, 3};
+  Tensor sizes(DType::Int64, {2});
+  sizes.data<int64_t>()[0] = 5;
+  sizes.data<int64_t>()[1] = 11;
+  const std::vector<TensorType> ins = {{DType::Float32, {2, 16, 6, 5}}, {DType::Int64, {2}}};
+  const std::vector<TensorType> outs = {{DType::Float32, {2, 5, 6, 5}}, {DType::Float32, {2, 11, 6, 5}}};
+  const std::vector<const Tensor*> consts = {nullptr, &sizes};
+  auto k = cpu::backend().select(KernelRequest{n, ins, consts, outs}).kernel;
+  ASSERT_TRUE(k);
+  EXPECT_TRUE(k->follows_layout(cpu::dense_layout_name(kChannelsLast))) << k->name();
+  EXPECT_FALSE(k->follows_layout(cpu::dense_layout_name({0, 2, 1})));  // another rank
+  EXPECT_FALSE(k->follows_layout("t1:2,16,6,5:s,480,1,80,16:blocked:p,2,16,6,5:b,1x16:o0"));  // nChw16c
+  EXPECT_TRUE(k->follows_input(0));
+  EXPECT_FALSE(k->follows_input(1));
+}
+
 // A follower writes all its outputs in one layout: when part a must be row-major (a graph
 // output), part b goes back with it, and so do the Split's input and the followers of b.
 TEST(DenseLayout, OnePartThatMustBeRowMajorKeepsEveryPartRowMajor) {
