@@ -64,13 +64,15 @@ class ConcatSplitKernel final : public FollowsDenseLayout {
     const int64_t items = outer_ * per_row;
     const int64_t work = outer_ * static_cast<int64_t>(whole_row_ / es_);
     parallel_range(items, work, 1, [&](int64_t begin, int64_t end) {
+      // Channels-last parts are short runs (a few channels per pixel), so no division per item.
+      size_t row = static_cast<size_t>(begin / per_row), seg = static_cast<size_t>(begin % per_row);
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t row = i / per_row;
-        const Segment& s = segments_[static_cast<size_t>(i % per_row)];
-        const size_t part_at = static_cast<size_t>(row) * part_row_[s.part] + s.part_offset;
-        const size_t whole_at = static_cast<size_t>(row) * whole_row_ + s.whole_offset;
+        const Segment& s = segments_[seg];
+        const size_t part_at = row * part_row_[s.part] + s.part_offset;
+        const size_t whole_at = row * whole_row_ + s.whole_offset;
         if (to_whole_) std::memcpy(whole + whole_at, static_cast<const std::byte*>(in[s.part].raw()) + part_at, s.bytes);
         else std::memcpy(static_cast<std::byte*>(out[s.part].raw()) + part_at, whole_in + whole_at, s.bytes);
+        if (++seg == segments_.size()) seg = 0, ++row;
       }
     });
   }
