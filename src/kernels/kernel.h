@@ -36,18 +36,18 @@ class Kernel {
   // size names it ("" when it cannot); consumers say which inputs may arrive in it.
   virtual std::string offered_output_layout() const { return {}; }
   virtual bool accepts_input_layout(size_t /*index*/, const std::string& /*layout*/) const { return false; }
-  // An elementwise kernel may instead follow a layout: when every input of the output's shape
-  // arrives in `layout`, it writes output 0 in `layout` too (its other inputs, such as a
-  // per-channel scale, read the same in both). Then use_layouts names those inputs' layout and
-  // sets `output_blocked`.
+  // An elementwise or data-movement kernel may instead follow a layout: when every input of
+  // output 0's shape arrives in `layout`, it writes all its outputs in `layout` too (its other
+  // inputs, such as a per-channel scale, read the same in both; a plan never splits a
+  // follower's outputs between layouts). Then use_layouts names those inputs' layout.
   virtual bool follows_layout(const std::string& /*layout*/) const { return false; }
-  // Inputs of another shape than the output that a follower still takes in the followed layout
-  // (Concat's parts, Resize's image); by default only the inputs of the output's shape.
+  // Inputs of another shape than output 0 that a follower still takes in the followed layout
+  // (Concat's parts, Split's whole, Resize's image); by default only the inputs of its shape.
   virtual bool follows_input(size_t /*index*/) const { return false; }
-  // At plan time, before any run: input i arrives in `inputs[i]` ("" = row-major); output 0 is
-  // written in the offered layout when `output_blocked`.
+  // At plan time, before any run: input i arrives in `inputs[i]` ("" = row-major); the outputs
+  // are written in the offered (output 0) or followed (all) layout when `output_blocked`.
   virtual void use_layouts(std::span<const std::string> /*inputs*/, bool /*output_blocked*/) {}
-  // Converts an output 0 written in the offered layout to row-major (for step observers).
+  // Converts any output written in the offered or followed layout to row-major (for observers).
   virtual void output_to_plain(const Tensor& /*stored*/, Tensor& /*plain*/) const {}
 };
 

@@ -3,8 +3,10 @@
 // way, so the reorders to and from row-major disappear between consecutive convolutions and
 // pools. Elementwise kernels may follow a dense layout such as channels-last: fed in it, they
 // write in it (Kernel::follows_layout), so a Conv -> HardSigmoid * x -> Conv chain stays
-// channels-last too. Graph outputs, viewed values and values read by any other kernel stay
-// row-major; step observers still see row-major tensors (the executor converts them).
+// channels-last too. A follower with several outputs (Split) writes them all in the layout or
+// all row-major: if one part must go back, so do the others. Graph outputs, viewed values and
+// values read by any other kernel stay row-major; step observers still see row-major tensors
+// (the executor converts them).
 #pragma once
 #include "plan/plan.h"
 

@@ -67,7 +67,7 @@ struct Plan {
   std::vector<int> alias_of;
   // What fusion did: the items in this plan and the opportunities declined, with reasons.
   FusionReport fusion;
-  // Per value id: the kernel that stores it in its blocked layout (output 0), or nullptr for
+  // Per value id: the kernel that stores it in its blocked or followed layout, or nullptr for
   // row-major; empty when no value is blocked. Only kernels read such values directly.
   std::vector<const Kernel*> blocked_by;
   // The graph as imported, before fusion (graph is the fused one when fusion ran).

@@ -1,6 +1,8 @@
 #include "runtime/executor.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,6 +48,20 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
     for (int v : plan.steps[s].inputs) step_inputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
     for (int v : plan.steps[s].outputs) step_outputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
   }
+  const Graph& g = *plan.graph;
+  input_readers_.resize(g.inputs.size());
+  for (size_t i = 0; i < g.inputs.size(); ++i) {
+    const int v = g.inputs[i];
+    bool viewed = false;
+    for (size_t w = 0; w < plan.alias_of.size(); ++w)
+      viewed = viewed || (plan.alias_of[w] >= 0 && alias_root(plan, static_cast<int>(w)) == v);
+    if (plan.is_constant(v) || plan.is_shared(v) || viewed ||
+        std::find(g.outputs.begin(), g.outputs.end(), v) != g.outputs.end())
+      continue;
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      for (size_t k = 0; k < plan.steps[s].inputs.size(); ++k)
+        if (plan.steps[s].inputs[k] == v) input_readers_[i].emplace_back(s, k);
+  }
 }
 
 Executor::~Executor() { plan_.claimed_by_executor = false; }
@@ -76,8 +92,20 @@ void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
                     ErrorKind::InvalidArgument);
       continue;
     }
-    if (inputs[i].nbytes()) std::memcpy(slots_[id].raw(), inputs[i].raw(), inputs[i].nbytes());
+    // Kernels read the caller's tensor in place when they alone read it and it has the arena's
+    // alignment (a copy of the Tensor: same dims, so no allocation); else it is copied in.
+    const bool in_place = !input_readers_[i].empty() &&
+                          reinterpret_cast<uintptr_t>(inputs[i].raw()) % MemoryPlan::kAlignment == 0;
+    for (const auto& [s, k] : input_readers_[i]) step_inputs_[s][k] = in_place ? inputs[i] : slots_[id];
+    if (!in_place && inputs[i].nbytes()) std::memcpy(slots_[id].raw(), inputs[i].raw(), inputs[i].nbytes());
   }
+}
+
+// After a run, steps read the arena again: no step keeps the caller's tensor.
+void Executor::release_inputs() {
+  const Graph& g = *plan_.graph;
+  for (size_t i = 0; i < input_readers_.size(); ++i)
+    for (const auto& [s, k] : input_readers_[i]) step_inputs_[s][k] = slots_[static_cast<size_t>(g.inputs[i])];
 }
 
 std::byte* Executor::guard_of(int v) const {
@@ -149,6 +177,7 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
       poison_dead(s);
     }
   }
+  release_inputs();
   const Graph& g = *plan_.graph;
   outputs.resize(g.outputs.size());
   for (size_t i = 0; i < g.outputs.size(); ++i) {

@@ -157,5 +157,75 @@ TEST(DenseLayout, ConcatAndResizeFollowChannelsLastBetweenConvolutions) {
         << "as a step observer sees it";
 }
 
+// YOLO's C2f block: h = Conv(x) split on channels into a and b; r = b + Conv(b); y =
+// Conv(Concat(a, b, r)). `sizes` are the split's channel counts; `a_is_output` makes part a a
+// graph output too.
+std::shared_ptr<const Graph> c2f_block(std::vector<int64_t> sizes, bool a_is_output) {
+  GraphBuilder b;
+  int x = b.input("x");
+  const int64_t c = sizes[0] + sizes[1];
+  Tensor split(DType::Int64, {2});
+  std::copy(sizes.begin(), sizes.end(), split.data<int64_t>());
+  const auto parts = b.node_outputs(Op::Split, {conv1x1(b, x, c, 8, "h", 90), b.constant("sizes", split)}, {"a", "b"},
+                                    {{"axis", int64_t{1}}});
+  int r = b.node(Op::Add, {parts[1], conv1x1(b, parts[1], sizes[1], sizes[1], "m", 92)}, "r");
+  int cat = b.node(Op::Concat, {parts[0], parts[1], r}, "cat", DType::Float32, {{"axis", int64_t{1}}});
+  int y = conv1x1(b, cat, 8, c + sizes[1], "y", 94);
+  return b.finish(a_is_output ? std::vector<int>{y, parts[0]} : std::vector<int>{y});
+}
+
+// Split follows the convolution's channels-last layout into both parts, so the residual Add and
+// the Concat follow too and nothing in the block is reordered, whether the channel counts are
+// multiples of a vector width or not; observers still see row-major parts.
+TEST(DenseLayout, SplitFollowsChannelsLastIntoEveryPart) {
+  for (const std::vector<int64_t>& sizes : {std::vector<int64_t>{16, 16}, std::vector<int64_t>{5, 11}}) {
+    test::Feeds in = {{"x", random({3, 8, 6, 5}, 1.f, 96)}};
+    auto r = test::expect_fused_matches_reference(c2f_block(sizes, false), in);
+    if (!first_conv_is_channels_last(r.fused)) GTEST_SKIP() << "oneDNN picks no channels-last layout on this CPU";
+    const auto blocked = blocked_values(r.fused);
+    for (const char* name : {"h", "a", "b", "r", "cat"}) EXPECT_TRUE(blocked.count(name)) << name << ": " << r.kernels();
+    auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
+    for (const std::string& name : {"a", "b", "r", "cat"})
+      EXPECT_TRUE(test::outputs_agree({fast_seen[name]}, {ref_seen[name]}, twin_tolerance(), {name}))
+          << name << " as a step observer sees it, split " << sizes[0] << "+" << sizes[1];
+  }
+}
+
+// The layout decision at the kernel: Split follows a dense layout of its whole's rank (any
+// channel counts: a part is a run of channels at every pixel), takes its whole in it but not its
+// sizes, and refuses a blocked layout such as nChw16c, whose name carries the whole's dims.
+TEST(DenseLayout, SplitFollowsDenseLayoutsButNotBlockedOnes) {
+  Node n;
+  n.name = "split";
+  n.op = Op::Split;
+  n.op_type = op_info(Op::Split).name;
+  n.opset = 13;
+  n.attrs = {{"axis", int64_t{1}}};
+  n.inputs = {0, 1};
+  n.outputs = {2, 3};
+  Tensor sizes(DType::Int64, {2});
+  sizes.data<int64_t>()[0] = 5;
+  sizes.data<int64_t>()[1] = 11;
+  const std::vector<TensorType> ins = {{DType::Float32, {2, 16, 6, 5}}, {DType::Int64, {2}}};
+  const std::vector<TensorType> outs = {{DType::Float32, {2, 5, 6, 5}}, {DType::Float32, {2, 11, 6, 5}}};
+  const std::vector<const Tensor*> consts = {nullptr, &sizes};
+  auto k = cpu::backend().select(KernelRequest{n, ins, consts, outs}).kernel;
+  ASSERT_TRUE(k);
+  EXPECT_TRUE(k->follows_layout(cpu::dense_layout_name(kChannelsLast))) << k->name();
+  EXPECT_FALSE(k->follows_layout(cpu::dense_layout_name({0, 2, 1})));  // another rank
+  EXPECT_FALSE(k->follows_layout("t1:2,16,6,5:s,480,1,80,16:blocked:p,2,16,6,5:b,1x16:o0"));  // nChw16c
+  EXPECT_TRUE(k->follows_input(0));
+  EXPECT_FALSE(k->follows_input(1));
+}
+
+// A follower writes all its outputs in one layout: when part a must be row-major (a graph
+// output), part b goes back with it, and so do the Split's input and the followers of b.
+TEST(DenseLayout, OnePartThatMustBeRowMajorKeepsEveryPartRowMajor) {
+  auto r = test::expect_fused_matches_reference(c2f_block({16, 16}, true), {{"x", random({2, 8, 6, 5}, 1.f, 98)}});
+  if (!first_conv_is_channels_last(r.fused)) GTEST_SKIP() << "oneDNN picks no channels-last layout on this CPU";
+  const auto blocked = blocked_values(r.fused);
+  for (const char* name : {"h", "a", "b", "r", "cat"}) EXPECT_FALSE(blocked.count(name)) << name << ": " << r.kernels();
+}
+
 }  // namespace
 }  // namespace fusor

@@ -46,6 +46,19 @@ class GraphBuilder {
     return id;
   }
 
+  // A node with several outputs (Split): their value ids, in order.
+  std::vector<int> node_outputs(Op op, std::vector<int> inputs, const std::vector<std::string>& outs,
+                                std::map<std::string, Attribute> attrs = {}) {
+    node(op, std::move(inputs), outs.at(0), DType::Float32, std::move(attrs));
+    Node& n = g_->nodes.back();
+    for (size_t i = 1; i < outs.size(); ++i) {
+      const int id = value(outs[i], DType::Float32);
+      g_->values[static_cast<size_t>(id)].producer = static_cast<int>(g_->nodes.size() - 1);
+      n.outputs.push_back(id);
+    }
+    return n.outputs;
+  }
+
   // Prefix of the names of the nodes added from now on.
   void scope(std::string prefix) { scope_ = std::move(prefix); }
 

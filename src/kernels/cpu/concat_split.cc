@@ -4,9 +4,10 @@
 // pool: YOLO's channel concats have few outer rows (the batch) but long runs. Any dtype, since
 // bytes are copied; the same results as the reference kernels (kernels/ref/layout.cc).
 //
-// Concat follows a dense layout (channels-last, dense_layout.h) when all its parts arrive in it:
-// the same copy over the dims in storage order, so YOLO's channel concats of channels-last
-// convolution outputs need no reorders to row-major and back.
+// Both follow a dense layout (channels-last, dense_layout.h): Concat when all its parts arrive in
+// it, Split when its whole does, writing every part in it too. The copies are the same over the
+// dims in storage order, so YOLO's C2f blocks (Split of a convolution's output, Concat of the
+// parts) need no reorders to row-major and back. Blocked layouts (nChw16c) are not followed.
 #include <cstring>
 #include <vector>
 
@@ -41,9 +42,10 @@ class ConcatSplitKernel final : public FollowsDenseLayout {
 
   bool follows_layout(const std::string& layout) const override {
     const auto order = dense_layout_order(layout);
-    return to_whole_ && order && order->size() == whole_.size();
+    return order && order->size() == whole_.size();
   }
-  bool follows_input(size_t) const override { return to_whole_; }
+  // Concat's parts; Split's whole, not its sizes.
+  bool follows_input(size_t index) const override { return to_whole_ || index == 0; }
   void use_layouts(std::span<const std::string> inputs, bool output_blocked) override {
     if (!output_blocked) return;
     order_ = *dense_layout_order(inputs[0]);
@@ -62,13 +64,15 @@ class ConcatSplitKernel final : public FollowsDenseLayout {
     const int64_t items = outer_ * per_row;
     const int64_t work = outer_ * static_cast<int64_t>(whole_row_ / es_);
     parallel_range(items, work, 1, [&](int64_t begin, int64_t end) {
+      // Channels-last parts are short runs (a few channels per pixel), so no division per item.
+      size_t row = static_cast<size_t>(begin / per_row), seg = static_cast<size_t>(begin % per_row);
       for (int64_t i = begin; i < end; ++i) {
-        const int64_t row = i / per_row;
-        const Segment& s = segments_[static_cast<size_t>(i % per_row)];
-        const size_t part_at = static_cast<size_t>(row) * part_row_[s.part] + s.part_offset;
-        const size_t whole_at = static_cast<size_t>(row) * whole_row_ + s.whole_offset;
+        const Segment& s = segments_[seg];
+        const size_t part_at = row * part_row_[s.part] + s.part_offset;
+        const size_t whole_at = row * whole_row_ + s.whole_offset;
         if (to_whole_) std::memcpy(whole + whole_at, static_cast<const std::byte*>(in[s.part].raw()) + part_at, s.bytes);
         else std::memcpy(static_cast<std::byte*>(out[s.part].raw()) + part_at, whole_in + whole_at, s.bytes);
+        if (++seg == segments_.size()) seg = 0, ++row;
       }
     });
   }
