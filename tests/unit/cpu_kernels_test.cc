@@ -144,6 +144,14 @@ const Case kCases[] = {
     // Conv and pooling.
     {"conv_s2_p1", Op::Conv, {f({1, 3, 17, 19}), fc({8, 3, 3, 3}), fc({8})},
      {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}, 17, "conv2d_f32_bias"},
+    // An image's first layer (conv_image_input.cc; written row-major here, as a graph output):
+    // stride 2 with padding, dilation with uneven pads, a 5x5 SAME layer over two channels.
+    {"conv_image_input_s2", Op::Conv, {f({2, 3, 17, 19}), fc({16, 3, 3, 3}), fc({16})},
+     {{"pads", V{1, 1, 1, 1}}, {"strides", V{2, 2}}}, 17, "image_input"},
+    {"conv_image_input_dilated", Op::Conv, {f({1, 1, 12, 13}), fc({32, 1, 3, 3})},
+     {{"dilations", V{2, 2}}, {"pads", V{2, 0, 1, 3}}}, 17, "image_input"},
+    {"conv_image_input_5x5_same", Op::Conv, {f({1, 2, 9, 30}), fc({16, 2, 5, 5})},
+     {{"auto_pad", std::string("SAME_UPPER")}}, 17, "image_input"},
     {"conv_group_dil", Op::Conv, {f({2, 8, 10, 10}), fc({8, 2, 3, 3})}, {{"group", int64_t{4}}, {"dilations", V{2, 2}}},
      17, "grouped"},
     {"conv_depthwise", Op::Conv, {f({1, 16, 9, 9}), fc({16, 1, 3, 3}), fc({16})}, {{"group", int64_t{16}}, {"pads", V{1, 1, 1, 1}}},

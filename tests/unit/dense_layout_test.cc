@@ -157,6 +157,29 @@ TEST(DenseLayout, ConcatAndResizeFollowChannelsLastBetweenConvolutions) {
         << "as a step observer sees it";
 }
 
+// h = SiLU(Conv(x)) over a 3-channel image (3x3, stride 2, padded); y = Conv(h): a vision model's
+// first layers. The first runs on the image-input kernel, reading the image row-major and writing
+// h channels-last wherever the next convolution reads that, with its SiLU as an epilogue.
+TEST(DenseLayout, ImageInputConvolutionWritesChannelsLastForTheNextOne) {
+  GraphBuilder b;
+  int x = b.input("x");
+  int c = b.node(Op::Conv, {x, b.constant("W1", random({16, 3, 3, 3}, 0.3f, 100)), b.constant("B1", random({16}, 0.5f, 101))},
+                 "c", DType::Float32, {{"kernel_shape", V{3, 3}}, {"strides", V{2, 2}}, {"pads", V{1, 1, 1, 1}}});
+  int h = b.node(Op::Mul, {c, b.node(Op::Sigmoid, {c}, "s")}, "h");
+  auto graph = b.finish({conv1x1(b, h, 32, 16, "y", 102)});
+  for (int64_t batch : {1, 3}) {
+    test::Feeds in = {{"x", random({batch, 3, 21, 23}, 1.f, 103)}};
+    auto r = test::expect_fused_matches_reference(graph, in);
+    ASSERT_NE(r.kernels().find("conv2d_f32_bias_silu_image_input"), std::string::npos) << r.kernels();
+    const bool next_reads_channels_last =
+        r.fused.steps[1].kernel->accepts_input_layout(0, cpu::dense_layout_name(kChannelsLast));
+    EXPECT_EQ(blocked_values(r.fused).count("h"), next_reads_channels_last ? 1u : 0u) << r.kernels();
+    auto fast_seen = test::observed_values(r.fused, in), ref_seen = test::observed_values(r.reference, in);
+    EXPECT_TRUE(test::outputs_agree({fast_seen["h"]}, {ref_seen["h"]}, twin_tolerance(), {"h"}))
+        << "as a step observer sees it";
+  }
+}
+
 // YOLO's C2f block: h = Conv(x) split on channels into a and b; r = b + Conv(b); y =
 // Conv(Concat(a, b, r)). `sizes` are the split's channel counts; `a_is_output` makes part a a
 // graph output too.

@@ -167,9 +167,14 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
   }
 }
 
+std::unique_ptr<Kernel> make_float_conv(const KernelRequest& r, const ConvEpilogue& epi) {
+  if (auto k = make_image_input_conv(r, epi)) return k;
+  return make_onednn_conv(r, epi);
+}
+
 std::unique_ptr<Kernel> make_conv_kernel(const KernelRequest& r) {
   if (r.node.op != Op::Conv) return nullptr;
-  return make_onednn_conv(r, ConvEpilogue{.has_bias = has_input(r, 2)});
+  return make_float_conv(r, ConvEpilogue{.has_bias = has_input(r, 2)});
 }
 
 }  // namespace fusor::cpu

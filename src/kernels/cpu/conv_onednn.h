@@ -1,4 +1,4 @@
-// The oneDNN convolution behind Conv and FusedConv: one builder, so the fused kernel is the
+// The float convolutions behind Conv and FusedConv: one builder, so the fused kernel is the
 // plain one plus post-ops.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
@@ -35,5 +35,12 @@ struct ConvEpilogue {
 // dilations, group, auto_pad) on inputs 0 (X) and 1 (W, a plan-time constant), followed by the
 // epilogue; nullptr when the shapes or attributes are outside what it handles.
 std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilogue& epilogue);
+
+// The same for an image's first layer (a few input channels, read NCHW, written channels-last:
+// conv_image_input.cc); nullptr outside it.
+std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const ConvEpilogue& epilogue);
+
+// The kernel for a float Conv or FusedConv: the image-input kernel where it applies, else oneDNN's.
+std::unique_ptr<Kernel> make_float_conv(const KernelRequest& r, const ConvEpilogue& epilogue);
 
 }  // namespace fusor::cpu

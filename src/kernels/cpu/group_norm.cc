@@ -92,16 +92,10 @@ class GroupNormKernel final : public Kernel {
   std::string name() const override { return std::string(silu_ ? "groupnorm_silu_f32_" : "groupnorm_f32_") + kIsa; }
 
  private:
-  // (v - mean) * a + b, then SiLU t / (1 + e^-t). The division is a reciprocal estimate and one
-  // Newton step (within 2 ulp; a divide would bound the kernel), 0 where e^-t overflows.
+  // (v - mean) * a + b, then SiLU.
   V normalized(V v, V mean, V a, V b) const {
-    const D d;
     const V t = hn::MulAdd(hn::Sub(v, mean), a, b);
-    if (!silu_) return t;
-    const V den = hn::Add(hn::Set(d, 1.f), simd::exp(hn::Neg(t)));
-    V r = hn::ApproximateReciprocal(den);
-    r = hn::Mul(r, hn::NegMulAdd(den, r, hn::Set(d, 2.f)));
-    return hn::Mul(t, hn::IfThenZeroElse(hn::IsInf(den), r));
+    return silu_ ? simd::silu(t) : t;
   }
 
   // nChw16c: a work item is `block_items_` consecutive blocks of one batch element (whole groups).

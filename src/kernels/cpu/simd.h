@@ -58,6 +58,17 @@ inline V exp(V x) {
   return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 
+// SiLU x / (1 + e^-x) for the kernels that apply it as an epilogue. The division is a reciprocal
+// estimate and one Newton step (within 2 ulp; a divide would bound those kernels), 0 where e^-x
+// overflows.
+inline V silu(V x) {
+  const D d;
+  const V den = hn::Add(hn::Set(d, 1.f), exp(hn::Neg(x)));
+  V r = hn::ApproximateReciprocal(den);
+  r = hn::Mul(r, hn::NegMulAdd(den, r, hn::Set(d, 2.f)));
+  return hn::Mul(x, hn::IfThenZeroElse(hn::IsInf(den), r));
+}
+
 // erf(x): a rational approximation, max abs error ~1e-7 (see simd.cc).
 V erf(V x);
 
