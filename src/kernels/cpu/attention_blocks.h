@@ -46,18 +46,22 @@ inline V exp_nonpositive(V x) {
 }
 
 // dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: K^T for the score product. 8x8
-// tiles go through registers (unpack, 64-bit unpack, 128-bit concat) when vectors hold 8 floats;
-// the edges are scalar.
+// tiles go through 256-bit registers (unpack, 64-bit unpack, 128-bit concat), on AVX-512 too:
+// its wider vectors would need a 16x16 tile that head dims like 20 or 40 do not fill, and a
+// scalar transpose, which AVX-512 builds used to run, was most of a decode step's attention time
+// (strided single-float stores). The edges, and targets without 256-bit vectors, are scalar.
 inline void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
-  const D d;
+  using D8 = hn::CappedTag<float, 8>;
+  using V8 = hn::Vec<D8>;
+  const D8 d;
   int64_t r8 = 0, c8 = 0;
   if (hn::Lanes(d) == 8) {
-    const hn::Repartition<double, D> dd;
+    const hn::Repartition<double, D8> dd;
     r8 = rows / 8 * 8;
     c8 = cols / 8 * 8;
     for (int64_t j = 0; j < r8; j += 8) {
       for (int64_t c = 0; c < c8; c += 8) {
-        V r[8], t[8], u[8];
+        V8 r[8], t[8], u[8];
         for (int i = 0; i < 8; ++i) r[i] = hn::LoadU(d, src + (j + i) * lds + c);
         for (int i = 0; i < 8; i += 2) {
           t[i] = hn::InterleaveLower(d, r[i], r[i + 1]);
