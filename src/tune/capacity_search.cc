@@ -13,12 +13,24 @@ Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, c
   c.predicted_qps = predicted_qps;
   double best_pass = 0, lowest_fail = INFINITY;
   double rate = std::max(0.5, 0.85 * predicted_qps);
-  for (int i = 0; i < kMaxSearchPoints && !stop.load(); ++i) {
+  int remeasures = 0;
+  bool again = false;  // this point repeats the last rate
+  for (int i = 0; i < kMaxSearchPoints + remeasures && !stop.load(); ++i) {
     double run_s = std::clamp(kMinRequestsPerPoint / rate, duration_s, 4 * duration_s);
     CurvePoint p = measure(rate, run_s, 1000 + static_cast<uint64_t>(i));
     if (stop.load()) break;  // a cut-short point is not a measurement
+    if (again) c.curve.pop_back();  // the failed run is replaced by its repeat
     c.curve.push_back(p);
     if (on_point) on_point(p);
+    // Until a point passes, a failure is measured once more before the search backs off: a stall
+    // of a shared machine fails one short run, a rate beyond the setting's capacity fails both,
+    // and a search that never passes leaves the setting no capacity at all (plan then has
+    // nothing to size). Past the first pass a failure only narrows the bisection, so it stands.
+    again = !meets(p, slo) && !again && best_pass == 0 && remeasures < kMaxRemeasures;
+    if (again) {
+      ++remeasures;
+      continue;
+    }
     if (meets(p, slo)) {
       best_pass = std::max(best_pass, rate);
     } else {

@@ -1,7 +1,8 @@
 // The capacity search for one setting, on any serving path that can measure an open-loop point
 // (the encoder batcher's LoadBench, the generation scheduler's GenerationBench): it starts below
-// a predicted capacity, climbs while points meet the SLO, backs off while they fail, then
-// bisects between the best pass and the lowest fail until they are within a run's noise.
+// a predicted capacity, climbs while points meet the SLO, backs off while they fail (the first
+// failures measured twice), then bisects between the best pass and the lowest fail until they
+// are within a run's noise.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -20,8 +21,10 @@ Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, c
                           double duration_s, const std::atomic<bool>& stop,
                           const std::function<void(const CurvePoint&)>& on_point);
 
-// Points the search measures at most (for progress estimates).
+// Points the search measures at most (for progress estimates), and failed points it measures
+// again while none has passed (a stall of a shared machine; capacity_search.cc).
 inline constexpr int kMaxSearchPoints = 6;
+inline constexpr int kMaxRemeasures = 2;
 // A point runs until about this many requests were sent (a p99 needs a few hundred), between its
 // duration and 4x the duration.
 inline constexpr double kMinRequestsPerPoint = 300;

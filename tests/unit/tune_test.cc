@@ -12,6 +12,7 @@
 #include "fusor/tune.h"
 #include "fusor/tuned_record.h"
 #include "tune/arrivals.h"
+#include "tune/capacity_search.h"
 #include "tune/open_loop.h"
 #include "tune/simulate.h"
 #include "tune/tuned_record_json.h"
@@ -230,6 +231,54 @@ TEST(Curve, CapacityPointIsAtOrBelowTheCapacity) {
   EXPECT_EQ(capacity_point(curve, 500), &curve[2]);
   EXPECT_EQ(capacity_point(curve, 0), &curve[0]);
   EXPECT_EQ(capacity_point({}, 10), nullptr);
+}
+
+// The capacity search against a fake serving path whose p99 is 20 ms up to 10 req/s and 90 ms
+// beyond (SLO 50 ms), with `stalls` of its first runs at 900 ms whatever the rate.
+struct FakeSearch {
+  int stalls = 0;
+  std::vector<double> rates;  // every run, in order
+  Candidate run(double predicted_qps) {
+    std::atomic<bool> stop{false};
+    auto measure = [&](double rate, double, uint64_t) {
+      rates.push_back(rate);
+      const bool stalled = static_cast<int>(rates.size()) <= stalls;
+      return CurvePoint{rate, rate, 10, stalled ? 900.0 : rate <= 10 ? 20.0 : 90.0, 0.5, 1, 0};
+    };
+    return search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, predicted_qps, 0.01, stop, nullptr);
+  }
+};
+
+// A stall fails one short run: before anything has passed, a failure is measured again, and the
+// repeat replaces it on the curve, so a stall at the start does not leave the setting without
+// capacity.
+TEST(CapacitySearch, AFailureBeforeAnyPassIsMeasuredAgain) {
+  FakeSearch stalled{.stalls = 1};
+  const Candidate c = stalled.run(10);
+  ASSERT_GE(stalled.rates.size(), 2u);
+  EXPECT_EQ(stalled.rates[0], stalled.rates[1]);
+  EXPECT_GT(c.capacity_qps, 8) << "the repeat passed and the search climbed from it";
+  EXPECT_LE(c.capacity_qps, 10);
+  for (const CurvePoint& p : c.curve) EXPECT_LT(p.p99_ms, 900) << "the stalled run left the curve";
+  // A rate beyond capacity fails both runs; the search backs off and finds the same capacity.
+  FakeSearch beyond;
+  const Candidate high = beyond.run(30);
+  EXPECT_EQ(beyond.rates[0], beyond.rates[1]);
+  EXPECT_GT(high.capacity_qps, 0);
+  EXPECT_LE(high.capacity_qps, 10);
+}
+
+// Past the first pass a failure stands (it narrows the bisection), and a setting that never passes
+// costs at most kMaxRemeasures runs more than the search's points.
+TEST(CapacitySearch, RepeatsAreBoundedAndOnlyBeforeTheFirstPass) {
+  FakeSearch clean;
+  clean.run(10);
+  for (size_t i = 1; i < clean.rates.size(); ++i) EXPECT_NE(clean.rates[i], clean.rates[i - 1]) << i;
+  FakeSearch always{.stalls = 100};
+  const Candidate none = always.run(10);
+  EXPECT_EQ(always.rates.size(), static_cast<size_t>(kMaxSearchPoints + kMaxRemeasures));
+  EXPECT_EQ(none.curve.size(), static_cast<size_t>(kMaxSearchPoints));
+  EXPECT_EQ(none.capacity_qps, 0);
 }
 
 TEST(Duration, ParsesMillisecondsSecondsAndMicroseconds) {
