@@ -26,12 +26,13 @@ Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, c
     // of a shared machine fails one short run, a rate beyond the setting's capacity fails both,
     // and a search that never passes leaves the setting no capacity at all (plan then has
     // nothing to size). Past the first pass a failure only narrows the bisection, so it stands.
-    again = !meets(p, slo) && !again && best_pass == 0 && remeasures < kMaxRemeasures;
+    const bool pass = meets(p, slo);
+    again = !pass && !again && best_pass == 0 && remeasures < kMaxRemeasures;
     if (again) {
       ++remeasures;
       continue;
     }
-    if (meets(p, slo)) {
+    if (pass) {
       best_pass = std::max(best_pass, rate);
     } else {
       lowest_fail = std::min(lowest_fail, rate);

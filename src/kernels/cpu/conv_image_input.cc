@@ -9,8 +9,9 @@
 // Each output position is one vector per block of output channels: per tap (channel, ky, kx),
 // a broadcast input value times the tap's weights for the block, so every multiply is useful
 // and the output is written in whole vectors. Positions go eight at a time to share the weight
-// loads and hide the multiply-add latency; the border positions, where some taps fall in the padding, skip those taps. When the
-// output must stay row-major it is written through a small per-tile transpose.
+// loads and hide the multiply-add latency; border positions, where some taps fall in the
+// padding, skip those taps. When the output must stay row-major it is written through a small
+// per-tile transpose.
 #include <algorithm>
 #include <array>
 #include <memory>
@@ -20,7 +21,6 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/dense_layout.h"
-#include "kernels/cpu/factories.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/unary_ops.h"
 
@@ -105,10 +105,10 @@ class ImageInputConvKernel final : public Kernel {
     for (int64_t b = 0; b < blocks; ++b) {
       const float* wb = weights_.data() + b * taps * L;
       const V bias = hn::LoadU(d, bias_.data() + b * L);
+      // Channels-last output takes each position's vector in place; row-major goes through the tile.
+      float* row_out = y + ((n * g_.OH + oh) * g_.OW) * g_.OC + b * L;
       for (int64_t t0 = 0; t0 < g_.OW; t0 += kTile) {
         const int64_t t1 = std::min(g_.OW, t0 + kTile);
-        // Channels-last output takes each position's vector in place; row-major goes through the tile.
-        float* row_out = y + ((n * g_.OH + oh) * g_.OW) * g_.OC + b * L;
         auto store = [&](int64_t ox, V acc) {
           if (channels_last_) hn::StoreU(activate(acc), d, row_out + ox * g_.OC);
           else hn::Store(activate(acc), d, tile + (ox - t0) * L);
