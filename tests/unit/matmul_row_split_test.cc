@@ -2,7 +2,9 @@
 // bias, activation, row-wise and broadcast residuals, a shorter last chunk.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cpu/matmul_onednn.h"
@@ -64,6 +66,40 @@ TEST(MatmulRowSplit, ChunksGiveTheSameBitsAsOneCall) {
     ASSERT_EQ(whole.size(), split.size());
     EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)), 0)
         << "M " << g.M << " K " << g.K << " N " << g.N;
+  }
+  set_thread_width(before);
+}
+
+// Who runs a GEMM: one row with packed weights goes to the GEMV on the pool where oneDNN packs
+// 64-column panels (AVX-512), a tiny runtime GEMM runs on the caller alone, a large one on
+// oneDNN's team; each gives the plain loop's numbers.
+TEST(OnednnMatmul, TinyAndOneRowGemmsStayOffTheOpenmpTeam) {
+  const int before = thread_width();
+  set_thread_width(2);
+  auto build = [](int64_t m, int64_t k, int64_t n, const float* constant) {
+    OnednnMatmul::Spec spec;
+    spec.src = dense2(m, k);
+    spec.weights = dense2(k, n);
+    spec.dst = dense2(m, n);
+    spec.const_weights = constant;
+    return OnednnMatmul(spec);
+  };
+  for (auto [m, k, n, constant] : std::vector<std::tuple<int64_t, int64_t, int64_t, bool>>{
+           {1, 512, 768, true}, {32, 1, 6, false}, {64, 256, 256, false}}) {
+    const auto a = pattern(static_cast<size_t>(m * k), 1.f), w = pattern(static_cast<size_t>(k * n), 0.1f);
+    OnednnMatmul mm = build(m, k, n, constant ? w.data() : nullptr);
+    if (m * k * n <= 64 * 1024) EXPECT_FALSE(mm.uses_openmp()) << "tiny " << m << "x" << k << "x" << n;
+    if (m * k * n > 64 * 1024 && !constant) EXPECT_TRUE(mm.uses_openmp()) << m << "x" << k << "x" << n;
+    if (constant && mm.impl().rfind("brg:avx512", 0) == 0) EXPECT_FALSE(mm.uses_openmp()) << "one row";
+    std::vector<std::byte> scratch(mm.scratch_bytes());
+    std::vector<float> dst(static_cast<size_t>(m * n));
+    mm.execute(a.data(), w.data(), nullptr, dst.data(), {}, scratch);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t r = 0; r < k; ++r) acc += double{a[static_cast<size_t>(i * k + r)]} * w[static_cast<size_t>(r * n + j)];
+        ASSERT_NEAR(dst[static_cast<size_t>(i * n + j)], acc, 1e-4 * (1 + std::abs(acc)));
+      }
   }
   set_thread_width(before);
 }

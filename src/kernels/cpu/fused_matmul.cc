@@ -35,7 +35,7 @@ class EpilogueKernel final : public Kernel {
                std::span<const float* const>(&res, residual_ >= 0 ? 1 : 0), scratch);
   }
   std::string name() const override { return name_; }
-  bool uses_openmp() const override { return !m_.on_pool(); }
+  bool uses_openmp() const override { return m_.uses_openmp(); }
 
  private:
   OnednnMatmul m_;
@@ -68,7 +68,7 @@ class MergedKernel final : public Kernel {
     });
   }
   std::string name() const override { return name_; }
-  bool uses_openmp() const override { return !m_.on_pool(); }
+  bool uses_openmp() const override { return m_.uses_openmp(); }
 
  private:
   OnednnMatmul m_;

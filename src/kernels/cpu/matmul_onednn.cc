@@ -9,9 +9,12 @@
 // only with beta == 1).
 #include "kernels/cpu/matmul_onednn.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
@@ -25,6 +28,21 @@ bool row_split_enabled() {
   static const bool on = env_switch_on("FUSOR_GEMM_ROW_SPLIT");
   return on;
 }
+
+// A GEMM this small (multiply-adds) runs on the calling thread alone: an OpenMP team costs more
+// to start than the work (e.g. the rotary embedding's inv_freq x position_ids, 32 x 1 x 1 per
+// decode step), and one OpenMP kernel puts its whole plan's jobs on an OpenMP team (build_plan).
+constexpr int64_t kSingleThreadMacs = 64 * 1024;
+
+// Sets this thread's OpenMP (and so oneDNN) thread count for a scope.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n) : before_(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~OmpThreads() { omp_set_num_threads(before_); }
+
+ private:
+  int before_;
+};
 
 }  // namespace
 
@@ -40,6 +58,12 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   for (const auto* md : {&spec_.src, &wei_md, &spec_.bias, &spec_.dst}) key.append("|").append(onednn::md_key(*md));
   key.append("|").append(spec_.post_ops_key);
   for (const auto& md : spec_.binary_mds) key.append("|").append(onednn::md_key(md));
+  const memory::dims& w_dims = spec_.weights.dims();
+  const int64_t macs = static_cast<int64_t>(spec_.dst.get_size() / sizeof(float)) * w_dims[w_dims.size() - 2];
+  single_thread_ = macs <= kSingleThreadMacs;
+  if (single_thread_) key.append("|t1");
+  std::optional<OmpThreads> one;
+  if (single_thread_) one.emplace(1);  // oneDNN fixes a primitive's threads when it is created
   entry_ = onednn::cached_as<Entry>(key, [&] {
     dnnl::primitive_attr attr;
     attr.set_post_ops(spec_.post_ops);
@@ -82,7 +106,9 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
     args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(spec_.binary_indices[i]) | DNNL_ARG_SRC_1, binary_mems_.back());
   }
   arg_list_ = onednn::arg_list(args_);
-  if (row_split_enabled())
+  if (packed_weights_)
+    gemv_ = PackedGemv::make(spec_.src, weights_mem_.get_desc(), spec_.dst, !spec_.bias.is_zero(), spec_.post_ops);
+  if (row_split_enabled() && !gemv_ && !single_thread_)
     split_ = MatmulRowSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
                                    spec_.binary_mds, spec_.binary_indices},
                                   thread_width(), weights_mem_, spec_.bias.is_zero() ? nullptr : &bias_mem_);
@@ -100,8 +126,14 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   dst_mem_.set_data_handle(dst);
   scratch_mem_.set_data_handle(scratch.data());
   if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
+  if (gemv_) {
+    const float* b = spec_.bias.is_zero() ? nullptr : bias_copy_.empty() ? bias : bias_copy_.data();
+    return gemv_->execute(src, static_cast<const float*>(weights_mem_.get_data_handle()), b, dst, binary);
+  }
   if (split_) return split_->execute(src, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
+  std::optional<OmpThreads> one;
+  if (single_thread_) one.emplace(1);
   onednn::execute(entry_->prim, arg_list_);
   onednn::stream().wait();
 }
@@ -131,7 +163,7 @@ class MatmulKernel final : public Kernel {
                scratch);
   }
   std::string name() const override { return name_; }
-  bool uses_openmp() const override { return !m_.on_pool(); }
+  bool uses_openmp() const override { return m_.uses_openmp(); }
 
  private:
   OnednnMatmul m_;
@@ -150,7 +182,7 @@ class GemmKernel final : public Kernel {
                std::span<const float* const>(&c, has_c ? 1 : 0), scratch);
   }
   std::string name() const override { return name_; }
-  bool uses_openmp() const override { return !m_.on_pool(); }
+  bool uses_openmp() const override { return m_.uses_openmp(); }
 
  private:
   OnednnMatmul m_;

@@ -1,0 +1,164 @@
+#include "kernels/cpu/packed_gemv.h"
+
+#include <algorithm>
+
+#include "kernels/cpu/common.h"
+#include "kernels/cpu/simd.h"
+
+namespace fusor::cpu {
+namespace {
+
+using dnnl::memory;
+using simd::D;
+using simd::V;
+namespace hn = simd::hn;
+
+constexpr int64_t kPanel = 64;   // columns per panel of the packed layout
+constexpr int64_t kKBlock = 16;  // K rows are padded to a multiple of this
+constexpr size_t kLanes = HWY_LANES(float);
+static_assert(kPanel % kLanes == 0);
+constexpr size_t kVecs = kPanel / kLanes;
+
+bool dense_row(const memory::desc& md, int64_t cols) {
+  if (md.data_type() != memory::data_type::f32 || md.data.format_kind != dnnl_blocked || md.data.ndims != 2) return false;
+  const auto& b = md.data.format_desc.blocking;
+  return md.dims()[0] == 1 && md.dims()[1] == cols && b.inner_nblks == 0 && b.strides[1] == 1;
+}
+
+// out[0..64) = x[0..K) times one panel (K rows of 64 floats). With 4 vectors per row (AVX-512),
+// even and odd rows go to separate accumulators: two FMA chains per column keep the loads busy.
+void panel_dot(const float* x, int64_t k, const float* w, float* out) {
+  const D d;
+  constexpr bool kTwoChains = kVecs <= 4;
+  V a[kVecs], b[kVecs];
+  for (size_t i = 0; i < kVecs; ++i) a[i] = b[i] = hn::Zero(d);
+  int64_t r = 0;
+  if constexpr (kTwoChains) {
+    for (; r + 2 <= k; r += 2) {
+      const V x0 = hn::Set(d, x[r]), x1 = hn::Set(d, x[r + 1]);
+      const float* p = w + r * kPanel;
+      for (size_t i = 0; i < kVecs; ++i) a[i] = hn::MulAdd(x0, hn::LoadU(d, p + i * kLanes), a[i]);
+      for (size_t i = 0; i < kVecs; ++i) b[i] = hn::MulAdd(x1, hn::LoadU(d, p + kPanel + i * kLanes), b[i]);
+    }
+  }
+  for (; r < k; ++r) {
+    const V x0 = hn::Set(d, x[r]);
+    const float* p = w + r * kPanel;
+    for (size_t i = 0; i < kVecs; ++i) a[i] = hn::MulAdd(x0, hn::LoadU(d, p + i * kLanes), a[i]);
+  }
+  for (size_t i = 0; i < kVecs; ++i) hn::StoreU(hn::Add(a[i], b[i]), d, out + i * kLanes);
+}
+
+V logistic(V v) {
+  const D d;
+  return hn::Div(hn::Set(d, 1.f), hn::Add(hn::Set(d, 1.f), simd::exp(hn::Neg(v))));
+}
+
+// One eltwise post-op, as oneDNN 2.6 defines it.
+V eltwise(const PackedGemv::Step& s, V v) {
+  const D d;
+  using A = dnnl::algorithm;
+  V r;
+  switch (s.alg) {
+    case A::eltwise_relu:
+      r = s.alpha == 0.f ? hn::Max(v, hn::Zero(d))
+                         : hn::IfThenElse(hn::Gt(v, hn::Zero(d)), v, hn::Mul(v, hn::Set(d, s.alpha)));
+      break;
+    case A::eltwise_tanh: r = hn::Tanh(d, v); break;
+    case A::eltwise_logistic: r = logistic(v); break;
+    case A::eltwise_swish: r = hn::Mul(v, logistic(hn::Mul(v, hn::Set(d, s.alpha)))); break;
+    case A::eltwise_gelu_erf:
+      r = hn::Mul(hn::Mul(hn::Set(d, 0.5f), v),
+                  hn::Add(hn::Set(d, 1.f), simd::erf(hn::Mul(v, hn::Set(d, 0.70710678118654752f)))));
+      break;
+    case A::eltwise_gelu_tanh: {
+      const V inner = hn::Mul(hn::Set(d, 0.79788456080286536f),
+                              hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(v, v)), v, v));
+      r = hn::Mul(hn::Mul(hn::Set(d, 0.5f), v), hn::Add(hn::Set(d, 1.f), hn::Tanh(d, inner)));
+      break;
+    }
+    case A::eltwise_hardswish: {
+      const V relu6 = hn::Min(hn::Max(hn::Add(v, hn::Set(d, 3.f)), hn::Zero(d)), hn::Set(d, 6.f));
+      r = hn::Mul(v, hn::Mul(relu6, hn::Set(d, 1.f / 6.f)));
+      break;
+    }
+    default: r = hn::MulAdd(v, hn::Set(d, s.alpha), hn::Set(d, s.beta)); break;  // eltwise_linear
+  }
+  return s.scale == 1.f ? r : hn::Mul(r, hn::Set(d, s.scale));
+}
+
+bool known_eltwise(dnnl::algorithm a) {
+  using A = dnnl::algorithm;
+  for (A k : {A::eltwise_relu, A::eltwise_tanh, A::eltwise_logistic, A::eltwise_swish, A::eltwise_gelu_erf,
+              A::eltwise_gelu_tanh, A::eltwise_hardswish, A::eltwise_linear})
+    if (a == k) return true;
+  return false;
+}
+
+bool env_on() {
+  static const bool on = env_switch_on("FUSOR_PACKED_GEMV");  // =0: oneDNN runs one-row GEMMs too
+  return on;
+}
+
+}  // namespace
+
+std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory::desc& weights,
+                                           const memory::desc& dst, bool has_bias, const dnnl::post_ops& post_ops) {
+  if (!env_on() || src.data.ndims != 2 || weights.data.ndims != 2) return std::nullopt;
+  const int64_t k = weights.dims()[0], n = weights.dims()[1];
+  if (!dense_row(src, k) || !dense_row(dst, n) || weights.data_type() != memory::data_type::f32 ||
+      weights.data.format_kind != dnnl_blocked)
+    return std::nullopt;
+  // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
+  const auto& b = weights.data.format_desc.blocking;
+  const int64_t k_padded = weights.data.padded_dims[0];
+  if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
+      b.inner_idxs[1] != 1 || b.strides[0] != kKBlock * kPanel || b.strides[1] != k_padded * kPanel ||
+      weights.data.offset0 != 0)
+    return std::nullopt;
+  PackedGemv g;
+  g.k_ = k;
+  g.n_ = n;
+  g.panel_stride_ = b.strides[1];
+  g.bias_ = has_bias;
+  for (int i = 0; i < post_ops.len(); ++i) {
+    Step s;
+    if (post_ops.kind(i) == dnnl::primitive::kind::eltwise) {
+      post_ops.get_params_eltwise(i, s.scale, s.alg, s.alpha, s.beta);
+      if (!known_eltwise(s.alg)) return std::nullopt;
+    } else if (post_ops.kind(i) == dnnl::primitive::kind::binary) {
+      memory::desc src1;
+      post_ops.get_params_binary(i, s.alg, src1);
+      if (s.alg != dnnl::algorithm::binary_add || !dense_row(src1, n)) return std::nullopt;
+      s.add = true;
+    } else {
+      return std::nullopt;
+    }
+    g.steps_.push_back(s);
+  }
+  return g;
+}
+
+void PackedGemv::execute(const float* x, const float* packed, const float* bias, float* y,
+                         std::span<const float* const> binary) const {
+  const int64_t panels = (n_ + kPanel - 1) / kPanel;
+  parallel_range(panels, k_ * n_, 1, [&](int64_t p0, int64_t p1) {
+    const D d;
+    HWY_ALIGN float acc[kPanel];
+    for (int64_t p = p0; p < p1; ++p) {
+      panel_dot(x, k_, packed + p * panel_stride_, acc);
+      const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
+      for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
+        const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
+        const int64_t c = c0 + j;
+        V v = hn::Load(d, acc + j);
+        if (bias_) v = hn::Add(v, hn::MaskedLoad(m, d, bias + c));
+        size_t next_binary = 0;
+        for (const Step& s : steps_) v = s.add ? hn::Add(v, hn::MaskedLoad(m, d, binary[next_binary++] + c)) : eltwise(s, v);
+        hn::BlendedStore(v, m, d, y + c);
+      }
+    }
+  });
+}
+
+}  // namespace fusor::cpu
