@@ -26,6 +26,7 @@
 //       interactive: {batch_window_ms: 1, adaptive_window: true, max_batch: 4,
 //                     preferred_batch_sizes: [1, 2, 4], priority: 0, timeout_ms: 1000,
 //                     max_queue_size: 64, max_running: 8, prefill_chunk: 256,
+//                     prefill_chunk_contended: 32,
 //                     ttft_target_ms: 200, itl_target_ms: 50}
 //     max_sequences: 32              # generative serving (a decoder): sequences running at once
 //     step_tokens: 256               # tokens per scheduler step
@@ -113,9 +114,12 @@ struct TrafficClass {
   int64_t max_batch_tokens = 2048;  // packed serving: a batch closes on this many real tokens
   // Generative serving (docs/serve-generate.md): this class's sequences running at once (0: no
   // limit but serve.max_sequences), the most prompt tokens its prefills add to one step (0: the
-  // step's budget), and its latency targets (0: none; tune and the metrics read them).
+  // step's budget), that limit while a better class is busy (0: prefill_chunk; busy: a request
+  // of it waiting or running, or one arrived within the last second), and its latency targets
+  // (0: none; tune and the metrics read them).
   int64_t max_running = 0;
   int64_t prefill_chunk = 0;
+  int64_t prefill_chunk_contended = 0;
   double ttft_target_ms = 0;
   double itl_target_ms = 0;
 

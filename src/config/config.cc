@@ -85,7 +85,8 @@ const Key kKeys[] = {
 // The keys of one traffic class inside serve.classes.NAME.
 constexpr std::string_view kClassKeys[] = {"batch_window_ms", "adaptive_window", "max_batch",      "preferred_batch_sizes",
                                            "priority",        "timeout_ms",      "max_queue_size", "max_batch_tokens",
-                                           "max_running",     "prefill_chunk",   "ttft_target_ms", "itl_target_ms"};
+                                           "max_running",     "prefill_chunk",   "prefill_chunk_contended",
+                                           "ttft_target_ms",  "itl_target_ms"};
 // The keys of one serve.matrix entry.
 constexpr std::string_view kMatrixKeys[] = {"max_batch", "max_tokens", "fusion"};
 
@@ -383,6 +384,7 @@ class Parser {
       else if (k == "max_batch_tokens") c.max_batch_tokens = parse_count(v, at, path, 1);
       else if (k == "max_running") c.max_running = parse_count(v, at, path, 0);
       else if (k == "prefill_chunk") c.prefill_chunk = parse_count(v, at, path, 0);
+      else if (k == "prefill_chunk_contended") c.prefill_chunk_contended = parse_count(v, at, path, 0);
       else if (k == "ttft_target_ms") c.ttft_target_ms = parse_non_negative(v, at, path);
       else if (k == "itl_target_ms") c.itl_target_ms = parse_non_negative(v, at, path);
       else if (k == "preferred_batch_sizes") {

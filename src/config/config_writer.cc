@@ -71,6 +71,7 @@ std::string config_yaml(const Config& c) {
       << ", max_batch_tokens: " << t.max_batch_tokens;
     if (t.max_running > 0) y << ", max_running: " << t.max_running;
     if (t.prefill_chunk > 0) y << ", prefill_chunk: " << t.prefill_chunk;
+    if (t.prefill_chunk_contended > 0) y << ", prefill_chunk_contended: " << t.prefill_chunk_contended;
     if (t.ttft_target_ms > 0) y << ", ttft_target_ms: " << number(t.ttft_target_ms);
     if (t.itl_target_ms > 0) y << ", itl_target_ms: " << number(t.itl_target_ms);
     y << "}\n";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 
 #include "fusor/error.h"
 #include "serve/step_composition.h"
@@ -97,6 +98,7 @@ uint64_t GenerationScheduler::submit(GenerationRequest request, GenerationEvents
   const uint64_t id = s->id = next_id_++;
   s->events = std::move(events);  // only now: every refusal above answers through `events`
   stats_.queued(cls);
+  s->cls->last_arrival = Clock::now();
   s->cls->waiting.push_back(std::move(s));
   cv_.notify_all();
   return id;
@@ -235,10 +237,20 @@ void GenerationScheduler::compose_step(std::vector<DecoderBatch::Feed>& feeds, s
       return a->cls->cls.priority != b->cls->cls.priority ? a->cls->cls.priority < b->cls->cls.priority
                                                           : a->admitted_order < b->admitted_order;
     });
+    // A better class's requests arrive one at a time: it counts as busy for a while after the
+    // last one, so the step in flight when the next one comes is already a short one.
+    constexpr auto kBusyAfterArrival = std::chrono::seconds(1);
+    const auto now = Clock::now();
+    std::vector<ClassActivity> activity;
+    for (const ClassQueue& q : queues_)
+      activity.push_back({q.cls.priority, q.cls.prefill_chunk, q.cls.prefill_chunk_contended,
+                          q.running > 0 || !q.waiting.empty() || now - q.last_arrival < kBusyAfterArrival});
+    std::map<const ClassQueue*, int64_t> chunk;
+    for (size_t i = 0; i < queues_.size(); ++i) chunk[&queues_[i]] = prefill_chunk_for(activity[i], activity);
     std::vector<StepCandidate> candidates;
     for (const Sequence* s : order)
       candidates.push_back({static_cast<int64_t>(reinterpret_cast<uintptr_t>(s->cls)), s->cls->cls.priority,
-                            s->cls->cls.prefill_chunk, static_cast<int64_t>(s->pending.size() - s->fed)});
+                            chunk.at(s->cls), static_cast<int64_t>(s->pending.size() - s->fed)});
     const std::vector<int64_t> tokens = compose_tokens(candidates, config_.step_tokens);
     int64_t needed = 0;
     for (bool decodes : {true, false})  // decode feeds first, then prompt chunks

@@ -4,7 +4,9 @@
 //   - chunks of prompts (chunked prefill), in class priority order, within serve.step_tokens in
 //     all and each class's prefill_chunk (the prompt tokens a class adds to one step); a worse
 //     class adds no prompt, and no decode token, to a step that prefills a better class's, so
-//     the step that gives an interactive request its first token stays short;
+//     the step that gives an interactive request its first token stays short; and while a
+//     better class is busy a worse one's chunk is its prefill_chunk_contended, so the step that
+//     an arriving interactive request waits for is short too;
 // requests join between steps, highest-priority class first, while serve.max_sequences, their
 // class's max_running and the KV pool allow.
 //
@@ -75,6 +77,7 @@ class GenerationScheduler {
     TrafficClass cls;
     std::deque<std::unique_ptr<Sequence>> waiting;
     int64_t running = 0;
+    Clock::time_point last_arrival{};  // of an accepted request
   };
 
   void loop();

@@ -34,4 +34,11 @@ std::vector<int64_t> compose_tokens(std::span<const StepCandidate> order, int64_
   return tokens;
 }
 
+int64_t prefill_chunk_for(const ClassActivity& cls, std::span<const ClassActivity> classes) {
+  if (cls.prefill_chunk_contended <= 0) return cls.prefill_chunk;
+  for (const ClassActivity& other : classes)
+    if (other.priority < cls.priority && other.busy) return cls.prefill_chunk_contended;
+  return cls.prefill_chunk;
+}
+
 }  // namespace fusor::serve

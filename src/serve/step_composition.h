@@ -24,4 +24,18 @@ struct StepCandidate {
 //     of a worse class beside a better class's.
 std::vector<int64_t> compose_tokens(std::span<const StepCandidate> order, int64_t step_tokens);
 
+// A class as the chunk rule sees it: its priority and limits, and whether it is busy (a request
+// waiting or running, or one arrived within the last second).
+struct ClassActivity {
+  int64_t priority = 0;
+  int64_t prefill_chunk = 0;
+  int64_t prefill_chunk_contended = 0;  // 0: prefill_chunk
+  bool busy = false;
+};
+
+// The prompt tokens `cls` may add to one step (its StepCandidate::prefill_chunk): its
+// prefill_chunk_contended while some class of better priority in `classes` is busy, so the step
+// an arriving interactive request waits for is short; else its prefill_chunk.
+int64_t prefill_chunk_for(const ClassActivity& cls, std::span<const ClassActivity> classes);
+
 }  // namespace fusor::serve

@@ -467,7 +467,7 @@ TEST(Config, GenerationKeysParseAndRoundTrip) {
   Config c = parse_config(
       "serve:\n  max_sequences: 16\n  step_tokens: 128\n  kv_cache_tokens: 2048\n  default_class: chat\n  classes:\n"
       "    chat: {priority: 0, ttft_target_ms: 150, itl_target_ms: 40.5}\n"
-      "    bulk: {priority: 2, max_running: 4, prefill_chunk: 32}\n",
+      "    bulk: {priority: 2, max_running: 4, prefill_chunk: 32, prefill_chunk_contended: 8}\n",
       "c.yaml");
   EXPECT_EQ(c.serve.max_sequences, 16);
   EXPECT_EQ(c.serve.step_tokens, 128);
@@ -476,6 +476,7 @@ TEST(Config, GenerationKeysParseAndRoundTrip) {
   EXPECT_EQ(c.serve.classes.at("chat").itl_target_ms, 40.5);
   EXPECT_EQ(c.serve.classes.at("bulk").max_running, 4);
   EXPECT_EQ(c.serve.classes.at("bulk").prefill_chunk, 32);
+  EXPECT_EQ(c.serve.classes.at("bulk").prefill_chunk_contended, 8);
   EXPECT_EQ(parse_config(config_yaml(c), "c.yaml"), c);
   EXPECT_CONFIG_ERROR("serve:\n  step_tokens: 0\n", "config.yaml:2:16: 'serve.step_tokens' must be a positive integer, got '0'");
   EXPECT_CONFIG_ERROR("serve:\n  classes:\n    a: {prefill_chunk: -1}\n",

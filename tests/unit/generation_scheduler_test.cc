@@ -43,7 +43,8 @@ ServeConfig two_classes() {
   c.classes = {{"interactive", {}}, {"batch", {}}};
   c.classes["interactive"].priority = 0;
   c.classes["batch"].priority = 1;
-  c.classes["batch"].prefill_chunk = 16;  // long prompts of this class run in chunks
+  c.classes["batch"].prefill_chunk = 16;  // long prompts of this class run in chunks,
+  c.classes["batch"].prefill_chunk_contended = 8;  // smaller ones while interactive work is about
   c.default_class = "interactive";
   c.step_tokens = 64;
   return c;

@@ -46,5 +46,17 @@ TEST(StepComposition, WithNoPromptEveryDecodeRuns) {
   EXPECT_EQ(compose_tokens(order, 256), (Tokens{1, 1, 1}));
 }
 
+TEST(StepComposition, AWorseClassUsesItsContendedChunkOnlyWhileABetterOneIsBusy) {
+  const ClassActivity batch{1, 64, 16, true}, interactive_busy{0, 0, 0, true}, interactive_idle{0, 0, 0, false},
+      other_batch_busy{1, 0, 0, true};
+  EXPECT_EQ(prefill_chunk_for(batch, std::vector{interactive_busy, batch}), 16);
+  EXPECT_EQ(prefill_chunk_for(batch, std::vector{interactive_idle, batch}), 64);
+  EXPECT_EQ(prefill_chunk_for(batch, std::vector{other_batch_busy, batch}), 64) << "an equal class is not better";
+  const ClassActivity no_contended{1, 64, 0, true};
+  EXPECT_EQ(prefill_chunk_for(no_contended, std::vector{interactive_busy, no_contended}), 64);
+  const ClassActivity interactive{0, 32, 8, true};
+  EXPECT_EQ(prefill_chunk_for(interactive, std::vector{interactive, batch}), 32) << "nothing is better than it";
+}
+
 }  // namespace
 }  // namespace fusor::serve
