@@ -9,8 +9,6 @@
 // only with beta == 1).
 #include "kernels/cpu/matmul_onednn.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -34,16 +32,6 @@ bool row_split_enabled() {
 // decode step), and one OpenMP kernel puts its whole plan's jobs on an OpenMP team (build_plan).
 constexpr int64_t kSingleThreadMacs = 64 * 1024;
 
-// Sets this thread's OpenMP (and so oneDNN) thread count for a scope.
-class OmpThreads {
- public:
-  explicit OmpThreads(int n) : before_(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~OmpThreads() { omp_set_num_threads(before_); }
-
- private:
-  int before_;
-};
-
 }  // namespace
 
 using dnnl::memory;
@@ -62,8 +50,8 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   const int64_t macs = static_cast<int64_t>(spec_.dst.get_size() / sizeof(float)) * w_dims[w_dims.size() - 2];
   single_thread_ = macs <= kSingleThreadMacs;
   if (single_thread_) key.append("|t1");
-  std::optional<OmpThreads> one;
-  if (single_thread_) one.emplace(1);  // oneDNN fixes a primitive's threads when it is created
+  std::optional<onednn::OmpThreads> one;
+  if (single_thread_) one.emplace(1);
   entry_ = onednn::cached_as<Entry>(key, [&] {
     dnnl::primitive_attr attr;
     attr.set_post_ops(spec_.post_ops);
@@ -132,7 +120,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   }
   if (split_) return split_->execute(src, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
-  std::optional<OmpThreads> one;
+  std::optional<onednn::OmpThreads> one;
   if (single_thread_) one.emplace(1);
   onednn::execute(entry_->prim, arg_list_);
   onednn::stream().wait();

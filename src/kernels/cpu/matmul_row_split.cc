@@ -1,7 +1,5 @@
 #include "kernels/cpu/matmul_row_split.h"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "kernels/cpu/onednn_context.h"
@@ -52,8 +50,7 @@ std::optional<MatmulRowSplit> MatmulRowSplit::make(const Shape& shape, int threa
   s.chunk_rows_ = chunk;
   s.chunks_ = (rows + chunk - 1) / chunk;
   // Built single-threaded: oneDNN fixes a primitive's thread count when it is created.
-  const int before = omp_get_max_threads();
-  omp_set_num_threads(1);
+  const onednn::OmpThreads one(1);
   auto part = [&](int64_t r) -> std::shared_ptr<const Part> {
     std::string key = "matmul-rows|" + onednn::dims_key({r}) + "|" + onednn::md_key(shape.src) + "|" +
                       onednn::md_key(shape.dst) + "|" + onednn::md_key(shape.weights) + "|" + onednn::md_key(shape.bias);
@@ -95,10 +92,8 @@ std::optional<MatmulRowSplit> MatmulRowSplit::make(const Shape& shape, int threa
     const int64_t last = rows - (s.chunks_ - 1) * chunk;
     s.last_chunk_ = last == chunk ? s.full_chunk_ : part(last);
   } catch (const dnnl::error&) {
-    omp_set_num_threads(before);
     return std::nullopt;  // e.g. no implementation takes these weights in this layout
   }
-  omp_set_num_threads(before);
   if (s.full_chunk_->pd.weights_desc() != shape.weights || s.last_chunk_->pd.weights_desc() != shape.weights)
     return std::nullopt;
   s.scratch_per_thread_ = aligned64(std::max(s.full_chunk_->pd.scratchpad_desc().get_size(),

@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_context.h"
 
+#include <omp.h>
+
 #include <mutex>
 #include <unordered_map>
 
@@ -72,5 +74,8 @@ std::string md_key(const dnnl::memory::desc& md) {
   }
   return s;
 }
+
+OmpThreads::OmpThreads(int n) : before_(omp_get_max_threads()) { omp_set_num_threads(n); }
+OmpThreads::~OmpThreads() { omp_set_num_threads(before_); }
 
 }  // namespace fusor::cpu::onednn

@@ -34,6 +34,19 @@ std::shared_ptr<T> cached_as(const std::string& key, const std::function<std::sh
   return std::static_pointer_cast<T>(cached(key, [&] { return std::shared_ptr<void>(make()); }));
 }
 
+// Sets this thread's OpenMP (and so oneDNN) thread count for a scope. oneDNN fixes a primitive's
+// threads when it is created, so a primitive meant for one thread is created inside one.
+class OmpThreads {
+ public:
+  explicit OmpThreads(int n);
+  ~OmpThreads();
+  OmpThreads(const OmpThreads&) = delete;
+  OmpThreads& operator=(const OmpThreads&) = delete;
+
+ private:
+  int before_;
+};
+
 // "2x3x4" for dims; used in cache keys.
 std::string dims_key(const dnnl::memory::dims& d);
 std::string md_key(const dnnl::memory::desc& md);

@@ -4,6 +4,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/simd.h"
+#include "kernels/cpu/unary_ops.h"
 
 namespace fusor::cpu {
 namespace {
@@ -49,39 +50,21 @@ void panel_dot(const float* x, int64_t k, const float* w, float* out) {
   for (size_t i = 0; i < kVecs; ++i) hn::StoreU(hn::Add(a[i], b[i]), d, out + i * kLanes);
 }
 
-V logistic(V v) {
-  const D d;
-  return hn::Div(hn::Set(d, 1.f), hn::Add(hn::Set(d, 1.f), simd::exp(hn::Neg(v))));
-}
-
-// One eltwise post-op, as oneDNN 2.6 defines it.
+// One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
 V eltwise(const PackedGemv::Step& s, V v) {
-  const D d;
   using A = dnnl::algorithm;
+  namespace u = unary_ops;
+  const D d;
+  const u::Params p{.alpha = s.alpha};
   V r;
   switch (s.alg) {
-    case A::eltwise_relu:
-      r = s.alpha == 0.f ? hn::Max(v, hn::Zero(d))
-                         : hn::IfThenElse(hn::Gt(v, hn::Zero(d)), v, hn::Mul(v, hn::Set(d, s.alpha)));
-      break;
-    case A::eltwise_tanh: r = hn::Tanh(d, v); break;
-    case A::eltwise_logistic: r = logistic(v); break;
-    case A::eltwise_swish: r = hn::Mul(v, logistic(hn::Mul(v, hn::Set(d, s.alpha)))); break;
-    case A::eltwise_gelu_erf:
-      r = hn::Mul(hn::Mul(hn::Set(d, 0.5f), v),
-                  hn::Add(hn::Set(d, 1.f), simd::erf(hn::Mul(v, hn::Set(d, 0.70710678118654752f)))));
-      break;
-    case A::eltwise_gelu_tanh: {
-      const V inner = hn::Mul(hn::Set(d, 0.79788456080286536f),
-                              hn::MulAdd(hn::Mul(hn::Set(d, 0.044715f), hn::Mul(v, v)), v, v));
-      r = hn::Mul(hn::Mul(hn::Set(d, 0.5f), v), hn::Add(hn::Set(d, 1.f), hn::Tanh(d, inner)));
-      break;
-    }
-    case A::eltwise_hardswish: {
-      const V relu6 = hn::Min(hn::Max(hn::Add(v, hn::Set(d, 3.f)), hn::Zero(d)), hn::Set(d, 6.f));
-      r = hn::Mul(v, hn::Mul(relu6, hn::Set(d, 1.f / 6.f)));
-      break;
-    }
+    case A::eltwise_relu: r = s.alpha == 0.f ? u::ReluOp::apply(v, p) : u::LeakyReluOp::apply(v, p); break;
+    case A::eltwise_tanh: r = u::TanhOp::apply(v, p); break;
+    case A::eltwise_logistic: r = u::SigmoidOp::apply(v, p); break;
+    case A::eltwise_swish: r = hn::Mul(v, u::SigmoidOp::apply(hn::Mul(v, hn::Set(d, s.alpha)), p)); break;
+    case A::eltwise_gelu_erf: r = u::GeluErfOp::apply(v, p); break;
+    case A::eltwise_gelu_tanh: r = u::GeluTanhOp::apply(v, p); break;
+    case A::eltwise_hardswish: r = u::HardSwishOp::apply(v, p); break;  // x * relu6(x + 3) / 6
     default: r = hn::MulAdd(v, hn::Set(d, s.alpha), hn::Set(d, s.beta)); break;  // eltwise_linear
   }
   return s.scale == 1.f ? r : hn::Mul(r, hn::Set(d, s.scale));
