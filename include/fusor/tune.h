@@ -79,6 +79,10 @@ struct ClassGoal {
 // throughput class without p99= has no latency bound here (an encoder's tune gives it 2 s
 // against unbounded queues). Throws fusor::Error.
 ClassGoal parse_slo(const std::string& text);
+// The classes onboard tunes for when none are given, as --slo texts: a decoder's interactive
+// class is bounded by its first token and the gaps between tokens, an encoder's by the whole
+// request; a batch class takes the rest.
+std::vector<std::string> default_slos(bool generative);
 
 struct TuneOptions {
   std::string model_path;

@@ -88,9 +88,14 @@ struct Slo {
 // behind queues forever). The double form bounds p99_ms alone.
 bool meets(const CurvePoint& p, const Slo& slo);
 bool meets(const CurvePoint& p, double p99_ms);
-// The capacity a curve (ascending offered rate) shows for an SLO: the highest offered rate of
-// its leading run of points that meet it. A point past a failed one never counts, so a lucky
-// sample above a failure cannot raise the capacity; 0 when the first point fails.
+// How many leading points of a curve (ascending offered rate) capacity may rest on: through its
+// last point that meets the SLO before the first that misses a latency target or errors. A point
+// past such a miss never counts, so a lucky sample above a stall cannot raise the capacity. A
+// point that only fell behind the offered rate ends the run unless a higher rate kept up: a short
+// run's count of answers is noisy by a few arrivals, and a setting that carries a rate carries
+// every lower one.
+size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo);
+// The highest offered rate of the good prefix; 0 when it is empty.
 double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo);
 double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
 // How close a point runs to its SLO: the largest of measured p99 / target over the targets the

@@ -50,8 +50,7 @@ double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& sl
   const auto& curve = k.curve;
   const double target_ms = slo.p99_ms > 0 ? slo.p99_ms : std::numeric_limits<double>::infinity();
   const bool generative = slo.ttft_p99_ms > 0 || slo.itl_p99_ms > 0;
-  size_t n_good = 0;  // the good prefix: capacity never rests on a point past a bad one
-  while (n_good < curve.size() && tune::meets(curve[n_good], slo)) ++n_good;
+  const size_t n_good = tune::good_prefix(curve, slo);
   const std::string target = slo_text(slo);
   if (n_good == 0 && generative)
     throw Error("the tuned curve for class " + c.name + " never meets " + target + "; its first point (" +

@@ -27,13 +27,19 @@ double slo_load(const CurvePoint& p, const Slo& slo) {
   return load;
 }
 
-double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo) {
-  double capacity = 0;
-  for (const CurvePoint& p : curve) {
-    if (!meets(p, slo)) break;
-    capacity = p.offered_qps;
+size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  size_t n = 0;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    const bool only_fell_behind = curve[i].errors == 0 && slo_load(curve[i], slo) <= 1;
+    if (meets(curve[i], slo)) n = i + 1;
+    else if (!only_fell_behind) break;
   }
-  return capacity;
+  return n;
+}
+
+double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  const size_t n = good_prefix(curve, slo);
+  return n > 0 ? curve[n - 1].offered_qps : 0;
 }
 
 double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {

@@ -418,6 +418,11 @@ TunedRecord new_record(const TuneOptions& o) {
   return rec;
 }
 
+std::vector<std::string> default_slos(bool generative) {
+  if (generative) return {"interactive:ttft=500ms,itl=100ms", "batch:throughput"};
+  return {"interactive:p99=100ms", "batch:throughput"};
+}
+
 ClassGoal parse_slo(const std::string& text) {
   const std::string where = "--slo " + text;
   auto colon = text.find(':');

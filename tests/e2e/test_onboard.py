@@ -68,19 +68,22 @@ def test_a_missing_model_fails_in_one_line(tmp_path):
 
 
 def test_a_decoder_is_onboarded_by_generation(tmp_path):
-    """llama-tiny: tune measures continuous-batching settings under TTFT and ITL targets (the
-    decoder's default SLOs), plan sizes the fleet in tokens per second, and the report shows both."""
+    """llama-tiny: tune measures continuous-batching settings under TTFT and ITL targets, plan
+    sizes the fleet in tokens per second, and the report shows both. The targets are loose, so
+    that a slow or busy machine still has a capacity to plan from (the defaults are unit-tested)."""
     out = tmp_path / "llama"
     r = run_fusor("onboard", model_path("llama-tiny"), "--out", out, "--seq", "16", "--lengths", "8-32",
                   "--output-tokens", "8", "--step-tokens", "64", "--max-running", "2", "--prefill-chunks", "0",
+                  "--slo", "interactive:ttft=5s,itl=1s", "--slo", "batch:throughput",
                   "--duration", "0.5", "--measure", "1", "--tokens-per-s", "1000", timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     doc = json.loads((out / "onboard.json").read_text())
     tuned = doc["tuned"]
     assert tuned["generative"] is True and tuned["output_tokens"] == 8
     assert [c["name"] for c in tuned["classes"]] == ["interactive", "batch"]
-    assert tuned["classes"][0]["slo"] == {"p99_ms": 0, "ttft_p99_ms": 500, "itl_p99_ms": 100}
+    assert tuned["classes"][0]["slo"] == {"p99_ms": 0, "ttft_p99_ms": 5000, "itl_p99_ms": 1000}
     plan = doc["plan"]
+    assert plan is not None, "the plan step failed:\n" + r.stderr[-3000:]
     assert plan["generative"]["output_tokens"] == 8 and abs(plan["qps"] - 1000 / 8) < 1e-9
     assert "--tokens-per-s" in doc["commands"][-1] and "--output-tokens 8" in doc["commands"][-2]
     check_page(out / "report.html", tmp_path)

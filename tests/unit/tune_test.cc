@@ -198,8 +198,17 @@ TEST(Curve, CapacityIsTheLastPointOfTheLeadingRunThatMeetsTheTarget) {
   curve[1].errors = 1;  // a 503 fails the point whatever its latency
   EXPECT_EQ(measured_capacity(curve, 30), 10);
   curve[1].errors = 0;
-  curve[1].achieved_qps = 18;  // fell behind the offered rate
+  curve[1].achieved_qps = 18;  // fell behind the offered rate, and the next rate misses 30 ms
   EXPECT_EQ(measured_capacity(curve, 30), 10);
+  // ... but at 40 ms the higher rates carry their load: 20 fell behind by the noise of a short run.
+  EXPECT_EQ(measured_capacity(curve, 40), 40);
+  curve[0].achieved_qps = 9;  // even as the first point: it no longer leaves the setting no capacity
+  EXPECT_EQ(measured_capacity(curve, 40), 40);
+  EXPECT_EQ(good_prefix(curve, Slo{.p99_ms = 40}), 4u);
+  curve[3].achieved_qps = 30;  // nothing above keeps up: no capacity rests on a point that fell behind
+  EXPECT_EQ(measured_capacity(curve, 40), 30);
+  curve[2].achieved_qps = 20;
+  EXPECT_EQ(measured_capacity(curve, 40), 0);
 }
 
 // A generative point meets its SLO only when the first token and the gaps are both within their
@@ -288,6 +297,27 @@ TEST(Duration, ParsesMillisecondsSecondsAndMicroseconds) {
   EXPECT_EQ(parse_duration_ms("250us"), 0.25);
   for (const char* bad : {"", "ms", "s", "-5ms", "0", "abc", "30 ms", "30m", "nan", "inf", "1e999", "3.0.1"})
     EXPECT_FALSE(parse_duration_ms(bad)) << bad;
+}
+
+// What onboard tunes for unasked: a decoder's interactive class by its first token and its
+// gaps, an encoder's by the whole request, and a batch class for throughput.
+TEST(Slo, DefaultsBoundADecodersTokensAndAnEncodersRequests) {
+  std::vector<ClassGoal> decoder, encoder;
+  for (const auto& s : default_slos(true)) decoder.push_back(parse_slo(s));
+  for (const auto& s : default_slos(false)) encoder.push_back(parse_slo(s));
+  ASSERT_EQ(decoder.size(), 2u);
+  ASSERT_EQ(encoder.size(), 2u);
+  EXPECT_EQ(decoder[0].name, "interactive");
+  EXPECT_DOUBLE_EQ(decoder[0].slo.ttft_p99_ms, 500);
+  EXPECT_DOUBLE_EQ(decoder[0].slo.itl_p99_ms, 100);
+  EXPECT_EQ(decoder[0].slo.p99_ms, 0);
+  EXPECT_EQ(encoder[0].name, "interactive");
+  EXPECT_DOUBLE_EQ(encoder[0].slo.p99_ms, 100);
+  EXPECT_EQ(encoder[0].slo.ttft_p99_ms, 0);
+  for (const auto* goals : {&decoder, &encoder}) {
+    EXPECT_EQ((*goals)[1].name, "batch");
+    EXPECT_TRUE((*goals)[1].slo.throughput);
+  }
 }
 
 TEST(Slo, Parses) {

@@ -38,13 +38,6 @@ struct OnboardArgs {
   bool decoder = false;     // found when the model is loaded
 };
 
-// The SLOs onboard tunes for when none are given: a decoder's interactive class is bounded by
-// its first token and the gaps between tokens, an encoder's by the whole request.
-std::vector<std::string> default_slos(bool decoder) {
-  if (decoder) return {"interactive:ttft=500ms,itl=100ms", "batch:throughput"};
-  return {"interactive:p99=100ms", "batch:throughput"};
-}
-
 std::string self_exe() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
@@ -197,7 +190,7 @@ void onboard(const OnboardArgs& a) {
 
   OnboardArgs with_defaults = a;
   with_defaults.decoder = is_decoder_export(Engine::load(m.model), m.model);
-  if (with_defaults.tune.slos.empty()) with_defaults.tune.slos = default_slos(with_defaults.decoder);
+  if (with_defaults.tune.slos.empty()) with_defaults.tune.slos = tune::default_slos(with_defaults.decoder);
   if (with_defaults.tokens_per_s > 0 && !with_defaults.decoder)
     throw Error("--tokens-per-s is for a decoder (generative serving); give --qps");
 
