@@ -11,16 +11,6 @@ FieldError bad(const std::string& message, const std::string& param) { return {C
 
 }  // namespace
 
-GenerationTarget target_of(const GenerativeModel& model) {
-  GenerationTarget t;
-  t.name = model.name();
-  t.tokenizer = model.tokenizer();
-  t.chat_template = &model.chat_template();
-  t.context_length = model.spec().context_length;
-  t.vocab_size = model.spec().vocab_size;
-  return t;
-}
-
 std::vector<TokenId> encode_prompt(const GenerationTarget& model, const std::string& text, bool add_special_tokens,
                                    const std::string& param) {
   if (!model.tokenizer)

@@ -7,6 +7,7 @@
 #include "fusor/error.h"
 #include "kernels/cpu/thread_pool.h"
 #include "serve/generation_scheduler.h"
+#include "serve/generation_target.h"
 #include "serve/generation_stats.h"
 
 namespace fusor::serve {
@@ -86,5 +87,17 @@ void GenerativeModel::wait_streams_closed(std::chrono::milliseconds limit) {
 }
 
 GenerativeModel::Load GenerativeModel::load() const { return scheduler_->load(); }
+
+// Here rather than in generation_target.cc, so that the request readers build without the
+// engine (tests/fuzz/fuzz_openai_request.cc).
+GenerationTarget target_of(const GenerativeModel& model) {
+  GenerationTarget t;
+  t.name = model.name();
+  t.tokenizer = model.tokenizer();
+  t.chat_template = &model.chat_template();
+  t.context_length = model.spec().context_length;
+  t.vocab_size = model.spec().vocab_size;
+  return t;
+}
 
 }  // namespace fusor::serve
