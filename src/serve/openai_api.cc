@@ -77,12 +77,14 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
   const uint64_t id = model.submit(std::move(r.generation), stream->events());
 
   if (!r.stream) {
-    // A client that leaves during a non-streamed request is not noticed (cpp-httplib gives no
-    // hook); the request runs to its end, bounded by max_tokens.
-    const GenerationOutcome outcome = stream->wait_done();
-    if (!outcome.status.ok()) throw FieldError{outcome.status.code, outcome.status.message, ""};
-    res.status = 200;
-    res.set_content(dump_json(responder->full(outcome)), kJson);
+    auto body = [responder](const GenerationOutcome& o) {
+      return dump_json(o.status.ok() ? responder->full(o) : error_event(o.status));
+    };
+    if (std::optional<GenerationOutcome> early = answer_when_done(res, model, id, stream, kJson, body)) {
+      if (!early->status.ok()) throw FieldError{early->status.code, early->status.message, ""};
+      res.status = 200;
+      res.set_content(body(*early), kJson);
+    }
     return;
   }
   // Refused at once (a bad class, a full queue): a plain error response, not a stream.

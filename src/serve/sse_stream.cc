@@ -58,4 +58,31 @@ void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std
       });
 }
 
+std::optional<GenerationOutcome> answer_when_done(httplib::Response& res, GenerativeModel& model, uint64_t id,
+                                                  std::shared_ptr<GenerationStream> stream, const char* content_type,
+                                                  std::function<std::string(const GenerationOutcome&)> body) {
+  std::optional<GenerationStream::Update> first;
+  while (!(first = stream->next(kClientCheck))) {
+  }
+  if (first->done) return first->done;
+  model.stream_opened();  // closed by the releaser, as for a stream: a graceful shutdown waits for it
+  res.status = 200;
+  res.set_chunked_content_provider(
+      content_type,
+      [stream, body = std::move(body)](size_t, httplib::DataSink& sink) {
+        std::optional<GenerationStream::Update> u;  // pieces are dropped: the outcome holds the text
+        while (!(u = stream->next(kClientCheck)) || !u->done)
+          if (!sink.is_writable()) return false;  // the client left; the releaser cancels
+        const std::string text = body(*u->done);
+        if (!sink.write(text.data(), text.size())) return false;
+        sink.done();
+        return true;
+      },
+      [&model, id, stream](bool) {
+        if (!stream->finished()) model.cancel(id);
+        model.stream_closed();
+      });
+  return std::nullopt;
+}
+
 }  // namespace fusor::serve

@@ -1,10 +1,12 @@
-// Streams one generation as server-sent events (`data: ...\n\n`) over cpp-httplib's chunked
-// responses, for both OpenAI's stream and Triton's generate_stream. The protocol says how each
-// event reads; this file says when they are written, and cancels the request when the client
-// goes away (a failed write, or a closed socket noticed while waiting) so its KV blocks free at once.
+// Answers one generation over cpp-httplib's chunked responses, for OpenAI's and Triton's
+// routes: streamed as server-sent events (`data: ...\n\n`), or whole as one body once it is
+// done. The protocol says how each event or body reads; this file says when they are written,
+// and cancels the request when the client goes away (a failed write, or a closed socket noticed
+// while waiting) so its KV blocks free at once.
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +29,16 @@ struct SseFormat {
 // Answers `res` with the events of request `id` (already submitted with `stream`'s events).
 void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std::shared_ptr<GenerationStream> stream,
                 SseFormat format);
+
+// A generation answered whole, for a client that may leave before it is done. The handler waits
+// for the first token: an outcome that comes before it (a refusal, a queue timeout) is returned
+// for the caller to answer with its own status. From the first token on, `res` is a chunked 200
+// whose provider waits for the outcome while checking that the client is still there (cancelling
+// the request when it is not) and then writes `body(outcome)`; after the first token only a
+// model failure can end a request early, and `body` then writes the protocol's error object.
+std::optional<GenerationOutcome> answer_when_done(httplib::Response& res, GenerativeModel& model, uint64_t id,
+                                                  std::shared_ptr<GenerationStream> stream, const char* content_type,
+                                                  std::function<std::string(const GenerationOutcome&)> body);
 
 // `data: <payload>\n\n`.
 std::string sse_event(std::string_view payload);

@@ -53,12 +53,17 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
   const uint64_t id = model->submit(std::move(answer->request.generation), stream->events());
 
   if (!streamed) {
-    const GenerationOutcome o = stream->wait_done();
-    if (!o.status.ok()) throw RequestError{o.status.code, o.status.message};
-    nlohmann::json j = answer->body((answer->request.include_input ? answer->request.text_input : "") + o.result.text);
-    answer->add_outcome(j, o);
-    res.status = 200;
-    res.set_content(dump_json(j), "application/json");
+    auto body = [answer](const GenerationOutcome& o) {
+      if (!o.status.ok()) return error_body(o.status.message);
+      nlohmann::json j = answer->body((answer->request.include_input ? answer->request.text_input : "") + o.result.text);
+      answer->add_outcome(j, o);
+      return dump_json(j);
+    };
+    if (std::optional<GenerationOutcome> early = answer_when_done(res, *model, id, stream, "application/json", body)) {
+      if (!early->status.ok()) throw RequestError{early->status.code, early->status.message};
+      res.status = 200;
+      res.set_content(body(*early), "application/json");
+    }
     return;
   }
   if (std::optional<GenerationOutcome> early = stream->outcome(); early && !early->status.ok())

@@ -242,6 +242,35 @@ def aborted_requests(server):
                if line.startswith("fusor:request_success_total{") and 'finished_reason="abort"' in line)
 
 
+def test_a_client_that_leaves_a_whole_answer_cancels_it(server, client):
+    """Not streamed: once the first token is out the answer's headers come (a chunked 200), and a
+    client that closes its socket then cancels the request instead of leaving it to run to its
+    400 tokens; OpenAI's route and Triton's generate alike."""
+    aborted = aborted_requests(server)
+    host, port = server.url.split(":")
+    openai_body = json.dumps({"model": "llama", "prompt": PROMPT, "max_tokens": 400, "ignore_eos": True,
+                              "temperature": 0}).encode()
+    triton_body = json.dumps({"text_input": PROMPT, "max_tokens": 400, "ignore_eos": True}).encode()
+    for path, body in ((b"/v1/completions", openai_body), (b"/v2/models/llama/generate", triton_body)):
+        with socket.create_connection((host, int(port)), timeout=30) as s:
+            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = s.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 200") and b"chunked" in got.lower(), got
+    deadline = time.time() + 30
+    while aborted_requests(server) < aborted + 2:
+        assert time.time() < deadline, "the abandoned requests were not cancelled"
+        time.sleep(0.1)
+    # Whole answers still read as before, with their usage.
+    ids = prompt_ids()
+    out = greedy(client, prompt=ids, max_tokens=12)
+    assert out.choices[0].text == fusor_generate(ids, 12)["text"] and out.usage.completion_tokens == 12
+
+
 def test_disconnect_mid_stream_leaves_the_server_healthy(server, client):
     aborted = aborted_requests(server)
     host, port = server.url.split(":")
