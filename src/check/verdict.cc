@@ -1,10 +1,13 @@
 #include "fusor/check.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <unistd.h>
 
 #include "check/gate.h"
 
@@ -35,6 +38,46 @@ nlohmann::json read_json(const fs::path& p) {
   }
 }
 
+// The model file's size and modification time (ns), rsync's quick check: a verdict file that
+// saw the same stamp trusts its hash instead of reading the whole model again (a second or more
+// per load for a model of gigabytes). Writing the file moves its mtime.
+nlohmann::json file_stamp(const std::string& model_path) {
+  std::error_code ec;
+  const auto size = fs::file_size(model_path, ec);
+  if (ec) return nullptr;
+  const auto mtime = fs::last_write_time(model_path, ec);
+  if (ec) return nullptr;
+  return {{"size", size}, {"mtime_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count()}};
+}
+
+// Writes `j` to `p` through a temporary file and a rename, so that a reader in another process
+// (serve starting while check saves) sees the old file or the new one, never half of one.
+bool write_atomically(const fs::path& p, const nlohmann::json& j) {
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream f(tmp);
+    if (!f || !(f << j.dump(2) << "\n")) {
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  fs::rename(tmp, p, ec);
+  if (ec) fs::remove(tmp, ec);
+  return !ec;
+}
+
+// The model's hash as verdict file `j` may vouch for it, else read from the file (once per call
+// of the caller: `computed` keeps it).
+std::string hash_for(const std::string& model_path, const nlohmann::json& j, const nlohmann::json& stamp,
+                     std::optional<std::string>& computed) {
+  if (!stamp.is_null() && j.value("model_stamp", nlohmann::json()) == stamp && j.value("model_hash", "") != "")
+    return j["model_hash"].get<std::string>();
+  if (!computed) computed = model_file_hash(model_path);
+  return *computed;
+}
+
 }  // namespace
 
 std::string model_file_hash(const std::string& model_path) {
@@ -60,13 +103,25 @@ std::string verdict_config_key(const FusionConfig& f) {
 }
 
 std::optional<Verdict> load_verdict(const std::string& model_path, const FusionConfig& fusion) {
-  const std::string hash = model_file_hash(model_path), key = verdict_config_key(fusion);
+  const std::string key = verdict_config_key(fusion);
+  const nlohmann::json stamp = file_stamp(model_path);
+  std::optional<std::string> computed;
   for (const fs::path& p : places(model_path)) {
-    nlohmann::json j = read_json(p);
-    if (j.value("model_hash", "") != hash || !j.contains("verdicts") || !j["verdicts"].contains(key)) continue;
-    const auto& v = j["verdicts"][key];
-    Verdict out{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{})};
-    return out;
+    const nlohmann::json j = read_json(p);
+    try {
+      if (!j.contains("verdicts") || !j["verdicts"].is_object() || !j["verdicts"].contains(key)) continue;
+      const std::string hash = hash_for(model_path, j, stamp, computed);
+      if (j.value("model_hash", "") != hash) continue;
+      if (computed && !stamp.is_null()) {  // vouched for by content: keep the stamp for next time
+        nlohmann::json stamped = j;
+        stamped["model_stamp"] = stamp;
+        write_atomically(p, stamped);  // best effort: a read-only folder only costs the next load a hash
+      }
+      const auto& v = j["verdicts"][key];
+      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{})};
+    } catch (const nlohmann::json::exception&) {
+      continue;  // a damaged file (a field of the wrong type) is ignored, as an unparsable one is
+    }
   }
   return std::nullopt;
 }
@@ -74,12 +129,12 @@ std::optional<Verdict> load_verdict(const std::string& model_path, const FusionC
 std::string save_verdict(const std::string& model_path, const Verdict& verdict) {
   for (const fs::path& p : places(model_path)) {
     nlohmann::json j = read_json(p);
-    if (j.value("model_hash", "") != verdict.model_hash) j = {{"model_hash", verdict.model_hash}, {"verdicts", nlohmann::json::object()}};
+    const bool same_model = j.contains("model_hash") && j["model_hash"] == verdict.model_hash &&
+                            j.contains("verdicts") && j["verdicts"].is_object();
+    if (!same_model) j = {{"model_hash", verdict.model_hash}, {"verdicts", nlohmann::json::object()}};
+    j["model_stamp"] = file_stamp(model_path);
     j["verdicts"][verdict.config_key] = {{"passed", verdict.passed}, {"rolled_back", verdict.rolled_back}};
-    std::error_code ec;
-    fs::create_directories(p.parent_path(), ec);
-    std::ofstream f(p);
-    if (f && (f << j.dump(2) << "\n")) return p.string();
+    if (write_atomically(p, j)) return p.string();
   }
   throw Error("cannot save the precision verdict beside '" + model_path + "' or in the cache folder");
 }

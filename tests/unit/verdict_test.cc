@@ -1,0 +1,102 @@
+// The saved precision verdict (include/fusor/check.h): found again for the same model bytes and
+// config, trusted by the file's size and mtime while those stand, looked up by content once they
+// move, and a damaged verdict file is ignored rather than fatal.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unistd.h>
+
+#include "fusor/check.h"
+#include "fusor/config.h"
+
+namespace fusor {
+namespace {
+
+namespace fs = std::filesystem;
+
+void write(const fs::path& p, const std::string& bytes) {
+  std::ofstream f(p, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+nlohmann::json read(const fs::path& p) {
+  std::ifstream f(p);
+  return nlohmann::json::parse(f);
+}
+
+class SavedVerdict : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fusor-verdict-test-" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ::setenv("FUSOR_CACHE_DIR", (dir_ / "cache").c_str(), 1);  // no stray file from elsewhere
+    model_ = (dir_ / "model.onnx").string();
+    write(model_, "the model's bytes, version one");
+  }
+  void TearDown() override {
+    ::unsetenv("FUSOR_CACHE_DIR");
+    fs::remove_all(dir_);
+  }
+  fs::path dir_;
+  std::string model_;
+};
+
+TEST_F(SavedVerdict, IsFoundByStampThenByContent) {
+  const FusionConfig fusion;
+  const std::string key = verdict_config_key(fusion);
+  const std::string saved = save_verdict(model_, {model_file_hash(model_), key, true, {"ln_0"}});
+  EXPECT_EQ(saved, model_ + ".fusor-verdicts.json");
+  EXPECT_EQ(read(saved)["model_stamp"]["size"], 30);
+
+  std::optional<Verdict> v = load_verdict(model_, fusion);
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->passed);
+  EXPECT_EQ(v->rolled_back, std::vector<std::string>{"ln_0"});
+  FusionConfig other = fusion;
+  other.fuse_attention = false;
+  EXPECT_FALSE(load_verdict(model_, other));  // another config has no verdict yet
+
+  // Same size and mtime: the saved hash is trusted, the bytes are not read (the quick check).
+  const auto mtime = fs::last_write_time(model_);
+  write(model_, "the model's bytes, version two");
+  fs::last_write_time(model_, mtime);
+  EXPECT_TRUE(load_verdict(model_, fusion));
+  // A moved mtime: the bytes are hashed, and they differ.
+  fs::last_write_time(model_, mtime + std::chrono::seconds(1));
+  EXPECT_FALSE(load_verdict(model_, fusion));
+  // Back to version one's bytes with the new mtime: the content matches again, and the file
+  // keeps the new stamp so that the next load reads no bytes.
+  write(model_, "the model's bytes, version one");
+  EXPECT_TRUE(load_verdict(model_, fusion));
+  const auto stamped = fs::last_write_time(model_);
+  write(model_, "the model's bytes, version two");
+  fs::last_write_time(model_, stamped);
+  EXPECT_TRUE(load_verdict(model_, fusion));
+}
+
+TEST_F(SavedVerdict, ADamagedFileIsIgnored) {
+  const FusionConfig fusion;
+  const std::string key = verdict_config_key(fusion);
+  for (const char* damaged : {R"({"model_hash": 7, "verdicts": {}})", R"(["not", "an", "object"])", "{ not json",
+                              R"({"model_hash": "x", "model_stamp": 3, "verdicts": {"KEY": {"passed": "yes"}}})"}) {
+    std::string text = damaged;
+    if (auto at = text.find("KEY"); at != std::string::npos) text.replace(at, 3, key);
+    write(model_ + ".fusor-verdicts.json", text);
+    EXPECT_FALSE(load_verdict(model_, fusion)) << damaged;
+  }
+  // Saving over a damaged file replaces it.
+  for (const char* damaged : {R"({"model_hash": 7, "verdicts": {}})", R"({"verdicts": []})", "{ not json"}) {
+    write(model_ + ".fusor-verdicts.json", damaged);
+    save_verdict(model_, {model_file_hash(model_), key, true, {}});
+    EXPECT_TRUE(load_verdict(model_, fusion)) << damaged;
+  }
+  EXPECT_FALSE(fs::exists(model_ + ".fusor-verdicts.json.tmp" + std::to_string(::getpid())));
+}
+
+}  // namespace
+}  // namespace fusor
