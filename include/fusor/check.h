@@ -218,11 +218,11 @@ FaultSpec parse_fault(const std::string& text);
 // and one fusion config (by its switches and mode). The file is MODEL.fusor-verdicts.json, one
 // entry per config; when the model's folder is not writable, the same file name under the
 // cache folder (FUSOR_CACHE_DIR, XDG_CACHE_HOME/fusor, ~/.cache/fusor). The file also keeps the
-// model's size and mtime: while they are unchanged, loading trusts the saved hash instead of
-// reading the whole model again.
+// size and mtime of the model and of its external data files: while they are unchanged, loading
+// trusts the saved hash instead of reading the whole model again.
 
 struct Verdict {
-  std::string model_hash;  // FNV-1a 64 of the model file's bytes, hex
+  std::string model_hash;  // FNV-1a 64 of the model file's bytes and its external data files', hex
   std::string config_key;  // the fusion switches, disabled list and mode it was checked with
   bool passed = false;
   std::vector<std::string> rolled_back;

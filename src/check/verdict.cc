@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check/gate.h"
+#include "onnx/external_data.h"
 
 namespace fusor {
 namespace fs = std::filesystem;
@@ -38,16 +39,65 @@ nlohmann::json read_json(const fs::path& p) {
   }
 }
 
-// The model file's size and modification time (ns), rsync's quick check: a verdict file that
-// saw the same stamp trusts its hash instead of reading the whole model again (a second or more
-// per load for a model of gigabytes). Writing the file moves its mtime.
-nlohmann::json file_stamp(const std::string& model_path) {
+// A file's size and modification time (ns), rsync's quick check; null when it cannot be read.
+nlohmann::json file_stamp(const fs::path& p) {
   std::error_code ec;
-  const auto size = fs::file_size(model_path, ec);
+  const auto size = fs::file_size(p, ec);
   if (ec) return nullptr;
-  const auto mtime = fs::last_write_time(model_path, ec);
+  const auto mtime = fs::last_write_time(p, ec);
   if (ec) return nullptr;
-  return {{"size", size}, {"mtime_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count()}};
+  const auto unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::file_clock::to_sys(mtime).time_since_epoch());
+  return {{"size", size}, {"mtime_ns", unix_ns.count()}};
+}
+
+// The stamps of the model file and of its external data files: a verdict file that saw the same
+// stamp trusts its hash instead of reading the whole model again (a second or more per load for
+// a model of gigabytes). Writing a file moves its mtime.
+nlohmann::json model_stamp(const std::string& model_path, const std::vector<std::string>& external) {
+  nlohmann::json stamp = file_stamp(model_path);
+  if (stamp.is_null()) return stamp;
+  stamp["external"] = nlohmann::json::array();
+  for (const std::string& rel : external) {
+    nlohmann::json e = file_stamp(fs::path(model_path).parent_path() / rel);
+    if (e.is_null()) return nullptr;
+    e["file"] = rel;
+    stamp["external"].push_back(std::move(e));
+  }
+  return stamp;
+}
+
+// The model's bytes and its external data files' (named, in order), FNV-1a 64.
+struct HashedModel {
+  std::string hash;
+  std::vector<std::string> external;
+};
+HashedModel hash_model(const std::string& model_path) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&h](const char* p, std::streamsize n) {
+    for (std::streamsize i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
+  };
+  auto add_file = [&add](const fs::path& path, const std::string& shown) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw Error("cannot read '" + shown + "' to hash the model");
+    std::vector<char> buf(1 << 20);
+    while (f) {
+      f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      add(buf.data(), f.gcount());
+    }
+  };
+  add_file(model_path, model_path);
+  HashedModel out{"", external_data_files(model_path)};
+  for (const std::string& rel : out.external) {  // a model without external data hashes as before
+    add("", 1);
+    add(rel.data(), static_cast<std::streamsize>(rel.size()));
+    add("", 1);
+    add_file(fs::path(model_path).parent_path() / rel, rel);
+  }
+  std::ostringstream text;
+  text << std::hex << h;
+  out.hash = text.str();
+  return out;
 }
 
 // Writes `j` to `p` through a temporary file and a rename, so that a reader in another process
@@ -68,31 +118,23 @@ bool write_atomically(const fs::path& p, const nlohmann::json& j) {
   return !ec;
 }
 
-// The model's hash as verdict file `j` may vouch for it, else read from the file (once per call
-// of the caller: `computed` keeps it).
-std::string hash_for(const std::string& model_path, const nlohmann::json& j, const nlohmann::json& stamp,
-                     std::optional<std::string>& computed) {
-  if (!stamp.is_null() && j.value("model_stamp", nlohmann::json()) == stamp && j.value("model_hash", "") != "")
-    return j["model_hash"].get<std::string>();
-  if (!computed) computed = model_file_hash(model_path);
-  return *computed;
+// The model's hash as verdict file `j` vouches for it while the stamps it saw stand, else read
+// from the files (once per call of the caller: `computed` keeps it).
+std::string hash_for(const std::string& model_path, const nlohmann::json& j, std::optional<HashedModel>& computed) {
+  if (j.contains("model_stamp") && j["model_stamp"].is_object() && j.contains("model_hash") && j["model_hash"].is_string()) {
+    const nlohmann::json& saved = j["model_stamp"];
+    std::vector<std::string> external;
+    if (saved.contains("external") && saved["external"].is_array())
+      for (const auto& e : saved["external"]) external.push_back(e.value("file", ""));
+    if (model_stamp(model_path, external) == saved) return j["model_hash"].get<std::string>();
+  }
+  if (!computed) computed = hash_model(model_path);
+  return computed->hash;
 }
 
 }  // namespace
 
-std::string model_file_hash(const std::string& model_path) {
-  std::ifstream f(model_path, std::ios::binary);
-  if (!f) throw Error("cannot read model '" + model_path + "' to hash it");
-  uint64_t h = 1469598103934665603ull;
-  std::vector<char> buf(1 << 20);
-  while (f) {
-    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    for (std::streamsize i = 0; i < f.gcount(); ++i) h = (h ^ static_cast<unsigned char>(buf[static_cast<size_t>(i)])) * 1099511628211ull;
-  }
-  std::ostringstream s;
-  s << std::hex << h;
-  return s.str();
-}
+std::string model_file_hash(const std::string& model_path) { return hash_model(model_path).hash; }
 
 std::string verdict_config_key(const FusionConfig& f) {
   std::string key;
@@ -104,17 +146,16 @@ std::string verdict_config_key(const FusionConfig& f) {
 
 std::optional<Verdict> load_verdict(const std::string& model_path, const FusionConfig& fusion) {
   const std::string key = verdict_config_key(fusion);
-  const nlohmann::json stamp = file_stamp(model_path);
-  std::optional<std::string> computed;
+  std::optional<HashedModel> computed;
   for (const fs::path& p : places(model_path)) {
     const nlohmann::json j = read_json(p);
     try {
       if (!j.contains("verdicts") || !j["verdicts"].is_object() || !j["verdicts"].contains(key)) continue;
-      const std::string hash = hash_for(model_path, j, stamp, computed);
+      const std::string hash = hash_for(model_path, j, computed);
       if (j.value("model_hash", "") != hash) continue;
-      if (computed && !stamp.is_null()) {  // vouched for by content: keep the stamp for next time
+      if (computed) {  // vouched for by content: keep the stamps for next time
         nlohmann::json stamped = j;
-        stamped["model_stamp"] = stamp;
+        stamped["model_stamp"] = model_stamp(model_path, computed->external);
         write_atomically(p, stamped);  // best effort: a read-only folder only costs the next load a hash
       }
       const auto& v = j["verdicts"][key];
@@ -132,7 +173,7 @@ std::string save_verdict(const std::string& model_path, const Verdict& verdict) 
     const bool same_model = j.contains("model_hash") && j["model_hash"] == verdict.model_hash &&
                             j.contains("verdicts") && j["verdicts"].is_object();
     if (!same_model) j = {{"model_hash", verdict.model_hash}, {"verdicts", nlohmann::json::object()}};
-    j["model_stamp"] = file_stamp(model_path);
+    j["model_stamp"] = model_stamp(model_path, external_data_files(model_path));
     j["verdicts"][verdict.config_key] = {{"passed", verdict.passed}, {"rolled_back", verdict.rolled_back}};
     if (write_atomically(p, j)) return p.string();
   }

@@ -1,7 +1,9 @@
 // The saved precision verdict (include/fusor/check.h): found again for the same model bytes and
-// config, trusted by the file's size and mtime while those stand, looked up by content once they
-// move, and a damaged verdict file is ignored rather than fatal.
+// config, trusted by the files' sizes and mtimes while those stand, looked up by content once
+// they move, following the weights into external data files, and a damaged verdict file is
+// ignored rather than fatal.
 #include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 
 #include "fusor/check.h"
 #include "fusor/config.h"
+#include "onnx/external_data.h"
 
 namespace fusor {
 namespace {
@@ -96,6 +99,37 @@ TEST_F(SavedVerdict, ADamagedFileIsIgnored) {
     EXPECT_TRUE(load_verdict(model_, fusion)) << damaged;
   }
   EXPECT_FALSE(fs::exists(model_ + ".fusor-verdicts.json.tmp" + std::to_string(::getpid())));
+}
+
+// Weights in an external data file: new weights under the same graph file are another model.
+TEST_F(SavedVerdict, FollowsTheWeightsIntoExternalData) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::TensorProto* w = m.mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(2);
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* location = w->add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  {
+    std::ofstream f(model_, std::ios::binary | std::ios::trunc);
+    ASSERT_TRUE(m.SerializeToOstream(&f));
+  }
+  write(dir_ / "weights.bin", "12345678");
+  EXPECT_EQ(external_data_files(model_), std::vector<std::string>{"weights.bin"});
+  EXPECT_TRUE(external_data_files((dir_ / "missing.onnx").string()).empty());
+
+  const FusionConfig fusion;
+  const std::string before = model_file_hash(model_);
+  save_verdict(model_, {before, verdict_config_key(fusion), true, {}});
+  EXPECT_EQ(read(model_ + ".fusor-verdicts.json")["model_stamp"]["external"][0]["file"], "weights.bin");
+  EXPECT_TRUE(load_verdict(model_, fusion));
+  write(dir_ / "weights.bin", "87654321");  // fine-tuned weights, same shapes, same graph file
+  EXPECT_NE(model_file_hash(model_), before);
+  EXPECT_FALSE(load_verdict(model_, fusion));
 }
 
 }  // namespace
