@@ -242,29 +242,40 @@ def aborted_requests(server):
                if line.startswith("fusor:request_success_total{") and 'finished_reason="abort"' in line)
 
 
+def post_then_leave(server, path, body, until):
+    """POSTs `body` (a dict) over a raw socket, reads until `until` has come, closes the socket
+    (a client that leaves) and returns what it read."""
+    host, port = server.url.split(":")
+    data = json.dumps(body).encode()
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"POST " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: " + str(len(data)).encode() + b"\r\n\r\n" + data)
+        got = b""
+        while until not in got:
+            chunk = s.recv(4096)
+            assert chunk, got
+            got += chunk
+    return got
+
+
+def wait_for_aborts(server, count, what):
+    deadline = time.time() + 30
+    while aborted_requests(server) < count:
+        assert time.time() < deadline, what
+        time.sleep(0.1)
+
+
 def test_a_client_that_leaves_a_whole_answer_cancels_it(server, client):
     """Not streamed: once the first token is out the answer's headers come (a chunked 200), and a
     client that closes its socket then cancels the request instead of leaving it to run to its
     400 tokens; OpenAI's route and Triton's generate alike."""
     aborted = aborted_requests(server)
-    host, port = server.url.split(":")
-    openai_body = json.dumps({"model": "llama", "prompt": PROMPT, "max_tokens": 400, "ignore_eos": True,
-                              "temperature": 0}).encode()
-    triton_body = json.dumps({"text_input": PROMPT, "max_tokens": 400, "ignore_eos": True}).encode()
-    for path, body in ((b"/v1/completions", openai_body), (b"/v2/models/llama/generate", triton_body)):
-        with socket.create_connection((host, int(port)), timeout=30) as s:
-            s.sendall(b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-            got = b""
-            while b"\r\n\r\n" not in got:
-                chunk = s.recv(4096)
-                assert chunk, got
-                got += chunk
-            assert got.startswith(b"HTTP/1.1 200") and b"chunked" in got.lower(), got
-    deadline = time.time() + 30
-    while aborted_requests(server) < aborted + 2:
-        assert time.time() < deadline, "the abandoned requests were not cancelled"
-        time.sleep(0.1)
+    for path, body in (("/v1/completions", {"model": "llama", "prompt": PROMPT, "max_tokens": 400,
+                                            "ignore_eos": True, "temperature": 0}),
+                       ("/v2/models/llama/generate", {"text_input": PROMPT, "max_tokens": 400, "ignore_eos": True})):
+        got = post_then_leave(server, path, body, until=b"\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 200") and b"chunked" in got.lower(), got
+    wait_for_aborts(server, aborted + 2, "the abandoned requests were not cancelled")
     # Whole answers still read as before, with their usage.
     ids = prompt_ids()
     out = greedy(client, prompt=ids, max_tokens=12)
@@ -273,24 +284,11 @@ def test_a_client_that_leaves_a_whole_answer_cancels_it(server, client):
 
 def test_disconnect_mid_stream_leaves_the_server_healthy(server, client):
     aborted = aborted_requests(server)
-    host, port = server.url.split(":")
-    body = json.dumps({"model": "llama", "prompt": PROMPT, "max_tokens": 400, "stream": True,
-                       "ignore_eos": True, "temperature": 0}).encode()
+    body = {"model": "llama", "prompt": PROMPT, "max_tokens": 400, "stream": True, "ignore_eos": True, "temperature": 0}
     for _ in range(3):
-        with socket.create_connection((host, int(port)), timeout=30) as s:
-            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-            got = b""
-            while b"data: " not in got:
-                chunk = s.recv(4096)
-                assert chunk, got
-                got += chunk
-            assert got.startswith(b"HTTP/1.1 200")
+        assert post_then_leave(server, "/v1/completions", body, until=b"data: ").startswith(b"HTTP/1.1 200")
     # Each closed stream is cancelled (not run to its 400 tokens): the scheduler counts an abort.
-    deadline = time.time() + 30
-    while aborted_requests(server) < aborted + 3:
-        assert time.time() < deadline, "the disconnected streams were not cancelled"
-        time.sleep(0.1)
+    wait_for_aborts(server, aborted + 3, "the disconnected streams were not cancelled")
     # The server goes on answering, and greedy answers are unchanged.
     ids = prompt_ids()
     assert greedy(client, prompt=ids, max_tokens=12).choices[0].text == fusor_generate(ids, 12)["text"]
