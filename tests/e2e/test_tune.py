@@ -3,6 +3,7 @@ read, every number in it is a measurement that meets its SLO, Ctrl-C keeps the b
 far, a recorded trace can replace Poisson arrivals, mixed lengths tune MiniLM's token budget, and bad
 arguments fail in one line."""
 import math
+import re
 import signal
 import subprocess
 
@@ -109,10 +110,14 @@ def test_ctrl_c_writes_the_best_found_so_far(tmp_path):
     args = [FUSOR, "tune", str(model_path("minilm-l6")), "--seq", "8", "--windows", "0,2", "--max-batch", "1,4",
             "--duration", "1", "--measure", "2", "--slo", "interactive:p99=300ms", "-o", str(out)]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    seen = []
+    seen, measured = [], 0.0
     for line in proc.stderr:  # not a terminal: one line per result
         seen.append(line)
-        if "measured" in line and "interactive" in line:
+        # Interrupted after the first candidate with a capacity (a stall of the shared machine can
+        # fail every point of one: that candidate then has none to keep).
+        found = re.search(r"interactive.*measured (\d+) qps", line)
+        if found and float(found.group(1)) > 0:
+            measured = float(found.group(1))
             proc.send_signal(signal.SIGINT)
             break
     rest_out, rest_err = proc.communicate(timeout=120)
@@ -121,7 +126,8 @@ def test_ctrl_c_writes_the_best_found_so_far(tmp_path):
     doc = yaml.safe_load(out.read_text())
     assert doc["tuned"]["interrupted"] is True
     cls = doc["tuned"]["classes"][0]
-    assert cls["capacity_qps"] > 0  # the first candidate's measurement was kept
+    # The measurement was kept (printed rounded; a candidate cut short may have added a point).
+    assert cls["capacity_qps"] >= measured - 0.5, "".join(seen) + rest_err
     assert doc["serve"]["classes"]["interactive"]["max_batch"] == cls["chosen"]["max_batch"]
 
 
