@@ -1,6 +1,9 @@
 // GEMM and convolution epilogues, run by oneDNN post-ops in the fused kernels:
 //   MatMul (2-D constant weights) or Gemm  [+ bias]  [+ activation]  [+ residual]  -> FusedMatMul
 //   Conv (constant weights, optional bias)  [+ residual]  [+ activation]           -> FusedConv
+//   dynamic QuantizedMatMul (float32 out)   [+ activation]  [+ residual]           -> QuantizedMatMul
+// (the last: quantize_dynamic's FFN up-projection and its Gelu, the attention output projection
+// and its residual Add, which otherwise each pass over the float32 result once more).
 // Each step is taken only when the value before it has that one consumer and is not a graph
 // output. A bias is a float32 constant of shape [N] or [1, .., N]; a residual is a float32 tensor
 // with exactly the output's shape (either Add operand order). The fused node's leading inputs
@@ -260,6 +263,38 @@ bool fuse_conv_at(FusionContext& ctx, int i) {
   return ctx.fuse(kPass, c.nodes, FusedKind::FusedConv, suffix, std::move(attrs), {}, leading, {i});
 }
 
+// A QuantizedMatMul that fuse_quantized made from MatMulInteger -> Cast -> Mul [-> Add(bias)]:
+// its result is float32, so an activation and a residual can follow in oneDNN's output stage too.
+bool fuse_quantized_matmul_at(FusionContext& ctx, int i) {
+  const Node& n = ctx.node(i);
+  const int out = n.outputs[0];
+  const std::vector<int64_t> roles = n.attr_ints("operands");
+  const auto role = [&](QuantizedOperand r) {
+    const auto at = static_cast<size_t>(r);
+    return at < roles.size() ? roles[at] : int64_t{-1};
+  };
+  if (role(QuantizedOperand::AccScale) < 0 || ctx.type(out).dtype != DType::Float32 ||
+      n.attr_string("activation", "none") != "none" || role(QuantizedOperand::Residual) >= 0 || !starts_epilogue(ctx, out))
+    return false;
+  Chain c;
+  c.nodes = {i};
+  auto why = grow(ctx, c, out, ctx.type(out).dims.back(), /*gemm=*/true, /*bias_allowed=*/false);
+  if (why) ctx.decline(kPass, c.nodes, *why);
+  if (c.nodes.size() == 1) return false;
+  std::vector<int> leading = n.inputs;
+  std::vector<int64_t> operands = roles;
+  operands.resize(static_cast<size_t>(QuantizedOperand::Count), -1);
+  if (c.residual >= 0) {
+    operands[static_cast<size_t>(QuantizedOperand::Residual)] = static_cast<int64_t>(leading.size());
+    leading.push_back(c.residual);
+  }
+  std::map<std::string, Attribute> attrs = {{"operands", operands},
+                                            {"activation", c.act ? c.act->name : std::string("none")}};
+  if (c.act && c.act->name == "leaky_relu") attrs["alpha"] = c.act->alpha;
+  return ctx.fuse(kPass, c.nodes, FusedKind::QuantizedMatMul, suffix_of(c, "epilogue"), std::move(attrs), {}, leading,
+                  {i});
+}
+
 }  // namespace
 
 void fuse_gemm_epilogue(FusionContext& ctx) {
@@ -269,6 +304,7 @@ void fuse_gemm_epilogue(FusionContext& ctx) {
     bool fused = false;
     if (n.op == Op::MatMul || n.op == Op::Gemm) fused = fuse_gemm_at(ctx, i);
     else if (n.op == Op::Conv) fused = fuse_conv_at(ctx, i);
+    else if (is_fused_kind(n, FusedKind::QuantizedMatMul)) fused = fuse_quantized_matmul_at(ctx, i);
     if (fused) i = -1;  // indices moved: rescan (fused nodes are skipped)
   }
 }

@@ -73,6 +73,10 @@ constexpr ContractAttr kQuantizedMaxPool[] = {{"kernel_shape", Ints},
 // (QuantizedOperand order); a static unit also trans_b (a Gemm's transB) and activation.
 constexpr ContractAttr kQuantizedMatMul[] = {
     {"operands", Ints}, {"trans_b", Int, kSometimes}, {"activation", String, kSometimes}};
+// fuse_gemm_epilogue on a dynamic QuantizedMatMul (float32 out): the same, with the activation
+// and residual after its bias (alpha for leaky_relu).
+constexpr ContractAttr kQuantizedMatMulEpilogue[] = {
+    {"operands", Ints}, {"activation", String}, {"alpha", Float, kSometimes}};
 // fuse_group_norm: the inputs are X, scale and bias per group, gamma and beta per channel;
 // activation is "silu" or "none".
 constexpr ContractAttr kGroupNorm[] = {{"groups", Int}, {"epsilon", Float}, {"activation", String}};
@@ -81,6 +85,7 @@ const KindContract kContracts[] = {
     {FusedKind::QuantizedConv, "fuse_quantized", kQuantizedConv},
     {FusedKind::QuantizedMaxPool, "fuse_quantized", kQuantizedMaxPool},
     {FusedKind::QuantizedMatMul, "fuse_quantized", kQuantizedMatMul},
+    {FusedKind::QuantizedMatMul, "fuse_gemm_epilogue", kQuantizedMatMulEpilogue},
     {FusedKind::LayerNorm, "fuse_layer_norm", kLayerNorm},
     {FusedKind::GroupNorm, "fuse_group_norm", kGroupNorm},
     {FusedKind::Gelu, "fuse_gelu", kGelu},

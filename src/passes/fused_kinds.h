@@ -52,9 +52,11 @@ bool is_fused_kind(const Node& node, FusedKind kind);
 // The "operands" attribute of QuantizedConv and QuantizedMatMul: per role, the index of the node
 // input that holds it (-1 when absent). A QuantizedConv's Bias is an int32 constant with
 // BiasScale, or a float32 constant without; a QuantizedMatMul's AccScale is what its int32
-// result is multiplied by (x_scale * w_scale, per column or one), its Bias a float32 row.
+// result is multiplied by (x_scale * w_scale, per column or one), its Bias a float32 row, and
+// its Residual (fuse_gemm_epilogue, float32 output only) a float32 tensor of the output's shape
+// added after the activation.
 enum class QuantizedOperand {
-  X, XScale, XZeroPoint, W, WScale, WZeroPoint, Bias, BiasScale, YScale, YZeroPoint, AccScale, Count
+  X, XScale, XZeroPoint, W, WScale, WZeroPoint, Bias, BiasScale, YScale, YZeroPoint, AccScale, Residual, Count
 };
 
 // The attribute contract.

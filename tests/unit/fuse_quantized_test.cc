@@ -215,11 +215,17 @@ TEST(FuseQuantized, SharedDequantizeIsCopiedForTheConv) {
 }
 
 // quantize_dynamic's form: DynamicQuantizeLinear(x) -> MatMulInteger -> Cast -> Mul(x_scale *
-// w_scale) -> Add(bias). The epilogue runs in the int8 matmul's output stage: the same float32
-// operations, so the result is the reference plan's within the twin tolerance.
-std::shared_ptr<Graph> dynamic_matmul(bool bias) {
+// w_scale) -> Add(bias) [-> Gelu] [-> Add(residual input r)]. The epilogue runs in the int8
+// matmul's output stage: the same float32 operations, so the result is the reference plan's
+// within the twin tolerance.
+struct DynamicEpilogue {
+  bool bias = true, gelu = false, residual = false;
+};
+std::shared_ptr<Graph> dynamic_matmul(DynamicEpilogue e) {
+  const bool bias = e.bias;
   GraphBuilder b;
   const int x = b.input("x");
+  const int residual = e.residual ? b.input("r") : -1;
   const int xq = b.node(Op::DynamicQuantizeLinear, {x}, "xq", DType::UInt8);
   Graph& g = *b.finish({});
   Node& dql = g.nodes.back();  // DynamicQuantizeLinear makes three outputs
@@ -239,17 +245,37 @@ std::shared_ptr<Graph> dynamic_matmul(bool bias) {
   const int f = b.node(Op::Cast, {acc}, "f", DType::Float32, {{"to", DType::Float32}});
   int y = b.node(Op::Mul, {f, scale}, "y");
   if (bias) y = b.node(Op::Add, {b.constant("bias", test::random_normal({24}, 1.f, 10)), y}, "biased");
+  if (e.gelu) y = b.node(Op::Gelu, {y}, "gelu");
+  if (e.residual) y = b.node(Op::Add, {residual, y}, "residual");
   return b.finish({y});
 }
 
 TEST(FuseQuantized, DynamicMatMulDequantizesInTheInt8MatMul) {
   for (bool bias : {true, false}) {
     SCOPED_TRACE(bias ? "with bias" : "without bias");
-    auto r = test::expect_fused_matches_reference(dynamic_matmul(bias), {{"x", test::random_normal({2, 5, 32}, 1.f, 11)}},
-                                                  fusion());
+    auto r = test::expect_fused_matches_reference(dynamic_matmul({.bias = bias}),
+                                                  {{"x", test::random_normal({2, 5, 32}, 1.f, 11)}}, fusion());
     EXPECT_EQ(count_kind(r.fused, "QuantizedMatMul"), 1) << r.kernels();
     const std::string kernel = bias ? "matmul_integer_dequantized_u8s8_bias_onednn" : "matmul_integer_dequantized_u8s8_onednn";
     EXPECT_NE(r.kernels().find(kernel), std::string::npos) << r.kernels();
+  }
+}
+
+// The FFN up-projection's Gelu and the output projection's residual Add join the int8 matmul's
+// output stage (fuse_gemm_epilogue), so neither passes over the float32 result again.
+TEST(FuseQuantized, DynamicMatMulTakesItsActivationAndResidual) {
+  for (DynamicEpilogue e : {DynamicEpilogue{.gelu = true}, DynamicEpilogue{.residual = true},
+                            DynamicEpilogue{.gelu = true, .residual = true}, DynamicEpilogue{.bias = false, .gelu = true}}) {
+    SCOPED_TRACE(std::string(e.bias ? "bias" : "") + (e.gelu ? " gelu" : "") + (e.residual ? " residual" : ""));
+    test::Feeds in = {{"x", test::random_normal({2, 5, 32}, 1.f, 11)}};
+    if (e.residual) in["r"] = test::random_normal({2, 5, 24}, 1.f, 12);
+    auto r = test::expect_fused_matches_reference(dynamic_matmul(e), in, fusion());
+    EXPECT_EQ(count_kind(r.fused, "QuantizedMatMul"), 2) << r.kernels();  // the unit, then it with its epilogue
+    const std::string kernel = std::string("matmul_integer_dequantized_u8s8") + (e.bias ? "_bias" : "") +
+                               (e.gelu ? "_gelu_erf" : "") + (e.residual ? "_residual" : "") + "_onednn";
+    EXPECT_NE(r.kernels().find(kernel), std::string::npos) << r.kernels();
+    EXPECT_EQ(r.kernels().find("gelu_f32"), std::string::npos) << r.kernels();
+    EXPECT_EQ(r.kernels().find("add_f32"), std::string::npos) << r.kernels();
   }
 }
 

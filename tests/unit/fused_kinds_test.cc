@@ -156,6 +156,23 @@ std::shared_ptr<const Graph> quantized_graph() {
   return b.finish({b.node(Op::Mul, {f, b.constant("scale", filled({5}, 0.01f))}, "mm")});
 }
 
+// quantize_dynamic's MatMul with a bias, an activation and a residual after it:
+// MatMulInteger(Q(x), W) -> Cast -> Mul(scale) -> Add(bias) -> Tanh -> Add(x).
+std::shared_ptr<const Graph> quantized_epilogue_graph() {
+  GraphBuilder b;
+  int x = b.input("x");
+  Tensor zero(DType::UInt8, {}), w(DType::Int8, {8, 8});
+  zero.data<uint8_t>()[0] = 128;
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<int8_t>()[i] = static_cast<int8_t>(i % 11 - 5);
+  int z = b.constant("z", zero);
+  int q = b.node(Op::QuantizeLinear, {x, b.constant("s", scalar(0.05f)), z}, "q", DType::UInt8);
+  int acc = b.node(Op::MatMulInteger, {q, b.constant("w", w), z}, "acc", DType::Int32);
+  int f = b.node(Op::Cast, {acc}, "f", DType::Float32, {{"to", DType::Float32}});
+  int scaled = b.node(Op::Mul, {f, b.constant("scale", filled({8}, 0.01f))}, "mm");
+  int biased = b.node(Op::Add, {scaled, b.constant("bias", filled({8}, 0.1f))}, "biased");
+  return b.finish({b.node(Op::Add, {b.node(Op::Tanh, {biased}, "t"), x}, "y")});
+}
+
 struct Case {
   const char* name;
   std::function<std::shared_ptr<const Graph>()> build;
@@ -171,6 +188,7 @@ const Case kCases[] = {
     {"attention", attention_graph, {{2, 5, 8}, {2, 5, 8}, {2, 5, 8}, {2, 1, 1, 5}}},
     {"elementwise", elementwise_graph, {{2, 8}}},
     {"quantized", quantized_graph, {{1, 4, 6, 6}}},
+    {"quantized_epilogue", quantized_epilogue_graph, {{2, 3, 8}}},
     {"group_norm", [] { return test::group_norm_graph(); }, {{2, 8, 4, 4}}},
 };
 

@@ -8,7 +8,8 @@
 // QuantizedMatMul (fuse_quantized) is the same primitive with its dequantizing epilogue in
 // oneDNN's output stage: the int32 result times the per-column scale read at run time (oneDNN's
 // runtime output scales), then the bias as a binary-add post-op, float32 out: the Cast, Mul and
-// Add it replaces, without the int32 tensor between them.
+// Add it replaces, without the int32 tensor between them. fuse_gemm_epilogue may add an
+// activation (eltwise post-op) and a residual (a second binary add, read at run time).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "kernels/cpu/factories.h"
 #include "kernels/cpu/int8_support.h"
 #include "kernels/cpu/onednn_context.h"
+#include "kernels/cpu/onednn_post_ops.h"
 #include "kernels/cpu/packed_weights.h"
 #include "passes/fused_kinds.h"
 
@@ -28,7 +30,8 @@ using dt = memory::data_type;
 using tag = memory::format_tag;
 
 // Where the kernel finds its run-time operands among the node's inputs, and its epilogue:
-//   dst = saturate(round(post_ops(scale * acc)) + dst_zero_point), post-ops: + bias, then relu.
+//   dst = saturate(round(post_ops(scale * acc)) + dst_zero_point),
+//   post-ops: + bias, then the activation, then + residual (float32 out only).
 struct IntegerOperands {
   size_t a = 0;
   int zero_point = -1;  // A's zero point, read at run time; -1: none
@@ -38,8 +41,10 @@ struct IntegerOperands {
   std::vector<float> bias;        // [N], in output units; empty: none
   dt dst = dt::s32;               // s32 (MatMulInteger), f32 (dequantized) or u8/s8 (requantized)
   int32_t dst_zero_point = 0;
-  bool relu = false;
-  bool trans_b = false;           // B is stored [N, K]
+  std::string activation = "none";  // onednn_post_ops.h's names
+  float alpha = 0.f;                // leaky_relu's slope
+  int residual = -1;                // the residual input, [rows, N] float32; -1: none
+  bool trans_b = false;             // B is stored [N, K]
 };
 
 class MatmulIntegerKernel final : public Kernel {
@@ -53,7 +58,8 @@ class MatmulIntegerKernel final : public Kernel {
     const memory::desc bias_md({1, N}, dt::f32, tag::ab);
     std::string key = "matmul_int|" + onednn::md_key(src) + "|" + onednn::md_key(wei_any) + "|" + onednn::md_key(dst) +
                       (a_has_zp ? "|zp" : "") + (dequantize ? "|scales" + std::to_string(io.scales) : "") +
-                      (io.bias.empty() ? "" : "|bias") + (io.relu ? "|relu" : "") + (io.dst_zero_point ? "|dzp" : "");
+                      (io.bias.empty() ? "" : "|bias") + "|" + io.activation + std::to_string(io.alpha) +
+                      (io.residual >= 0 ? "|residual" : "") + (io.dst_zero_point ? "|dzp" : "");
     for (float sc : io.out_scales) key += "," + std::to_string(sc);  // baked into the primitive
     entry_ = onednn::cached_as<Entry>(key, [&] {
       dnnl::primitive_attr attr;
@@ -63,7 +69,9 @@ class MatmulIntegerKernel final : public Kernel {
       else if (!io.out_scales.empty()) attr.set_output_scales(io.out_scales.size() > 1 ? 1 << 1 : 0, io.out_scales);
       dnnl::post_ops po;
       if (!io.bias.empty()) po.append_binary(dnnl::algorithm::binary_add, bias_md);
-      if (io.relu) po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      if (auto alg = onednn::eltwise_for(io.activation))
+        po.append_eltwise(1.f, *alg, onednn::eltwise_alpha(io.activation, io.alpha), 0.f);
+      if (io.residual >= 0) po.append_binary(dnnl::algorithm::binary_add, dst);
       attr.set_post_ops(po);
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       auto e = std::make_shared<Entry>();
@@ -89,6 +97,11 @@ class MatmulIntegerKernel final : public Kernel {
       std::memcpy(bias_mem_.get_data_handle(), io.bias.data(), bias_md.get_size());
       args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1, bias_mem_);
     }
+    if (io.residual >= 0) {
+      residual_mem_ = memory(dst, eng, DNNL_MEMORY_NONE);
+      const int at = (io.bias.empty() ? 0 : 1) + (onednn::eltwise_for(io.activation) ? 1 : 0);
+      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(at) | DNNL_ARG_SRC_1, residual_mem_);
+    }
     if (io.dst_zero_point) {
       dst_zp_mem_ = memory(memory::desc({1}, dt::s32, tag::a), eng);
       *static_cast<int32_t*>(dst_zp_mem_.get_data_handle()) = io.dst_zero_point;
@@ -97,7 +110,7 @@ class MatmulIntegerKernel final : public Kernel {
     arg_list_ = onednn::arg_list(args_);
     const char* out = io.dst == dt::f32 ? "dequantized_" : io.dst == dt::u8 ? "requantized_u8_" : io.dst == dt::s8 ? "requantized_s8_" : "";
     name_ = std::string("matmul_integer_") + out + (a_signed ? "s8" : "u8") + "s8" + (io.bias.empty() ? "" : "_bias") +
-            (io.relu ? "_relu" : "") + "_onednn_packed";
+            (io.activation == "none" ? "" : "_" + io.activation) + (io.residual >= 0 ? "_residual" : "") + "_onednn_packed";
   }
 
   size_t scratch_bytes() const override { return entry_->pd.scratchpad_desc().get_size(); }
@@ -105,6 +118,7 @@ class MatmulIntegerKernel final : public Kernel {
     if (io_.zero_point >= 0) zp_ = static_cast<int32_t>(in[static_cast<size_t>(io_.zero_point)].scalar_as_double(0));
     if (io_.scale >= 0) scales_mem_.set_data_handle(const_cast<void*>(in[static_cast<size_t>(io_.scale)].raw()));
     src_mem_.set_data_handle(const_cast<void*>(in[io_.a].raw()));
+    if (io_.residual >= 0) residual_mem_.set_data_handle(const_cast<void*>(in[static_cast<size_t>(io_.residual)].raw()));
     dst_mem_.set_data_handle(out[0].raw());
     scratch_mem_.set_data_handle(scratch.data());
     onednn::execute(entry_->prim, arg_list_);
@@ -122,7 +136,7 @@ class MatmulIntegerKernel final : public Kernel {
   int32_t zp_ = 0;
   std::shared_ptr<Entry> entry_;
   std::shared_ptr<const PackedWeights> packed_;
-  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_, dst_zp_mem_;
+  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_, residual_mem_, dst_zp_mem_;
   std::unordered_map<int, memory> args_;
   onednn::ArgList arg_list_;
   std::string name_;
@@ -182,9 +196,19 @@ KernelSelection make_quantized_matmul_kernel(const KernelRequest& r) {
   io.a = x;
   io.zero_point = static_cast<int>(index(R::XZeroPoint));
   io.trans_b = trans_b;
-  io.relu = r.node.attr_string("activation", "none") == "relu";
+  io.activation = r.node.attr_string("activation", "none");
+  io.alpha = r.node.attr_float("alpha", 0.f);
+  if (io.activation != "none" && !onednn::eltwise_for(io.activation))
+    return KernelSelection::declined("activation '" + io.activation + "' is not an oneDNN post-op here");
   const Tensor* bias = constant(R::Bias);
   if (index(R::Bias) >= 0 && (!bias || bias->numel() != N)) return KernelSelection::declined("the bias is not a constant row");
+  if (index(R::Residual) >= 0) {
+    const TensorType& res = r.inputs[static_cast<size_t>(index(R::Residual))];
+    if (!dynamic) return KernelSelection::declined("a residual after a requantizing epilogue");
+    if (res.dtype != DType::Float32 || numel_of(res.dims) != numel_of(a_dims) / K * N)
+      return KernelSelection::declined("the residual is not float32 of the output's size");
+    io.residual = static_cast<int>(index(R::Residual));
+  }
   if (dynamic) {
     const auto scale = static_cast<size_t>(index(R::AccScale));
     io.scale = static_cast<int>(scale);
