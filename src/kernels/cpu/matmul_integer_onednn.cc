@@ -37,8 +37,8 @@ struct IntegerOperands {
   int zero_point = -1;  // A's zero point, read at run time; -1: none
   int scale = -1;       // dynamic QuantizedMatMul: the per-column (or single) scale input
   int64_t scales = 0;   // its element count
-  std::vector<float> out_scales;  // static QuantizedMatMul: constant scales (per column or one)
-  std::vector<float> bias;        // [N], in output units; empty: none
+  std::vector<float> out_scales{};  // static QuantizedMatMul: constant scales (per column or one)
+  std::vector<float> bias{};      // [N], in output units; empty: none
   dt dst = dt::s32;               // s32 (MatMulInteger), f32 (dequantized) or u8/s8 (requantized)
   int32_t dst_zero_point = 0;
   std::string activation = "none";  // onednn_post_ops.h's names
