@@ -165,8 +165,11 @@ class CachedAttentionKernel final : public Kernel {
         attention::transpose(ops.key_cache + block_offset(ops, t, k0 + j0, g), Dh, std::min(BS, nk - j0), Dh,
                              kt + j0, tile_pad_);
       for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * tile_pad_ + nk, kt + c * tile_pad_ + nk_pad, 0.f);
-      for (int64_t h = 0; h < G; ++h)  // one head's n token rows are contiguous
-        attention::gemm(n, nk_pad, Dh, q + h * head_stride, Dh, kt, tile_pad_, s + h * n * tile_pad_, tile_pad_, false);
+      if (n == 1)  // a decode token: its G heads' rows are head_stride apart, one product for all
+        attention::gemm(G, nk_pad, Dh, q, head_stride, kt, tile_pad_, s, tile_pad_, false);
+      else
+        for (int64_t h = 0; h < G; ++h)  // one head's n token rows are contiguous
+          attention::gemm(n, nk_pad, Dh, q + h * head_stride, Dh, kt, tile_pad_, s + h * n * tile_pad_, tile_pad_, false);
 
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * tile_pad_;
