@@ -8,6 +8,7 @@
 
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
+#include "kernels/cpu/factories.h"
 #include "kernels/cpu/int8_support.h"
 
 namespace fusor {
@@ -276,6 +277,20 @@ TEST(FuseQuantized, DynamicMatMulTakesItsActivationAndResidual) {
     EXPECT_NE(r.kernels().find(kernel), std::string::npos) << r.kernels();
     EXPECT_EQ(r.kernels().find("gelu_f32"), std::string::npos) << r.kernels();
     EXPECT_EQ(r.kernels().find("add_f32"), std::string::npos) << r.kernels();
+  }
+}
+
+// The dynamic epilogue must leave the int8 matmul on oneDNN's brgemm: a runtime output scale once
+// moved it to the jit gemm, 3-6x slower, with every output still right (docs/benchmarks.md).
+TEST(FuseQuantized, DynamicMatMulStaysOnTheBrgemmKernels) {
+  if (!cpu::onednn_int8_has_vnni()) GTEST_SKIP() << "oneDNN 2.6 has int8 brgemm only with VNNI or AMX";
+  for (DynamicEpilogue e : {DynamicEpilogue{}, DynamicEpilogue{.gelu = true, .residual = true}}) {
+    test::Feeds in = {{"x", test::random_normal({2, 5, 32}, 1.f, 11)}};
+    if (e.residual) in["r"] = test::random_normal({2, 5, 24}, 1.f, 12);
+    const auto r = test::run_fused_and_reference(dynamic_matmul(e), in, fusion());
+    std::string impls;
+    for (const Step& s : r.fused.steps) impls += cpu::int8_matmul_implementation(*s.kernel);
+    EXPECT_NE(impls.find("brg:"), std::string::npos) << (impls.empty() ? "no int8 matmul kernel" : impls);
   }
 }
 

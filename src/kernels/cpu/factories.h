@@ -4,6 +4,7 @@
 // plan then puts the body's nodes back and reports it). backend.cc maps ops and kinds to these.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "kernels/backend.h"
 
@@ -41,6 +42,10 @@ KernelSelection make_fused_conv_kernel(const KernelRequest& r);         // fused
 KernelSelection make_attention_kernel(const KernelRequest& r);          // attention.cc: Attention
 KernelSelection make_quantized_conv_kernel(const KernelRequest& r);     // quantized_conv_onednn.cc: QuantizedConv
 KernelSelection make_quantized_matmul_kernel(const KernelRequest& r);   // matmul_integer_onednn.cc: QuantizedMatMul
+// oneDNN's implementation behind an int8 matmul kernel (MatMulInteger, QuantizedMatMul), e.g.
+// "brg:avx512_core_amx_int8"; empty for any other kernel. Tests check no attribute pushes it
+// onto the jit gemm, which is several times slower (docs/benchmarks.md, issue #19).
+std::string int8_matmul_implementation(const Kernel& k);                 // matmul_integer_onednn.cc
 KernelSelection make_group_norm_kernel(const KernelRequest& r);         // group_norm.cc: GroupNorm
 
 }  // namespace fusor::cpu

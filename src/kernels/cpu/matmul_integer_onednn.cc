@@ -129,6 +129,7 @@ class MatmulIntegerKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return true; }
+  std::string implementation() const { return entry_->pd.impl_info_str(); }
 
  private:
   struct Entry {
@@ -146,6 +147,11 @@ class MatmulIntegerKernel final : public Kernel {
 };
 
 }  // namespace
+
+std::string int8_matmul_implementation(const Kernel& k) {
+  const auto* m = dynamic_cast<const MatmulIntegerKernel*>(&k);
+  return m ? m->implementation() : std::string();
+}
 
 std::unique_ptr<Kernel> make_matmul_integer_kernel(const KernelRequest& r) {
   const auto ops = int8_operands(r, Op::MatMulInteger);
