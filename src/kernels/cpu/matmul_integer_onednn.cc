@@ -10,8 +10,9 @@
 // per-column scale read at run time and plus the bias, both as binary post-ops: the Cast, Mul and
 // Add it replaces, without the int32 tensor between them. The scale is a binary-multiply post-op
 // rather than oneDNN's runtime output scales because oneDNN 2.6 runs runtime output scales only
-// on its jit gemm (138-162 against 1000+ GOPS on brgemm for MiniLM's 128 x 384 x 1536 here). fuse_gemm_epilogue may add an
-// activation (eltwise post-op) and a residual (a second binary add, read at run time).
+// on its jit gemm (138-162 against 1000+ GOPS on brgemm for MiniLM's 128 x 384 x 1536 here).
+// fuse_gemm_epilogue may add an activation (eltwise post-op) and a residual (a second binary add,
+// read at run time).
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstring>
@@ -63,6 +64,11 @@ class MatmulIntegerKernel final : public Kernel {
                       (io.bias.empty() ? "" : "|bias") + "|" + io.activation + std::to_string(io.alpha) +
                       (io.residual >= 0 ? "|residual" : "") + (io.dst_zero_point ? "|dzp" : "");
     for (float sc : io.out_scales) key += "," + std::to_string(sc);  // baked into the primitive
+    // Post-op positions, in the order the chain below appends them (-1: absent).
+    int next_op = 0;
+    const int scale_op = dequantize ? next_op++ : -1, bias_op = io.bias.empty() ? -1 : next_op++;
+    if (onednn::eltwise_for(io.activation)) ++next_op;
+    const int residual_op = io.residual >= 0 ? next_op++ : -1;
     entry_ = onednn::cached_as<Entry>(key, [&] {
       dnnl::primitive_attr attr;
       if (a_has_zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
@@ -90,20 +96,18 @@ class MatmulIntegerKernel final : public Kernel {
     args_ = {{DNNL_ARG_SRC, src_mem_}, {DNNL_ARG_WEIGHTS, packed_->memory()}, {DNNL_ARG_DST, dst_mem_},
              {DNNL_ARG_SCRATCHPAD, scratch_mem_}};
     if (a_has_zp) args_.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, zp_mem_);
-    int post_op = 0;  // the post-ops in the order appended above
-    if (dequantize) {
+    if (scale_op >= 0) {
       scales_mem_ = memory(scales_md, eng, DNNL_MEMORY_NONE);
-      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op++) | DNNL_ARG_SRC_1, scales_mem_);
+      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(scale_op) | DNNL_ARG_SRC_1, scales_mem_);
     }
-    if (!io.bias.empty()) {
+    if (bias_op >= 0) {
       bias_mem_ = memory(bias_md, eng);
       std::memcpy(bias_mem_.get_data_handle(), io.bias.data(), bias_md.get_size());
-      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op++) | DNNL_ARG_SRC_1, bias_mem_);
+      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(bias_op) | DNNL_ARG_SRC_1, bias_mem_);
     }
-    if (onednn::eltwise_for(io.activation)) ++post_op;
-    if (io.residual >= 0) {
+    if (residual_op >= 0) {
       residual_mem_ = memory(dst, eng, DNNL_MEMORY_NONE);
-      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_op++) | DNNL_ARG_SRC_1, residual_mem_);
+      args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_op) | DNNL_ARG_SRC_1, residual_mem_);
     }
     if (io.dst_zero_point) {
       dst_zp_mem_ = memory(memory::desc({1}, dt::s32, tag::a), eng);
