@@ -18,30 +18,12 @@ namespace hn = simd::hn;
 using simd::D;
 using simd::V;
 
-// e^x for the softmax's x - max, so x <= 0, -inf or NaN (no overflow branch needed). Highway's
-// reduction and polynomial (same accuracy as simd::exp), but one power-of-two scale instead of
-// two: below ln(2^-126) the result (subnormal, < 1.2e-38) is flushed to 0, which also maps -inf
-// to 0. NaN stays NaN.
+// e^x for the softmax's x - max, so x <= 0, -inf or NaN: no overflow check. Below simd::kExpLo
+// the result is 0, which also maps -inf to 0. NaN stays NaN.
 inline V exp_nonpositive(V x) {
   const D d;
-  const hn::RebindToSigned<D> di;
-  const V lo = hn::Set(d, -87.33654f);  // ln(2^-126)
-  const V xc = hn::Max(x, lo);
-  // n = round(x / ln 2) by adding 1.5 * 2^23: n lands in t's low mantissa bits, so the scale
-  // 2^n needs no float-to-int conversion (|n| <= 126).
-  const V magic = hn::Set(d, 12582912.f);
-  const V t = hn::MulAdd(xc, hn::Set(d, 1.442695040888963407359924681f), magic);
-  const V n = hn::Sub(t, magic);
-  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), xc);
-  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
-  const V r2 = hn::Mul(r, r);
-  const V p01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
-  const V p23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r, hn::Set(d, 0.0416664853692054748535156f));
-  const V p45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r, hn::Set(d, 0.00139304355252534151077271f));
-  const V poly = hn::MulAdd(hn::MulAdd(p45, r2, p23), r2, p01);
-  const V y1 = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.f));
-  const V scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 127 - 0x4B400000))));
-  const V y = hn::IfThenZeroElse(hn::Lt(x, lo), hn::Mul(y1, scale));
+  const V lo = hn::Set(d, simd::kExpLo);
+  const V y = hn::IfThenZeroElse(hn::Lt(x, lo), simd::exp_in_range(hn::Max(x, lo)));
   return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 

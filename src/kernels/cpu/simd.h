@@ -50,24 +50,59 @@ inline void map2(const float* a, const float* b, float* z, int64_t n, F&& f) {
   }
 }
 
-// e^x with IEEE behaviour outside Highway's valid range (overflow to +inf, NaN kept).
+// Where exp_in_range is valid: ln(2^-125) and ln(FLT_MAX).
+inline constexpr float kExpLo = -86.64339f, kExpHi = 88.72283f;
+
+// e^x for x in [kExpLo, kExpHi], nothing checked: x = n ln 2 + r with |r| <= ln 2 / 2, e^r by
+// Highway's polynomial (Cephes' coefficients, within 1 ulp), 2^n put straight into the exponent
+// bits. About 20 instructions against Highway's Exp's 45 with our range checks around it, which
+// made exp the larger part of SiLU epilogues and softmax rows (docs/benchmarks.md).
+inline V exp_in_range(V x) {
+  const D d;
+  const hn::RebindToSigned<D> di;
+  // n = round(x / ln 2) by adding 1.5 * 2^23: n lands in t's low mantissa bits, so the scale
+  // needs no float-to-int conversion.
+  const V magic = hn::Set(d, 12582912.f);
+  const V t = hn::MulAdd(x, hn::Set(d, 1.442695040888963407359924681f), magic);
+  const V n = hn::Sub(t, magic);
+  V r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);
+  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
+  const V r2 = hn::Mul(r, r);
+  const V p01 = hn::MulAdd(hn::Set(d, 0.166666671633720397949219f), r, hn::Set(d, 0.5f));
+  const V p23 = hn::MulAdd(hn::Set(d, 0.00833336077630519866943359f), r, hn::Set(d, 0.0416664853692054748535156f));
+  const V p45 = hn::MulAdd(hn::Set(d, 0.000198527617612853646278381f), r, hn::Set(d, 0.00139304355252534151077271f));
+  const V poly = hn::MulAdd(hn::MulAdd(p45, r2, p23), r2, p01);
+  const V y = hn::Add(hn::MulAdd(poly, r2, r), hn::Set(d, 1.f));
+  // 2^(n-1), then times 2: n reaches 128 just below kExpHi, one more than the exponent field holds.
+  const V half_scale = hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(hn::BitCast(di, t), hn::Set(di, 126 - 0x4B400000))));
+  return hn::Mul(hn::Mul(y, half_scale), hn::Set(d, 2.f));
+}
+
+// e^x with IEEE behaviour at the ends: +inf above ln(FLT_MAX), NaN kept. Below kExpLo the result
+// is 0 rather than a subnormal (< 2.4e-38).
 inline V exp(V x) {
   const D d;
-  V y = hn::Exp(d, hn::Min(x, hn::Set(d, 88.72283f)));
-  y = hn::IfThenElse(hn::Gt(x, hn::Set(d, 88.72283f)), hn::Set(d, std::numeric_limits<float>::infinity()), y);
+  const V lo = hn::Set(d, kExpLo), hi = hn::Set(d, kExpHi);
+  V y = hn::IfThenZeroElse(hn::Lt(x, lo), exp_in_range(hn::Min(hn::Max(x, lo), hi)));
+  y = hn::IfThenElse(hn::Gt(x, hi), hn::Set(d, std::numeric_limits<float>::infinity()), y);
   return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 
-// SiLU x / (1 + e^-x) for the kernels that apply it as an epilogue. The division is a reciprocal
-// estimate and one Newton step (within 2 ulp; a divide would bound those kernels), 0 where e^-x
-// overflows.
-inline V silu(V x) {
+// 1 / (1 + e^-x). e^-x's argument is clamped to +-kExpLo: beyond it the result is 1 in float on
+// one side and below 2.4e-38 on the other, so no overflow or underflow case needs a branch. The
+// division is a reciprocal estimate and one Newton step (within 2 ulp; a divide would bound the
+// kernels that apply it as an epilogue). NaN stays NaN.
+inline V sigmoid(V x) {
   const D d;
-  const V den = hn::Add(hn::Set(d, 1.f), exp(hn::Neg(x)));
+  const V lo = hn::Set(d, kExpLo);
+  const V den = hn::Add(hn::Set(d, 1.f), exp_in_range(hn::Min(hn::Max(hn::Neg(x), lo), hn::Neg(lo))));
   V r = hn::ApproximateReciprocal(den);
   r = hn::Mul(r, hn::NegMulAdd(den, r, hn::Set(d, 2.f)));
-  return hn::Mul(x, hn::IfThenZeroElse(hn::IsInf(den), r));
+  return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, r);
 }
+
+// SiLU x * sigmoid(x), for the kernels that apply it as an epilogue.
+inline V silu(V x) { return hn::Mul(x, sigmoid(x)); }
 
 // erf(x): a rational approximation, max abs error ~1e-7 (see simd.cc).
 V erf(V x);
