@@ -8,6 +8,7 @@
 //   std::span<const float> logits = step.run(prompt_ids);   // prefill: zero-length past
 //   logits = step.run(std::vector<fusor::TokenId>{next});    // one token on the past
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -131,7 +132,12 @@ class DecoderBatch {
   // sequence may appear once per step. InvalidArgument for an unknown sequence, an id outside the
   // vocabulary, or a sequence that would outgrow the context length; a Runtime Error when the
   // pool has no room (nothing has run then, and every sequence is unchanged).
-  std::span<const std::span<const float>> step(std::span<const Feed> feeds);
+  //
+  // When `abandon` is set (by another thread) while the step runs, it stops between two kernels
+  // and returns an empty span: every sequence is as it was before the step. The cache rows it
+  // wrote lie past the sequences' lengths, and a later step writes them again before any
+  // attention reads them.
+  std::span<const std::span<const float>> step(std::span<const Feed> feeds, const std::atomic<bool>* abandon = nullptr);
 
   // Builds now every plan that steps of up to `tokens` tokens use (a server does this before it
   // takes requests, so that no request pays for a plan).

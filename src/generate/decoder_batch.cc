@@ -231,8 +231,9 @@ struct DecoderBatch::Impl {
     return (count + quantum - 1) / quantum * quantum;
   }
 
-  // Runs tokens [from, from + count) of the step's concatenated feeds as one plan.
-  void run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count) {
+  // Runs tokens [from, from + count) of the step's concatenated feeds as one plan; false when
+  // `abandon` stopped it.
+  bool run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count, const std::atomic<bool>* abandon) {
     const int64_t capacity = capacity_for(count);
     TokenPlan& p = plan_for(capacity);
     int64_t t = 0, at = 0;
@@ -266,13 +267,16 @@ struct DecoderBatch::Impl {
       std::fill(p.rows + last_rows.size(), p.rows + rows, int64_t{0});
       for (size_t r = 0; r < last_rows.size(); ++r) last_rows[r].second = static_cast<int64_t>(r);
     }
-    executor_of(*p.session).run_into(p.inputs, p.outputs);
+    Executor& executor = executor_of(*p.session);
+    executor.set_abandon_flag(abandon);
+    if (!executor.run_into(p.inputs, p.outputs)) return false;
     const float* out = p.outputs[0].data<float>();
     for (auto [feed, row] : last_rows)
       std::copy(out + row * vocab, out + (row + 1) * vocab, logits.begin() + static_cast<int64_t>(feed) * vocab);
+    return true;
   }
 
-  std::span<const std::span<const float>> step(std::span<const Feed> feeds) {
+  std::span<const std::span<const float>> step(std::span<const Feed> feeds, const std::atomic<bool>* abandon) {
     admit(feeds);
     int64_t total = 0;
     for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
@@ -280,7 +284,14 @@ struct DecoderBatch::Impl {
     logits.resize(feeds.size() * static_cast<size_t>(vocab));
     try {
       for (int64_t from = 0; from < total; from += batch.max_step_tokens)
-        run_chunk(feeds, from, std::min(batch.max_step_tokens, total - from));
+        if (!run_chunk(feeds, from, std::min(batch.max_step_tokens, total - from), abandon)) {
+          // Nothing committed: the blocks reserved for this step go back, lengths stay.
+          for (const Feed& f : feeds) {
+            Sequence& s = sequences.at(f.sequence);
+            pool->shrink(s.blocks, s.length);
+          }
+          return {};
+        }
     } catch (...) {
       // A failed run leaves the pool's rows for this step undefined: the fed sequences restart.
       for (const Feed& f : feeds) reset(f.sequence);
@@ -327,7 +338,9 @@ int64_t DecoderBatch::length(SequenceId sequence) const {
   return it->second.length;
 }
 
-std::span<const std::span<const float>> DecoderBatch::step(std::span<const Feed> feeds) { return impl_->step(feeds); }
+std::span<const std::span<const float>> DecoderBatch::step(std::span<const Feed> feeds, const std::atomic<bool>* abandon) {
+  return impl_->step(feeds, abandon);
+}
 
 KvCacheStats DecoderBatch::cache() const {
   const KvPool& p = *impl_->pool;

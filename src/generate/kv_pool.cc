@@ -31,6 +31,13 @@ bool KvPool::reserve(std::vector<int64_t>& table, int64_t tokens) {
   return true;
 }
 
+void KvPool::shrink(std::vector<int64_t>& table, int64_t tokens) {
+  const auto keep = static_cast<size_t>((tokens + block_size_ - 1) / block_size_);
+  if (table.size() <= keep) return;
+  free_.insert(free_.end(), table.rbegin(), table.rend() - static_cast<std::ptrdiff_t>(keep));
+  table.resize(keep);
+}
+
 void KvPool::release(std::vector<int64_t>& table) {
   free_.insert(free_.end(), table.rbegin(), table.rend());
   table.clear();

@@ -31,6 +31,8 @@ class KvPool {
   bool reserve(std::vector<int64_t>& table, int64_t tokens);
   // Returns the table's blocks to the pool and clears it.
   void release(std::vector<int64_t>& table);
+  // Returns the blocks past those that `tokens` positions need.
+  void shrink(std::vector<int64_t>& table, int64_t tokens);
 
  private:
   int64_t kv_heads_, head_dim_, block_size_, blocks_;

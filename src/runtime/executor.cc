@@ -157,10 +157,14 @@ void Executor::observe(size_t s) const {
   observer_(s, step, plain(step.inputs, step_inputs_[s]), plain(step.outputs, step_outputs_[s]));
 }
 
-void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
   bind_inputs(inputs);
   cpu::OpenmpTeamScope team(plan_.openmp_team);
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    if (abandon_ && abandon_->load(std::memory_order_relaxed)) {
+      release_inputs();
+      return false;
+    }
     const Step& step = plan_.steps[s];
     if (options_.mem_guard) arm_guards(s);
     if (hook_) {
@@ -185,6 +189,7 @@ void Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     if (outputs[i].dtype() != src.dtype() || outputs[i].dims() != src.dims()) outputs[i] = Tensor(src.dtype(), src.dims());
     if (src.nbytes()) std::memcpy(outputs[i].raw(), src.raw(), src.nbytes());
   }
+  return true;
 }
 
 std::vector<Tensor> Executor::run(const std::vector<Tensor>& inputs) {

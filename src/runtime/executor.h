@@ -5,6 +5,7 @@
 // built once, so a steady-state run makes no heap allocation beyond the outputs it returns
 // (none at all with run_into). Executors are not thread-safe: make one per concurrent stream.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -47,7 +48,12 @@ class Executor {
   // outputs in graph->outputs order, as tensors the caller owns.
   std::vector<Tensor> run(const std::vector<Tensor>& inputs);
   // Same, writing into caller-owned `outputs` (allocated with the planned types when empty).
-  void run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // Returns false when the abandon flag was set: the run stopped between two kernels and
+  // `outputs` are untouched.
+  bool run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // A flag that another thread may set to stop the runs that follow between two kernels (a
+  // served decoder's step that a better class's request should not wait for); null: none.
+  void set_abandon_flag(const std::atomic<bool>* flag) { abandon_ = flag; }
 
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
   void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
@@ -79,6 +85,7 @@ class Executor {
   StepHook hook_;
   StepObserver observer_;
   StepOverride override_;
+  const std::atomic<bool>* abandon_ = nullptr;
 };
 
 }  // namespace fusor

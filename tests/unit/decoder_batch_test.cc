@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "allocation_counter.h"
 #include "engine/internals.h"
@@ -226,6 +228,52 @@ TEST(DecoderBatch, PoolHoldsExactlyTheKeysAndValuesAndFreesThem) {
   const DecoderBatch::Feed twice[2] = {{b, p20}, {b, p20}};
   EXPECT_THROW(batch.step(twice), Error);
   EXPECT_EQ(batch.length(b), 20);
+}
+
+// A step stopped by its abandon flag commits nothing: before it runs, no block stays taken and no
+// length moves; part way through, the cache rows it wrote past the sequence's length are written
+// again before anything reads them, so the steps after it give the logits of a batch that never
+// stopped.
+TEST(DecoderBatch, AnAbandonedStepChangesNothingThatLaterStepsSee) {
+  DecoderBatchOptions o;
+  o.max_step_tokens = 16;  // a 160-token prompt runs as ten plans: room to stop between them
+  const std::vector<TokenId> prompt = ids(160, 9), start(prompt.begin(), prompt.begin() + 20);
+  DecoderBatch batch(engine(), spec(), {}, o), clean(engine(), spec(), {}, o);
+  const auto a = batch.add(), c = clean.add();
+  std::atomic<bool> stop{true};
+  const DecoderBatch::Feed whole{a, prompt};
+  EXPECT_TRUE(batch.step({&whole, 1}, &stop).empty());
+  EXPECT_EQ(batch.length(a), 0);
+  EXPECT_EQ(batch.cache().blocks_used, 0);
+  bool stopped_midway = false;
+  for (int delay_us = 3000; delay_us >= 100 && !stopped_midway; delay_us /= 2) {
+    stop = false;
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+      stop = true;
+    });
+    const auto got = batch.step({&whole, 1}, &stop);
+    setter.join();
+    if (got.empty()) {
+      stopped_midway = true;
+    } else {
+      batch.reset(a);  // it ran through: try again with the flag set sooner
+    }
+  }
+  ASSERT_TRUE(stopped_midway) << "no attempt stopped the step while it ran";
+  EXPECT_EQ(batch.length(a), 0);
+  EXPECT_EQ(batch.cache().blocks_used, 0);
+  // A shorter feed than the stopped one, then decodes over the positions it had written.
+  std::vector<std::vector<TokenId>> feeds = {start};
+  for (int i = 0; i < 6; ++i) feeds.push_back(ids(1, 300 + i));
+  for (const auto& f : feeds) {
+    const DecoderBatch::Feed fa{a, f}, fc{c, f};
+    const auto got = batch.step({&fa, 1});
+    const auto want = clean.step({&fc, 1});
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(max_diff(got[0], want[0]), 0.0) << "at length " << batch.length(a);
+  }
+  EXPECT_EQ(batch.length(a), 26);
 }
 
 TEST(DecoderBatch, SteadyStateDecodeStepAllocatesNothing) {
