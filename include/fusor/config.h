@@ -158,6 +158,9 @@ struct ServeConfig {
   int64_t max_sequences = 32;
   int64_t step_tokens = 256;
   int64_t kv_cache_tokens = 0;
+  // A step that holds only worse classes' tokens stops when a better class's request arrives,
+  // so that request's first token does not wait for it; the stopped tokens run again later.
+  bool interrupt_steps = true;
 
   bool operator==(const ServeConfig&) const = default;
 };

@@ -76,6 +76,7 @@ const Key kKeys[] = {
     {"serve.max_sequences", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_sequences; }},
     {"serve.step_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.step_tokens; }},
     {"serve.kv_cache_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.kv_cache_tokens; }},
+    {"serve.interrupt_steps", Kind::Bool, [](Config& c) -> bool& { return c.serve.interrupt_steps; }},
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
     {"serve.matrix", Kind::Matrix},

@@ -56,7 +56,8 @@ std::string config_yaml(const Config& c) {
     << "  packing: " << flag(c.serve.packing) << "\n"
     << "  token_bucket: " << c.serve.token_bucket << "\n"
     << "  max_sequences: " << c.serve.max_sequences << "\n"
-    << "  step_tokens: " << c.serve.step_tokens << "\n";
+    << "  step_tokens: " << c.serve.step_tokens << "\n"
+    << "  interrupt_steps: " << flag(c.serve.interrupt_steps) << "\n";
   if (c.serve.kv_cache_tokens > 0) y << "  kv_cache_tokens: " << c.serve.kv_cache_tokens << "\n";
   if (!c.serve.pad_values.empty()) {
     y << "  pad_values:\n";

@@ -99,6 +99,7 @@ uint64_t GenerationScheduler::submit(GenerationRequest request, GenerationEvents
   s->events = std::move(events);  // only now: every refusal above answers through `events`
   stats_.queued(cls);
   s->cls->last_arrival = Clock::now();
+  if (s->cls->cls.priority < interruptible_below_) abandon_.store(true, std::memory_order_relaxed);
   s->cls->waiting.push_back(std::move(s));
   cv_.notify_all();
   return id;
@@ -351,17 +352,30 @@ void GenerationScheduler::loop() {
     }
     compose_step(feeds, fed, counts);
     if (feeds.empty()) continue;
+    interruptible_below_ = kNotInterruptible;
+    if (config_.interrupt_steps &&
+        std::none_of(fed.begin(), fed.end(), [](const Sequence* s) { return s->interrupted; })) {
+      interruptible_below_ = std::numeric_limits<int64_t>::max();
+      for (const Sequence* s : fed) interruptible_below_ = std::min(interruptible_below_, s->cls->cls.priority);
+    }
+    abandon_.store(false, std::memory_order_relaxed);
     lock.unlock();
     std::span<const std::span<const float>> logits;
     std::string failure;
     try {
-      logits = batch_.step(feeds);
+      logits = batch_.step(feeds, &abandon_);
     } catch (const std::exception& e) {
       failure = e.what();
     }
     const auto stepped = Clock::now();
+    const bool interrupted = failure.empty() && logits.empty();
     std::vector<Sequence*> done;
-    if (failure.empty()) {
+    for (Sequence* s : fed) s->interrupted = interrupted;
+    if (interrupted) {
+      std::set<const ClassQueue*> classes;
+      for (const Sequence* s : fed) classes.insert(s->cls);
+      for (const ClassQueue* q : classes) stats_.interrupted(q->name);
+    } else if (failure.empty()) {
       for (size_t i = 0; i < fed.size(); ++i) {
         Sequence& s = *fed[i];
         s.fed += static_cast<size_t>(counts[i]);
@@ -376,6 +390,7 @@ void GenerationScheduler::loop() {
       }
     }
     lock.lock();
+    interruptible_below_ = kNotInterruptible;
     cache_ = batch_.cache();
     if (!failure.empty()) {
       for (Sequence* s : fed) finish(*s, {Code::Internal, "the model failed: " + failure}, "");

@@ -10,6 +10,13 @@
 // requests join between steps, highest-priority class first, while serve.max_sequences, their
 // class's max_running and the KV pool allow.
 //
+// Interruption (serve.interrupt_steps): a request that arrives while the step in flight holds
+// only worse classes' tokens stops that step between two kernels (DecoderBatch::step's abandon
+// flag); nothing of it is committed, and its tokens run again after the newcomer's first step.
+// So an interactive request does not wait for a batch step, at the cost of the part of that
+// step already run. The re-run of a stopped step is not stopped again, so a stream of arrivals
+// costs each worse step at most one repetition.
+//
 // Preemption: when the pool cannot hold the step's tokens, or a waiting request of a better
 // class cannot be admitted, the running sequence of the worst class (the latest admitted among
 // equals) leaves the pool and goes back to the front of its queue; when it runs again its prompt
@@ -20,7 +27,9 @@
 // queue (503), or failed (500, when a step throws: every sequence of that step fails, the others
 // go on). drain() stops accepting and returns when every accepted request is done.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <limits>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -71,6 +80,7 @@ class GenerationScheduler {
     uint64_t admitted_order = 0;         // later admissions are preempted first
     bool started = false;                // admitted at least once
     bool cancelled = false;
+    bool interrupted = false;            // its last step was stopped: the next one is not
   };
   struct ClassQueue {
     std::string name;
@@ -113,6 +123,11 @@ class GenerationScheduler {
   uint64_t next_id_ = 1, admissions_ = 0;
   bool draining_ = false;
   KvCacheStats cache_;  // as of the last step, for load()
+  // The step in flight may be stopped by a request of a priority below this (better); the
+  // lowest value when no step runs or the one that runs may not be stopped.
+  static constexpr int64_t kNotInterruptible = std::numeric_limits<int64_t>::min();
+  int64_t interruptible_below_ = kNotInterruptible;
+  std::atomic<bool> abandon_{false};
   std::thread thread_;
 };
 

@@ -32,6 +32,11 @@ void GenerationStats::preempted(const std::string& cls) {
   ++c.preemptions;
 }
 
+void GenerationStats::interrupted(const std::string& cls) {
+  std::lock_guard lock(mu_);
+  ++classes_[cls].interruptions;
+}
+
 void GenerationStats::readmitted(const std::string& cls) {
   std::lock_guard lock(mu_);
   GenerationClassStats& c = classes_[cls];
@@ -129,6 +134,9 @@ std::string generation_prometheus_text(const std::vector<GenerativeModel*>& mode
             [](const GenerationClassStats& c) { return c.generation_tokens; });
   per_class("fusor:num_preemptions_total", "counter", "Sequences preempted (their cache dropped, recomputed later)",
             [](const GenerationClassStats& c) { return c.preemptions; });
+  per_class("fusor:num_step_interruptions_total", "counter",
+            "Steps holding this class's tokens stopped for a better class's request (their tokens run again)",
+            [](const GenerationClassStats& c) { return c.interruptions; });
   per_class("fusor:num_requests_running", "gauge", "Sequences running (holding KV cache blocks)",
             [](const GenerationClassStats& c) { return c.running; });
   per_class("fusor:num_requests_waiting", "gauge", "Requests waiting to run (new or preempted)",

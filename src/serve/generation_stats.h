@@ -7,6 +7,7 @@
 //   fusor:request_success_total{finished_reason=stop|length|abort}         counter
 //   fusor:request_failure_total{reason=bad_request|unavailable|internal}   counter
 //   fusor:num_preemptions_total                                            counter
+//   fusor:num_step_interruptions_total                                     counter
 //   fusor:num_requests_running, fusor:num_requests_waiting                 gauges (per class)
 //   fusor:kv_cache_usage_perc                                              gauge (per model, 0..1)
 //
@@ -34,7 +35,7 @@ using SecondsHistogram = BucketHistogram<kGenerationBucketsS>;
 
 struct GenerationClassStats {
   SecondsHistogram ttft, itl, e2e, queue;
-  uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0;
+  uint64_t prompt_tokens = 0, generation_tokens = 0, preemptions = 0, interruptions = 0;
   std::map<std::string, uint64_t> finished;  // finish reason -> requests
   std::map<std::string, uint64_t> failures;  // reason (code name) -> requests
   int64_t running = 0, waiting = 0;
@@ -48,6 +49,7 @@ class GenerationStats {
   void admitted(const std::string& cls, double queue_s);    // waiting -= 1, running += 1 (first time)
   void preempted(const std::string& cls);                   // running -= 1, waiting += 1
   void readmitted(const std::string& cls);                  // waiting -= 1, running += 1
+  void interrupted(const std::string& cls);                 // a step with its work stopped for a better class
   void first_token(const std::string& cls, double ttft_s);
   void next_token(const std::string& cls, double itl_s);
   // A request left: finished with `reason` (from the running gauge, or the waiting one when it

@@ -246,6 +246,7 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  token_bucket: 16\n"
             "  max_sequences: 32\n"
             "  step_tokens: 256\n"
+            "  interrupt_steps: true\n"
             "  classes:\n"
             "    default: {batch_window_ms: 8, adaptive_window: true, max_batch: 8, priority: 0, timeout_ms: 30000, "
             "max_queue_size: 256, max_batch_tokens: 2048}\n");
@@ -465,13 +466,15 @@ TEST(Config, ServeMatrixErrorsNameTheEntryAndKey) {
 // written back so that a tuned file reads as it was written.
 TEST(Config, GenerationKeysParseAndRoundTrip) {
   Config c = parse_config(
-      "serve:\n  max_sequences: 16\n  step_tokens: 128\n  kv_cache_tokens: 2048\n  default_class: chat\n  classes:\n"
+      "serve:\n  max_sequences: 16\n  step_tokens: 128\n  kv_cache_tokens: 2048\n  interrupt_steps: false\n"
+      "  default_class: chat\n  classes:\n"
       "    chat: {priority: 0, ttft_target_ms: 150, itl_target_ms: 40.5}\n"
       "    bulk: {priority: 2, max_running: 4, prefill_chunk: 32, prefill_chunk_contended: 8}\n",
       "c.yaml");
   EXPECT_EQ(c.serve.max_sequences, 16);
   EXPECT_EQ(c.serve.step_tokens, 128);
   EXPECT_EQ(c.serve.kv_cache_tokens, 2048);
+  EXPECT_FALSE(c.serve.interrupt_steps);
   EXPECT_EQ(c.serve.classes.at("chat").ttft_target_ms, 150);
   EXPECT_EQ(c.serve.classes.at("chat").itl_target_ms, 40.5);
   EXPECT_EQ(c.serve.classes.at("bulk").max_running, 4);

@@ -7,6 +7,7 @@
 
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "fusor/generate.h"
 #include "serve/generation_stats.h"
@@ -143,6 +144,30 @@ TEST(GenerationScheduler, ABetterClassTakesTheOnlyPlaceFromAWorseOne) {
   GenerationOutcome s = slow_done.get();
   EXPECT_EQ(s.result.output_ids, alone(prompt_of(1, 20), 200));
   EXPECT_EQ(model.stats().snapshot().at("batch").preemptions, 1u);
+}
+
+// An interactive request that arrives while a batch prompt's step runs stops that step (it does
+// not wait for it), and both requests still get exactly the tokens they get alone.
+TEST(GenerationScheduler, AnInteractiveArrivalInterruptsABatchStepWithoutChangingAToken) {
+  ServeConfig config = two_classes();
+  config.step_tokens = 256;
+  config.classes["batch"].prefill_chunk = 0;  // the whole prompt in one long step
+  config.classes["batch"].prefill_chunk_contended = 0;
+  GenerativeModel model("llama", engine(), kModel, config, {}, 2);
+  Collected slow, urgent;
+  model.submit(request(prompt_of(5, 250), 4, "batch"), slow.events());
+  while (model.load().running == 0) std::this_thread::yield();  // admitted: its prompt step is next
+  model.submit(request(prompt_of(6, 8), 3, "interactive"), urgent.events());
+  GenerationOutcome u = urgent.done.get_future().get(), b = slow.done.get_future().get();
+  EXPECT_EQ(u.result.output_ids, alone(prompt_of(6, 8), 3));
+  EXPECT_EQ(b.result.output_ids, alone(prompt_of(5, 250), 4));
+  EXPECT_EQ(slow.streamed, b.result.output_ids);
+  const auto stats = model.stats().snapshot();
+  EXPECT_GE(stats.at("batch").interruptions, 1u) << "the interactive request waited for the batch step";
+  EXPECT_EQ(stats.at("interactive").interruptions, 0u);
+  EXPECT_EQ(model.load().cache.blocks_used, 0);
+  EXPECT_NE(generation_prometheus_text({&model}).find("fusor:num_step_interruptions_total{model_name=\"llama\",class=\"batch\"}"),
+            std::string::npos);
 }
 
 TEST(GenerationScheduler, CancelEndsARunningRequestAndFreesItsBlocks) {
