@@ -351,6 +351,10 @@ const Case kCases[] = {
     // An inner axis (a decoder's logit rows): one block per outer position and index.
     {"gather_axis1", Op::Gather, {f({2, 9, 7}), idx({4}, 9)}, {{"axis", int64_t{1}}}, 14, "gather_rows"},
     {"gather_last_axis_neg", Op::Gather, {f({3, 4, 6}), idx_neg({2, 2}, 6)}, {{"axis", int64_t{-1}}}, 14, "gather_rows"},
+    // ScatterND (no reduction): slices, single elements as in a causal mask, negative and repeated indices.
+    {"scatter_nd_slices", Op::ScatterND, {f({6, 6, 5}), idx({7, 2}, 6), f({7, 5})}, {}, 16, "scatter_nd"},
+    {"scatter_nd_elements_neg", Op::ScatterND, {f({4, 4, 4}), idx_neg({2, 10, 3}, 4), f({2, 10})}, {}, 16, "scatter_nd"},
+    {"scatter_nd_i64_rows", Op::ScatterND, {idx({5, 5}, 100), idx({3, 1}, 5), idx({3, 5}, 100)}, {}, 13, "scatter_nd"},
     // Slice (rotary halves, windows, steps, negative and clamped bounds).
     {"slice_rotary_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {32}), ci({1}, {1e18}), ci({1}, {-1})}, {}, 13, "slice_strided"},
     {"slice_first_half", Op::Slice, {f({1, 8, 5, 64}), ci({1}, {0}), ci({1}, {32}), ci({1}, {3})}, {}, 13, "slice_strided"},
@@ -502,6 +506,41 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   EXPECT_FALSE(select(Op::Resize, {{DType::Float32, {1, 1, 2, 2}}, {}, {DType::Float32, {4}}},
                       {{DType::Float32, {1, 1, 4, 4}}}, {{"mode", std::string("nearest")}}, 13));  // runtime scales
   EXPECT_FALSE(select(Op::Concat, {f3, {DType::Int64, {2, 3, 5}}}, {{DType::Float32, {4, 3, 5}}}, {{"axis", int64_t{0}}}));  // mixed dtypes
+  EXPECT_FALSE(select(Op::ScatterND, {f3, {DType::Int64, {2, 1}}, {DType::Float32, {2, 3, 5}}}, {f3},
+                      {{"reduction", std::string("add")}}, 16));  // a reduction: the reference
+}
+
+// The fast ScatterND checks every index before it writes: one out of range is a one-line error
+// naming the node, and the output keeps none of the earlier updates.
+TEST(CpuScatterNd, AnIndexOutOfRangeIsAnErrorBeforeAnyWrite) {
+  Node n;
+  n.name = "mask_update";
+  n.op = Op::ScatterND;
+  n.op_type = "ScatterND";
+  n.opset = 16;
+  n.inputs = {0, 1, 2};
+  n.outputs = {3};
+  const TensorType data{DType::Float32, {4, 3}}, indices{DType::Int64, {2, 1}}, updates{DType::Float32, {2, 3}};
+  const std::vector<TensorType> ins = {data, indices, updates}, outs = {data};
+  const std::vector<const Tensor*> consts(3, nullptr);
+  auto kernel = cpu::backend().select(KernelRequest{n, ins, consts, outs}).kernel;
+  ASSERT_NE(kernel, nullptr);
+  std::vector<Tensor> in = {Tensor(DType::Float32, {4, 3}), Tensor(DType::Int64, {2, 1}), Tensor(DType::Float32, {2, 3})};
+  std::fill_n(in[0].data<float>(), 12, 1.f);
+  std::fill_n(in[2].data<float>(), 6, 7.f);
+  in[1].data<int64_t>()[0] = 1;
+  in[1].data<int64_t>()[1] = 4;  // rows are 0..3 (or -4..-1)
+  std::vector<Tensor> out = {Tensor(DType::Float32, {4, 3})};
+  std::fill_n(out[0].data<float>(), 12, 0.f);
+  try {
+    kernel->run(in, out, {});
+    FAIL() << "index 4 of 4 rows was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("index 4 is out of range for axis 0 of size 4"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mask_update"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(out[0].data<float>()[3], 0.f) << "row 1 was written before the bad index was found";
 }
 
 }  // namespace
