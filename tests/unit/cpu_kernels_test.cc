@@ -351,6 +351,12 @@ const Case kCases[] = {
     // An inner axis (a decoder's logit rows): one block per outer position and index.
     {"gather_axis1", Op::Gather, {f({2, 9, 7}), idx({4}, 9)}, {{"axis", int64_t{1}}}, 14, "gather_rows"},
     {"gather_last_axis_neg", Op::Gather, {f({3, 4, 6}), idx_neg({2, 2}, 6)}, {{"axis", int64_t{-1}}}, 14, "gather_rows"},
+    // Expand as whole-block copies: grouped-query attention's kv repeat, a leading broadcast, a
+    // lower-rank input, int64.
+    {"expand_kv_repeat", Op::Expand, {f({2, 2, 1, 8, 16}), ci({5}, {2, 2, 4, 8, 16})}, {}, 13, "expand_blocks"},
+    {"expand_outer_and_mid", Op::Expand, {f({1, 3, 1, 32}), ci({4}, {2, 3, 5, 32})}, {}, 13, "expand_blocks"},
+    {"expand_lower_rank", Op::Expand, {f({6, 16}), ci({3}, {4, 6, 16})}, {}, 13, "expand_blocks"},
+    {"expand_i64", Op::Expand, {idx({1, 4, 8}, 50), ci({3}, {3, 4, 8})}, {}, 13, "expand_blocks"},
     // ScatterND (no reduction): slices, single elements as in a causal mask, negative and repeated indices.
     {"scatter_nd_slices", Op::ScatterND, {f({6, 6, 5}), idx({7, 2}, 6), f({7, 5})}, {}, 16, "scatter_nd"},
     {"scatter_nd_elements_neg", Op::ScatterND, {f({4, 4, 4}), idx_neg({2, 10, 3}, 4), f({2, 10})}, {}, 16, "scatter_nd"},
@@ -506,6 +512,7 @@ TEST(CpuSelect, FallsBackOutsideSupportedCases) {
   EXPECT_FALSE(select(Op::Resize, {{DType::Float32, {1, 1, 2, 2}}, {}, {DType::Float32, {4}}},
                       {{DType::Float32, {1, 1, 4, 4}}}, {{"mode", std::string("nearest")}}, 13));  // runtime scales
   EXPECT_FALSE(select(Op::Concat, {f3, {DType::Int64, {2, 3, 5}}}, {{DType::Float32, {4, 3, 5}}}, {{"axis", int64_t{0}}}));  // mixed dtypes
+  EXPECT_FALSE(select(Op::Expand, {{DType::Float32, {4, 1}}, {DType::Int64, {2}}}, {{DType::Float32, {4, 8}}}));  // 4-byte blocks
   EXPECT_FALSE(select(Op::ScatterND, {f3, {DType::Int64, {2, 1}}, {DType::Float32, {2, 3, 5}}}, {f3},
                       {{"reduction", std::string("add")}}, 16));  // a reduction: the reference
 }

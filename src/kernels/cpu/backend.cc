@@ -49,6 +49,7 @@ constexpr std::pair<Op, Factory> kFactories[] = {
     {Op::Transpose, make_transpose_kernel},
     {Op::Gather, make_gather_kernel},
     {Op::ScatterND, make_scatter_nd_kernel},
+    {Op::Expand, make_expand_kernel},
     {Op::Slice, make_slice_kernel},
     {Op::Concat, make_concat_kernel},
     {Op::Split, make_split_kernel},

@@ -30,6 +30,7 @@ std::unique_ptr<Kernel> make_instance_norm_kernel(const KernelRequest& r);  // l
 std::unique_ptr<Kernel> make_transpose_kernel(const KernelRequest& r);   // transpose.cc
 std::unique_ptr<Kernel> make_gather_kernel(const KernelRequest& r);      // gather.cc
 std::unique_ptr<Kernel> make_scatter_nd_kernel(const KernelRequest& r);  // scatter_nd.cc
+std::unique_ptr<Kernel> make_expand_kernel(const KernelRequest& r);      // expand.cc
 std::unique_ptr<Kernel> make_slice_kernel(const KernelRequest& r);       // slice.cc
 std::unique_ptr<Kernel> make_concat_kernel(const KernelRequest& r);      // concat_split.cc
 std::unique_ptr<Kernel> make_split_kernel(const KernelRequest& r);       // concat_split.cc
