@@ -48,6 +48,7 @@ class ExpandKernel final : public Kernel {
     });
   }
   std::string name() const override { return "expand_blocks"; }
+  size_t block_bytes() const { return block_; }
 
  private:
   size_t block_ = 0;
@@ -66,14 +67,11 @@ std::unique_ptr<Kernel> make_expand_kernel(const KernelRequest& r) {
   in.insert(in.begin(), out.size() - in.size(), 1);
   for (size_t d = 0; d < out.size(); ++d)
     if (in[d] != out[d] && in[d] != 1) return nullptr;
-  const size_t es = dtype_size(r.inputs[0].dtype);
-  if (es == 0) return nullptr;
+  auto kernel = std::make_unique<ExpandKernel>(in, out, dtype_size(r.inputs[0].dtype));
   // Blocks of a few bytes (a broadcast innermost dim) copy faster element-wise: leave those to
   // the reference rather than call memcpy per element.
-  size_t block = es;
-  for (size_t d = out.size(); d-- > 0 && in[d] == out[d];) block *= static_cast<size_t>(out[d]);
-  if (block < 64) return nullptr;
-  return std::make_unique<ExpandKernel>(in, out, es);
+  if (kernel->block_bytes() < 64) return nullptr;
+  return kernel;
 }
 
 }  // namespace fusor::cpu

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
+#include "kernels/ref/index_wrap.h"
 
 namespace fusor::cpu {
 namespace {
@@ -35,17 +36,18 @@ class ScatterNdKernel final : public Kernel {
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
     const auto* idx = in[1].data<int64_t>();
     const int64_t tuples = in[1].numel() / k_;
+    // Byte offset of tuple n's slice; an index out of range is the reference's one-line error.
+    auto offset = [&](int64_t n) {
+      size_t at = 0;
+      for (int64_t j = 0; j < k_; ++j)
+        at += static_cast<size_t>(ref::wrap_index(node_, idx[n * k_ + j], dims_[static_cast<size_t>(j)], static_cast<size_t>(j))) *
+              strides_[static_cast<size_t>(j)];
+      return at;
+    };
     // Tuples per task: a mask's 131072 of them go to both threads; small scatters stay in order.
     const int64_t grain = tuples >= kParallelTuples ? 4096 : std::max<int64_t>(tuples, 1);
     parallel_range(tuples, tuples * k_, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t n = begin; n < end; ++n)
-        for (int64_t j = 0; j < k_; ++j) {
-          const int64_t i = idx[n * k_ + j], extent = dims_[static_cast<size_t>(j)];
-          if (i < -extent || i >= extent)
-            throw Error(node_.describe() + ": index " + std::to_string(i) + " is out of range for axis " +
-                            std::to_string(j) + " of size " + std::to_string(extent),
-                        ErrorKind::InvalidArgument);
-        }
+      for (int64_t n = begin; n < end; ++n) offset(n);
     });
     const auto* data = static_cast<const std::byte*>(in[0].raw());
     auto* y = static_cast<std::byte*>(out[0].raw());
@@ -58,13 +60,8 @@ class ScatterNdKernel final : public Kernel {
     const auto* upd = static_cast<const std::byte*>(in[2].raw());
     parallel_range(tuples, tuples * k_, grain, [&](int64_t begin, int64_t end) {
       for (int64_t n = begin; n < end; ++n) {
-        size_t at = 0;
-        for (int64_t j = 0; j < k_; ++j) {
-          const int64_t i = idx[n * k_ + j], extent = dims_[static_cast<size_t>(j)];
-          at += static_cast<size_t>(i < 0 ? i + extent : i) * strides_[static_cast<size_t>(j)];
-        }
-        if (slice_bytes_ == 4) std::memcpy(y + at, upd + static_cast<size_t>(n) * 4, 4);  // inlined: one move
-        else std::memcpy(y + at, upd + static_cast<size_t>(n) * slice_bytes_, slice_bytes_);
+        if (slice_bytes_ == 4) std::memcpy(y + offset(n), upd + static_cast<size_t>(n) * 4, 4);  // inlined: one move
+        else std::memcpy(y + offset(n), upd + static_cast<size_t>(n) * slice_bytes_, slice_bytes_);
       }
     });
   }
