@@ -1,6 +1,7 @@
-// The one-row GEMV over oneDNN's 64-column panel layout: every column (a partial last panel, K
-// not a multiple of 16), bias, each eltwise post-op as oneDNN defines it and a residual row,
-// against a double-precision loop; and it declines what it cannot run exactly.
+// The one-row GEMV over oneDNN's 64-column panel layout and over the transposed layout ("ba"):
+// every column (a partial last panel, K not a multiple of 16 or of the vector), bias, each eltwise
+// post-op as oneDNN defines it and a residual row, against a double-precision loop; and it
+// declines what it cannot run exactly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,6 +21,8 @@ memory::desc row(int64_t n) { return memory::desc({1, n}, memory::data_type::f32
 memory::desc panels(int64_t k, int64_t n) {
   return memory::desc({k, n}, memory::data_type::f32, memory::format_tag::BA16a64b);
 }
+// Both layouts it reads: brgemm's panels (AVX-512) and gemm's transposed weights (AVX2).
+constexpr memory::format_tag kLayouts[] = {memory::format_tag::BA16a64b, memory::format_tag::ba};
 
 std::vector<float> pattern(int64_t n, float scale, int seed) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -47,16 +50,18 @@ struct Case {
   algorithm act;  // undef: none
   float alpha, beta;
   bool bias, residual;
+  memory::format_tag layout = memory::format_tag::BA16a64b;
 };
 
 void check(const Case& c) {
-  SCOPED_TRACE("K " + std::to_string(c.k) + " N " + std::to_string(c.n) + " act " + std::to_string(static_cast<int>(c.act)));
+  SCOPED_TRACE("K " + std::to_string(c.k) + " N " + std::to_string(c.n) + " act " + std::to_string(static_cast<int>(c.act)) +
+               (c.layout == memory::format_tag::ba ? " ba" : " panels"));
   const auto w = pattern(c.k * c.n, 0.2f, 1), x = pattern(c.k, 1.f, 2), bias = pattern(c.n, 0.5f, 3),
              res = pattern(c.n, 2.f, 4);
   auto& eng = onednn::engine();
   memory plain(memory::desc({c.k, c.n}, memory::data_type::f32, memory::format_tag::ab), eng,
                const_cast<float*>(w.data()));
-  memory packed(panels(c.k, c.n), eng);
+  memory packed(memory::desc({c.k, c.n}, memory::data_type::f32, c.layout), eng);
   onednn::execute_reorder(dnnl::reorder(plain, packed), plain, packed);
 
   dnnl::post_ops po;
@@ -79,8 +84,9 @@ void check(const Case& c) {
 }
 
 TEST(PackedGemv, MatchesADoubleLoopOnEveryColumn) {
-  for (int64_t k : {1, 5, 16, 37, 512})
-    for (int64_t n : {1, 3, 64, 100, 130, 1376}) check({k, n, algorithm::undef, 0, 0, false, false});
+  for (memory::format_tag layout : kLayouts)
+    for (int64_t k : {1, 5, 16, 37, 512})
+      for (int64_t n : {1, 3, 64, 100, 130, 1376}) check({k, n, algorithm::undef, 0, 0, false, false, layout});
 }
 
 TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
@@ -94,14 +100,14 @@ TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
            {algorithm::eltwise_gelu_tanh, 0.f, 0.f},
            {algorithm::eltwise_hardswish, 0.f, 0.f},
            {algorithm::eltwise_linear, 0.5f, -1.f}})
-    check({77, 200, act, alpha, beta, true, true});
+    for (memory::format_tag layout : kLayouts) check({77, 200, act, alpha, beta, true, true, layout});
 }
 
 TEST(PackedGemv, RunsOnAnyThreadWidth) {
   const int before = thread_width();
   for (int width : {1, 2, 3}) {
     set_thread_width(width);
-    check({512, 1376, algorithm::eltwise_swish, 1.f, 0.f, true, false});
+    for (memory::format_tag layout : kLayouts) check({512, 1376, algorithm::eltwise_swish, 1.f, 0.f, true, false, layout});
   }
   set_thread_width(before);
 }

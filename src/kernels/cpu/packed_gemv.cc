@@ -50,6 +50,42 @@ void panel_dot(const float* x, int64_t k, const float* w, float* out) {
   for (size_t i = 0; i < kVecs; ++i) hn::StoreU(hn::Add(a[i], b[i]), d, out + i * kLanes);
 }
 
+// out[0..cols) = x[0..K) times `cols` columns of the transposed layout ("ba": each column's K
+// weights contiguous, what oneDNN's gemm asks for where it has no brgemm, e.g. AVX2). Four
+// columns at a time share each load of x; each column is one contiguous stream.
+void columns_dot(const float* x, int64_t k, const float* w, int64_t cols, float* out) {
+  const D d;
+  const auto lanes = static_cast<int64_t>(kLanes);
+  const int64_t body = k / lanes * lanes;
+  auto tail = [&](const float* col, float sum) {
+    for (int64_t r = body; r < k; ++r) sum += x[r] * col[r];
+    return sum;
+  };
+  int64_t c = 0;
+  for (; c + 4 <= cols; c += 4) {
+    const float* w0 = w + c * k;
+    const float *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+    V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t r = 0; r < body; r += lanes) {
+      const V xv = hn::LoadU(d, x + r);
+      a0 = hn::MulAdd(xv, hn::LoadU(d, w0 + r), a0);
+      a1 = hn::MulAdd(xv, hn::LoadU(d, w1 + r), a1);
+      a2 = hn::MulAdd(xv, hn::LoadU(d, w2 + r), a2);
+      a3 = hn::MulAdd(xv, hn::LoadU(d, w3 + r), a3);
+    }
+    out[c] = tail(w0, hn::GetLane(hn::SumOfLanes(d, a0)));
+    out[c + 1] = tail(w1, hn::GetLane(hn::SumOfLanes(d, a1)));
+    out[c + 2] = tail(w2, hn::GetLane(hn::SumOfLanes(d, a2)));
+    out[c + 3] = tail(w3, hn::GetLane(hn::SumOfLanes(d, a3)));
+  }
+  for (; c < cols; ++c) {
+    const float* col = w + c * k;
+    V a = hn::Zero(d);
+    for (int64_t r = 0; r < body; r += lanes) a = hn::MulAdd(hn::LoadU(d, x + r), hn::LoadU(d, col + r), a);
+    out[c] = tail(col, hn::GetLane(hn::SumOfLanes(d, a)));
+  }
+}
+
 // One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
 V eltwise(const PackedGemv::Step& s, V v) {
   using A = dnnl::algorithm;
@@ -92,17 +128,21 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
   if (!dense_row(src, k) || !dense_row(dst, n) || weights.data_type() != memory::data_type::f32 ||
       weights.data.format_kind != dnnl_blocked)
     return std::nullopt;
-  // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
   const auto& b = weights.data.format_desc.blocking;
-  const int64_t k_padded = weights.data.padded_dims[0];
-  if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
-      b.inner_idxs[1] != 1 || b.strides[0] != kKBlock * kPanel || b.strides[1] != k_padded * kPanel ||
-      weights.data.offset0 != 0)
-    return std::nullopt;
   PackedGemv g;
+  if (b.inner_nblks == 0 && b.strides[0] == 1 && b.strides[1] == k) {
+    g.columns_ = true;  // "ba"
+  } else {
+    // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
+    const int64_t k_padded = weights.data.padded_dims[0];
+    if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
+        b.inner_idxs[1] != 1 || b.strides[0] != kKBlock * kPanel || b.strides[1] != k_padded * kPanel)
+      return std::nullopt;
+    g.panel_stride_ = b.strides[1];
+  }
+  if (weights.data.offset0 != 0) return std::nullopt;
   g.k_ = k;
   g.n_ = n;
-  g.panel_stride_ = b.strides[1];
   g.bias_ = has_bias;
   for (int i = 0; i < post_ops.len(); ++i) {
     Step s;
@@ -129,8 +169,9 @@ void PackedGemv::execute(const float* x, const float* packed, const float* bias,
     const D d;
     HWY_ALIGN float acc[kPanel];
     for (int64_t p = p0; p < p1; ++p) {
-      panel_dot(x, k_, packed + p * panel_stride_, acc);
       const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
+      if (columns_) columns_dot(x, k_, packed + c0 * k_, cols, acc);
+      else panel_dot(x, k_, packed + p * panel_stride_, acc);
       for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
         const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
         const int64_t c = c0 + j;

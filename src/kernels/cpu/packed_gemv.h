@@ -6,8 +6,10 @@
 // (AVX-512, 2 threads, the same packed buffers) oneDNN 2.6's brgemm streamed ~18 GB/s and this
 // loop ~21 GB/s: it walks each 64-column panel of the packed layout front to back, panels split
 // among threads. It reads the layout brgemm asks for on AVX-512 ("BA16a64b": 64-column panels of
-// K rows, K padded to 16), so the weights are not packed twice; another layout, more rows, or a
-// post-op it does not know keep oneDNN.
+// K rows, K padded to 16), or the transposed one ("ba") oneDNN's gemm asks for on AVX2, where
+// it streams each column's K weights as a dot product. The weights are not packed twice; another
+// layout, more rows, or a post-op it does not know keep oneDNN. On AVX2 that gemm also runs an
+// OpenMP team, which stalls at its barrier when a core is shared.
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -20,7 +22,7 @@ namespace fusor::cpu {
 
 class PackedGemv {
  public:
-  // nullopt unless `src` is one dense row of K floats, `weights` the 64-column panel layout above,
+  // nullopt unless `src` is one dense row of K floats, `weights` one of the two layouts above,
   // `dst` one dense row of N floats, and every post-op an eltwise of relu (leaky), tanh, logistic,
   // swish, gelu_erf, gelu_tanh, hardswish or linear, or a binary add of one row of N floats.
   static std::optional<PackedGemv> make(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
@@ -38,6 +40,7 @@ class PackedGemv {
 
  private:
   int64_t k_ = 0, n_ = 0, panel_stride_ = 0;  // floats from one panel to the next
+  bool columns_ = false;                       // the transposed layout, not panels
   bool bias_ = false;
   std::vector<Step> steps_;
 };
