@@ -1,9 +1,10 @@
-// A GEMM run as row chunks on the thread pool gives exactly what the one oneDNN call gives: same
-// bias, activation, row-wise and broadcast residuals, a shorter last chunk.
+// A GEMM run as row chunks on the thread pool gives what the one oneDNN call gives: same bias,
+// activation, row-wise and broadcast residuals, a shorter last chunk. Not always the same bits:
+// oneDNN's AVX2 gemm picks its kernel and K blocking by M and by the CPU's caches, so a 16-row
+// chunk may sum in another order than 256 rows do (seen on AMD Zen 3, not on Intel).
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <tuple>
 #include <vector>
 
@@ -57,15 +58,16 @@ std::vector<float> run(const Gemm& g, int width) {
   return dst;
 }
 
-TEST(MatmulRowSplit, ChunksGiveTheSameBitsAsOneCall) {
+TEST(MatmulRowSplit, ChunksGiveWhatOneCallGives) {
   const int before = thread_width();
   for (const Gemm& g : {Gemm{256, 384, 384, false}, Gemm{100, 64, 96, false}, Gemm{1000, 32, 40, true},
                         Gemm{33, 384, 1536, false}}) {
     const auto whole = run(g, 1);
     const auto split = run(g, 4);
     ASSERT_EQ(whole.size(), split.size());
-    EXPECT_EQ(std::memcmp(whole.data(), split.data(), whole.size() * sizeof(float)), 0)
-        << "M " << g.M << " K " << g.K << " N " << g.N;
+    for (size_t i = 0; i < whole.size(); ++i)
+      ASSERT_NEAR(split[i], whole[i], 1e-5f * (1.f + std::abs(whole[i])))
+          << "M " << g.M << " K " << g.K << " N " << g.N << " element " << i;
   }
   set_thread_width(before);
 }
