@@ -136,8 +136,10 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
   if (req.p99_ms && !(*req.p99_ms > 0 && std::isfinite(*req.p99_ms))) throw Error("--p99 must be a positive duration");
   const ClassRecord& c = pick_class(record, req.class_name);
   const Candidate& k = chosen_curve(c);
+  // Two runs may offer the same rate (the tuner counts the arrivals actually sent; a closed loop
+  // offers what it carries), so equal neighbours are a valid curve; interpolation takes the later.
   for (size_t i = 1; i < k.curve.size(); ++i)
-    if (!(k.curve[i].offered_qps > k.curve[i - 1].offered_qps))
+    if (!(k.curve[i].offered_qps >= k.curve[i - 1].offered_qps))
       throw Error("the tuned curve for class " + c.name + " is not in ascending offered_qps");
 
   CapacityPlan p;

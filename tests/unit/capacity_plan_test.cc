@@ -106,6 +106,18 @@ TEST(CapacityPlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
   EXPECT_EQ(p.instances, 12);  // ceil(1000 / 84)
 }
 
+// A tuner's curve may hold two points at one offered rate (onboard failed on one from a busy run);
+// a curve that goes down is still refused.
+TEST(CapacityPlan, TwoPointsAtOneRateAreAValidCurveButADescentIsNot) {
+  TunedRecord r = record();
+  auto& curve = r.classes[1].candidates[1].curve;
+  curve.insert(curve.begin() + 2, point(40, 40, 7, 12, 0.25));
+  CapacityPlan p = plan_capacity(r, req(1000));
+  EXPECT_NEAR(p.capacity_qps_per_instance, 100, 1e-9);
+  std::swap(curve[0], curve[3]);
+  EXPECT_THROW(plan_capacity(r, req(1000)), Error);
+}
+
 TEST(CapacityPlan, WhenEveryPointIsWithinTheTunersCapacityBoundsTheSloTarget) {
   TunedRecord r = record();
   Candidate& k = r.classes[1].candidates[1];
