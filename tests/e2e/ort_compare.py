@@ -218,6 +218,33 @@ def run_fusor(fusor, model, inputs_dir, out_dir, extra=()):
     return r
 
 
+def ort_u8s8_is_exact():
+    """Whether ONNX Runtime multiplies uint8 activations by int8 weights exactly on this CPU. On
+    x86 without VNNI its kernels (like oneDNN's) use vpmaddubsw, whose int16 sums of two products
+    saturate, so full-range int8 weights give answers that are not the exact ones (seen on AMD
+    Zen 3: MatMulInteger outputs off by up to 13184, float outputs by up to 12). fusor declines
+    oneDNN's int8 kernels there (src/kernels/cpu/int8_support.h) and stays exact, so tests then
+    compare fusor's fast executor with its reference executor, the exact integer arithmetic."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), None)
+    except OSError:
+        return True
+    if flags is None or "sse2" not in flags:
+        return True  # not x86: no vpmaddubsw
+    return bool({"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags))
+
+
+U8S8_NOT_EXACT = "ONNX Runtime's uint8 x int8 products saturate on this CPU (x86 without VNNI)"
+
+
+def run_fusor_reference(fusor, model, inputs_dir, out_dir, names=None):
+    """fusor's reference executor's outputs {name: array}: the exact answer where ONNX Runtime's
+    is not (ort_u8s8_is_exact)."""
+    run_fusor(fusor, model, inputs_dir, out_dir, ["--reference"])
+    return load_npy_dir(out_dir, names)
+
+
 def fusor_matches_ort(fusor, model, data, out_dir, reference=False):
     """Runs fusor on data/inputs (the reference executor when asked) and compares its outputs with
     data/ort; returns (ok, report)."""

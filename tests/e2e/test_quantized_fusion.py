@@ -65,7 +65,8 @@ def test_fused_model_is_within_one_step_of_onnx_runtime(batch, tmp_path):
     ort_compare.run_fusor(FUSOR, model, tmp_path / "in", tmp_path / "out")
     got = next(iter(ort_compare.load_npy_dir(tmp_path / "out", None).values()))
     step = output_step(model)
-    for level in ("all", "disabled"):
+    # ORT's optimized graph runs QLinearConv, whose uint8 x int8 products saturate without VNNI.
+    for level in ("all", "disabled") if ort_compare.ort_u8s8_is_exact() else ("disabled",):
         want = ort_compare.run_ort(model, inputs, level=level)["output"]
         err = np.abs(got.astype(np.float64) - want)
         assert err.max() <= step * 1.0001, (level, err.max() / step)
@@ -122,7 +123,10 @@ def test_gate_passes_a_dynamically_quantized_model_and_still_catches_faults(tmp_
     rep = json.loads(report.read_text())
     assert rep["passed"] is True and rep["rolled_back"] == []
     kinds = [i["kind"] for i in rep["items"]]
-    assert kinds.count("QuantizedMatMul") == 30 and all(i["status"] == "kept" for i in rep["items"])
+    # Without VNNI oneDNN's int8 GEMM would saturate on these full-range weights: fusor declines
+    # it, so there are no QuantizedMatMul items to gate (the integer MatMuls stay exact).
+    quantized = 30 if has_vnni() else 0
+    assert kinds.count("QuantizedMatMul") == quantized and all(i["status"] == "kept" for i in rep["items"])
     for o in rep["outputs"]:
         assert o["passed"]
         if not o["vs_native"]["within"]:  # a quantization decision went the other way: pinned, it must agree

@@ -33,6 +33,9 @@ CASES = [
     ("resnet18-int8", 1, None),
     ("resnet18-int8", 2, None),
 ]
+# uint8 activations times full-range int8 weights (MatMulInteger): ONNX Runtime's answer is exact
+# only with VNNI. resnet18-int8's QDQ convolutions agree with it either way.
+DYNAMIC_U8S8 = {"minilm-l6-int8"}
 INTEGER_PRODUCERS = {"QuantizeLinear", "DynamicQuantizeLinear", "MatMulInteger"}
 INTEGER_TYPES = {onnx.TensorProto.UINT8, onnx.TensorProto.INT8, onnx.TensorProto.INT32}
 # Float outputs that leave the last quantized op through float ops: all integer tensors already
@@ -137,6 +140,11 @@ def cases(tmp_path_factory):
 def test_matches_onnx_runtime_on_the_quantized_graph(model, batch, seq, executor, cases, tmp_path):
     exposed, inputs, want, steps, spread = cases(model, batch, seq)
     assert any(np.issubdtype(v.dtype, np.integer) for v in want.values()), "no integer tensor exposed"
+    if model in DYNAMIC_U8S8 and not ort_compare.ort_u8s8_is_exact():
+        # The fast executor against the reference one is no substitute here: their float ops may
+        # round a DynamicQuantizeLinear input at a tie apart, and the flip spreads (the gate
+        # replays such decisions: test_quantized_fusion.py).
+        pytest.skip(ort_compare.U8S8_NOT_EXACT)
     ort_compare.run_fusor(FUSOR, exposed, inputs, tmp_path, ["--reference"] if executor == "reference" else [])
     got = ort_compare.load_npy_dir(tmp_path, None)
     got = {n: got[ort_compare.npy_name(n)[:-4]] for n in want if ort_compare.npy_name(n)[:-4] in got}
