@@ -17,7 +17,8 @@ namespace {
 using dnnl::algorithm;
 using dnnl::memory;
 
-memory::desc row(int64_t n) { return memory::desc({1, n}, memory::data_type::f32, memory::format_tag::ab); }
+memory::desc rows(int64_t m, int64_t n) { return memory::desc({m, n}, memory::data_type::f32, memory::format_tag::ab); }
+memory::desc row(int64_t n) { return rows(1, n); }
 memory::desc panels(int64_t k, int64_t n) {
   return memory::desc({k, n}, memory::data_type::f32, memory::format_tag::BA16a64b);
 }
@@ -51,13 +52,16 @@ struct Case {
   float alpha, beta;
   bool bias, residual;
   memory::format_tag layout = memory::format_tag::BA16a64b;
+  int64_t m = 1;                // rows of x (more than one: the transposed layout only)
+  bool row_residual = false;    // the residual has m rows, else one row broadcast
 };
 
 void check(const Case& c) {
   SCOPED_TRACE("K " + std::to_string(c.k) + " N " + std::to_string(c.n) + " act " + std::to_string(static_cast<int>(c.act)) +
                (c.layout == memory::format_tag::ba ? " ba" : " panels"));
-  const auto w = pattern(c.k * c.n, 0.2f, 1), x = pattern(c.k, 1.f, 2), bias = pattern(c.n, 0.5f, 3),
-             res = pattern(c.n, 2.f, 4);
+  const int64_t res_rows = c.row_residual ? c.m : 1;
+  const auto w = pattern(c.k * c.n, 0.2f, 1), x = pattern(c.m * c.k, 1.f, 2), bias = pattern(c.n, 0.5f, 3),
+             res = pattern(res_rows * c.n, 2.f, 4);
   auto& eng = onednn::engine();
   memory plain(memory::desc({c.k, c.n}, memory::data_type::f32, memory::format_tag::ab), eng,
                const_cast<float*>(w.data()));
@@ -66,20 +70,22 @@ void check(const Case& c) {
 
   dnnl::post_ops po;
   if (c.act != algorithm::undef) po.append_eltwise(1.f, c.act, c.alpha, c.beta);
-  if (c.residual) po.append_binary(algorithm::binary_add, row(c.n));
-  const auto gemv = PackedGemv::make(row(c.k), packed.get_desc(), row(c.n), c.bias, po);
+  if (c.residual) po.append_binary(algorithm::binary_add, rows(res_rows, c.n));
+  const auto gemv = PackedGemv::make(rows(c.m, c.k), packed.get_desc(), rows(c.m, c.n), c.bias, po);
   ASSERT_TRUE(gemv.has_value());
-  std::vector<float> y(static_cast<size_t>(c.n) + 1, -7.f);  // one float past the end: must stay
+  std::vector<float> y(static_cast<size_t>(c.m * c.n) + 1, -7.f);  // one float past the end: must stay
   const float* binary[] = {res.data()};
   gemv->execute(x.data(), static_cast<const float*>(packed.get_data_handle()), c.bias ? bias.data() : nullptr,
                 y.data(), std::span<const float* const>(binary, c.residual ? 1 : 0));
-  for (int64_t j = 0; j < c.n; ++j) {
-    double acc = c.bias ? bias[static_cast<size_t>(j)] : 0.0;
-    for (int64_t r = 0; r < c.k; ++r) acc += double{x[static_cast<size_t>(r)]} * w[static_cast<size_t>(r * c.n + j)];
-    if (c.act != algorithm::undef) acc = eltwise(c.act, acc, c.alpha, c.beta);
-    if (c.residual) acc += res[static_cast<size_t>(j)];
-    ASSERT_NEAR(y[static_cast<size_t>(j)], acc, 1e-5 * (1 + std::abs(acc))) << "column " << j;
-  }
+  for (int64_t i = 0; i < c.m; ++i)
+    for (int64_t j = 0; j < c.n; ++j) {
+      double acc = c.bias ? bias[static_cast<size_t>(j)] : 0.0;
+      for (int64_t r = 0; r < c.k; ++r)
+        acc += double{x[static_cast<size_t>(i * c.k + r)]} * w[static_cast<size_t>(r * c.n + j)];
+      if (c.act != algorithm::undef) acc = eltwise(c.act, acc, c.alpha, c.beta);
+      if (c.residual) acc += res[static_cast<size_t>((c.row_residual ? i : 0) * c.n + j)];
+      ASSERT_NEAR(y[static_cast<size_t>(i * c.n + j)], acc, 1e-5 * (1 + std::abs(acc))) << "row " << i << " column " << j;
+    }
   EXPECT_EQ(y.back(), -7.f);
 }
 
@@ -103,6 +109,15 @@ TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
     for (memory::format_tag layout : kLayouts) check({77, 200, act, alpha, beta, true, true, layout});
 }
 
+// Up to 8 rows of x against the transposed layout: every row count (6-row passes and their rest,
+// two columns at a time and an odd last one), with a per-row and a broadcast residual.
+TEST(PackedGemv, TakesAFewRowsOnTheTransposedLayout) {
+  for (int64_t m : {2, 3, 5, 6, 7, 8})
+    for (bool row_residual : {false, true})
+      check({37, 131, algorithm::eltwise_gelu_erf, 0.f, 0.f, true, true, memory::format_tag::ba, m, row_residual});
+  check({512, 768, algorithm::undef, 0.f, 0.f, false, false, memory::format_tag::ba, 8, false});
+}
+
 TEST(PackedGemv, RunsOnAnyThreadWidth) {
   const int before = thread_width();
   for (int width : {1, 2, 3}) {
@@ -119,7 +134,10 @@ TEST(PackedGemv, DeclinesWhatItCannotRun) {
       << "plain weights";
   EXPECT_FALSE(PackedGemv::make(memory::desc({2, 64}, memory::data_type::f32, memory::format_tag::ab), panels(64, 64),
                                 memory::desc({2, 64}, memory::data_type::f32, memory::format_tag::ab), false, none))
-      << "two rows";
+      << "two rows on the panel layout";
+  EXPECT_FALSE(PackedGemv::make(rows(9, 64), memory::desc({64, 64}, memory::data_type::f32, memory::format_tag::ba),
+                                rows(9, 64), false, none))
+      << "more rows than it takes";
   dnnl::post_ops exp;
   exp.append_eltwise(1.f, algorithm::eltwise_exp, 0.f, 0.f);
   EXPECT_FALSE(PackedGemv::make(row(64), panels(64, 64), row(64), false, exp)) << "an eltwise it does not know";

@@ -16,14 +16,17 @@ namespace hn = simd::hn;
 
 constexpr int64_t kPanel = 64;   // columns per panel of the packed layout
 constexpr int64_t kKBlock = 16;  // K rows are padded to a multiple of this
+constexpr int64_t kMaxRows = 8;  // rows of x the transposed layout takes; from ~12 oneDNN is faster
 constexpr size_t kLanes = HWY_LANES(float);
 static_assert(kPanel % kLanes == 0);
 constexpr size_t kVecs = kPanel / kLanes;
 
-bool dense_row(const memory::desc& md, int64_t cols) {
+// `rows` dense rows of `cols` floats.
+bool dense_rows(const memory::desc& md, int64_t rows, int64_t cols) {
   if (md.data_type() != memory::data_type::f32 || md.data.format_kind != dnnl_blocked || md.data.ndims != 2) return false;
   const auto& b = md.data.format_desc.blocking;
-  return md.dims()[0] == 1 && md.dims()[1] == cols && b.inner_nblks == 0 && b.strides[1] == 1;
+  return md.dims()[0] == rows && md.dims()[1] == cols && b.inner_nblks == 0 && b.strides[1] == 1 &&
+         (rows == 1 || b.strides[0] == cols);
 }
 
 // out[0..64) = x[0..K) times one panel (K rows of 64 floats). With 4 vectors per row (AVX-512),
@@ -50,40 +53,62 @@ void panel_dot(const float* x, int64_t k, const float* w, float* out) {
   for (size_t i = 0; i < kVecs; ++i) hn::StoreU(hn::Add(a[i], b[i]), d, out + i * kLanes);
 }
 
-// out[0..cols) = x[0..K) times `cols` columns of the transposed layout ("ba": each column's K
-// weights contiguous, what oneDNN's gemm asks for where it has no brgemm, e.g. AVX2). Four
-// columns at a time share each load of x; each column is one contiguous stream.
-void columns_dot(const float* x, int64_t k, const float* w, int64_t cols, float* out) {
+// acc[r * kPanel + c] = row r of x (rows `x_stride` apart) times column c of the transposed
+// layout, for R rows and C columns. Every column is one contiguous stream of K weights, read once
+// for all R rows; each load of x serves C columns.
+template <int C, int R>
+void block_dot(const float* x, int64_t x_stride, int64_t k, const float* w, float* acc) {
   const D d;
   const auto lanes = static_cast<int64_t>(kLanes);
   const int64_t body = k / lanes * lanes;
-  auto tail = [&](const float* col, float sum) {
-    for (int64_t r = body; r < k; ++r) sum += x[r] * col[r];
-    return sum;
-  };
-  int64_t c = 0;
-  for (; c + 4 <= cols; c += 4) {
-    const float* w0 = w + c * k;
-    const float *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-    V a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t r = 0; r < body; r += lanes) {
-      const V xv = hn::LoadU(d, x + r);
-      a0 = hn::MulAdd(xv, hn::LoadU(d, w0 + r), a0);
-      a1 = hn::MulAdd(xv, hn::LoadU(d, w1 + r), a1);
-      a2 = hn::MulAdd(xv, hn::LoadU(d, w2 + r), a2);
-      a3 = hn::MulAdd(xv, hn::LoadU(d, w3 + r), a3);
+  V a[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) a[r][c] = hn::Zero(d);
+  for (int64_t i = 0; i < body; i += lanes) {
+    V wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = hn::LoadU(d, w + c * k + i);
+    for (int r = 0; r < R; ++r) {
+      const V xv = hn::LoadU(d, x + r * x_stride + i);
+      for (int c = 0; c < C; ++c) a[r][c] = hn::MulAdd(xv, wv[c], a[r][c]);
     }
-    out[c] = tail(w0, hn::GetLane(hn::SumOfLanes(d, a0)));
-    out[c + 1] = tail(w1, hn::GetLane(hn::SumOfLanes(d, a1)));
-    out[c + 2] = tail(w2, hn::GetLane(hn::SumOfLanes(d, a2)));
-    out[c + 3] = tail(w3, hn::GetLane(hn::SumOfLanes(d, a3)));
   }
-  for (; c < cols; ++c) {
-    const float* col = w + c * k;
-    V a = hn::Zero(d);
-    for (int64_t r = 0; r < body; r += lanes) a = hn::MulAdd(hn::LoadU(d, x + r), hn::LoadU(d, col + r), a);
-    out[c] = tail(col, hn::GetLane(hn::SumOfLanes(d, a)));
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) {
+      float sum = hn::GetLane(hn::SumOfLanes(d, a[r][c]));
+      for (int64_t i = body; i < k; ++i) sum += x[r * x_stride + i] * w[c * k + i];
+      acc[r * kPanel + c] = sum;
+    }
+}
+
+// block_dot for `rows` (1..kRowBlock) rows.
+template <int C>
+void rows_dot(int64_t rows, const float* x, int64_t x_stride, int64_t k, const float* w, float* acc) {
+  switch (rows) {
+    case 1: return block_dot<C, 1>(x, x_stride, k, w, acc);
+    case 2: return block_dot<C, 2>(x, x_stride, k, w, acc);
+    case 3: return block_dot<C, 3>(x, x_stride, k, w, acc);
+    case 4: return block_dot<C, 4>(x, x_stride, k, w, acc);
+    case 5: return block_dot<C, 5>(x, x_stride, k, w, acc);
+    default: return block_dot<C, 6>(x, x_stride, k, w, acc);
   }
+}
+constexpr int64_t kRowBlock = 6;  // 6 rows x 2 columns: 12 accumulators, 2 weight vectors, x
+
+// acc[r * kPanel + c] for `cols` (<= kPanel) columns of the transposed layout and m rows of x (K
+// floats each, dense). One row takes four columns at a time; more rows take two columns at a
+// time, six rows per pass, the two columns staying in L1 between passes.
+void columns_dot(const float* x, int64_t m, int64_t k, const float* w, int64_t cols, float* acc) {
+  int64_t c = 0;
+  if (m == 1) {
+    for (; c + 4 <= cols; c += 4) block_dot<4, 1>(x, k, k, w + c * k, acc + c);
+  } else {
+    for (; c + 2 <= cols; c += 2)
+      for (int64_t r = 0; r < m; r += kRowBlock)
+        rows_dot<2>(std::min(kRowBlock, m - r), x + r * k, k, k, w + c * k, acc + r * kPanel + c);
+  }
+  for (; c < cols; ++c)
+    for (int64_t r = 0; r < m; r += kRowBlock)
+      rows_dot<1>(std::min(kRowBlock, m - r), x + r * k, k, k, w + c * k, acc + r * kPanel + c);
 }
 
 // One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
@@ -124,15 +149,16 @@ bool env_on() {
 std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory::desc& weights,
                                            const memory::desc& dst, bool has_bias, const dnnl::post_ops& post_ops) {
   if (!env_on() || src.data.ndims != 2 || weights.data.ndims != 2) return std::nullopt;
-  const int64_t k = weights.dims()[0], n = weights.dims()[1];
-  if (!dense_row(src, k) || !dense_row(dst, n) || weights.data_type() != memory::data_type::f32 ||
-      weights.data.format_kind != dnnl_blocked)
+  const int64_t m = src.dims()[0], k = weights.dims()[0], n = weights.dims()[1];
+  if (m < 1 || m > kMaxRows || !dense_rows(src, m, k) || !dense_rows(dst, m, n) ||
+      weights.data_type() != memory::data_type::f32 || weights.data.format_kind != dnnl_blocked)
     return std::nullopt;
   const auto& b = weights.data.format_desc.blocking;
   PackedGemv g;
   if (b.inner_nblks == 0 && b.strides[0] == 1 && b.strides[1] == k) {
     g.columns_ = true;  // "ba"
   } else {
+    if (m != 1) return std::nullopt;  // brgemm's own kernel is the faster one from two rows on
     // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
     const int64_t k_padded = weights.data.padded_dims[0];
     if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
@@ -141,6 +167,7 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
     g.panel_stride_ = b.strides[1];
   }
   if (weights.data.offset0 != 0) return std::nullopt;
+  g.m_ = m;
   g.k_ = k;
   g.n_ = n;
   g.bias_ = has_bias;
@@ -152,8 +179,10 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
     } else if (post_ops.kind(i) == dnnl::primitive::kind::binary) {
       memory::desc src1;
       post_ops.get_params_binary(i, s.alg, src1);
-      if (s.alg != dnnl::algorithm::binary_add || !dense_row(src1, n)) return std::nullopt;
+      if (s.alg != dnnl::algorithm::binary_add || !(dense_rows(src1, 1, n) || dense_rows(src1, m, n)))
+        return std::nullopt;
       s.add = true;
+      s.row_stride = src1.dims()[0] == 1 ? 0 : n;
     } else {
       return std::nullopt;
     }
@@ -165,22 +194,29 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
 void PackedGemv::execute(const float* x, const float* packed, const float* bias, float* y,
                          std::span<const float* const> binary) const {
   const int64_t panels = (n_ + kPanel - 1) / kPanel;
-  parallel_range(panels, k_ * n_, 1, [&](int64_t p0, int64_t p1) {
+  parallel_range(panels, m_ * k_ * n_, 1, [&](int64_t p0, int64_t p1) {
     const D d;
-    HWY_ALIGN float acc[kPanel];
+    HWY_ALIGN float acc[kMaxRows * kPanel];
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
-      if (columns_) columns_dot(x, k_, packed + c0 * k_, cols, acc);
+      if (columns_) columns_dot(x, m_, k_, packed + c0 * k_, cols, acc);
       else panel_dot(x, k_, packed + p * panel_stride_, acc);
-      for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
-        const auto m = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
-        const int64_t c = c0 + j;
-        V v = hn::Load(d, acc + j);
-        if (bias_) v = hn::Add(v, hn::MaskedLoad(m, d, bias + c));
-        size_t next_binary = 0;
-        for (const Step& s : steps_) v = s.add ? hn::Add(v, hn::MaskedLoad(m, d, binary[next_binary++] + c)) : eltwise(s, v);
-        hn::BlendedStore(v, m, d, y + c);
-      }
+      for (int64_t r = 0; r < m_; ++r)
+        for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
+          const auto mask = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
+          const int64_t c = c0 + j;
+          V v = hn::LoadU(d, acc + r * kPanel + j);
+          if (bias_) v = hn::Add(v, hn::MaskedLoad(mask, d, bias + c));
+          size_t next_binary = 0;
+          for (const Step& s : steps_) {
+            if (!s.add) {
+              v = eltwise(s, v);
+              continue;
+            }
+            v = hn::Add(v, hn::MaskedLoad(mask, d, binary[next_binary++] + r * s.row_stride + c));
+          }
+          hn::BlendedStore(v, mask, d, y + r * n_ + c);
+        }
     }
   });
 }

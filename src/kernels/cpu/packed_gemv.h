@@ -36,10 +36,11 @@ class PackedGemv {
     bool add = false;  // a binary add, else an eltwise
     dnnl::algorithm alg = dnnl::algorithm::undef;
     float scale = 1.f, alpha = 0.f, beta = 0.f;
+    int64_t row_stride = 0;  // a binary add's floats from one row to the next: 0 broadcasts one row
   };
 
  private:
-  int64_t k_ = 0, n_ = 0, panel_stride_ = 0;  // floats from one panel to the next
+  int64_t m_ = 1, k_ = 0, n_ = 0, panel_stride_ = 0;  // floats from one panel to the next
   bool columns_ = false;                       // the transposed layout, not panels
   bool bias_ = false;
   std::vector<Step> steps_;
