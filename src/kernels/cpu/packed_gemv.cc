@@ -80,6 +80,8 @@ void block_dot(const float* x, int64_t x_stride, int64_t k, const float* w, floa
     }
 }
 
+constexpr int64_t kRowBlock = 6;  // 6 rows x 2 columns: 12 accumulators, 2 weight vectors, x
+
 // block_dot for `rows` (1..kRowBlock) rows.
 template <int C>
 void rows_dot(int64_t rows, const float* x, int64_t x_stride, int64_t k, const float* w, float* acc) {
@@ -89,10 +91,9 @@ void rows_dot(int64_t rows, const float* x, int64_t x_stride, int64_t k, const f
     case 3: return block_dot<C, 3>(x, x_stride, k, w, acc);
     case 4: return block_dot<C, 4>(x, x_stride, k, w, acc);
     case 5: return block_dot<C, 5>(x, x_stride, k, w, acc);
-    default: return block_dot<C, 6>(x, x_stride, k, w, acc);
+    default: return block_dot<C, kRowBlock>(x, x_stride, k, w, acc);
   }
 }
-constexpr int64_t kRowBlock = 6;  // 6 rows x 2 columns: 12 accumulators, 2 weight vectors, x
 
 // acc[r * kPanel + c] for `cols` (<= kPanel) columns of the transposed layout and m rows of x (K
 // floats each, dense). One row takes four columns at a time; more rows take two columns at a
