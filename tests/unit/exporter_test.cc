@@ -84,7 +84,10 @@ void expect_equal(const Tensor& a, const Tensor& b, float tol) {
 // Fused nodes' attributes are scalars, strings and lists (no tensors).
 void expect_same_attrs(const Node& a, const Node& b) {
   ASSERT_EQ(a.attrs.size(), b.attrs.size()) << a.name;
-  for (const auto& [key, value] : a.attrs) {
+  for (const auto& attr : a.attrs) {
+    // References, not a structured binding: clang 14's lambdas cannot capture bindings.
+    const std::string& key = attr.first;
+    const Attribute& value = attr.second;
     ASSERT_TRUE(b.has_attr(key)) << a.name << " " << key;
     const Attribute& other = b.attrs.at(key);
     ASSERT_EQ(value.index(), other.index()) << a.name << " " << key;

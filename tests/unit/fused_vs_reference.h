@@ -19,7 +19,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <source_location>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -184,8 +183,9 @@ inline Tensor random_normal(Dims dims, float scale, uint32_t seed) {
 inline FusedAndReference expect_fused_matches_reference(
     std::shared_ptr<const Graph> g, const Feeds& feeds, std::optional<FusionConfig> fusion = FusionConfig{},
     const Tolerance& tol = twin_tolerance(), KernelWrapper wrap = {},
-    std::source_location where = std::source_location::current()) {
-  ::testing::ScopedTrace trace(where.file_name(), static_cast<int>(where.line()), "fused vs reference");
+    // The builtins, not std::source_location: Debian 12's clang 14 (the sanitizer tree) lacks it.
+    const char* caller_file = __builtin_FILE(), int caller_line = __builtin_LINE()) {
+  ::testing::ScopedTrace trace(caller_file, caller_line, "fused vs reference");
   FusedAndReference r = run_fused_and_reference(g, feeds, std::move(fusion), std::move(wrap));
   EXPECT_TRUE(outputs_agree(r.fused_outputs, r.reference_outputs, tol, output_names(*g))) << "kernels: " << r.kernels();
   return r;

@@ -171,7 +171,7 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--tolerance", args->tolerances, "Per-output tolerance OUTPUT=ATOL,RTOL[,MAX_ULP] (repeatable)");
   cmd->callback([args] {
     int code = check(*args);
-    if (code != 0) throw ExitCode(code);
+    if (code != 0) throw ExitCode{code};
   });
 }
 

@@ -108,9 +108,11 @@ std::map<std::string, Dims> ModelArgs::parsed_shapes() const {
 std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::string, Dims>& shapes, int64_t batch,
                                       int64_t seq) {
   const std::vector<TensorInfo> inputs = engine.inputs();
-  for (const auto& [name, dims] : shapes)
+  for (const auto& given : shapes) {
+    const std::string& name = given.first;
     if (std::none_of(inputs.begin(), inputs.end(), [&](const TensorInfo& in) { return in.name == name; }))
       throw Error("--shape names '" + name + "', which is not a model input", ErrorKind::InvalidArgument);
+  }
   for (const TensorInfo& in : inputs)
     if (!in.has_shape && !shapes.count(in.name))
       throw Error("input '" + in.name + "' has no declared shape: give it with --shape", ErrorKind::InvalidArgument);
