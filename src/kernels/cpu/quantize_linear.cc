@@ -113,7 +113,10 @@ class DynamicQuantizeLinearKernel final : public Kernel {
       hi = std::max(hi, chunk_hi);
     });
     const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-    const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+    // An infinite range makes lo / scale NaN, which no uint8 holds: the zero point is then 0, as
+    // every element quantizes to (x / inf is 0 or NaN).
+    float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+    if (std::isnan(zp)) zp = 0;
     uint8_t* y = out[0].data<uint8_t>();
     parallel_range(n, n, 64, [&](int64_t b, int64_t e) { quantize_u8(x + b, y + b, e - b, scale, zp); });
     out[1].data<float>()[0] = scale;

@@ -105,7 +105,10 @@ void DynamicQuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<
     hi = std::max(hi, px[i]);
   }
   const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
-  const float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  // An infinite range makes lo / scale NaN, which no uint8 holds: the zero point is then 0, as
+  // every element quantizes to (x / inf is 0 or NaN).
+  float zp = std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  if (std::isnan(zp)) zp = 0;
   uint8_t* py = out[0].data<uint8_t>();
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float v = std::nearbyint(px[i] / scale) + zp;
