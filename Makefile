@@ -5,7 +5,7 @@ BUILD     ?= build
 ASAN      ?= build-asan
 TSAN      ?= build-tsan
 PY        := .venv/bin/python
-NODE_DATA  = $(shell $(PY) -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend/test/data/node'))")
+NODE_DATA  = $(shell ./scripts/onnx-node-data)
 JOBS      ?= $(shell nproc)
 
 PYVENV    := build-python-venv
@@ -42,10 +42,10 @@ test-python: build models
 	$(PYVENV)/bin/pip install -q --disable-pip-version-check --no-build-isolation .
 	$(PYVENV)/bin/python -m pytest -q -p no:cacheprovider tests/python
 
-# The unit and conformance suites once more under AddressSanitizer and UBSan.
+# The unit and conformance suites once more under AddressSanitizer and UBSan, in the clang tree
+# that the fuzz targets share (scripts/configure-sanitized): one compile serves both.
 test-asan: setup models
-	cmake -S . -B $(ASAN) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUSOR_SANITIZE=ON \
-	  -DFUSOR_ONNX_NODE_DATA=$(NODE_DATA) >/dev/null
+	./scripts/configure-sanitized $(ASAN)
 	cmake --build $(ASAN) -j $(JOBS)
 	cd $(ASAN) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS)
 
@@ -57,7 +57,7 @@ test-tsan: setup
 	cd $(TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
 
 fuzz: setup
-	@./scripts/fuzz
+	@FUSOR_SANITIZE_BUILD=$(ASAN) ./scripts/fuzz
 
 # Includes go downward only, in the layer order held by scripts/check-layers (its self-test first).
 check-layers:

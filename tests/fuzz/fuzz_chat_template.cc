@@ -1,7 +1,7 @@
 // libFuzzer target: arbitrary bytes as a chat template. When they parse, the template renders a
 // few message lists with and without a generation prompt. Any exception other than fusor::Error,
 // any crash, hang or sanitizer report is a bug: a model's template is untrusted input.
-//   cmake --build build-fuzz --target fuzz_chat_template && build-fuzz/tests/fuzz/fuzz_chat_template -max_total_time=60
+//   cmake --build build-asan --target fuzz_chat_template && build-asan/tests/fuzz/fuzz_chat_template -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -2,7 +2,7 @@
 // `fusor tune` writes). Text that parses must round-trip: config_yaml writes it back as YAML
 // that parses to an equal Config. Any exception other than fusor::Error, a round trip that
 // differs, any crash, hang or sanitizer report is a bug.
-//   cmake --build build-fuzz --target fuzz_config && build-fuzz/tests/fuzz/fuzz_config -max_total_time=60
+//   cmake --build build-asan --target fuzz_config && build-asan/tests/fuzz/fuzz_config -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -3,7 +3,7 @@
 // small tokenizer, a chat template and a 64-token context. Any exception other than FieldError
 // (the routes' 400 / 404), any crash or sanitizer report is a bug: a body that reaches the
 // server's generic handler gets a 500, not the clear 400 that names the field.
-//   cmake --build build-fuzz --target fuzz_generation_request && build-fuzz/tests/fuzz/fuzz_generation_request -max_total_time=60
+//   cmake --build build-asan --target fuzz_generation_request && build-asan/tests/fuzz/fuzz_generation_request -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

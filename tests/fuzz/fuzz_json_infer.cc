@@ -3,7 +3,7 @@
 // picks the framing: below 128 a JSON-only body; otherwise that many bytes (less 128) at the end
 // are binary data after an Inference-Header-Content-Length header. Any exception other than
 // RequestError, and any crash or sanitizer report, is a bug.
-//   cmake --build build-fuzz --target fuzz_json_infer && build-fuzz/tests/fuzz/fuzz_json_infer -max_total_time=60
+//   cmake --build build-asan --target fuzz_json_infer && build-asan/tests/fuzz/fuzz_json_infer -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <string>

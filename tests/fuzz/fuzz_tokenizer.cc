@@ -2,7 +2,7 @@
 // encoded (the fuzzer thus steers both the regexes and the text they run on), the ids decoded
 // whole and streamed, and every id of the vocabulary decoded. Any exception other than
 // fusor::Error, any crash or sanitizer report, and a stream that disagrees with decode() are bugs.
-//   cmake --build build-fuzz --target fuzz_tokenizer && build-fuzz/tests/fuzz/fuzz_tokenizer -max_total_time=60
+//   cmake --build build-asan --target fuzz_tokenizer && build-asan/tests/fuzz/fuzz_tokenizer -max_total_time=60
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
