@@ -101,10 +101,10 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
 // How close a point runs to its SLO: the largest of measured p99 / target over the targets the
 // SLO sets (0 when it sets none). Below 0.5 the search climbs fast.
 double slo_load(const CurvePoint& p, const Slo& slo);
-// The point a curve's latencies are read at for a capacity: the measured point whose offered
-// rate equals it (the first of equals: the leading run's), or else the highest one below it (the
-// curve's first point when the capacity is below them all); null for an empty curve.
-const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps);
+// The point a curve's latencies are read at: the one its measured capacity came from, the last
+// of the good prefix (of two runs that offered one rate, the one that met the SLO), or the
+// curve's first point when none did; null for an empty curve.
+const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo);
 
 struct Setting {
   double batch_window_ms = 0;

@@ -57,7 +57,7 @@ Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
   Side s;
   s.capacity = c.capacity_qps;
   const Candidate* k = chosen_or_first(c);
-  if (const CurvePoint* p = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr) {
+  if (const CurvePoint* p = k ? tune::capacity_point(k->curve, c.slo) : nullptr) {
     s.p50 = p->p50_ms;
     s.p99 = p->p99_ms;
     s.utilisation = p->utilisation;

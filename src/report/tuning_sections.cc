@@ -137,7 +137,7 @@ std::string matrix_section(const TunedRecord& r) {
   // padding at each class's capacity point, and the token budget of a model that packs.
   auto at_capacity = [](const ClassRecord& c) {
     const Candidate* k = c.chosen_candidate();
-    return k ? capacity_point(k->curve, c.capacity_qps) : nullptr;
+    return k ? capacity_point(k->curve, c.slo) : nullptr;
   };
   bool tokens = false;
   for (const ClassRecord& c : r.classes)

@@ -123,7 +123,7 @@ Candidate measure_curve(Run& run, GenerationBench& bench, double predicted_qps, 
 
 void set_capacity_tokens(ClassRecord& cr) {
   const Candidate* k = cr.chosen_candidate();
-  const CurvePoint* at = k && cr.capacity_qps > 0 ? capacity_point(k->curve, cr.capacity_qps) : nullptr;
+  const CurvePoint* at = k && cr.capacity_qps > 0 ? capacity_point(k->curve, cr.slo) : nullptr;
   cr.capacity_tokens_per_s = at ? at->output_tokens_per_s : 0;
 }
 

@@ -46,11 +46,10 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
   return measured_capacity(curve, Slo{.p99_ms = p99_ms});
 }
 
-const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, double capacity_qps) {
-  const CurvePoint* best = nullptr;
-  for (const CurvePoint& p : curve)
-    if (p.offered_qps <= capacity_qps * (1 + 1e-9) && (!best || p.offered_qps > best->offered_qps)) best = &p;
-  return best ? best : (curve.empty() ? nullptr : &curve.front());
+const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  if (curve.empty()) return nullptr;
+  const size_t n = good_prefix(curve, slo);
+  return &curve[n > 0 ? n - 1 : 0];
 }
 
 const Candidate* ClassRecord::chosen_candidate() const {

@@ -232,14 +232,21 @@ TEST(Curve, GenerativePointsMeetTheirFirstTokenAndInterTokenTargets) {
   EXPECT_EQ(measured_capacity(curve, Slo{.ttft_p99_ms = 500}), 8);
 }
 
-TEST(Curve, CapacityPointIsAtOrBelowTheCapacity) {
-  std::vector<CurvePoint> curve(3);
-  curve[0].offered_qps = 40, curve[1].offered_qps = 80, curve[2].offered_qps = 120;
-  EXPECT_EQ(capacity_point(curve, 80), &curve[1]);
-  EXPECT_EQ(capacity_point(curve, 100), &curve[1]);
-  EXPECT_EQ(capacity_point(curve, 500), &curve[2]);
-  EXPECT_EQ(capacity_point(curve, 0), &curve[0]);
-  EXPECT_EQ(capacity_point({}, 10), nullptr);
+// Latencies are read where the capacity came from: the good prefix's last point, so of two runs
+// that offered one rate (the tuner counts the arrivals actually sent) the one that met the SLO.
+TEST(Curve, CapacityPointIsWhereTheCapacityWasMeasured) {
+  const Slo slo{.p99_ms = 30};
+  std::vector<CurvePoint> curve = {{10, 10, 5, 20, 0.1, 1, 0},   // meets 30 ms
+                                   {20, 20, 6, 28, 0.2, 1, 0},   // meets
+                                   {20, 18, 6, 28, 0.2, 1, 0},   // the same rate, fell behind
+                                   {40, 40, 9, 45, 0.4, 1, 0}};  // misses
+  EXPECT_EQ(measured_capacity(curve, slo), 20);
+  EXPECT_EQ(capacity_point(curve, slo), &curve[1]);
+  std::swap(curve[1], curve[2]);  // the run that fell behind first: the one that met the SLO still counts
+  EXPECT_EQ(measured_capacity(curve, slo), 20);
+  EXPECT_EQ(capacity_point(curve, slo), &curve[2]);
+  EXPECT_EQ(capacity_point(curve, Slo{.p99_ms = 10}), &curve[0]);  // nothing met it: the first point
+  EXPECT_EQ(capacity_point({}, slo), nullptr);
 }
 
 // The capacity search against a fake serving path whose p99 is 20 ms up to 10 req/s and 90 ms

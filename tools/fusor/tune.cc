@@ -147,7 +147,7 @@ std::string generation_summary(const tune::TunedRecord& r) {
   out += line;
   auto row = [&](const std::string& label, const tune::ClassRecord& c) {
     const tune::Candidate* k = c.chosen_candidate();
-    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr;
+    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.slo) : nullptr;
     std::string slo = c.slo.throughput ? "throughput" : "";
     auto add = [&](const char* name, double ms) {
       if (ms > 0) slo += (slo.empty() ? "" : ",") + std::string(name) + "<=" + std::to_string(static_cast<int>(ms)) + "ms";
@@ -179,7 +179,7 @@ std::string tuned_summary(const tune::TunedRecord& r) {
   out += line;
   auto row = [&](const std::string& label, const tune::ClassRecord& c) {
     const tune::Candidate* k = c.chosen_candidate();
-    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.capacity_qps) : nullptr;
+    const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.slo) : nullptr;
     std::string slo = c.slo.throughput ? "throughput" : "p99<=" + std::to_string(static_cast<int>(c.slo.p99_ms)) + "ms";
     std::snprintf(line, sizeof line, "%-12s %-10s %9g %9lld %9lld %11.1f %9.2f %9.2f\n", label.c_str(), slo.c_str(),
                   c.chosen.batch_window_ms, static_cast<long long>(c.chosen.max_batch),
