@@ -59,8 +59,11 @@ std::vector<TensorType> shape::Compress(const InferContext& ctx) {
   const TensorType& cond = ctx.inputs[1];
   if (cond.dtype != DType::Bool || cond.dims.size() != 1) fail(ctx.node, "condition must be a 1-D bool tensor");
   std::optional<int64_t> axis;
-  if (ctx.node.has_attr("axis"))
+  if (ctx.node.has_attr("axis")) {
+    // A scalar has no axis to slice (normalize_axis takes 0 at rank 0, a scalar's one position).
+    if (in.dims.empty()) fail(ctx.node, "axis needs an input of rank 1 or more");
     axis = normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(in.dims.size()), ctx.node);
+  }
   const int64_t extent = axis ? in.dims[static_cast<size_t>(*axis)] : numel_of(in.dims);
   if (cond.dims[0] > extent)
     fail(ctx.node, "condition has " + std::to_string(cond.dims[0]) + " entries, more than the " +
