@@ -11,10 +11,10 @@
 namespace fusor {
 namespace {
 
-// y = x W for x [rows, 256]: one GEMM with constant weights.
-Plan gemm_plan(int64_t rows, KernelChoice kernels) {
+// y = x W for x [rows, 256], W [256, cols]: one GEMM with constant weights.
+Plan gemm_plan(int64_t rows, KernelChoice kernels, int64_t cols = 256) {
   test::GraphBuilder b;
-  Tensor w(DType::Float32, {256, 256});
+  Tensor w(DType::Float32, {256, cols});
   for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 7) * 0.01f;
   auto g = b.finish({b.node(Op::MatMul, {b.input("x"), b.constant("w", w)}, "y")});
   return build_plan(g, {{"x", {rows, 256}}}, {.kernels = kernels, .backend = &cpu::backend()});
@@ -25,10 +25,10 @@ TEST(PlanThreads, APlanOfPoolKernelsRunsOnThePool) {
   EXPECT_FALSE(gemm_plan(512, KernelChoice::Fast).openmp_team);
 }
 
-// 12 rows: too few to split into row chunks, too many for the few-row GEMV (up to 8 rows, which
-// runs on the pool).
+// 12 rows by 64 columns: too few rows for two row chunks, too few columns for two column blocks,
+// too many rows for the few-row GEMV (up to 8 rows, which runs on the pool).
 TEST(PlanThreads, AGemmTooSmallToSplitPutsThePlanOnOpenmp) {
-  EXPECT_TRUE(gemm_plan(12, KernelChoice::Fast).openmp_team);
+  EXPECT_TRUE(gemm_plan(12, KernelChoice::Fast, 64).openmp_team);
 }
 
 TEST(PlanThreads, ReferencePlansRunOnOpenmp) {

@@ -21,9 +21,9 @@
 namespace fusor::cpu {
 namespace {
 
-// FUSOR_GEMM_ROW_SPLIT=0 keeps every GEMM on oneDNN's own OpenMP threading (for comparisons).
-bool row_split_enabled() {
-  static const bool on = env_switch_on("FUSOR_GEMM_ROW_SPLIT");
+// FUSOR_GEMM_TILES=0 keeps every GEMM on oneDNN's own OpenMP threading (for comparisons).
+bool tiles_enabled() {
+  static const bool on = env_switch_on("FUSOR_GEMM_TILES");
   return on;
 }
 
@@ -96,10 +96,10 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   arg_list_ = onednn::arg_list(args_);
   if (packed_weights_)
     gemv_ = PackedGemv::make(spec_.src, weights_mem_.get_desc(), spec_.dst, !spec_.bias.is_zero(), spec_.post_ops);
-  if (row_split_enabled() && !gemv_ && !single_thread_)
-    split_ = MatmulRowSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
-                                   spec_.binary_mds, spec_.binary_indices},
-                                  thread_width(), weights_mem_, spec_.bias.is_zero() ? nullptr : &bias_mem_);
+  if (tiles_enabled() && !gemv_ && !single_thread_)
+    split_ = MatmulTileSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
+                                    spec_.binary_mds, spec_.binary_indices},
+                                   thread_width());
 }
 
 size_t OnednnMatmul::scratch_bytes() const {
@@ -114,11 +114,10 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   dst_mem_.set_data_handle(dst);
   scratch_mem_.set_data_handle(scratch.data());
   if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
-  if (gemv_) {
-    const float* b = spec_.bias.is_zero() ? nullptr : bias_copy_.empty() ? bias : bias_copy_.data();
-    return gemv_->execute(src, static_cast<const float*>(weights_mem_.get_data_handle()), b, dst, binary);
-  }
-  if (split_) return split_->execute(src, dst, binary, scratch);
+  const float* b = spec_.bias.is_zero() ? nullptr : bias_copy_.empty() ? bias : bias_copy_.data();
+  const float* w = static_cast<const float*>(weights_mem_.get_data_handle());
+  if (gemv_) return gemv_->execute(src, w, b, dst, binary);
+  if (split_) return split_->execute(src, w, b, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
   std::optional<onednn::OmpThreads> one;
   if (single_thread_) one.emplace(1);

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/matmul_row_split.h"
+#include "kernels/cpu/matmul_tile_split.h"
 #include "kernels/cpu/packed_gemv.h"
 #include "kernels/cpu/packed_weights.h"
 
@@ -41,7 +41,7 @@ class OnednnMatmul {
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
   bool packed() const { return packed_weights_ != nullptr; }
-  // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (row split, one-row GEMV),
+  // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV),
   // or the calling thread alone (a GEMM too small for a team).
   bool uses_openmp() const { return !split_ && !gemv_ && !single_thread_; }
   size_t scratch_bytes() const;
@@ -61,7 +61,7 @@ class OnednnMatmul {
   std::vector<dnnl::memory> binary_mems_;
   std::unordered_map<int, dnnl::memory> args_;  // keeps the memory objects alive
   std::vector<dnnl_exec_arg_t> arg_list_;
-  std::optional<MatmulRowSplit> split_;  // set when the rows run as chunks on the thread pool
+  std::optional<MatmulTileSplit> split_;  // set when tiles run on the thread pool
   std::optional<PackedGemv> gemv_;       // set when one row runs on fusor's own loop
   bool single_thread_ = false;           // too small for a team: built and run on one thread
 };
