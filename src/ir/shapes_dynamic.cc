@@ -32,8 +32,11 @@ std::vector<TensorType> shape::Unique(const InferContext& ctx) {
   require_input(ctx, 0, "X");
   const TensorType& in = ctx.inputs[0];
   std::optional<int64_t> axis;
-  if (ctx.node.has_attr("axis"))
+  if (ctx.node.has_attr("axis")) {
+    // As Compress: a scalar has no axis to take unique slices along.
+    if (in.dims.empty()) fail(ctx.node, "axis needs an input of rank 1 or more");
     axis = normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(in.dims.size()), ctx.node);
+  }
   const int64_t sorted = ctx.node.attr_int("sorted", 1);
   if (sorted != 0 && sorted != 1) fail(ctx.node, "sorted must be 0 or 1, got " + std::to_string(sorted));
   const Tensor& x = known_value(ctx, 0, "X (its distinct values set the output shape)");
