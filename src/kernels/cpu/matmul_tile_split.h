@@ -44,8 +44,6 @@ class MatmulTileSplit {
   static std::optional<MatmulTileSplit> make(const Shape& shape, int threads);
 
   size_t scratch_bytes() const;  // for every participant
-  int64_t tile_rows() const { return tile_rows_; }
-  int64_t tile_cols() const { return tile_cols_; }
   // Runs every tile on the pool; `bias` is null when the GEMM has none. Not reentrant: one plan
   // step runs one kernel at a time.
   void execute(const float* src, const float* weights, const float* bias, float* dst,
@@ -69,7 +67,7 @@ class MatmulTileSplit {
 
   Shape shape_;
   int threads_ = 1;
-  int64_t rows_ = 0, cols_ = 0, tile_rows_ = 0, tile_cols_ = 0, row_chunks_ = 0, col_blocks_ = 0;
+  int64_t tile_rows_ = 0, tile_cols_ = 0, row_chunks_ = 0, col_blocks_ = 0;
   std::shared_ptr<const Part> parts_[4];  // [last row chunk ? 2 : 0 + last column block ? 1 : 0]
   size_t scratch_per_thread_ = 0;
   std::vector<Bound> bound_;  // [participant * 4 + part index]
