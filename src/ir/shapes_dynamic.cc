@@ -17,6 +17,14 @@ void require_input(const InferContext& ctx, size_t i, const char* what) {
   if (!ctx.has_input(i)) fail(ctx.node, std::string("expects input ") + what);
 }
 
+// The optional `axis` attribute of Unique and Compress, normalized for `in`. A scalar has no axis
+// to slice along (normalize_axis takes 0 at rank 0, a scalar's one position), so it is refused.
+std::optional<int64_t> optional_axis(const InferContext& ctx, const TensorType& in) {
+  if (!ctx.node.has_attr("axis")) return std::nullopt;
+  if (in.dims.empty()) fail(ctx.node, "axis needs an input of rank 1 or more");
+  return normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(in.dims.size()), ctx.node);
+}
+
 }  // namespace
 
 // NonZero: [rank, count] int64 indices; a scalar counts as a one-element vector (numpy).
@@ -31,12 +39,7 @@ std::vector<TensorType> shape::NonZero(const InferContext& ctx) {
 std::vector<TensorType> shape::Unique(const InferContext& ctx) {
   require_input(ctx, 0, "X");
   const TensorType& in = ctx.inputs[0];
-  std::optional<int64_t> axis;
-  if (ctx.node.has_attr("axis")) {
-    // As Compress: a scalar has no axis to take unique slices along.
-    if (in.dims.empty()) fail(ctx.node, "axis needs an input of rank 1 or more");
-    axis = normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(in.dims.size()), ctx.node);
-  }
+  const std::optional<int64_t> axis = optional_axis(ctx, in);
   const int64_t sorted = ctx.node.attr_int("sorted", 1);
   if (sorted != 0 && sorted != 1) fail(ctx.node, "sorted must be 0 or 1, got " + std::to_string(sorted));
   const Tensor& x = known_value(ctx, 0, "X (its distinct values set the output shape)");
@@ -61,12 +64,7 @@ std::vector<TensorType> shape::Compress(const InferContext& ctx) {
   const TensorType& in = ctx.inputs[0];
   const TensorType& cond = ctx.inputs[1];
   if (cond.dtype != DType::Bool || cond.dims.size() != 1) fail(ctx.node, "condition must be a 1-D bool tensor");
-  std::optional<int64_t> axis;
-  if (ctx.node.has_attr("axis")) {
-    // A scalar has no axis to slice (normalize_axis takes 0 at rank 0, a scalar's one position).
-    if (in.dims.empty()) fail(ctx.node, "axis needs an input of rank 1 or more");
-    axis = normalize_axis(ctx.node.attr_int("axis", 0), static_cast<int64_t>(in.dims.size()), ctx.node);
-  }
+  const std::optional<int64_t> axis = optional_axis(ctx, in);
   const int64_t extent = axis ? in.dims[static_cast<size_t>(*axis)] : numel_of(in.dims);
   if (cond.dims[0] > extent)
     fail(ctx.node, "condition has " + std::to_string(cond.dims[0]) + " entries, more than the " +
