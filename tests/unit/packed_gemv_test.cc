@@ -1,4 +1,5 @@
-// The one-row GEMV over oneDNN's 64-column panel layout and over the transposed layout ("ba"):
+// The one-row GEMV over oneDNN's 64-column panel layout and the few-row GEMM over the transposed
+// layout ("ba"):
 // every column (a partial last panel, K not a multiple of 16 or of the vector), bias, each eltwise
 // post-op as oneDNN defines it and a residual row, against a double-precision loop; and it
 // declines what it cannot run exactly.
@@ -109,10 +110,11 @@ TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
     for (memory::format_tag layout : kLayouts) check({77, 200, act, alpha, beta, true, true, layout});
 }
 
-// Up to 8 rows of x against the transposed layout: every row count (6-row passes and their rest,
-// two columns at a time and an odd last one), with a per-row and a broadcast residual.
+// Up to 8 rows of x against the transposed layout: every row count (the rows padded to a vector
+// must not leak), column blocks and the single columns after them, with a per-row and a broadcast
+// residual.
 TEST(PackedGemv, TakesAFewRowsOnTheTransposedLayout) {
-  for (int64_t m : {2, 3, 5, 6, 7, 8})
+  for (int64_t m : {2, 3, 4, 5, 6, 7, 8})
     for (bool row_residual : {false, true})
       check({37, 131, algorithm::eltwise_gelu_erf, 0.f, 0.f, true, true, memory::format_tag::ba, m, row_residual});
   check({512, 768, algorithm::undef, 0.f, 0.f, false, false, memory::format_tag::ba, 8, false});

@@ -1,7 +1,9 @@
 #include "kernels/cpu/packed_gemv.h"
 
 #include <algorithm>
+#include <vector>
 
+#include "kernels/cpu/columns_gemm.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/cpu/unary_ops.h"
@@ -16,7 +18,7 @@ namespace hn = simd::hn;
 
 constexpr int64_t kPanel = 64;   // columns per panel of the packed layout
 constexpr int64_t kKBlock = 16;  // K rows are padded to a multiple of this
-constexpr int64_t kMaxRows = 8;  // rows of x the transposed layout takes; from ~12 oneDNN is faster
+constexpr int64_t kMaxRows = 8;  // rows of x the transposed layout takes; from 16, tiles are as fast
 constexpr size_t kLanes = HWY_LANES(float);
 static_assert(kPanel % kLanes == 0);
 constexpr size_t kVecs = kPanel / kLanes;
@@ -53,63 +55,32 @@ void panel_dot(const float* x, int64_t k, const float* w, float* out) {
   for (size_t i = 0; i < kVecs; ++i) hn::StoreU(hn::Add(a[i], b[i]), d, out + i * kLanes);
 }
 
-// acc[r * kPanel + c] = row r of x (rows `x_stride` apart) times column c of the transposed
-// layout, for R rows and C columns. Every column is one contiguous stream of K weights, read once
-// for all R rows; each load of x serves C columns.
-template <int C, int R>
-void block_dot(const float* x, int64_t x_stride, int64_t k, const float* w, float* acc) {
+// acc[c] = x times column c of the transposed layout, for C columns. Every column is one
+// contiguous stream of K weights; each load of x serves C columns.
+template <int C>
+void block_dot(const float* x, int64_t k, const float* w, float* acc) {
   const D d;
   const auto lanes = static_cast<int64_t>(kLanes);
   const int64_t body = k / lanes * lanes;
-  V a[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) a[r][c] = hn::Zero(d);
+  V a[C];
+  for (int c = 0; c < C; ++c) a[c] = hn::Zero(d);
   for (int64_t i = 0; i < body; i += lanes) {
-    V wv[C];
-    for (int c = 0; c < C; ++c) wv[c] = hn::LoadU(d, w + c * k + i);
-    for (int r = 0; r < R; ++r) {
-      const V xv = hn::LoadU(d, x + r * x_stride + i);
-      for (int c = 0; c < C; ++c) a[r][c] = hn::MulAdd(xv, wv[c], a[r][c]);
-    }
+    const V xv = hn::LoadU(d, x + i);
+    for (int c = 0; c < C; ++c) a[c] = hn::MulAdd(xv, hn::LoadU(d, w + c * k + i), a[c]);
   }
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) {
-      float sum = hn::GetLane(hn::SumOfLanes(d, a[r][c]));
-      for (int64_t i = body; i < k; ++i) sum += x[r * x_stride + i] * w[c * k + i];
-      acc[r * kPanel + c] = sum;
-    }
-}
-
-constexpr int64_t kRowBlock = 6;  // 6 rows x 2 columns: 12 accumulators, 2 weight vectors, x
-
-// block_dot for `rows` (1..kRowBlock) rows.
-template <int C>
-void rows_dot(int64_t rows, const float* x, int64_t x_stride, int64_t k, const float* w, float* acc) {
-  switch (rows) {
-    case 1: return block_dot<C, 1>(x, x_stride, k, w, acc);
-    case 2: return block_dot<C, 2>(x, x_stride, k, w, acc);
-    case 3: return block_dot<C, 3>(x, x_stride, k, w, acc);
-    case 4: return block_dot<C, 4>(x, x_stride, k, w, acc);
-    case 5: return block_dot<C, 5>(x, x_stride, k, w, acc);
-    default: return block_dot<C, kRowBlock>(x, x_stride, k, w, acc);
+  for (int c = 0; c < C; ++c) {
+    float sum = hn::GetLane(hn::SumOfLanes(d, a[c]));
+    for (int64_t i = body; i < k; ++i) sum += x[i] * w[c * k + i];
+    acc[c] = sum;
   }
 }
 
-// acc[r * kPanel + c] for `cols` (<= kPanel) columns of the transposed layout and m rows of x (K
-// floats each, dense). One row takes four columns at a time; more rows take two columns at a
-// time, six rows per pass, the two columns staying in L1 between passes.
-void columns_dot(const float* x, int64_t m, int64_t k, const float* w, int64_t cols, float* acc) {
+// acc[c] for `cols` (<= kPanel) columns of the transposed layout and one row of x: four columns
+// per load of x.
+void columns_dot(const float* x, int64_t k, const float* w, int64_t cols, float* acc) {
   int64_t c = 0;
-  if (m == 1) {
-    for (; c + 4 <= cols; c += 4) block_dot<4, 1>(x, k, k, w + c * k, acc + c);
-  } else {
-    for (; c + 2 <= cols; c += 2)
-      for (int64_t r = 0; r < m; r += kRowBlock)
-        rows_dot<2>(std::min(kRowBlock, m - r), x + r * k, k, k, w + c * k, acc + r * kPanel + c);
-  }
-  for (; c < cols; ++c)
-    for (int64_t r = 0; r < m; r += kRowBlock)
-      rows_dot<1>(std::min(kRowBlock, m - r), x + r * k, k, k, w + c * k, acc + r * kPanel + c);
+  for (; c + 4 <= cols; c += 4) block_dot<4>(x, k, w + c * k, acc + c);
+  for (; c < cols; ++c) block_dot<1>(x, k, w + c * k, acc + c);
 }
 
 // One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
@@ -195,12 +166,21 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
 void PackedGemv::execute(const float* x, const float* packed, const float* bias, float* y,
                          std::span<const float* const> binary) const {
   const int64_t panels = (n_ + kPanel - 1) / kPanel;
+  // More rows on the transposed layout: x transposed once, read by every thread.
+  thread_local std::vector<float> transposed;
+  int64_t padded = 0;
+  if (columns_ && m_ > 1) {
+    transposed.resize(static_cast<size_t>(k_ * columns_gemm_max_rows()));
+    padded = transpose_rows(x, m_, k_, transposed);
+  }
+  const float* xt = transposed.data();
   parallel_range(panels, m_ * k_ * n_, 1, [&](int64_t p0, int64_t p1) {
     const D d;
     HWY_ALIGN float acc[kMaxRows * kPanel];
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
-      if (columns_) columns_dot(x, m_, k_, packed + c0 * k_, cols, acc);
+      if (columns_ && m_ > 1) columns_gemm(xt, m_, padded, k_, packed + c0 * k_, cols, acc, kPanel);
+      else if (columns_) columns_dot(x, k_, packed + c0 * k_, cols, acc);
       else panel_dot(x, k_, packed + p * panel_stride_, acc);
       for (int64_t r = 0; r < m_; ++r)
         for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {

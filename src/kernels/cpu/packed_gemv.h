@@ -9,8 +9,11 @@
 // split among threads. It reads the layout brgemm asks for on AVX-512 ("BA16a64b": 64-column
 // panels of K rows, K padded to 16; one row only, brgemm is faster from two), or the transposed
 // one ("ba") oneDNN's gemm asks for on AVX2, where each column's K weights are one contiguous
-// stream read once for all rows (2 rows: 1.23x oneDNN, 8 rows: even; docs/benchmarks.md). On
-// AVX2 that gemm also runs an OpenMP team, which stalls at its barrier when a core is shared.
+// stream, read once for all rows: one row as dot products, 2-8 rows by columns_gemm.h. There
+// these GEMMs stream weights from memory, as oneDNN's and the pool's tiles do: 4-8 rows ran
+// ~1.3x the earlier dot-product form and even with both (bench/small_m_gemm,
+// docs/benchmarks.md). On AVX2 that gemm also runs an OpenMP team, which stalls at its barrier
+// when a core is shared.
 // The weights are not packed twice; another layout, more rows, or a post-op it does not know
 // keep oneDNN.
 #pragma once
