@@ -11,15 +11,26 @@ void PackedCache::adopt(PackedSession session, const SessionOptions& built_with)
   if (options_->for_tokens(capacity).fusion == built_with.fusion) sessions_.emplace(capacity, std::move(session));
 }
 
-std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {
-  auto session_for = [&](int64_t capacity) -> PackedSession& {
-    auto it = sessions_.find(capacity);
-    if (it == sessions_.end()) {
-      it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_->for_tokens(capacity))).first;
-      if (on_build_) on_build_(capacity, it->second.session());
+PackedSession& PackedCache::session_for(int64_t capacity) {
+  auto it = sessions_.find(capacity);
+  if (it == sessions_.end()) {
+    it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_->for_tokens(capacity))).first;
+    if (on_build_) on_build_(capacity, it->second.session());
+  }
+  return it->second;
+}
+
+bool PackedCache::build_next(int64_t max_tokens) {
+  const int64_t last = packed_capacity(max_tokens, bucket_);
+  for (int64_t capacity = packed_capacity(1, bucket_); capacity <= last; capacity = packed_capacity(capacity + 1, bucket_))
+    if (!sessions_.count(capacity)) {
+      session_for(capacity);
+      return capacity < last;
     }
-    return it->second;
-  };
+  return false;
+}
+
+std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {
   PackedSession& any = sessions_.empty() ? session_for(bucket_) : sessions_.begin()->second;
   std::vector<Tensors> feeds;
   int64_t tokens = 0;

@@ -3,6 +3,12 @@
 // built on first use and kept. The step is serve.token_bucket, doubled while it is under T/16,
 // so filler stays under 1/8 of a batch and the plans are few (8 per doubling of T) whatever the
 // mix of lengths. Not thread-safe: one cache per context thread.
+//
+// Building a plan takes far longer than running it (MiniLM: ~100 ms against 8-40 ms for one
+// request), so the server builds the capacities up to its token budget while the context is
+// idle (build_next), smallest first. Without that, a light load met plans no heavy load had
+// needed: the first request at each new capacity paid the build, and they made the p99 at half
+// load 2.3x the bucket plans' (docs/benchmarks.md).
 #pragma once
 #include <functional>
 #include <map>
@@ -28,6 +34,8 @@ class PackedCache {
   // capacity's options are `built_with`'s fusion config.
   void adopt(PackedSession session, const SessionOptions& built_with);
   std::vector<Tensors> run(const std::vector<const Tensors*>& requests);
+  // Builds the smallest capacity up to max_tokens' that is not built yet; false when none is left.
+  bool build_next(int64_t max_tokens);
   size_t size() const { return sessions_.size(); }
 
  private:
@@ -36,6 +44,7 @@ class PackedCache {
   int64_t bucket_;
   OnBuild on_build_;
   std::map<int64_t, PackedSession> sessions_;  // by token capacity
+  PackedSession& session_for(int64_t capacity);  // built on first use
 };
 
 // Whether `engine` is served packed with these options, and the probe session when it is (its

@@ -1,5 +1,6 @@
 #include "serve/served_model.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <future>
 
@@ -46,10 +47,25 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
     std::fprintf(stderr, "fusor serve: model %s: not packed: %s\n", name_.c_str(), not_packed_reason_.c_str());
   }
   RunPacked run_packed;
-  if (packed()) run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
+  IdleWork build_ahead;
+  if (packed()) {
+    run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
+    int64_t budget = 1;
+    for (const auto& [_, cls] : config.classes) budget = std::max(budget, cls.max_batch_tokens);
+    build_ahead = [this, budget](size_t ctx) {
+      try {
+        return packed_[ctx]->build_next(budget);
+      } catch (const std::exception& e) {  // the request that needs it will get the error
+        std::fprintf(stderr, "fusor serve: model %s context %zu: stopped building packed plans ahead: %s\n",
+                     name_.c_str(), ctx, e.what());
+        return false;
+      }
+    };
+  }
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
-      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed));
+      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed),
+      std::move(build_ahead));
 }
 
 ServedModel::~ServedModel() { batcher_->drain(); }

@@ -4,6 +4,7 @@ against ONNX Runtime on each request alone, and through the token metrics), and 
 not pack served as before with the reason logged."""
 import json
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -74,6 +75,13 @@ def test_served_mixed_lengths_run_packed_and_match_onnxruntime(tmp_path):
     s = Served(tmp_path, config, models=[("minilm", model_path("minilm-l6"))])
     try:
         assert "model minilm: packed serving" in s.output(), s.output()
+        # Idle, the server builds every capacity up to the budget (512) ahead of the requests (the
+        # start-up probe built the first, 16).
+        deadline = time.time() + 120
+        while "packed session for 512 tokens" not in s.output() and time.time() < deadline:
+            time.sleep(0.2)
+        built = [int(n) for n in re.findall(r"packed session for (\d+) tokens", s.output())]
+        assert sorted(built) == list(range(32, 257, 16)) + list(range(288, 513, 32)), s.output()
         sess = ort.InferenceSession(str(model_path("minilm-l6")), providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         cases = [(1, 0, False), (2, 1, True), (127, 30, False), (128, 0, False), (128, 50, True)]
