@@ -72,6 +72,7 @@ const Key kKeys[] = {
     {"serve.max_body_bytes", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_body_bytes; }},
     {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
     {"serve.packing", Kind::Bool, [](Config& c) -> bool& { return c.serve.packing; }},
+    {"serve.prebuild_plans", Kind::Bool, [](Config& c) -> bool& { return c.serve.prebuild_plans; }},
     {"serve.token_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.token_bucket; }},
     {"serve.max_sequences", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_sequences; }},
     {"serve.step_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.step_tokens; }},

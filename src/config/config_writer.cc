@@ -54,6 +54,7 @@ std::string config_yaml(const Config& c) {
     << "  max_body_bytes: " << c.serve.max_body_bytes << "\n"
     << "  seq_bucket: " << c.serve.seq_bucket << "\n"
     << "  packing: " << flag(c.serve.packing) << "\n"
+    << "  prebuild_plans: " << flag(c.serve.prebuild_plans) << "\n"
     << "  token_bucket: " << c.serve.token_bucket << "\n"
     << "  max_sequences: " << c.serve.max_sequences << "\n"
     << "  step_tokens: " << c.serve.step_tokens << "\n"

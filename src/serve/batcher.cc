@@ -16,11 +16,9 @@ int64_t tokens_of(const RequestShape& s) { return s.rows * std::max<int64_t>(1, 
 }  // namespace
 
 Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
-                 std::function<void(size_t)> on_context_start, RunPacked run_packed, IdleWork idle_work)
+                 std::function<void(size_t)> on_context_start, RunPacked run_packed)
     : config_(config), sig_(std::move(sig)), run_(std::move(run)), run_packed_(std::move(run_packed)), stats_(stats),
-      on_context_start_(std::move(on_context_start)), idle_work_(std::move(idle_work)),
-      contexts_(std::max<int64_t>(1, config_.execution_contexts)),
-      idle_work_left_(static_cast<size_t>(contexts_), static_cast<bool>(idle_work_)) {
+      on_context_start_(std::move(on_context_start)), contexts_(std::max<int64_t>(1, config_.execution_contexts)) {
   for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}, {}});
   for (int64_t i = 0; i < contexts_; ++i)
     workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
@@ -179,15 +177,6 @@ void Batcher::work(size_t context) {
       continue;
     }
     if (draining_ && !more) return;
-    if (!more && !draining_ && idle_work_left_[context]) {
-      ++running_;
-      lock.unlock();
-      const bool left = idle_work_(context);
-      lock.lock();
-      --running_;
-      idle_work_left_[context] = left;
-      continue;
-    }
     cv_.wait_until(lock, wake);
   }
 }

@@ -23,9 +23,6 @@
 // hold (a request larger than the budget runs alone). Nothing is padded: RunPacked gets the
 // requests as they came.
 //
-// A context with every queue empty runs the server's idle work, one piece at a time (building
-// the packed plans ahead of the requests that will need them, serve/packed_cache.h).
-//
 // Requests are never dropped silently: each completion runs exactly once, with outputs or an
 // error: 503 when the class's queue is full, when a request waits longer than timeout_ms, or when
 // submitted after drain() began. drain() runs everything already accepted before returning.
@@ -59,18 +56,13 @@ using Done = std::function<void(Completion)>;
 using RunBatch = std::function<Tensors(size_t context, const Tensors& batch)>;
 // Token mode: runs the requests in one packed step; returns each one's outputs, in order.
 using RunPacked = std::function<std::vector<Tensors>(size_t context, const std::vector<const Tensors*>& requests)>;
-// Background work of context `context`, on its thread, while every queue is empty: one bounded
-// piece of it (building one plan the context may need), so that the request path does not pay
-// for it later. Returns false when none is left; it is then not called again.
-using IdleWork = std::function<bool(size_t context)>;
 
 class Batcher {
  public:
   // `on_context_start(i)` runs first on context i's thread (sets its OpenMP thread count).
-  // With `run_packed` the batcher works in token mode (`run` is then unused). A context running
-  // `idle_work` counts as busy, so a forming batch is not promised an idle context meanwhile.
+  // With `run_packed` the batcher works in token mode (`run` is then unused).
   Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
-          std::function<void(size_t)> on_context_start = {}, RunPacked run_packed = {}, IdleWork idle_work = {});
+          std::function<void(size_t)> on_context_start = {}, RunPacked run_packed = {});
   ~Batcher();  // drains
   Batcher(const Batcher&) = delete;
   Batcher& operator=(const Batcher&) = delete;
@@ -128,7 +120,6 @@ class Batcher {
   RunPacked run_packed_;
   ModelStats& stats_;
   std::function<void(size_t)> on_context_start_;
-  IdleWork idle_work_;
 
   std::mutex mu_;
   std::condition_variable cv_;
@@ -136,7 +127,6 @@ class Batcher {
   bool draining_ = false;
   int64_t running_ = 0;  // contexts running a batch
   int64_t contexts_ = 0;
-  std::vector<bool> idle_work_left_;  // per context: idle_work_ has not yet returned false
   std::vector<std::thread> workers_;
 };
 

@@ -4,11 +4,8 @@
 // so filler stays under 1/8 of a batch and the plans are few (8 per doubling of T) whatever the
 // mix of lengths. Not thread-safe: one cache per context thread.
 //
-// Building a plan takes far longer than running it (MiniLM: ~100 ms against 8-40 ms for one
-// request), so the server builds the capacities up to its token budget while the context is
-// idle (build_next), smallest first. Without that, a light load met plans no heavy load had
-// needed: the first request at each new capacity paid the build, and they made the p99 at half
-// load 2.3x the bucket plans' (docs/benchmarks.md).
+// The server builds every capacity up to its token budget before it reports ready
+// (ServedModel, serve.prebuild_plans).
 #pragma once
 #include <functional>
 #include <map>

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <chrono>
+#include <exception>
 #include <future>
+#include <thread>
 
 #include "kernels/cpu/thread_pool.h"
 
@@ -46,26 +49,43 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
   } else {
     std::fprintf(stderr, "fusor serve: model %s: not packed: %s\n", name_.c_str(), not_packed_reason_.c_str());
   }
+  if (packed() && config.prebuild_plans) prebuild_packed_plans(threads_per_context);
   RunPacked run_packed;
-  IdleWork build_ahead;
-  if (packed()) {
-    run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
-    int64_t budget = 1;
-    for (const auto& [_, cls] : config.classes) budget = std::max(budget, cls.max_batch_tokens);
-    build_ahead = [this, budget](size_t ctx) {
-      try {
-        return packed_[ctx]->build_next(budget);
-      } catch (const std::exception& e) {  // the request that needs it will get the error
-        std::fprintf(stderr, "fusor serve: model %s context %zu: stopped building packed plans ahead: %s\n",
-                     name_.c_str(), ctx, e.what());
-        return false;
-      }
-    };
-  }
+  if (packed()) run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
-      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed),
-      std::move(build_ahead));
+      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed));
+}
+
+void ServedModel::prebuild_packed_plans(int threads_per_context) {
+  int64_t budget = 1;
+  for (const auto& [_, cls] : config_.classes) budget = std::max(budget, cls.max_batch_tokens);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::exception_ptr> failed(packed_.size());
+  std::vector<std::thread> builders;
+  for (size_t i = 0; i < packed_.size(); ++i)
+    builders.emplace_back([&, i] {
+      cpu::set_thread_width(threads_per_context);
+      try {
+        while (packed_[i]->build_next(budget)) {
+        }
+      } catch (...) {
+        failed[i] = std::current_exception();
+      }
+    });
+  for (auto& b : builders) b.join();
+  for (const auto& f : failed)
+    if (f) {
+      try {
+        std::rethrow_exception(f);
+      } catch (const std::exception& e) {
+        throw Error("model " + name_ + ": building the packed plans up to " + std::to_string(budget) +
+                    " tokens failed (serve.prebuild_plans: false builds them on first use): " + e.what());
+      }
+    }
+  std::fprintf(stderr, "fusor serve: model %s: %zu packed plan(s) per context, up to %lld tokens, built in %.1f s\n",
+               name_.c_str(), packed_[0]->size(), static_cast<long long>(budget),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 ServedModel::~ServedModel() { batcher_->drain(); }

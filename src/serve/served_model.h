@@ -17,7 +17,8 @@ class ServedModel {
   // `threads_per_context`: each context's OpenMP thread count (the ICV is per thread), so N
   // contexts together use the cores without oversubscribing them. `options` hold the top-level
   // fusion config with the saved precision verdict applied; config.matrix refines it per bucket.
-  // The matrix, and each session as it is built, is logged to stderr.
+  // The matrix, and each session as it is built, is logged to stderr. A packed model's plans are
+  // built here, before the server reports ready (serve.prebuild_plans).
   ServedModel(std::string name, Engine engine, const ServeConfig& config, const SessionOptions& options,
               int threads_per_context);
   ~ServedModel();
@@ -41,6 +42,14 @@ class ServedModel {
   void drain() { batcher_->drain(); }
 
  private:
+  // Every packed plan up to the classes' token budget, the contexts' caches side by side. A plan
+  // takes far longer to build than to run (MiniLM: ~100 ms against 8-40 ms for one request), so
+  // building on first use put those builds in the requests' latency: at half load, p99 2.3x the
+  // bucket plans'. Built in idle time instead, they put them in the latency of the requests that
+  // arrived during a build: a fresh server at one connection, p99 17.5 -> 88-123 ms
+  // (docs/benchmarks.md). Before ready, as vLLM captures its CUDA graphs, they cost start-up time.
+  void prebuild_packed_plans(int threads_per_context);
+
   std::string name_;
   Engine engine_;
   Signature sig_;

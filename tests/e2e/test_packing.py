@@ -4,7 +4,6 @@ against ONNX Runtime on each request alone, and through the token metrics), and 
 not pack served as before with the reason logged."""
 import json
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -75,13 +74,11 @@ def test_served_mixed_lengths_run_packed_and_match_onnxruntime(tmp_path):
     s = Served(tmp_path, config, models=[("minilm", model_path("minilm-l6"))])
     try:
         assert "model minilm: packed serving" in s.output(), s.output()
-        # Idle, the server builds every capacity up to the budget (512) ahead of the requests (the
-        # start-up probe built the first, 16).
-        deadline = time.time() + 120
-        while "packed session for 512 tokens" not in s.output() and time.time() < deadline:
-            time.sleep(0.2)
+        # Before it reports ready, the server builds every capacity up to the budget (512); the
+        # start-up probe built the first, 16.
         built = [int(n) for n in re.findall(r"packed session for (\d+) tokens", s.output())]
         assert sorted(built) == list(range(32, 257, 16)) + list(range(288, 513, 32)), s.output()
+        assert "24 packed plan(s) per context, up to 512 tokens" in s.output(), s.output()
         sess = ort.InferenceSession(str(model_path("minilm-l6")), providers=["CPUExecutionProvider"])
         rng = np.random.default_rng(0)
         cases = [(1, 0, False), (2, 1, True), (127, 30, False), (128, 0, False), (128, 50, True)]
@@ -99,6 +96,19 @@ def test_served_mixed_lengths_run_packed_and_match_onnxruntime(tmp_path):
         assert metric(text, "fusor_computed_tokens_total") >= useful
         assert metric(text, "fusor_bucket_plan_tokens_total") >= useful
         assert "packed session for" in s.output()
+    finally:
+        assert s.stop() == 0, s.output()
+
+
+def test_without_prebuilt_plans_a_batch_builds_its_plan(tmp_path):
+    config = "serve:\n  prebuild_plans: false\n  classes:\n    default: {max_batch_tokens: 256}\n"
+    s = Served(tmp_path, config, models=[("minilm", model_path("minilm-l6"))])
+    try:
+        assert "packed serving" in s.output() and "packed session for" not in s.output(), s.output()
+        f = minilm_request(np.random.default_rng(2), 40, 0, False)
+        sess = ort.InferenceSession(str(model_path("minilm-l6")), providers=["CPUExecutionProvider"])
+        np.testing.assert_allclose(infer(s.url, f), sess.run(None, f)[0], atol=3e-5, rtol=1e-4)
+        assert re.findall(r"packed session for (\d+) tokens", s.output()) == ["48"], s.output()
     finally:
         assert s.stop() == 0, s.output()
 

@@ -243,6 +243,7 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  max_body_bytes: 67108864\n"
             "  seq_bucket: 16\n"
             "  packing: true\n"
+            "  prebuild_plans: true\n"
             "  token_bucket: 16\n"
             "  max_sequences: 32\n"
             "  step_tokens: 256\n"

@@ -199,48 +199,6 @@ TEST(ServeBatcher, PaddingUsesTheConfiguredPadValues) {
   EXPECT_EQ(seen.at("attention_mask").data<int64_t>()[2], 0);
 }
 
-// Idle work (building plans ahead) runs on the context while nothing is queued, one piece per
-// call, until it says none is left: a request that arrives during a piece runs right after it,
-// before the next piece, and no piece runs once the work is done.
-TEST(ServeBatcher, IdleWorkRunsBetweenRequestsUntilItIsDone) {
-  FakeModel model;
-  ModelStats stats{{"interactive", "batch"}};
-  std::mutex mu;
-  std::vector<std::string> events;
-  std::promise<void> first_started, request_queued, work_done;
-  int pieces = 0;
-  IdleWork build_ahead = [&](size_t context) {
-    EXPECT_EQ(context, 0u);
-    if (pieces == 0) {
-      first_started.set_value();
-      request_queued.get_future().wait();
-    }
-    std::lock_guard lock(mu);
-    events.push_back("piece");
-    if (++pieces < 3) return true;
-    work_done.set_value();
-    return false;
-  };
-  auto run = [&](size_t ctx, const Tensors& in) {
-    {
-      std::lock_guard lock(mu);
-      events.push_back("run");
-    }
-    return model(ctx, in);
-  };
-  Batcher b(two_classes(), text_signature(), run, stats, nullptr, nullptr, build_ahead);
-  first_started.get_future().wait();
-  auto p = std::make_shared<std::promise<Completion>>();
-  auto answer = p->get_future();
-  b.submit(request({4, 2}), "interactive", [p](Completion c) { p->set_value(std::move(c)); });
-  request_queued.set_value();
-  EXPECT_EQ(values(answer.get()), (std::vector<float>{4, 2}));
-  work_done.get_future().wait();
-  b.drain();
-  std::lock_guard lock(mu);
-  EXPECT_EQ(events, (std::vector<std::string>{"piece", "run", "piece", "piece"}));
-}
-
 // One execution context: the interactive request runs while the batch request's batch is still
 // forming (it would wait an hour), so the forming batch holds no worker.
 TEST(ServeBatcher, InteractiveDoesNotWaitBehindAFormingBatch) {
