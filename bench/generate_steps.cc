@@ -1,12 +1,14 @@
 // generate_steps: fusor's side of bench/compare-generate (issue #16). Runs a decoder export's
 // prefill and decode cases on a DecoderBatch and prints one JSON line per case.
 //   generate_steps MODEL [--threads N] [--repeats N] [--decode-steps N] [--decode8-steps N] [--cases a,b]
-// Cases (all by default):
+// Cases (all but decode-16 by default):
 //   prefill-128, prefill-512   one step of P ids on a fresh sequence, max_step_tokens = 512 (one plan)
 //   prefill-512-chunk128       the same with the default max_step_tokens (128-token chunks)
 //   decode-1                   a 64-token prompt, then --decode-steps steps of one token (greedy)
 //   decode-8                   8 sequences with prompts of 8, 24, ..., 120 tokens (each at its own
 //                              position), then --decode8-steps steps of all 8 together (greedy)
+//   decode-16                  16 sequences with prompts of 8, 16, ..., 128 tokens, then
+//                              --decode8-steps steps of all 16 together (only when --cases names it)
 // Every case runs once untimed first (plans are built lazily per token count), then --repeats
 // timed runs; tokens_per_s is their median. Only the timed part counts: the prefill step itself,
 // or the decode steps after an untimed prefill (argmax included, as on ONNX Runtime's side).
@@ -160,6 +162,11 @@ int main(int argc, char** argv) try {
   }
   int threads = 2, repeats = 5, decode_steps = 64, decode8_steps = 32;
   std::set<std::string> cases = {"prefill-128", "prefill-512", "prefill-512-chunk128", "decode-1", "decode-8"};
+  const std::set<std::string> known = [&] {  // decode-16 only when asked for
+    auto all = cases;
+    all.insert("decode-16");
+    return all;
+  }();
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (i + 1 >= argc) throw Error(flag + " wants a value", ErrorKind::InvalidArgument);
@@ -173,7 +180,7 @@ int main(int argc, char** argv) try {
       std::stringstream list(value);
       for (std::string c; std::getline(list, c, ',');)
         if (!c.empty()) {
-          if (!cases.count(c)) throw Error("unknown case '" + c + "'", ErrorKind::InvalidArgument);
+          if (!known.count(c)) throw Error("unknown case '" + c + "'", ErrorKind::InvalidArgument);
           picked.insert(c);
         }
       cases = picked;
@@ -199,10 +206,12 @@ int main(int argc, char** argv) try {
     const std::vector<std::vector<TokenId>> prompts = {prompt_ids(1000, 64, vocab)};
     measure("decode-1", repeats, chunked, [&] { return decode(chunked, prompts, decode_steps); });
   }
-  if (cases.count("decode-8")) {
+  for (int n : {8, 16}) {
+    const std::string name = "decode-" + std::to_string(n);
+    if (!cases.count(name)) continue;
     std::vector<std::vector<TokenId>> prompts;
-    for (int i = 0; i < 8; ++i) prompts.push_back(prompt_ids(2000 + i, 8 + 16 * i, vocab));
-    measure("decode-8", repeats, chunked, [&] { return decode(chunked, prompts, decode8_steps); });
+    for (int i = 0; i < n; ++i) prompts.push_back(prompt_ids(2000 + i, 8 + 128 / n * i, vocab));
+    measure(name, repeats, chunked, [&] { return decode(chunked, prompts, decode8_steps); });
   }
   return 0;
 } catch (const std::exception& e) {

@@ -110,14 +110,14 @@ TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
     for (memory::format_tag layout : kLayouts) check({77, 200, act, alpha, beta, true, true, layout});
 }
 
-// Up to 8 rows of x against the transposed layout: every row count (the rows padded to a vector
-// must not leak), column blocks and the single columns after them, with a per-row and a broadcast
-// residual.
+// Up to 16 rows of x against the transposed layout: one and two vectors of rows, full and
+// partial (the padded rows must not leak), column blocks and the single columns after them, with
+// a per-row and a broadcast residual.
 TEST(PackedGemv, TakesAFewRowsOnTheTransposedLayout) {
-  for (int64_t m : {2, 3, 4, 5, 6, 7, 8})
+  for (int64_t m : {2, 3, 5, 7, 8, 9, 13, 16})
     for (bool row_residual : {false, true})
       check({37, 131, algorithm::eltwise_gelu_erf, 0.f, 0.f, true, true, memory::format_tag::ba, m, row_residual});
-  check({512, 768, algorithm::undef, 0.f, 0.f, false, false, memory::format_tag::ba, 8, false});
+  for (int64_t m : {8, 16}) check({512, 768, algorithm::undef, 0.f, 0.f, false, false, memory::format_tag::ba, m, false});
 }
 
 TEST(PackedGemv, RunsOnAnyThreadWidth) {
@@ -137,8 +137,8 @@ TEST(PackedGemv, DeclinesWhatItCannotRun) {
   EXPECT_FALSE(PackedGemv::make(memory::desc({2, 64}, memory::data_type::f32, memory::format_tag::ab), panels(64, 64),
                                 memory::desc({2, 64}, memory::data_type::f32, memory::format_tag::ab), false, none))
       << "two rows on the panel layout";
-  EXPECT_FALSE(PackedGemv::make(rows(9, 64), memory::desc({64, 64}, memory::data_type::f32, memory::format_tag::ba),
-                                rows(9, 64), false, none))
+  EXPECT_FALSE(PackedGemv::make(rows(17, 64), memory::desc({64, 64}, memory::data_type::f32, memory::format_tag::ba),
+                                rows(17, 64), false, none))
       << "more rows than it takes";
   dnnl::post_ops exp;
   exp.append_eltwise(1.f, algorithm::eltwise_exp, 0.f, 0.f);

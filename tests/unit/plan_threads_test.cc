@@ -25,10 +25,10 @@ TEST(PlanThreads, APlanOfPoolKernelsRunsOnThePool) {
   EXPECT_FALSE(gemm_plan(512, KernelChoice::Fast).openmp_team);
 }
 
-// 12 rows by 64 columns: too few rows for two row chunks, too few columns for two column blocks,
-// too many rows for the few-row GEMV (up to 8 rows, which runs on the pool).
+// 24 rows by 64 columns: too few rows for two row chunks, too few columns for two column blocks,
+// too many rows for the few-row GEMM (up to 16 rows, which runs on the pool).
 TEST(PlanThreads, AGemmTooSmallToSplitPutsThePlanOnOpenmp) {
-  EXPECT_TRUE(gemm_plan(12, KernelChoice::Fast, 64).openmp_team);
+  EXPECT_TRUE(gemm_plan(24, KernelChoice::Fast, 64).openmp_team);
 }
 
 TEST(PlanThreads, ReferencePlansRunOnOpenmp) {

@@ -1,13 +1,13 @@
 // A few rows of x times weights stored column by column ("ba": each output column's K weights
-// contiguous, the layout oneDNN's gemm asks for on AVX2): the GEMM of a decode step with 2 to a
-// few dozen sequences running.
+// contiguous, the layout oneDNN's gemm asks for on AVX2): the GEMM of a decode step with several
+// sequences running (PackedGemv takes 2-16 rows here).
 //
-// Why: oneDNN 2.6's jit sgemm repacks its weights on every call and ran llama-tiny's 16-row decode
-// GEMMs at ~40 GFLOP/s, against ~66 for large ones. Here x is transposed first (K x M, M padded
-// to whole vectors: small, it stays in L1/L2), then each k loads the M rows' values as 1-4
-// vectors and broadcasts one weight of each of a few columns, an outer product into 12
-// accumulators. Every weight is read once for all rows, straight from the packed buffer, with
-// no copy.
+// x is transposed first (K x M, M padded to whole vectors: small, it stays in L1/L2), then each k
+// loads the M rows' values as 1-4 vectors and broadcasts one weight of each of a few columns, an
+// outer product into 12 accumulators. Every weight is read once for all rows, straight from the
+// packed buffer, with no copy and no horizontal sums. Why: per-row dot products ran 4-8 rows
+// 1.2-1.5x slower, and the pool's tiles of single-threaded oneDNN sgemm calls (which repack their
+// share of the weights on every call) ran decode steps of 8 / 16 sequences 1.19x / 1.26x slower.
 #pragma once
 #include <cstdint>
 #include <span>

@@ -1,5 +1,5 @@
-// A matmul of one row (a decoder's next token with one sequence running), or of up to 8 rows on
-// the transposed layout below (a few sequences), read straight from oneDNN's packed weights, on
+// A matmul of one row (a decoder's next token with one sequence running), or of up to 16 rows on
+// the transposed layout below (a decode step of several sequences), read straight from oneDNN's packed weights, on
 // fusor's thread pool, with OnednnMatmul's epilogue (bias, eltwise, binary add) applied before
 // the store.
 //
@@ -9,11 +9,10 @@
 // split among threads. It reads the layout brgemm asks for on AVX-512 ("BA16a64b": 64-column
 // panels of K rows, K padded to 16; one row only, brgemm is faster from two), or the transposed
 // one ("ba") oneDNN's gemm asks for on AVX2, where each column's K weights are one contiguous
-// stream, read once for all rows: one row as dot products, 2-8 rows by columns_gemm.h. There
-// these GEMMs stream weights from memory, as oneDNN's and the pool's tiles do: 4-8 rows ran
-// ~1.3x the earlier dot-product form and even with both (bench/small_m_gemm,
-// docs/benchmarks.md). On AVX2 that gemm also runs an OpenMP team, which stalls at its barrier
-// when a core is shared.
+// stream, read once for all rows: one row as dot products, 2-16 rows by columns_gemm.h. In a
+// decode step of 8 or 16 sequences this ran 1.19x / 1.26x faster than the pool's tiles of
+// single-threaded oneDNN calls, the same tokens (bench/generate_steps, docs/benchmarks.md). On
+// AVX2 that gemm also runs an OpenMP team, which stalls at its barrier when a core is shared.
 // The weights are not packed twice; another layout, more rows, or a post-op it does not know
 // keep oneDNN.
 #pragma once
