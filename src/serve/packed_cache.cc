@@ -20,14 +20,10 @@ PackedSession& PackedCache::session_for(int64_t capacity) {
   return it->second;
 }
 
-bool PackedCache::build_next(int64_t max_tokens) {
+void PackedCache::build_up_to(int64_t max_tokens) {
   const int64_t last = packed_capacity(max_tokens, bucket_);
   for (int64_t capacity = packed_capacity(1, bucket_); capacity <= last; capacity = packed_capacity(capacity + 1, bucket_))
-    if (!sessions_.count(capacity)) {
-      session_for(capacity);
-      return capacity < last;
-    }
-  return false;
+    session_for(capacity);
 }
 
 std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {

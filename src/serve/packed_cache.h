@@ -31,8 +31,8 @@ class PackedCache {
   // capacity's options are `built_with`'s fusion config.
   void adopt(PackedSession session, const SessionOptions& built_with);
   std::vector<Tensors> run(const std::vector<const Tensors*>& requests);
-  // Builds the smallest capacity up to max_tokens' that is not built yet; false when none is left.
-  bool build_next(int64_t max_tokens);
+  // Builds every capacity up to max_tokens' that is not built yet.
+  void build_up_to(int64_t max_tokens);
   size_t size() const { return sessions_.size(); }
 
  private:

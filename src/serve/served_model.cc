@@ -1,9 +1,8 @@
 #include "serve/served_model.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
-#include <exception>
+#include <cstdio>
 #include <future>
 #include <thread>
 
@@ -61,28 +60,22 @@ void ServedModel::prebuild_packed_plans(int threads_per_context) {
   int64_t budget = 1;
   for (const auto& [_, cls] : config_.classes) budget = std::max(budget, cls.max_batch_tokens);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::exception_ptr> failed(packed_.size());
+  std::vector<std::string> failed(packed_.size());
   std::vector<std::thread> builders;
   for (size_t i = 0; i < packed_.size(); ++i)
     builders.emplace_back([&, i] {
       cpu::set_thread_width(threads_per_context);
       try {
-        while (packed_[i]->build_next(budget)) {
-        }
-      } catch (...) {
-        failed[i] = std::current_exception();
+        packed_[i]->build_up_to(budget);
+      } catch (const std::exception& e) {
+        failed[i] = e.what();
       }
     });
   for (auto& b : builders) b.join();
-  for (const auto& f : failed)
-    if (f) {
-      try {
-        std::rethrow_exception(f);
-      } catch (const std::exception& e) {
-        throw Error("model " + name_ + ": building the packed plans up to " + std::to_string(budget) +
-                    " tokens failed (serve.prebuild_plans: false builds them on first use): " + e.what());
-      }
-    }
+  for (const std::string& why : failed)
+    if (!why.empty())
+      throw Error("model " + name_ + ": building the packed plans up to " + std::to_string(budget) +
+                  " tokens failed (serve.prebuild_plans: false builds them on first use): " + why);
   std::fprintf(stderr, "fusor serve: model %s: %zu packed plan(s) per context, up to %lld tokens, built in %.1f s\n",
                name_.c_str(), packed_[0]->size(), static_cast<long long>(budget),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

@@ -1,5 +1,5 @@
 // The few-row GEMM on column-stored weights, on its own: every row count up to its limit (one to
-// four vectors of rows, the padded rows must not leak into acc), column blocks and the single
+// two vectors of rows, the padded rows must not leak into acc), column blocks and the single
 // columns after them, K of 1 and odd, into a wider acc, against a double-precision loop.
 #include <gtest/gtest.h>
 

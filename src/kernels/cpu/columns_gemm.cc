@@ -12,7 +12,7 @@ using simd::V;
 namespace hn = simd::hn;
 
 constexpr int64_t kLanes = static_cast<int64_t>(HWY_LANES(float));
-constexpr int kMaxVectors = 4;  // rows of x per pass, in vectors
+constexpr int kMaxVectors = 2;  // rows of x per pass, in vectors: 16 on AVX2
 constexpr int kAccumulators = 12;  // of 16 registers on AVX2: the rest hold x and one weight
 
 // NB columns by RV vectors of rows: out[(j * RV + v) * kLanes + l] = row v * kLanes + l of x
@@ -74,8 +74,6 @@ void columns_gemm(const float* xt, int64_t m, int64_t padded, int64_t k, const f
                   int64_t acc_stride) {
   switch (padded / kLanes) {
     case 1: return columns_pass<1>(xt, m, padded, k, w, cols, acc, acc_stride);
-    case 2: return columns_pass<2>(xt, m, padded, k, w, cols, acc, acc_stride);
-    case 3: return columns_pass<3>(xt, m, padded, k, w, cols, acc, acc_stride);
     default: return columns_pass<kMaxVectors>(xt, m, padded, k, w, cols, acc, acc_stride);
   }
 }

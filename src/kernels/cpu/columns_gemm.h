@@ -3,7 +3,7 @@
 // sequences running (PackedGemv takes 2-16 rows here).
 //
 // x is transposed first (K x M, M padded to whole vectors: small, it stays in L1/L2), then each k
-// loads the M rows' values as 1-4 vectors and broadcasts one weight of each of a few columns, an
+// loads the M rows' values as 1-2 vectors and broadcasts one weight of each of a few columns, an
 // outer product into 12 accumulators. Every weight is read once for all rows, straight from the
 // packed buffer, with no copy and no horizontal sums. Why: per-row dot products ran 4-8 rows
 // 1.2-1.5x slower, and the pool's tiles of single-threaded oneDNN sgemm calls (which repack their
@@ -14,7 +14,7 @@
 
 namespace fusor::cpu {
 
-// The most rows columns_gemm takes: four vectors of rows.
+// The most rows columns_gemm takes: two vectors of rows (PackedGemv's 16 on AVX2).
 int64_t columns_gemm_max_rows();
 
 // x (m dense rows of k floats) transposed for columns_gemm: xt[i * padded + r] = x[r][i], rows
