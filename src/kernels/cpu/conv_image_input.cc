@@ -21,8 +21,8 @@
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/dense_layout.h"
+#include "kernels/cpu/epilogue_activation.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/cpu/unary_ops.h"
 
 namespace fusor::cpu {
 namespace {
@@ -37,18 +37,6 @@ constexpr int64_t kMaxChannels = 4, kMaxTaps = 64;
 // Output positions per register block, and per tile of the row-major path's transpose.
 constexpr int64_t kBlock = 8, kTile = 64;
 
-enum class Activation { None, Relu, LeakyRelu, Sigmoid, Silu, HardSwish };
-
-std::optional<Activation> activation_of(const std::string& name) {
-  if (name == "none") return Activation::None;
-  if (name == "relu") return Activation::Relu;
-  if (name == "leaky_relu") return Activation::LeakyRelu;
-  if (name == "sigmoid") return Activation::Sigmoid;
-  if (name == "silu") return Activation::Silu;
-  if (name == "hardswish") return Activation::HardSwish;
-  return std::nullopt;
-}
-
 struct Geometry {
   int64_t N, C, H, W, OC, OH, OW, KH, KW, SH, SW, DH, DW, PT, PL;
   int64_t taps() const { return C * KH * KW; }
@@ -56,7 +44,7 @@ struct Geometry {
 
 class ImageInputConvKernel final : public Kernel {
  public:
-  ImageInputConvKernel(const Geometry& g, const float* w, const float* bias, Activation act, float alpha, std::string name)
+  ImageInputConvKernel(const Geometry& g, const float* w, const float* bias, EpilogueActivation act, float alpha, std::string name)
       : g_(g), act_(act), params_{.alpha = alpha}, name_(std::move(name)) {
     const int64_t L = static_cast<int64_t>(hn::Lanes(D())), blocks = g.OC / L, taps = g.taps();
     // [block][tap][lane]: one vector of the block's output channels per tap.
@@ -162,18 +150,7 @@ class ImageInputConvKernel final : public Kernel {
     return acc;
   }
 
-  V activate(V v) const {
-    using namespace unary_ops;
-    switch (act_) {
-      case Activation::None: return v;
-      case Activation::Relu: return ReluOp::apply(v, params_);
-      case Activation::LeakyRelu: return LeakyReluOp::apply(v, params_);
-      case Activation::Sigmoid: return SigmoidOp::apply(v, params_);
-      case Activation::Silu: return simd::silu(v);
-      case Activation::HardSwish: return HardSwishOp::apply(v, params_);
-    }
-    return v;
-  }
+  V activate(V v) const { return apply_activation(act_, v, params_); }
 
   // Positions [t0, t1) of output row (n, oh), channel block b, from the tile into row-major y.
   void write_tile(const float* tile, float* y, int64_t n, int64_t oh, int64_t b, int64_t t0, int64_t t1) const {
@@ -185,7 +162,7 @@ class ImageInputConvKernel final : public Kernel {
   }
 
   Geometry g_;
-  Activation act_;
+  EpilogueActivation act_;
   unary_ops::Params params_;
   std::string name_;
   std::vector<float> weights_, bias_;
@@ -202,7 +179,7 @@ std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const Conv
       used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32 || epi.residual >= 0 ||
       r.inputs[0].dims.size() != 4)
     return nullptr;
-  const auto act = activation_of(epi.activation);
+  const auto act = epilogue_activation(epi.activation);
   const Tensor* w = constant_input(r, 1);
   const Tensor* b = epi.has_bias ? constant_input(r, 2) : nullptr;
   if (!act || !w || (epi.has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0])))

@@ -61,7 +61,45 @@ Cache& cache() {
   return c;
 }
 
+struct DerivedCache {
+  std::mutex mutex;
+  std::unordered_multimap<uint64_t, std::weak_ptr<const std::vector<float>>> entries;  // by content hash
+  size_t hits = 0;
+};
+
+DerivedCache& derived_cache() {
+  static DerivedCache c;
+  return c;
+}
+
 }  // namespace
+
+std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<float> derived) {
+  DerivedCache& c = derived_cache();
+  const size_t bytes = derived.size() * sizeof(float);
+  const uint64_t key = content_hash(reinterpret_cast<const unsigned char*>(derived.data()), bytes);
+  std::lock_guard lock(c.mutex);
+  auto [first, last] = c.entries.equal_range(key);
+  for (auto it = first; it != last; ++it)
+    if (auto entry = it->second.lock(); entry && entry->size() == derived.size() &&
+                                        std::memcmp(entry->data(), derived.data(), bytes) == 0) {
+      ++c.hits;
+      return entry;
+    }
+  auto entry = std::make_shared<const std::vector<float>>(std::move(derived));
+  std::erase_if(c.entries, [](const auto& slot) { return slot.second.expired(); });
+  c.entries.emplace(key, entry);
+  return entry;
+}
+
+DerivedWeightCacheStats derived_weight_cache_stats() {
+  DerivedCache& c = derived_cache();
+  std::lock_guard lock(c.mutex);
+  DerivedWeightCacheStats s;
+  s.hits = c.hits;
+  for (const auto& [key, slot] : c.entries) s.entries += !slot.expired();
+  return s;
+}
 
 std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dnnl::memory::desc& source_md,
                                                     const dnnl::memory::desc& packed_md) {

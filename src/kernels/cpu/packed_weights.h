@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 namespace fusor::cpu {
 
@@ -37,6 +38,17 @@ class PackedWeights {
 // oneDNN cannot reorder between the two layouts.
 std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dnnl::memory::desc& source_md,
                                                     const dnnl::memory::desc& packed_md);
+
+// Weights a kernel derived itself (Winograd's transformed weights): an alive buffer of equal
+// contents when there is one, else `derived`. Compared on the derived floats, which are all the
+// kernel reads, so sharing is exact whatever the source. Thread-safe; plan time only.
+std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<float> derived);
+
+struct DerivedWeightCacheStats {
+  size_t entries = 0;  // buffers alive now
+  size_t hits = 0;     // requests served by an alive buffer
+};
+DerivedWeightCacheStats derived_weight_cache_stats();
 
 struct PackedWeightCacheStats {
   size_t entries = 0;  // packed buffers alive now
