@@ -49,7 +49,9 @@ constexpr int64_t kChunkInputBytes = 1 << 20;
 constexpr int64_t kMinChunkTiles = 16, kMaxChunkTiles = 256;
 // Fewer tiles than this leave the 16 GEMMs too few rows to beat the direct kernel: ResNet-18's
 // 7x7 layers (512 channels) ran at 0.73x with Winograd at batch 1 (16 tiles), 1.08x at batch 2
-// and 1.26x at batch 8 (alternated runs of one layer, 2 threads, AVX2).
+// and 1.26x at batch 8 (alternated runs of one layer, 2 threads, AVX2). Running those 16-row
+// GEMMs on the outer-product kernel of decode steps (columns_gemm.h) instead of sgemm gave 0.89x:
+// at batch 1 such a layer streams its weights, and transformed ones are 16/9 the size.
 constexpr int64_t kMinTiles = 32;
 // The narrowest block of output channels that an item's GEMMs get.
 constexpr int64_t kMinChannelBlock = 64;
@@ -109,7 +111,12 @@ class WinogradConvKernel final : public Kernel {
     bias_.assign(static_cast<size_t>(g.OC), 0.f);
     if (bias) std::copy(bias, bias + g.OC, bias_.begin());
     threads_ = thread_width();
-    chunk_tiles_ = std::min(g.tiles(), std::clamp(kChunkInputBytes / (kPoints * g.C * 4), kMinChunkTiles, kMaxChunkTiles));
+    // Chunks of equal size, a multiple of the threads when there are several: with a short last
+    // chunk, one thread idled for a third of ResNet-18's 56x56 layers at batch 1.
+    const int64_t most = std::clamp(kChunkInputBytes / (kPoints * g.C * 4), kMinChunkTiles, kMaxChunkTiles);
+    chunks_ = (g.tiles() + most - 1) / most;
+    if (chunks_ > 1) chunks_ = (chunks_ + threads_ - 1) / threads_ * threads_;
+    chunk_tiles_ = (g.tiles() + chunks_ - 1) / chunks_;
     chunks_ = (g.tiles() + chunk_tiles_ - 1) / chunk_tiles_;
     // Enough items for every thread, splitting the output channels when the tiles are few.
     const int64_t blocks = std::clamp<int64_t>((2 * threads_ + chunks_ - 1) / chunks_, 1,
