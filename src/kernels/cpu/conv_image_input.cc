@@ -175,15 +175,9 @@ class ImageInputConvKernel final : public Kernel {
 std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const ConvEpilogue& epi) {
   static const bool on = env_switch_on("FUSOR_CONV_IMAGE_INPUT");
   const int64_t L = static_cast<int64_t>(hn::Lanes(D()));
-  if (!on || L > 16 || r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) || !input_is(r, 1, DType::Float32) ||
-      used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32 || epi.residual >= 0 ||
-      r.inputs[0].dims.size() != 4)
-    return nullptr;
-  const auto act = epilogue_activation(epi.activation);
-  const Tensor* w = constant_input(r, 1);
-  const Tensor* b = epi.has_bias ? constant_input(r, 2) : nullptr;
-  if (!act || !w || (epi.has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0])))
-    return nullptr;
+  const auto operands = own_conv_operands(r, epi);
+  if (!on || L > 16 || epi.residual >= 0 || !operands) return nullptr;
+  const Tensor *w = operands->weights, *b = operands->bias;
   const auto s = onednn_conv_shape(r.node, r.inputs[0].dims, r.inputs[1].dims, r.outputs[0].dims);
   if (!s || s->group != 1 || s->C > kMaxChannels || s->OC % L != 0) return nullptr;
   const Geometry g{.N = s->src[0], .C = s->C, .H = s->src[2], .W = s->src[3], .OC = s->OC, .OH = s->dst[2],
@@ -192,7 +186,7 @@ std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const Conv
   if (g.taps() > kMaxTaps) return nullptr;
   std::string name = std::string("conv2d_f32") + (b ? "_bias" : "") +
                      (epi.activation != "none" ? "_" + epi.activation : "") + "_image_input_" + kIsa;
-  return std::make_unique<ImageInputConvKernel>(g, w->data<float>(), b ? b->data<float>() : nullptr, *act, epi.alpha,
+  return std::make_unique<ImageInputConvKernel>(g, w->data<float>(), b ? b->data<float>() : nullptr, operands->activation, epi.alpha,
                                                 std::move(name));
 }
 

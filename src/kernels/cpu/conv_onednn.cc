@@ -97,6 +97,21 @@ std::optional<OnednnConvShape> onednn_conv_shape(const Node& n, Dims x, Dims wd,
   return s;
 }
 
+std::optional<OwnConvOperands> own_conv_operands(const KernelRequest& r, const ConvEpilogue& epi) {
+  if (r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) || !input_is(r, 1, DType::Float32) ||
+      used_outputs(r) != 1 || r.outputs[0].dtype != DType::Float32 || r.inputs[0].dims.size() != 4)
+    return std::nullopt;
+  if (epi.residual >= 0 && (!input_is(r, static_cast<size_t>(epi.residual), DType::Float32) ||
+                            r.inputs[static_cast<size_t>(epi.residual)].dims != r.outputs[0].dims))
+    return std::nullopt;
+  const auto act = epilogue_activation(epi.activation);
+  const Tensor* w = constant_input(r, 1);
+  const Tensor* b = epi.has_bias ? constant_input(r, 2) : nullptr;
+  if (!act || !w || (epi.has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0])))
+    return std::nullopt;
+  return OwnConvOperands{w, b, *act};
+}
+
 std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilogue& epi) {
   const Node& n = r.node;
   if (r.inputs.size() < 2 || !input_is(r, 0, DType::Float32) ||

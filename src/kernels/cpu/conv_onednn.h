@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/epilogue_activation.h"
 #include "kernels/kernel.h"
 
 namespace fusor::cpu {
@@ -30,6 +31,16 @@ struct ConvEpilogue {
   std::string activation = "none";  // applied after the residual (see onednn_post_ops.h)
   float alpha = 0.f;             // leaky_relu's slope
 };
+
+// What fusor's own float convolution kernels (image input, Winograd) take from a request: float32
+// X and plan-time constant W, one output, 4-D, a float32 constant bias of OC values when the
+// epilogue has one, a residual of the output's shape, and an activation they apply; nullopt else.
+struct OwnConvOperands {
+  const Tensor* weights;
+  const Tensor* bias;  // nullptr without one
+  EpilogueActivation activation;
+};
+std::optional<OwnConvOperands> own_conv_operands(const KernelRequest& r, const ConvEpilogue& epilogue);
 
 // A kernel for the convolution that r.node's attributes describe (kernel_shape, strides, pads,
 // dilations, group, auto_pad) on inputs 0 (X) and 1 (W, a plan-time constant), followed by the

@@ -316,18 +316,9 @@ class WinogradConvKernel final : public Kernel {
 std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epi, bool always) {
   static const bool on = env_switch_on("FUSOR_CONV_WINOGRAD");
   const int64_t L = static_cast<int64_t>(hn::Lanes(D()));
-  if (!on || (L != 8 && L != 16) || (onednn_has_winograd() && !always) || r.inputs.size() < 2 ||
-      !input_is(r, 0, DType::Float32) || !input_is(r, 1, DType::Float32) || used_outputs(r) != 1 ||
-      r.outputs[0].dtype != DType::Float32 || r.inputs[0].dims.size() != 4)
-    return nullptr;
-  if (epi.residual >= 0 && (!input_is(r, static_cast<size_t>(epi.residual), DType::Float32) ||
-                            r.inputs[static_cast<size_t>(epi.residual)].dims != r.outputs[0].dims))
-    return nullptr;
-  const auto act = epilogue_activation(epi.activation);
-  const Tensor* w = constant_input(r, 1);
-  const Tensor* b = epi.has_bias ? constant_input(r, 2) : nullptr;
-  if (!act || !w || (epi.has_bias && (!b || b->dtype() != DType::Float32 || b->numel() != r.inputs[1].dims[0])))
-    return nullptr;
+  const auto operands = own_conv_operands(r, epi);
+  if (!on || (L != 8 && L != 16) || (onednn_has_winograd() && !always) || !operands) return nullptr;
+  const Tensor *w = operands->weights, *b = operands->bias;
   const auto s = onednn_conv_shape(r.node, r.inputs[0].dims, r.inputs[1].dims, r.outputs[0].dims);
   if (!s || s->group != 1 || s->kernel != std::vector<int64_t>{3, 3} || s->strides != dnnl::memory::dims{1, 1} ||
       s->dilations != dnnl::memory::dims{0, 0} || s->C % L != 0 || s->OC % L != 0)
@@ -339,7 +330,7 @@ std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpi
                      (epi.activation != "none" ? "_" + epi.activation : "") + "_winograd_f2x3_" + kIsa;
   try {
     return std::make_unique<WinogradConvKernel>(g, shared_derived_weights(transform_weights(w->data<float>(), g.C, g.OC)),
-                                                b ? b->data<float>() : nullptr, *act, epi.alpha, epi.residual,
+                                                b ? b->data<float>() : nullptr, operands->activation, epi.alpha, epi.residual,
                                                 std::move(name));
   } catch (const dnnl::error&) {
     return nullptr;

@@ -72,6 +72,13 @@ DerivedCache& derived_cache() {
   return c;
 }
 
+// Adds `entry` under `key`, dropping the entries no kernel holds any more.
+template <class Entries, class Entry>
+void remember(Entries& entries, uint64_t key, const std::shared_ptr<Entry>& entry) {
+  std::erase_if(entries, [](const auto& slot) { return slot.second.expired(); });
+  entries.emplace(key, entry);
+}
+
 }  // namespace
 
 std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<float> derived) {
@@ -87,8 +94,7 @@ std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<flo
       return entry;
     }
   auto entry = std::make_shared<const std::vector<float>>(std::move(derived));
-  std::erase_if(c.entries, [](const auto& slot) { return slot.second.expired(); });
-  c.entries.emplace(key, entry);
+  remember(c.entries, key, entry);
   return entry;
 }
 
@@ -121,8 +127,7 @@ std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dn
   dnnl::memory packed(packed_md, onednn::engine());
   reorder(user, packed);
   auto entry = std::make_shared<const PackedWeights>(source_md, std::move(packed));
-  std::erase_if(c.entries, [](const auto& slot) { return slot.second.expired(); });
-  c.entries.emplace(key, entry);
+  remember(c.entries, key, entry);
   ++c.packs;
   return entry;
 }
