@@ -1,8 +1,9 @@
-// The Winograd F(2x2, 3x3) convolution (kernels/cpu/conv_winograd.cc) against the reference
+// The Winograd F(2x2, 3x3) and F(4x4, 3x3) convolutions (kernels/cpu/conv_winograd.cc) against the reference
 // Conv: odd and even output sizes (partial tiles), pads of 0, 1 and uneven, one and several
 // images, channel counts of one and several vector blocks and channel blocks, with bias, residual
 // and activations, its input, residual and output row-major or in the blocked layout it offers.
-// Built with `always`, so that it is tested on CPUs where the backend picks oneDNN's Winograd.
+// Built with the tile size given, so that it is tested on CPUs where the backend picks oneDNN's
+// Winograd.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,7 +67,8 @@ Tensor expected(const Layer& l, const Epilogue& e, const Tensor& x, const Tensor
   return out[0];
 }
 
-std::unique_ptr<Kernel> winograd(const Layer& l, const Epilogue& e, const Tensor& w, const Tensor& b, bool always = true) {
+// `tile` 2 or 4: F(tile x tile, 3x3) whatever the CPU and the tiles; 0: the backend's choice.
+std::unique_ptr<Kernel> winograd(const Layer& l, const Epilogue& e, const Tensor& w, const Tensor& b, int tile) {
   Node n = conv_node(l);
   const std::vector<TensorType> ins = {{DType::Float32, {l.n, l.c, l.h, l.w}},
                                        {DType::Float32, {l.oc, l.c, 3, 3}},
@@ -75,7 +77,7 @@ std::unique_ptr<Kernel> winograd(const Layer& l, const Epilogue& e, const Tensor
   const std::vector<TensorType> outs = {{DType::Float32, out_dims(l)}};
   const std::vector<const Tensor*> consts = {nullptr, &w, &b, nullptr};
   cpu::ConvEpilogue epi{.has_bias = true, .residual = e.residual ? 3 : -1, .activation = e.activation, .alpha = e.alpha};
-  return cpu::make_winograd_conv(KernelRequest{n, ins, consts, outs}, epi, always);
+  return cpu::make_winograd_conv(KernelRequest{n, ins, consts, outs}, epi, tile);
 }
 
 // The blocked layout of the direct convolutions on this CPU's vectors (nChw8c or nChw16c).
@@ -101,8 +103,8 @@ Tensor reordered(const Tensor& t, bool to_blocked) {
 
 // Runs the kernel twice (no state between runs may change the result) with each of input,
 // residual and output row-major or blocked, and checks every combination against the reference.
-void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed) {
-  SCOPED_TRACE("n" + std::to_string(l.n) + " c" + std::to_string(l.c) + " oc" + std::to_string(l.oc) + " " +
+void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed, int tile) {
+  SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ", 3x3) " +"n" + std::to_string(l.n) + " c" + std::to_string(l.c) + " oc" + std::to_string(l.oc) + " " +
                std::to_string(l.h) + "x" + std::to_string(l.w) + " " + e.activation + (e.residual ? " residual" : ""));
   const Tensor x = random({l.n, l.c, l.h, l.w}, 1.f, seed);
   const Tensor w = random({l.oc, l.c, 3, 3}, 1.f / std::sqrt(9.f * l.c), seed + 1);
@@ -112,9 +114,9 @@ void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed) 
   for (int blocked = 0; blocked < 8; ++blocked) {
     const bool src_blocked = blocked & 1, acc_blocked = blocked & 2, dst_blocked = blocked & 4;
     if (acc_blocked && !e.residual) continue;
-    auto k = winograd(l, e, w, b);
+    auto k = winograd(l, e, w, b, tile);
     ASSERT_TRUE(k);
-    EXPECT_NE(k->name().find("winograd_f2x3"), std::string::npos) << k->name();
+    EXPECT_NE(k->name().find("winograd_f" + std::to_string(tile) + "x3"), std::string::npos) << k->name();
     const std::string src_name = cpu::onednn_layout_name(blocked_desc(x.dims()));
     EXPECT_EQ(k->offered_output_layout(), cpu::onednn_layout_name(blocked_desc(out_dims(l))));
     EXPECT_TRUE(k->accepts_input_layout(0, src_name));
@@ -140,6 +142,10 @@ void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed) 
           << "src " << src_blocked << " residual " << acc_blocked << " dst " << dst_blocked << " run " << run;
     }
   }
+}
+
+void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed) {
+  for (int tile : {2, 4}) expect_matches_reference(l, e, seed, tile);
 }
 
 TEST(ConvWinograd, MatchesReferenceOverShapes) {
@@ -179,7 +185,7 @@ TEST(ConvWinograd, DeclinesWhatItDoesNotCompute) {
     const Tensor w = random({l.oc, l.c, kh, kh}, 0.1f, 1), b = random({l.oc}, 0.1f, 2);
     const std::vector<const Tensor*> consts = {nullptr, &w, &b};
     return cpu::make_winograd_conv(KernelRequest{n, ins, consts, outs},
-                                   cpu::ConvEpilogue{.has_bias = true, .activation = e.activation}, true) == nullptr;
+                                   cpu::ConvEpilogue{.has_bias = true, .activation = e.activation}, 2) == nullptr;
   };
   const Layer ok{1, L, L, 8, 8};
   EXPECT_FALSE(declines(ok, "", {}));
@@ -191,13 +197,25 @@ TEST(ConvWinograd, DeclinesWhatItDoesNotCompute) {
   EXPECT_TRUE(declines(ok, "", {}, Epilogue{.activation = "gelu_erf"}));
 }
 
-// Left to itself, the backend takes it only for enough tiles: 16 (one 7x7 image) stay direct.
-TEST(ConvWinograd, FewTilesStayDirect) {
+// Left to itself, the backend takes only layers of enough tiles (32), with 4x4 tiles where there
+// are enough of those and few input channels: a 7x7 image (16 2x2 tiles) stays direct.
+TEST(ConvWinograd, TileSizeFollowsTheTileCount) {
   const int64_t L = static_cast<int64_t>(cpu::simd::lanes());
-  const Layer l{1, L, L, 7, 7};
   const Tensor w = random({L, L, 3, 3}, 0.1f, 1), b = random({L}, 0.1f, 2);
-  EXPECT_TRUE(winograd(l, Epilogue{}, w, b, /*always=*/false) == nullptr);
-  EXPECT_TRUE(winograd(l, Epilogue{}, w, b, /*always=*/true) != nullptr);
+  auto chosen = [&](const Layer& l) {
+    auto k = winograd(l, Epilogue{}, w, b, 0);
+    return !k ? std::string("direct") : k->name().find("winograd_f4x3") != std::string::npos ? "f4" : "f2";
+  };
+  if (!winograd(Layer{1, L, L, 56, 56}, Epilogue{}, w, b, 0)) GTEST_SKIP() << "oneDNN has its own Winograd here";
+  EXPECT_EQ(chosen(Layer{1, L, L, 7, 7}), "direct");
+  EXPECT_EQ(chosen(Layer{1, L, L, 14, 14}), "f2");   // 49 2x2 tiles, 16 4x4 ones
+  EXPECT_EQ(chosen(Layer{2, L, L, 14, 14}), "f4");   // 32 4x4 tiles
+  EXPECT_EQ(chosen(Layer{1, L, L, 56, 56}), "f4");
+  const Tensor wide = random({32 * L, 32 * L, 3, 3}, 0.01f, 3), wide_b = random({32 * L}, 0.1f, 4);
+  EXPECT_TRUE(winograd(Layer{2, 32 * L, 32 * L, 14, 14}, Epilogue{}, wide, wide_b, 0)->name().find("winograd_f2x3") !=
+              std::string::npos)
+      << "many input channels keep 2x2 tiles";
+  EXPECT_TRUE(winograd(Layer{1, L, L, 7, 7}, Epilogue{}, w, b, 2) != nullptr);
 }
 
 // Plans at two batch sizes hold one copy of the transformed weights.
@@ -205,9 +223,9 @@ TEST(ConvWinograd, PlansShareTheTransformedWeights) {
   const int64_t L = static_cast<int64_t>(cpu::simd::lanes());
   const Tensor w = random({L, L, 3, 3}, 0.1f, 1), b = random({L}, 0.1f, 2);
   const auto before = cpu::derived_weight_cache_stats();
-  auto one = winograd(Layer{1, L, L, 8, 8}, Epilogue{}, w, b), two = winograd(Layer{2, L, L, 8, 8}, Epilogue{}, w, b);
+  auto one = winograd(Layer{1, L, L, 8, 8}, Epilogue{}, w, b, 2), two = winograd(Layer{2, L, L, 8, 8}, Epilogue{}, w, b, 2);
   const Tensor other = random({L, L, 3, 3}, 0.1f, 3);
-  auto three = winograd(Layer{1, L, L, 8, 8}, Epilogue{}, other, b);
+  auto three = winograd(Layer{1, L, L, 8, 8}, Epilogue{}, other, b, 2);
   const auto after = cpu::derived_weight_cache_stats();
   EXPECT_EQ(after.entries, before.entries + 2);
   EXPECT_EQ(after.hits, before.hits + 1);

@@ -51,10 +51,10 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
 // conv_image_input.cc); nullptr outside it.
 std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const ConvEpilogue& epilogue);
 
-// The same for a 3x3 stride-1 layer as Winograd F(2x2, 3x3) (conv_winograd.cc), where oneDNN has
-// no Winograd kernel of its own and the layer has enough tiles; `always` (tests) drops those two
-// conditions. nullptr outside it.
-std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epilogue, bool always = false);
+// The same for a 3x3 stride-1 layer as Winograd F(m x m, 3x3) (conv_winograd.cc), where oneDNN
+// has no Winograd kernel of its own and the layer has enough tiles; `tile` (2 or 4: tests) sets m
+// and drops those two conditions. nullptr outside it.
+std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epilogue, int tile = 0);
 
 // The kernel for a float Conv or FusedConv: the image-input or Winograd kernel where one applies,
 // else oneDNN's.

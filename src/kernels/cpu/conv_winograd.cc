@@ -1,14 +1,17 @@
-// 3x3 stride-1 convolutions as Winograd F(2x2, 3x3), for CPUs where oneDNN 2.6 has no Winograd
+// 3x3 stride-1 convolutions as Winograd F(m x m, 3x3), for CPUs where oneDNN 2.6 has no Winograd
 // kernel (everything below AVX-512). oneDNN's AVX2 direct kernel reaches ~85-90 GFLOP/s on
 // ResNet-18's deep layers (14x14 and 7x7 outputs, 256-512 channels) against ~130 for its sgemm on
 // the same machine, and ONNX Runtime ran ResNet-18 1.23x faster than fusor at batch 1
-// (docs/benchmarks.md). Winograd computes each 2x2 output tile from a 4x4 input tile with 16
-// multiplies per channel pair instead of 36: 2.25x fewer, done as 16 GEMMs.
+// (docs/benchmarks.md). Winograd computes each m x m output tile from an (m+2) x (m+2) input tile
+// with (m+2)^2 multiplies per channel pair instead of 9 m^2, done as (m+2)^2 GEMMs: F(2x2, 3x3)
+// does 2.25x fewer multiplies, F(4x4, 3x3) 4x fewer, and it also reads and writes 1.8x fewer
+// transformed values per output. F(4x4) takes layers of few channels and enough 4x4 tiles,
+// F(2x2) the rest.
 //
 // Per chunk of tiles and block of output channels, on one thread:
-//   1. input transform V = B^T d B of every 4x4 input tile, channel vectors at a time:
+//   1. input transform V = B^T d B of every input tile, channel vectors at a time:
 //      V[xi][tile][C];
-//   2. 16 single-threaded sgemms M[xi] = V[xi] (tiles x C) x U[xi] (C x OC block), where
+//   2. (m+2)^2 single-threaded sgemms M[xi] = V[xi] (tiles x C) x U[xi] (C x OC block), where
 //      U = G g G^T are the weights transformed at plan time;
 //   3. output transform Y = A^T M A, plus bias, residual and activation, written in place.
 // Chunks and channel blocks are the thread pool's chunks: no barrier between the phases, and a
@@ -16,7 +19,7 @@
 // (nChw8c on AVX2), the layout of the direct convolutions and pools around them, so a ResNet's
 // values move between kernels with no reorder; a plain input or output is reordered in scratch.
 // F(2x2, 3x3)'s transforms only add, subtract and halve, so its rounding stays near the direct
-// kernel's (F(4x4, 3x3) would save more multiplies at the cost of larger rounding).
+// kernel's; F(4x4, 3x3)'s round more, within the twin rule on the layers it takes (Transform<4>).
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
@@ -42,45 +45,89 @@ using simd::V;
 namespace hn = simd::hn;
 using dnnl::memory;
 
-constexpr int64_t kPoints = 16;  // 4x4 transformed points per tile
+// F(m x m, 3x3)'s matrices (Toom-Cook, as in Lavin and Gray): B^T (input), G (weights), A^T (output).
+template <int M>
+struct Transform;
+template <>
+struct Transform<2> {
+  static constexpr int kIn = 4;
+  static constexpr float BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  static constexpr double G[4][3] = {{1, 0, 0}, {.5, .5, .5}, {.5, -.5, .5}, {0, 0, 1}};
+  static constexpr float AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+};
+
+// Points 0, 1, -1, 1/2, -2 and infinity rather than Lavin's 0, +-1, +-2: on 64-channel layers of
+// trained scale its largest error against the reference is 2.5-3x smaller (5.7e-6 against 1.7e-5
+// simulated in float32; 2.3e-5 measured with +-2), within the kernels' twin rule where +-2 was not.
+template <>
+struct Transform<4> {
+  static constexpr int kIn = 6;
+  static constexpr float BT[6][6] = {{1, -1.5f, -2, 1.5f, 1, 0},  {0, -1, 0.5f, 2.5f, 1, 0}, {0, 1, -2.5f, 0.5f, 1, 0},
+                                     {0, -2, -1, 2, 1, 0},        {0, 0.5f, -1, -0.5f, 1, 0}, {0, 1, -1.5f, -2, 1.5f, 1}};
+  static constexpr double G[6][3] = {{1, 0, 0},
+                                     {1. / 3, 1. / 3, 1. / 3},
+                                     {-1. / 3, 1. / 3, -1. / 3},
+                                     {-16. / 15, -8. / 15, -4. / 15},
+                                     {1. / 15, -2. / 15, 4. / 15},
+                                     {0, 0, 1}};
+  static constexpr float AT[4][6] = {{1, 1, 1, 1, 1, 0}, {0, 1, -1, 0.5f, -2, 0}, {0, 1, 1, 0.25f, 4, 0}, {0, 1, -1, 0.125f, -8, 1}};
+};
+
+// sum over k of coef[k] * get(k), skipping zero coefficients (the loops unroll, so the test folds).
+template <size_t K, class Get>
+inline V combine(const float (&coef)[K], Get&& get) {
+  const D d;
+  V acc = hn::Zero(d);
+  for (size_t k = 0; k < K; ++k)
+    if (coef[k] != 0.f) acc = hn::MulAdd(hn::Set(d, coef[k]), get(k), acc);
+  return acc;
+}
+
 // Bytes of transformed input per chunk: the chunk's tiles are as many as fit, so that V stays in
-// the core's cache while its 16 GEMMs read it.
+// the core's cache while its GEMMs read it.
 constexpr int64_t kChunkInputBytes = 1 << 20;
 constexpr int64_t kMinChunkTiles = 16, kMaxChunkTiles = 256;
-// Fewer tiles than this leave the 16 GEMMs too few rows to beat the direct kernel: ResNet-18's
+// Fewer tiles than this leave the GEMMs too few rows to beat the direct kernel: ResNet-18's
 // 7x7 layers (512 channels) ran at 0.73x with Winograd at batch 1 (16 tiles), 1.08x at batch 2
 // and 1.26x at batch 8 (alternated runs of one layer, 2 threads, AVX2). Running those 16-row
 // GEMMs on the outer-product kernel of decode steps (columns_gemm.h) instead of sgemm gave 0.89x:
 // at batch 1 such a layer streams its weights, and transformed ones are 16/9 the size.
 constexpr int64_t kMinTiles = 32;
+// F(4x4)'s transformed weights are 4x the direct kernel's, and its chunks hold fewer tiles (36
+// points each), so it pays where a chunk still holds this many: 128 input channels or fewer.
+// One layer alternated against F(2x2) (2 threads, AVX2): 64 and 128 channels 1.35x / 1.40x at
+// batch 1 and 1.08x / 1.29x at batch 8; 256 and 512 channels 0.84x / 0.80x at batch 8.
+constexpr int64_t kMinF4ChunkTiles = 48;
 // The narrowest block of output channels that an item's GEMMs get.
 constexpr int64_t kMinChannelBlock = 64;
 
 struct Geometry {
   int64_t N, C, H, W, OC, OH, OW, PT, PL;
-  int64_t tiles_h() const { return (OH + 1) / 2; }
-  int64_t tiles_w() const { return (OW + 1) / 2; }
+  int64_t m;  // output tile size
+  int64_t tiles_h() const { return (OH + m - 1) / m; }
+  int64_t tiles_w() const { return (OW + m - 1) / m; }
   int64_t tiles() const { return N * tiles_h() * tiles_w(); }
 };
 
-// U[xi][c][oc] = (G g G^T)[xi] for every weight g[oc][c] (3x3), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1].
+// U[xi][c][oc] = (G g G^T)[xi] for every weight g[oc][c] (3x3), in double.
+template <int M>
 std::vector<float> transform_weights(const float* w, int64_t C, int64_t OC) {
-  std::vector<float> u(static_cast<size_t>(kPoints * C * OC));
+  using T = Transform<M>;
+  constexpr int n = T::kIn;
+  std::vector<float> u(static_cast<size_t>(n * n * C * OC));
   for (int64_t oc = 0; oc < OC; ++oc)
     for (int64_t c = 0; c < C; ++c) {
       const float* g = w + (oc * C + c) * 9;
-      double gg[4][3];  // G g
-      for (int j = 0; j < 3; ++j) {
-        gg[0][j] = g[j];
-        gg[1][j] = 0.5 * (double(g[j]) + g[3 + j] + g[6 + j]);
-        gg[2][j] = 0.5 * (double(g[j]) - g[3 + j] + g[6 + j]);
-        gg[3][j] = g[6 + j];
-      }
-      for (int i = 0; i < 4; ++i) {
-        const double row[4] = {gg[i][0], 0.5 * (gg[i][0] + gg[i][1] + gg[i][2]), 0.5 * (gg[i][0] - gg[i][1] + gg[i][2]),
-                               gg[i][2]};
-        for (int j = 0; j < 4; ++j) u[static_cast<size_t>(((i * 4 + j) * C + c) * OC + oc)] = static_cast<float>(row[j]);
-      }
+      double gg[n][3] = {};  // G g
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < 3; ++j)
+          for (int k = 0; k < 3; ++k) gg[i][j] += T::G[i][k] * g[k * 3 + j];
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          double v = 0;  // (G g G^T)[i][j]
+          for (int k = 0; k < 3; ++k) v += gg[i][k] * T::G[j][k];
+          u[static_cast<size_t>(((i * n + j) * C + c) * OC + oc)] = static_cast<float>(v);
+        }
     }
   return u;
 }
@@ -102,7 +149,12 @@ bool onednn_has_winograd() {
   return has;
 }
 
+template <int M>
 class WinogradConvKernel final : public Kernel {
+  using T = Transform<M>;
+  static constexpr int kIn = T::kIn;
+  static constexpr int64_t kPoints = kIn * kIn;
+
  public:
   WinogradConvKernel(const Geometry& g, std::shared_ptr<const std::vector<float>> u, const float* bias,
                      EpilogueActivation act, float alpha, int residual, std::string name)
@@ -217,7 +269,7 @@ class WinogradConvKernel final : public Kernel {
     const int64_t t0 = chunk * chunk_tiles_, nt = std::min(chunk_tiles_, g_.tiles() - t0);
     const int64_t oc0 = block * channel_block_, noc = std::min(channel_block_, g_.OC - oc0);
     float* v = scratch;                              // [16][nt][C]
-    float* m = scratch + kPoints * chunk_tiles_ * g_.C;  // [16][nt][noc]
+    float* m = scratch + kPoints * chunk_tiles_ * g_.C;  // [points][nt][noc]
     input_transform(src, t0, nt, v);
     const float* u = u_->data();
     for (int64_t xi = 0; xi < kPoints; ++xi)
@@ -226,72 +278,62 @@ class WinogradConvKernel final : public Kernel {
     output_transform(m, t0, nt, oc0, noc, acc, dst);
   }
 
-  // V = B^T d B per 4x4 input tile d (zeros outside the image), B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].
+  // V = B^T d B per input tile d (zeros outside the image).
   void input_transform(const float* src, int64_t t0, int64_t nt, float* v) const {
     const D d;
     const int64_t L = lanes(), blocks = g_.C / L, th = g_.tiles_h(), tw = g_.tiles_w();
+    const int64_t step = nt * g_.C;  // between points
     for (int64_t t = 0; t < nt; ++t) {
       const int64_t tile = t0 + t, n = tile / (th * tw), ty = tile / tw % th, tx = tile % tw;
-      const int64_t iy0 = 2 * ty - g_.PT, ix0 = 2 * tx - g_.PL;
-      const bool inside = iy0 >= 0 && ix0 >= 0 && iy0 + 4 <= g_.H && ix0 + 4 <= g_.W;
+      const int64_t iy0 = M * ty - g_.PT, ix0 = M * tx - g_.PL;
+      const bool inside = iy0 >= 0 && ix0 >= 0 && iy0 + kIn <= g_.H && ix0 + kIn <= g_.W;
       for (int64_t b = 0; b < blocks; ++b) {
         const float* plane = src + (n * blocks + b) * g_.H * g_.W * L;
-        V x[4][4];
-        for (int64_t r = 0; r < 4; ++r)
-          for (int64_t c = 0; c < 4; ++c) {
+        V x[kIn][kIn];
+        for (int64_t r = 0; r < kIn; ++r)
+          for (int64_t c = 0; c < kIn; ++c) {
             const int64_t iy = iy0 + r, ix = ix0 + c;
             x[r][c] = inside || (iy >= 0 && iy < g_.H && ix >= 0 && ix < g_.W) ? hn::LoadU(d, plane + (iy * g_.W + ix) * L)
                                                                               : hn::Zero(d);
           }
-        V s[4][4];  // B^T d
-        for (int c = 0; c < 4; ++c) {
-          s[0][c] = hn::Sub(x[0][c], x[2][c]);
-          s[1][c] = hn::Add(x[1][c], x[2][c]);
-          s[2][c] = hn::Sub(x[2][c], x[1][c]);
-          s[3][c] = hn::Sub(x[1][c], x[3][c]);
-        }
+        V s[kIn][kIn];  // B^T d
+        for (int i = 0; i < kIn; ++i)
+          for (int c = 0; c < kIn; ++c) s[i][c] = combine(T::BT[i], [&](size_t k) { return x[k][c]; });
         float* out = v + t * g_.C + b * L;
-        const int64_t step = nt * g_.C;  // between points
-        for (int r = 0; r < 4; ++r) {
-          hn::StoreU(hn::Sub(s[r][0], s[r][2]), d, out + (r * 4 + 0) * step);
-          hn::StoreU(hn::Add(s[r][1], s[r][2]), d, out + (r * 4 + 1) * step);
-          hn::StoreU(hn::Sub(s[r][2], s[r][1]), d, out + (r * 4 + 2) * step);
-          hn::StoreU(hn::Sub(s[r][1], s[r][3]), d, out + (r * 4 + 3) * step);
-        }
+        for (int i = 0; i < kIn; ++i)
+          for (int j = 0; j < kIn; ++j)
+            hn::StoreU(combine(T::BT[j], [&](size_t k) { return s[i][k]; }), d, out + (i * kIn + j) * step);
       }
     }
   }
 
-  // Y = A^T m A per tile, A^T = [1 1 1 0; 0 1 -1 -1], then bias, residual and activation.
+  // Y = A^T m A per tile, then bias, residual and activation.
   void output_transform(const float* m, int64_t t0, int64_t nt, int64_t oc0, int64_t noc, const float* acc,
                         float* dst) const {
     const D d;
     const int64_t L = lanes(), blocks = g_.OC / L, th = g_.tiles_h(), tw = g_.tiles_w();
     const int64_t step = nt * noc;  // between points
     for (int64_t t = 0; t < nt; ++t) {
-      const int64_t tile = t0 + t, n = tile / (th * tw), oy = 2 * (tile / tw % th), ox = 2 * (tile % tw);
+      const int64_t tile = t0 + t, n = tile / (th * tw), oy = M * (tile / tw % th), ox = M * (tile % tw);
       for (int64_t j = 0; j < noc; j += L) {
         const float* p = m + t * noc + j;
-        V a[2][4];  // A^T m
-        for (int c = 0; c < 4; ++c) {
-          const V m0 = hn::LoadU(d, p + (0 * 4 + c) * step), m1 = hn::LoadU(d, p + (1 * 4 + c) * step),
-                  m2 = hn::LoadU(d, p + (2 * 4 + c) * step), m3 = hn::LoadU(d, p + (3 * 4 + c) * step);
-          a[0][c] = hn::Add(hn::Add(m0, m1), m2);
-          a[1][c] = hn::Sub(hn::Sub(m1, m2), m3);
+        V a[M][kIn];  // A^T m
+        for (int c = 0; c < kIn; ++c) {
+          V col[kIn];
+          for (int k = 0; k < kIn; ++k) col[k] = hn::LoadU(d, p + (k * kIn + c) * step);
+          for (int r = 0; r < M; ++r) a[r][c] = combine(T::AT[r], [&](size_t k) { return col[k]; });
         }
         const int64_t b = (oc0 + j) / L;
         const V bias = hn::LoadU(d, bias_.data() + oc0 + j);
         float* plane = dst + (n * blocks + b) * g_.OH * g_.OW * L;
         const float* acc_plane = acc ? acc + (n * blocks + b) * g_.OH * g_.OW * L : nullptr;
-        for (int r = 0; r < 2 && oy + r < g_.OH; ++r) {
-          const V y[2] = {hn::Add(hn::Add(a[r][0], a[r][1]), a[r][2]), hn::Sub(hn::Sub(a[r][1], a[r][2]), a[r][3])};
-          for (int c = 0; c < 2 && ox + c < g_.OW; ++c) {
+        for (int r = 0; r < M && oy + r < g_.OH; ++r)
+          for (int c = 0; c < M && ox + c < g_.OW; ++c) {
             const int64_t at = ((oy + r) * g_.OW + ox + c) * L;
-            V out = hn::Add(y[c], bias);
+            V out = hn::Add(combine(T::AT[c], [&](size_t k) { return a[r][k]; }), bias);
             if (acc_plane) out = hn::Add(out, hn::LoadU(d, acc_plane + at));
             hn::StoreU(apply_activation(act_, out, params_), d, plane + at);
           }
-        }
       }
     }
   }
@@ -313,25 +355,36 @@ class WinogradConvKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epi, bool always) {
+std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epi, int tile) {
   static const bool on = env_switch_on("FUSOR_CONV_WINOGRAD");
   const int64_t L = static_cast<int64_t>(hn::Lanes(D()));
   const auto operands = own_conv_operands(r, epi);
-  if (!on || (L != 8 && L != 16) || (onednn_has_winograd() && !always) || !operands) return nullptr;
+  if (!on || (L != 8 && L != 16) || (onednn_has_winograd() && tile == 0) || !operands) return nullptr;
   const Tensor *w = operands->weights, *b = operands->bias;
   const auto s = onednn_conv_shape(r.node, r.inputs[0].dims, r.inputs[1].dims, r.outputs[0].dims);
   if (!s || s->group != 1 || s->kernel != std::vector<int64_t>{3, 3} || s->strides != dnnl::memory::dims{1, 1} ||
       s->dilations != dnnl::memory::dims{0, 0} || s->C % L != 0 || s->OC % L != 0)
     return nullptr;
-  const Geometry g{.N = s->src[0], .C = s->C, .H = s->src[2], .W = s->src[3], .OC = s->OC, .OH = s->dst[2],
-                   .OW = s->dst[3], .PT = s->pad_l[0], .PL = s->pad_l[1]};
-  if (g.tiles() < kMinTiles && !always) return nullptr;
+  Geometry g{.N = s->src[0], .C = s->C, .H = s->src[2], .W = s->src[3], .OC = s->OC, .OH = s->dst[2],
+             .OW = s->dst[3], .PT = s->pad_l[0], .PL = s->pad_l[1], .m = tile};
+  if (tile == 0) {  // the larger tiles where there are enough of them
+    static const bool f4 = env_switch_on("FUSOR_CONV_WINOGRAD_F4");
+    g.m = 4;
+    if (!f4 || g.tiles() < kMinTiles || kChunkInputBytes / (36 * g.C * 4) < kMinF4ChunkTiles) g.m = 2;
+    if (g.tiles() < kMinTiles) return nullptr;
+  } else if (tile != 2 && tile != 4) {
+    return nullptr;
+  }
   std::string name = std::string("conv2d_f32") + (b ? "_bias" : "") + (epi.residual >= 0 ? "_residual" : "") +
-                     (epi.activation != "none" ? "_" + epi.activation : "") + "_winograd_f2x3_" + kIsa;
+                     (epi.activation != "none" ? "_" + epi.activation : "") + "_winograd_f" + std::to_string(g.m) +
+                     "x3_" + kIsa;
   try {
-    return std::make_unique<WinogradConvKernel>(g, shared_derived_weights(transform_weights(w->data<float>(), g.C, g.OC)),
-                                                b ? b->data<float>() : nullptr, operands->activation, epi.alpha, epi.residual,
-                                                std::move(name));
+    auto make = [&]<int M>() -> std::unique_ptr<Kernel> {
+      return std::make_unique<WinogradConvKernel<M>>(
+          g, shared_derived_weights(transform_weights<M>(w->data<float>(), g.C, g.OC)), b ? b->data<float>() : nullptr,
+          operands->activation, epi.alpha, epi.residual, std::move(name));
+    };
+    return g.m == 4 ? make.template operator()<4>() : make.template operator()<2>();
   } catch (const dnnl::error&) {
     return nullptr;
   }
