@@ -73,6 +73,13 @@ int64_t packed_capacity(int64_t tokens, int64_t token_bucket) {
   return std::max<int64_t>(1, (tokens + step - 1) / step) * step;
 }
 
+std::vector<int64_t> packed_capacities_up_to(int64_t tokens, int64_t token_bucket) {
+  std::vector<int64_t> out;
+  const int64_t last = packed_capacity(tokens, token_bucket);
+  for (int64_t c = packed_capacity(1, token_bucket); c <= last; c = packed_capacity(c + 1, token_bucket)) out.push_back(c);
+  return out;
+}
+
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values) {
   Tensors batch;

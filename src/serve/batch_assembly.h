@@ -30,6 +30,9 @@ int64_t padded_seq(int64_t seq, int64_t seq_bucket);
 // step that starts at `token_bucket` and doubles while under tokens / 16, so filler stays under
 // 1/8 and the plans are few (serve/packed_cache.h).
 int64_t packed_capacity(int64_t tokens, int64_t token_bucket);
+// Every capacity packed_capacity gives, from the smallest to the one that holds `tokens`: the
+// plans a server (or a tuner's load) whose batches reach `tokens` can need.
+std::vector<int64_t> packed_capacities_up_to(int64_t tokens, int64_t token_bucket);
 
 Tensors assemble(const Signature& sig, const std::vector<Part>& parts, int64_t padded_rows, int64_t padded_seq,
                  const std::map<std::string, double>& pad_values);

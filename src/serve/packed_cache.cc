@@ -21,9 +21,7 @@ PackedSession& PackedCache::session_for(int64_t capacity) {
 }
 
 void PackedCache::build_up_to(int64_t max_tokens) {
-  const int64_t last = packed_capacity(max_tokens, bucket_);
-  for (int64_t capacity = packed_capacity(1, bucket_); capacity <= last; capacity = packed_capacity(capacity + 1, bucket_))
-    session_for(capacity);
+  for (int64_t capacity : packed_capacities_up_to(max_tokens, bucket_)) session_for(capacity);
 }
 
 std::vector<Tensors> PackedCache::run(const std::vector<const Tensors*>& requests) {

@@ -92,9 +92,10 @@ void LoadBench::warm_packed(size_t ctx) {
   const int64_t min_length = std::max<int64_t>(1, min_length_);
   const int64_t max_length = min_length + static_cast<int64_t>(requests_.size()) - 1;
   const int64_t reach = std::min(setting_.max_batch_tokens, setting_.max_batch * max_length);
-  // Every plan capacity a batch within reach can need: fill each with the longest requests first.
-  for (int64_t capacity = serve::packed_capacity(1, token_bucket_); capacity <= std::max(reach, max_length);
-       capacity = serve::packed_capacity(capacity + 1, token_bucket_)) {
+  // Every plan capacity a batch within reach can need, the one holding `reach` included (it used
+  // to stop below it, so a budget between two capacities built its plan while a point was timed):
+  // fill each with the longest requests first.
+  for (int64_t capacity : serve::packed_capacities_up_to(std::max(reach, max_length), token_bucket_)) {
     std::vector<const serve::Tensors*> batch;
     int64_t tokens = 0;
     for (int64_t left = capacity; left >= min_length;) {

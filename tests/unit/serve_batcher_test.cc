@@ -6,6 +6,7 @@
 // hour-long fixed window and lets drain() release them. serve_batch_window_test and
 // serve_arrival_rate_test test the adaptive window's rule without a clock.
 #include "serve/batcher.h"
+#include "serve/batch_assembly.h"
 
 #include <gtest/gtest.h>
 
@@ -343,6 +344,24 @@ TEST(ServeBatcher, ManyThreadsManyContexts) {
   auto s = h.stats.snapshot();
   EXPECT_EQ(s.success_count, 240u);
   EXPECT_EQ(s.classes["interactive"].pending + s.classes["batch"].pending, 0);
+}
+
+// The plans a token budget can need end with the one that holds it, also when the budget falls
+// between two capacities (1000 tokens: ... 960, 1024), and each is a capacity the server builds.
+TEST(PackedCapacities, LadderEndsWithThePlanThatHoldsTheBudget) {
+  for (int64_t budget : {1, 16, 100, 960, 1000, 1024, 2048, 4097}) {
+    const std::vector<int64_t> ladder = packed_capacities_up_to(budget, 16);
+    ASSERT_FALSE(ladder.empty()) << budget;
+    EXPECT_EQ(ladder.front(), 16) << budget;
+    EXPECT_EQ(ladder.back(), packed_capacity(budget, 16)) << budget;
+    EXPECT_GE(ladder.back(), budget) << budget;
+    for (size_t i = 0; i < ladder.size(); ++i) {
+      EXPECT_EQ(packed_capacity(ladder[i], 16), ladder[i]) << budget;
+      if (i) EXPECT_EQ(ladder[i], packed_capacity(ladder[i - 1] + 1, 16)) << "no capacity skipped below " << budget;
+    }
+  }
+  const std::vector<int64_t> at_1000 = packed_capacities_up_to(1000, 16);
+  EXPECT_EQ(std::vector<int64_t>(at_1000.end() - 2, at_1000.end()), (std::vector<int64_t>{960, 1024}));
 }
 
 }  // namespace
