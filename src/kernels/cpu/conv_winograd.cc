@@ -14,8 +14,8 @@
 //   2. (m+2)^2 single-threaded sgemms M[xi] = V[xi] (tiles x C) x U[xi] (C x OC block), where
 //      U = G g G^T are the weights transformed at plan time;
 //   3. output transform Y = A^T M A, plus bias, residual and activation, written in place.
-// Chunks and channel blocks are the thread pool's chunks: no barrier between the phases, and a
-// preempted thread holds up one chunk. Activations stay in oneDNN's channel-blocked layout
+// Each (chunk, channel block) is one of parallel_chunks' chunks, taken dynamically by whichever
+// threads the plan runs on: no barrier between the phases, and a preempted thread holds up one. Activations stay in oneDNN's channel-blocked layout
 // (nChw8c on AVX2), the layout of the direct convolutions and pools around them, so a ResNet's
 // values move between kernels with no reorder; a plain input or output is reordered in scratch.
 // F(2x2, 3x3)'s transforms only add, subtract and halve, so its rounding stays near the direct
@@ -95,8 +95,9 @@ constexpr int64_t kMinChunkTiles = 16, kMaxChunkTiles = 256;
 constexpr int64_t kMinTiles = 32;
 // F(4x4)'s transformed weights are 4x the direct kernel's, and its chunks hold fewer tiles (36
 // points each), so it pays where a chunk still holds this many: 128 input channels or fewer.
-// One layer alternated against F(2x2) (2 threads, AVX2): 64 and 128 channels 1.35x / 1.40x at
-// batch 1 and 1.08x / 1.29x at batch 8; 256 and 512 channels 0.84x / 0.80x at batch 8.
+// One layer alternated against F(2x2) (2 threads, AVX2): 64 and 128 channels 1.38x / 1.26x at
+// batch 1 and 1.19x / 1.50x at batch 8; 256 and 512 channels 0.84x / 0.80x at batch 8 (those
+// two with Lavin's points, before Transform<4>'s).
 constexpr int64_t kMinF4ChunkTiles = 48;
 // The narrowest block of output channels that an item's GEMMs get.
 constexpr int64_t kMinChannelBlock = 64;
