@@ -104,8 +104,9 @@ Tensor reordered(const Tensor& t, bool to_blocked) {
 // Runs the kernel twice (no state between runs may change the result) with each of input,
 // residual and output row-major or blocked, and checks every combination against the reference.
 void expect_matches_reference(const Layer& l, const Epilogue& e, uint32_t seed, int tile) {
-  SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ", 3x3) " +"n" + std::to_string(l.n) + " c" + std::to_string(l.c) + " oc" + std::to_string(l.oc) + " " +
-               std::to_string(l.h) + "x" + std::to_string(l.w) + " " + e.activation + (e.residual ? " residual" : ""));
+  SCOPED_TRACE("F(" + std::to_string(tile) + "x" + std::to_string(tile) + ", 3x3) n" + std::to_string(l.n) + " c" +
+               std::to_string(l.c) + " oc" + std::to_string(l.oc) + " " + std::to_string(l.h) + "x" + std::to_string(l.w) +
+               " " + e.activation + (e.residual ? " residual" : ""));
   const Tensor x = random({l.n, l.c, l.h, l.w}, 1.f, seed);
   const Tensor w = random({l.oc, l.c, 3, 3}, 1.f / std::sqrt(9.f * l.c), seed + 1);
   const Tensor b = random({l.oc}, e.bias ? 0.5f : 0.f, seed + 2);

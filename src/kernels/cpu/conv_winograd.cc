@@ -23,9 +23,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-#include <array>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "kernels/cpu/common.h"
@@ -179,19 +177,15 @@ class WinogradConvKernel final : public Kernel {
     per_thread_floats_ = kPoints * chunk_tiles_ * (g.C + channel_block_);
 
     const auto tag = L == 8 ? memory::format_tag::nChw8c : memory::format_tag::nChw16c;
-    auto& eng = onednn::engine();
     const memory::desc src_plain({g.N, g.C, g.H, g.W}, memory::data_type::f32, memory::format_tag::nchw),
         src_blocked({g.N, g.C, g.H, g.W}, memory::data_type::f32, tag),
         dst_plain({g.N, g.OC, g.OH, g.OW}, memory::data_type::f32, memory::format_tag::nchw),
         dst_blocked({g.N, g.OC, g.OH, g.OW}, memory::data_type::f32, tag);
     src_layout_ = onednn_layout_name(src_blocked);
     dst_layout_ = onednn_layout_name(dst_blocked);
-    src_in_ = Reorder{dnnl::reorder(dnnl::reorder::primitive_desc(eng, src_plain, eng, src_blocked)),
-                      memory(src_plain, eng, DNNL_MEMORY_NONE), memory(src_blocked, eng, DNNL_MEMORY_NONE)};
-    acc_in_ = Reorder{dnnl::reorder(dnnl::reorder::primitive_desc(eng, dst_plain, eng, dst_blocked)),
-                      memory(dst_plain, eng, DNNL_MEMORY_NONE), memory(dst_blocked, eng, DNNL_MEMORY_NONE)};
-    dst_out_ = Reorder{dnnl::reorder(dnnl::reorder::primitive_desc(eng, dst_blocked, eng, dst_plain)),
-                       memory(dst_blocked, eng, DNNL_MEMORY_NONE), memory(dst_plain, eng, DNNL_MEMORY_NONE)};
+    src_in_ = Reorder(src_plain, src_blocked);
+    acc_in_ = Reorder(dst_plain, dst_blocked);
+    dst_out_ = Reorder(dst_blocked, dst_plain);
     src_bytes_ = src_blocked.get_size();
     dst_bytes_ = dst_blocked.get_size();
   }
@@ -251,7 +245,13 @@ class WinogradConvKernel final : public Kernel {
   }
 
  private:
+  // A reorder between two layouts, its memories rebound to the caller's buffers on each run.
   struct Reorder {
+    Reorder() = default;
+    Reorder(const memory::desc& from_md, const memory::desc& to_md)
+        : prim(dnnl::reorder::primitive_desc(onednn::engine(), from_md, onednn::engine(), to_md)),
+          from(from_md, onednn::engine(), DNNL_MEMORY_NONE),
+          to(to_md, onednn::engine(), DNNL_MEMORY_NONE) {}
     dnnl::reorder prim;
     memory from, to;
     void run(const void* a, void* b) {
