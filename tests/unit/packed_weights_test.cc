@@ -1,4 +1,5 @@
-// The process-wide cache of packed constant weights (kernels/cpu/packed_weights.h): plans of one
+// The process-wide caches of packed constant weights (kernels/cpu/packed_weights.h: oneDNN's
+// layouts, and those kernels derive themselves, as PanelGemm's panels on AVX2): plans of one
 // graph at different shapes share each packed weight, a constant rebuilt with equal bytes finds
 // the buffer packed before while an equal-sized different one does not, entries go with the last
 // plan that holds them, and every plan still computes what the reference plan computes.
@@ -16,6 +17,7 @@ namespace fusor {
 namespace {
 
 using cpu::packed_weight_cache_stats;
+using cpu::weight_cache_stats;
 using test::GraphBuilder;
 
 Tensor weight(Dims dims, uint32_t seed) {
@@ -43,7 +45,7 @@ size_t packed_steps(const Plan& p) {
 }
 
 TEST(PackedWeights, PlansAtTwoShapesShareThemAndFreeThemWithTheLastPlan) {
-  const auto before = packed_weight_cache_stats();
+  const auto before = weight_cache_stats();
   auto g = projections(1);
   {
     auto small = test::expect_fused_matches_reference(g, {{"x", test::random_normal({16, 64}, 1.f, 10)}});
@@ -51,7 +53,7 @@ TEST(PackedWeights, PlansAtTwoShapesShareThemAndFreeThemWithTheLastPlan) {
     EXPECT_EQ(packed, 3u) << small.kernels();  // merged Q/K/V, the Gemm, the MatMul after it
     EXPECT_NE(small.kernels().find("merged3"), std::string::npos) << small.kernels();
     EXPECT_NE(small.kernels().find("gemm_f32_onednn_packed"), std::string::npos) << small.kernels();
-    const auto after_small = packed_weight_cache_stats();
+    const auto after_small = weight_cache_stats();
     EXPECT_EQ(after_small.entries, before.entries + packed);
     EXPECT_EQ(after_small.packs, before.packs + packed);
     const size_t weight_bytes = (64 * (32 + 32 + 48) + 40 * 64 + 40 * 24) * sizeof(float);
@@ -59,7 +61,7 @@ TEST(PackedWeights, PlansAtTwoShapesShareThemAndFreeThemWithTheLastPlan) {
 
     auto large = test::expect_fused_matches_reference(g, {{"x", test::random_normal({128, 64}, 1.f, 11)}});
     EXPECT_EQ(packed_steps(large.fused), packed) << large.kernels();
-    const auto after_large = packed_weight_cache_stats();
+    const auto after_large = weight_cache_stats();
     EXPECT_EQ(after_large.entries, after_small.entries);
     EXPECT_EQ(after_large.bytes, after_small.bytes);
     EXPECT_EQ(after_large.packs, after_small.packs);
@@ -70,26 +72,26 @@ TEST(PackedWeights, PlansAtTwoShapesShareThemAndFreeThemWithTheLastPlan) {
     test::Feeds again = {{"x", test::random_normal({16, 64}, 1.f, 12)}};
     EXPECT_TRUE(test::outputs_agree(test::run_plan(small.fused, again), test::run_plan(small.reference, again)));
   }
-  const auto after = packed_weight_cache_stats();
+  const auto after = weight_cache_stats();
   EXPECT_EQ(after.entries, before.entries);
   EXPECT_EQ(after.bytes, before.bytes);
 }
 
 TEST(PackedWeights, AnotherGraphWithEqualWeightsHitsAndWithOtherWeightsPacks) {
-  const auto before = packed_weight_cache_stats();
+  const auto before = weight_cache_stats();
   const test::Feeds feeds = {{"x", test::random_normal({8, 64}, 1.f, 13)}};
   auto first = test::expect_fused_matches_reference(projections(1), feeds);
-  const auto after_first = packed_weight_cache_stats();
+  const auto after_first = weight_cache_stats();
   const size_t packed = after_first.packs - before.packs;
   ASSERT_GT(packed, 0u);
   // Equal values in buffers of their own: every weight found by its bytes.
   auto equal = test::expect_fused_matches_reference(projections(1), feeds);
-  const auto after_equal = packed_weight_cache_stats();
+  const auto after_equal = weight_cache_stats();
   EXPECT_EQ(after_equal.entries, after_first.entries);
   EXPECT_EQ(after_equal.hits, after_first.hits + packed);
   // Same shapes, other values: nothing shared, and the outputs are its own.
   auto other = test::expect_fused_matches_reference(projections(100), feeds);
-  const auto after_other = packed_weight_cache_stats();
+  const auto after_other = weight_cache_stats();
   EXPECT_EQ(after_other.entries, after_equal.entries + packed);
   EXPECT_EQ(after_other.hits, after_equal.hits);
   EXPECT_FALSE(test::outputs_agree(other.fused_outputs, first.fused_outputs));
@@ -124,14 +126,14 @@ TEST(PackedWeights, KeyIsTheBytesAndBothLayouts) {
 
 // The server builds plans on several threads at once: each weight is still packed once.
 TEST(PackedWeights, PlansBuiltOnSeveralThreadsPackEachWeightOnce) {
-  const auto before = packed_weight_cache_stats();
+  const auto before = weight_cache_stats();
   auto g = projections(40);
   std::vector<Plan> plans(4);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < plans.size(); ++i)
     threads.emplace_back([&, i] { plans[i] = test::fast_plan(g, {{"x", {static_cast<int64_t>(8 << i), 64}}}); });
   for (auto& t : threads) t.join();
-  const auto after = packed_weight_cache_stats();
+  const auto after = weight_cache_stats();
   EXPECT_EQ(after.entries - before.entries, packed_steps(plans[0]));
   EXPECT_EQ(after.packs - before.packs, packed_steps(plans[0]));
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -150,11 +152,11 @@ TEST(PackedWeights, ConvolutionPlansAtTwoBatchSizesShareThem) {
   int y = b.node(Op::Conv, {x, b.constant("W", weight({16, 8, 3, 3}, 60)), b.constant("B", weight({16}, 61))}, "y",
                  DType::Float32, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"strides", std::vector<int64_t>{2, 2}}});
   auto g = b.finish({y});
-  const auto before = packed_weight_cache_stats();
+  const auto before = weight_cache_stats();
   auto one = test::expect_fused_matches_reference(g, {{"x", test::random_normal({1, 8, 12, 12}, 1.f, 62)}});
   auto three = test::expect_fused_matches_reference(g, {{"x", test::random_normal({3, 8, 12, 12}, 1.f, 63)}});
   EXPECT_EQ(packed_steps(one.fused), 1u) << one.kernels();
-  const auto after = packed_weight_cache_stats();
+  const auto after = weight_cache_stats();
   EXPECT_EQ(after.entries, before.entries + 1);
   EXPECT_EQ(after.hits, before.hits + 1);
 }

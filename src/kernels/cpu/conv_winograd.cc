@@ -88,8 +88,8 @@ constexpr int64_t kMinChunkTiles = 16, kMaxChunkTiles = 256;
 // Fewer tiles than this leave the GEMMs too few rows to beat the direct kernel: ResNet-18's
 // 7x7 layers (512 channels) ran at 0.73x with Winograd at batch 1 (16 tiles), 1.08x at batch 2
 // and 1.26x at batch 8 (alternated runs of one layer, 2 threads, AVX2). Running those 16-row
-// GEMMs on the outer-product kernel of decode steps (columns_gemm.h) instead of sgemm gave 0.89x:
-// at batch 1 such a layer streams its weights, and transformed ones are 16/9 the size.
+// GEMMs on an outer-product kernel over transposed rows instead of sgemm gave 0.89x: at batch 1
+// such a layer streams its weights, and transformed ones are 16/9 the size.
 constexpr int64_t kMinTiles = 32;
 // F(4x4)'s transformed weights are 4x the direct kernel's, and its chunks hold fewer tiles (36
 // points each), so it pays where a chunk still holds this many: 128 input channels or fewer.

@@ -72,7 +72,13 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
     e->prim = dnnl::matmul(pd);
     return e;
   });
-  if (spec_.const_weights)
+  // Where oneDNN's matmul is its sgemm (no AVX-512), which packs weights again on every call, two
+  // rows and more run on weights packed once (panel_gemm.h); one row stays PackedGemv's.
+  const bool sgemm = std::string(entry_->pd.impl_info_str()).rfind("gemm:", 0) == 0;
+  if (spec_.const_weights && sgemm && spec_.src.data.ndims == 2 && spec_.src.dims()[0] >= 2)
+    panel_ = PanelGemm::make(spec_.src, spec_.weights, spec_.const_weights, spec_.dst, !spec_.bias.is_zero(),
+                             spec_.post_ops);
+  if (spec_.const_weights && !panel_)
     packed_weights_ = packed_weights(spec_.const_weights, spec_.weights, entry_->pd.weights_desc());
   if (spec_.const_bias) {
     size_t n = spec_.bias.get_size() / sizeof(float);
@@ -96,7 +102,7 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   arg_list_ = onednn::arg_list(args_);
   if (packed_weights_)
     gemv_ = PackedGemv::make(spec_.src, weights_mem_.get_desc(), spec_.dst, !spec_.bias.is_zero(), spec_.post_ops);
-  if (tiles_enabled() && !gemv_ && !single_thread_)
+  if (tiles_enabled() && !gemv_ && !panel_ && !single_thread_)
     split_ = MatmulTileSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
                                     spec_.binary_mds, spec_.binary_indices},
                                    thread_width());
@@ -116,6 +122,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
   const float* b = spec_.bias.is_zero() ? nullptr : bias_copy_.empty() ? bias : bias_copy_.data();
   const float* w = static_cast<const float*>(weights_mem_.get_data_handle());
+  if (panel_) return panel_->execute(src, b, dst, binary);
   if (gemv_) return gemv_->execute(src, w, b, dst, binary);
   if (split_) return split_->execute(src, w, b, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
@@ -125,7 +132,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   onednn::stream().wait();
 }
 
-std::string OnednnMatmul::impl() const { return entry_->pd.impl_info_str(); }
+std::string OnednnMatmul::impl() const { return panel_ ? "fusor:panel_gemm" : entry_->pd.impl_info_str(); }
 
 namespace {
 

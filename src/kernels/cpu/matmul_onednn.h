@@ -15,6 +15,7 @@
 #include "kernels/cpu/matmul_tile_split.h"
 #include "kernels/cpu/packed_gemv.h"
 #include "kernels/cpu/packed_weights.h"
+#include "kernels/cpu/panel_gemm.h"
 
 namespace fusor::cpu {
 
@@ -40,10 +41,10 @@ class OnednnMatmul {
   void execute(const float* src, const float* weights, const float* bias, float* dst,
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
-  bool packed() const { return packed_weights_ != nullptr; }
+  bool packed() const { return packed_weights_ != nullptr || panel_.has_value(); }
   // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV),
   // or the calling thread alone (a GEMM too small for a team).
-  bool uses_openmp() const { return !split_ && !gemv_ && !single_thread_; }
+  bool uses_openmp() const { return !split_ && !gemv_ && !panel_ && !single_thread_; }
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
 
@@ -63,6 +64,7 @@ class OnednnMatmul {
   std::vector<dnnl_exec_arg_t> arg_list_;
   std::optional<MatmulTileSplit> split_;  // set when tiles run on the thread pool
   std::optional<PackedGemv> gemv_;       // set when one row runs on fusor's own loop
+  std::optional<PanelGemm> panel_;       // set when many rows run on weights packed by fusor
   bool single_thread_ = false;           // too small for a team: built and run on one thread
 };
 

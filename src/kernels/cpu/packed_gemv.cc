@@ -1,12 +1,9 @@
 #include "kernels/cpu/packed_gemv.h"
 
 #include <algorithm>
-#include <vector>
 
-#include "kernels/cpu/columns_gemm.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/simd.h"
-#include "kernels/cpu/unary_ops.h"
 
 namespace fusor::cpu {
 namespace {
@@ -18,18 +15,9 @@ namespace hn = simd::hn;
 
 constexpr int64_t kPanel = 64;   // columns per panel of the packed layout
 constexpr int64_t kKBlock = 16;  // K rows are padded to a multiple of this
-constexpr int64_t kMaxRows = 16;  // rows of x the transposed layout takes (bench/generate_steps decode-16)
 constexpr size_t kLanes = HWY_LANES(float);
 static_assert(kPanel % kLanes == 0);
 constexpr size_t kVecs = kPanel / kLanes;
-
-// `rows` dense rows of `cols` floats.
-bool dense_rows(const memory::desc& md, int64_t rows, int64_t cols) {
-  if (md.data_type() != memory::data_type::f32 || md.data.format_kind != dnnl_blocked || md.data.ndims != 2) return false;
-  const auto& b = md.data.format_desc.blocking;
-  return md.dims()[0] == rows && md.dims()[1] == cols && b.inner_nblks == 0 && b.strides[1] == 1 &&
-         (rows == 1 || b.strides[0] == cols);
-}
 
 // out[0..64) = x[0..K) times one panel (K rows of 64 floats). With 4 vectors per row (AVX-512),
 // even and odd rows go to separate accumulators: two FMA chains per column keep the loads busy.
@@ -83,34 +71,6 @@ void columns_dot(const float* x, int64_t k, const float* w, int64_t cols, float*
   for (; c < cols; ++c) block_dot<1>(x, k, w + c * k, acc + c);
 }
 
-// One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
-V eltwise(const PackedGemv::Step& s, V v) {
-  using A = dnnl::algorithm;
-  namespace u = unary_ops;
-  const D d;
-  const u::Params p{.alpha = s.alpha};
-  V r;
-  switch (s.alg) {
-    case A::eltwise_relu: r = s.alpha == 0.f ? u::ReluOp::apply(v, p) : u::LeakyReluOp::apply(v, p); break;
-    case A::eltwise_tanh: r = u::TanhOp::apply(v, p); break;
-    case A::eltwise_logistic: r = u::SigmoidOp::apply(v, p); break;
-    case A::eltwise_swish: r = hn::Mul(v, u::SigmoidOp::apply(hn::Mul(v, hn::Set(d, s.alpha)), p)); break;
-    case A::eltwise_gelu_erf: r = u::GeluErfOp::apply(v, p); break;
-    case A::eltwise_gelu_tanh: r = u::GeluTanhOp::apply(v, p); break;
-    case A::eltwise_hardswish: r = u::HardSwishOp::apply(v, p); break;  // x * relu6(x + 3) / 6
-    default: r = hn::MulAdd(v, hn::Set(d, s.alpha), hn::Set(d, s.beta)); break;  // eltwise_linear
-  }
-  return s.scale == 1.f ? r : hn::Mul(r, hn::Set(d, s.scale));
-}
-
-bool known_eltwise(dnnl::algorithm a) {
-  using A = dnnl::algorithm;
-  for (A k : {A::eltwise_relu, A::eltwise_tanh, A::eltwise_logistic, A::eltwise_swish, A::eltwise_gelu_erf,
-              A::eltwise_gelu_tanh, A::eltwise_hardswish, A::eltwise_linear})
-    if (a == k) return true;
-  return false;
-}
-
 bool env_on() {
   static const bool on = env_switch_on("FUSOR_PACKED_GEMV");  // =0: oneDNN runs one-row GEMMs too
   return on;
@@ -121,8 +81,8 @@ bool env_on() {
 std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory::desc& weights,
                                            const memory::desc& dst, bool has_bias, const dnnl::post_ops& post_ops) {
   if (!env_on() || src.data.ndims != 2 || weights.data.ndims != 2) return std::nullopt;
-  const int64_t m = src.dims()[0], k = weights.dims()[0], n = weights.dims()[1];
-  if (m < 1 || m > kMaxRows || !dense_rows(src, m, k) || !dense_rows(dst, m, n) ||
+  const int64_t k = weights.dims()[0], n = weights.dims()[1];
+  if (!dense_rows(src, 1, k) || !dense_rows(dst, 1, n) ||
       weights.data_type() != memory::data_type::f32 || weights.data.format_kind != dnnl_blocked)
     return std::nullopt;
   const auto& b = weights.data.format_desc.blocking;
@@ -130,7 +90,6 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
   if (b.inner_nblks == 0 && b.strides[0] == 1 && b.strides[1] == k) {
     g.columns_ = true;  // "ba"
   } else {
-    if (m != 1) return std::nullopt;  // brgemm's own kernel is the faster one from two rows on
     // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
     const int64_t k_padded = weights.data.padded_dims[0];
     if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
@@ -139,65 +98,29 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
     g.panel_stride_ = b.strides[1];
   }
   if (weights.data.offset0 != 0) return std::nullopt;
-  g.m_ = m;
   g.k_ = k;
   g.n_ = n;
-  g.bias_ = has_bias;
-  for (int i = 0; i < post_ops.len(); ++i) {
-    Step s;
-    if (post_ops.kind(i) == dnnl::primitive::kind::eltwise) {
-      post_ops.get_params_eltwise(i, s.scale, s.alg, s.alpha, s.beta);
-      if (!known_eltwise(s.alg)) return std::nullopt;
-    } else if (post_ops.kind(i) == dnnl::primitive::kind::binary) {
-      memory::desc src1;
-      post_ops.get_params_binary(i, s.alg, src1);
-      if (s.alg != dnnl::algorithm::binary_add || !(dense_rows(src1, 1, n) || dense_rows(src1, m, n)))
-        return std::nullopt;
-      s.add = true;
-      s.row_stride = src1.dims()[0] == 1 ? 0 : n;
-    } else {
-      return std::nullopt;
-    }
-    g.steps_.push_back(s);
-  }
+  auto epilogue = GemmEpilogue::make(post_ops, 1, n, has_bias);
+  if (!epilogue) return std::nullopt;
+  g.epilogue_ = std::move(*epilogue);
   return g;
 }
 
 void PackedGemv::execute(const float* x, const float* packed, const float* bias, float* y,
                          std::span<const float* const> binary) const {
   const int64_t panels = (n_ + kPanel - 1) / kPanel;
-  // More rows on the transposed layout: x transposed once, read by every thread.
-  thread_local std::vector<float> transposed;
-  int64_t padded = 0;
-  if (columns_ && m_ > 1) {
-    transposed.resize(static_cast<size_t>(k_ * columns_gemm_max_rows()));
-    padded = transpose_rows(x, m_, k_, transposed);
-  }
-  const float* xt = transposed.data();
-  parallel_range(panels, m_ * k_ * n_, 1, [&](int64_t p0, int64_t p1) {
+  parallel_range(panels, k_ * n_, 1, [&](int64_t p0, int64_t p1) {
     const D d;
-    HWY_ALIGN float acc[kMaxRows * kPanel];
+    HWY_ALIGN float acc[kPanel];
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
-      if (columns_ && m_ > 1) columns_gemm(xt, m_, padded, k_, packed + c0 * k_, cols, acc, kPanel);
-      else if (columns_) columns_dot(x, k_, packed + c0 * k_, cols, acc);
+      if (columns_) columns_dot(x, k_, packed + c0 * k_, cols, acc);
       else panel_dot(x, k_, packed + p * panel_stride_, acc);
-      for (int64_t r = 0; r < m_; ++r)
-        for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
-          const auto mask = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
-          const int64_t c = c0 + j;
-          V v = hn::LoadU(d, acc + r * kPanel + j);
-          if (bias_) v = hn::Add(v, hn::MaskedLoad(mask, d, bias + c));
-          size_t next_binary = 0;
-          for (const Step& s : steps_) {
-            if (!s.add) {
-              v = eltwise(s, v);
-              continue;
-            }
-            v = hn::Add(v, hn::MaskedLoad(mask, d, binary[next_binary++] + r * s.row_stride + c));
-          }
-          hn::BlendedStore(v, mask, d, y + r * n_ + c);
-        }
+      for (int64_t j = 0; j < cols; j += static_cast<int64_t>(kLanes)) {
+        const auto mask = hn::FirstN(d, static_cast<size_t>(std::min<int64_t>(kLanes, cols - j)));
+        const int64_t c = c0 + j;
+        hn::BlendedStore(epilogue_.apply(hn::LoadU(d, acc + j), 0, c, mask, bias, binary), mask, d, y + c);
+      }
     }
   });
 }

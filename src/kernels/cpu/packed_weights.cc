@@ -64,7 +64,7 @@ Cache& cache() {
 struct DerivedCache {
   std::mutex mutex;
   std::unordered_multimap<uint64_t, std::weak_ptr<const std::vector<float>>> entries;  // by content hash
-  size_t hits = 0;
+  size_t derived = 0, hits = 0, bytes_reused = 0;
 };
 
 DerivedCache& derived_cache() {
@@ -91,19 +91,42 @@ std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<flo
     if (auto entry = it->second.lock(); entry && entry->size() == derived.size() &&
                                         std::memcmp(entry->data(), derived.data(), bytes) == 0) {
       ++c.hits;
+      c.bytes_reused += bytes;
       return entry;
     }
   auto entry = std::make_shared<const std::vector<float>>(std::move(derived));
   remember(c.entries, key, entry);
+  ++c.derived;
   return entry;
 }
 
-DerivedWeightCacheStats derived_weight_cache_stats() {
+WeightCacheStats& WeightCacheStats::operator+=(const WeightCacheStats& o) {
+  entries += o.entries;
+  bytes += o.bytes;
+  packs += o.packs;
+  hits += o.hits;
+  bytes_reused += o.bytes_reused;
+  return *this;
+}
+
+WeightCacheStats derived_weight_cache_stats() {
   DerivedCache& c = derived_cache();
   std::lock_guard lock(c.mutex);
-  DerivedWeightCacheStats s;
+  WeightCacheStats s;
+  s.packs = c.derived;
   s.hits = c.hits;
-  for (const auto& [key, slot] : c.entries) s.entries += !slot.expired();
+  s.bytes_reused = c.bytes_reused;
+  for (const auto& [key, slot] : c.entries)
+    if (auto entry = slot.lock()) {
+      ++s.entries;
+      s.bytes += entry->size() * sizeof(float);
+    }
+  return s;
+}
+
+WeightCacheStats weight_cache_stats() {
+  WeightCacheStats s = packed_weight_cache_stats();
+  s += derived_weight_cache_stats();
   return s;
 }
 
@@ -132,10 +155,10 @@ std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dn
   return entry;
 }
 
-PackedWeightCacheStats packed_weight_cache_stats() {
+WeightCacheStats packed_weight_cache_stats() {
   Cache& c = cache();
   std::lock_guard lock(c.mutex);
-  PackedWeightCacheStats s;
+  WeightCacheStats s;
   s.packs = c.packs;
   s.hits = c.hits;
   s.bytes_reused = c.bytes_reused;

@@ -44,19 +44,17 @@ std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dn
 // kernel reads, so sharing is exact whatever the source. Thread-safe; plan time only.
 std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<float> derived);
 
-struct DerivedWeightCacheStats {
+struct WeightCacheStats {
   size_t entries = 0;  // buffers alive now
-  size_t hits = 0;     // requests served by an alive buffer
-};
-DerivedWeightCacheStats derived_weight_cache_stats();
-
-struct PackedWeightCacheStats {
-  size_t entries = 0;  // packed buffers alive now
   size_t bytes = 0;    // their bytes
-  size_t packs = 0;    // buffers packed since the process started
-  size_t hits = 0;     // requests served by a buffer packed before
-  size_t bytes_reused = 0;  // their bytes: what the kernels that hit would have packed again
+  size_t packs = 0;    // buffers packed (or derived) since the process started
+  size_t hits = 0;     // requests served by a buffer alive before
+  size_t bytes_reused = 0;  // their bytes: what the kernels that hit would have held again
+  WeightCacheStats& operator+=(const WeightCacheStats& o);
 };
-PackedWeightCacheStats packed_weight_cache_stats();
+WeightCacheStats packed_weight_cache_stats();   // oneDNN's layouts
+WeightCacheStats derived_weight_cache_stats();  // kernels' own (Winograd, PanelGemm)
+// Both: a plan's weights whichever kernel packed them.
+WeightCacheStats weight_cache_stats();
 
 }  // namespace fusor::cpu
