@@ -35,6 +35,10 @@ class Kernel {
   // their reorders. A kernel that can write output 0 in a non-row-major layout of the same byte
   // size names it ("" when it cannot); consumers say which inputs may arrive in it.
   virtual std::string offered_output_layout() const { return {}; }
+  // Other layouts it can write output 0 in, after the offered one: the plan takes the first of
+  // them all that every reader takes, and names it in use_output_layout before use_layouts.
+  virtual std::vector<std::string> other_output_layouts() const { return {}; }
+  virtual void use_output_layout(const std::string& /*layout*/) {}
   virtual bool accepts_input_layout(size_t /*index*/, const std::string& /*layout*/) const { return false; }
   // An elementwise or data-movement kernel may instead follow a layout: when every input of
   // output 0's shape arrives in `layout`, it writes all its outputs in `layout` too (its other

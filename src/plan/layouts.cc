@@ -53,6 +53,22 @@ struct LayoutChoice {
       return follows[rs] && full_shape(rs, ri) && layout[static_cast<size_t>(output(rs))] == l;
     });
   }
+  // Of the layouts step s can write output v in (the offered one first), the first that every
+  // reader takes or may follow; the offered one when none is.
+  std::string offered_layout(size_t s, int v) const {
+    const Kernel& k = *plan.steps[s].kernel;
+    std::vector<std::string> all{k.offered_output_layout()};
+    for (std::string& l : k.other_output_layouts()) all.push_back(std::move(l));
+    for (const std::string& l : all) {
+      const bool taken = std::all_of(readers[static_cast<size_t>(v)].begin(), readers[static_cast<size_t>(v)].end(),
+                                     [&](const auto& r) {
+                                       const Kernel& reader = *plan.steps[r.first].kernel;
+                                       return reader.accepts_input_layout(r.second, l) || reader.follows_layout(l);
+                                     });
+      if (taken) return l;
+    }
+    return all[0];
+  }
   // Back to row-major: a follower's outputs all at once, an offering kernel's output 0.
   void make_plain(size_t s) {
     for (int v : outputs(s))
@@ -80,10 +96,10 @@ void assign_blocked_layouts(Plan& plan) {
   // into all its outputs (Split's parts too).
   for (size_t s = 0; s < ns; ++s) {
     const Kernel& k = *plan.steps[s].kernel;
-    if (std::string offered = k.offered_output_layout(); !offered.empty()) {
+    if (!k.offered_output_layout().empty()) {
       const int v = c.output(s);
       if (v >= 0 && !c.plain_only[static_cast<size_t>(v)] && !c.readers[static_cast<size_t>(v)].empty())
-        c.layout[static_cast<size_t>(v)] = std::move(offered);
+        c.layout[static_cast<size_t>(v)] = c.offered_layout(s, v);
     } else if (std::string in = c.followed_layout(s); !in.empty() && c.outputs_may_follow(s) && k.follows_layout(in)) {
       for (int v : c.outputs(s)) c.layout[static_cast<size_t>(v)] = in;
       c.follows[s] = true;
@@ -116,6 +132,7 @@ void assign_blocked_layouts(Plan& plan) {
         blocked_by[static_cast<size_t>(v)] = step.kernel.get();
         out_blocked = true;
       }
+    if (out_blocked && !c.follows[s]) step.kernel->use_output_layout(c.layout[static_cast<size_t>(c.output(s))]);
     const bool touched = out_blocked || std::any_of(in_layouts.begin(), in_layouts.end(),
                                                     [](const std::string& l) { return !l.empty(); });
     if (touched) step.kernel->use_layouts(in_layouts, out_blocked);

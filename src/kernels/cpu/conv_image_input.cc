@@ -1,6 +1,6 @@
 // The first convolution of a vision model: a few input channels (an RGB image), a small kernel,
-// read straight from NCHW and written channels-last (plan/layouts.h), with its bias and
-// activation. oneDNN has no fast kernel for that pair of layouts: its channels-last kernel needs
+// read straight from NCHW and written channels-last or in oneDNN's blocked layout, whichever its
+// readers take (plan/layouts.h), with its bias and activation. oneDNN has no fast kernel for that pair of layouts: its channels-last kernel needs
 // the image reordered to NHWC first (a 3-channel reorder, then a GEMM starved of input
 // channels), and its NCHW one writes nChw16c, which channels-last layers after it reorder again.
 // Measured on yolo-tiny's 3 -> 16 3x3 stride-2 SiLU layer at batch 8, the oneDNN convolution
@@ -22,6 +22,7 @@
 #include "kernels/cpu/conv_onednn.h"
 #include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/epilogue_activation.h"
+#include "kernels/cpu/onednn_plain_io.h"
 #include "kernels/cpu/simd.h"
 
 namespace fusor::cpu {
@@ -60,10 +61,25 @@ class ImageInputConvKernel final : public Kernel {
   }
 
   std::string name() const override { return name_; }
+  // Channels-last, or oneDNN's blocked layout (a block of output channels per position, as
+  // this kernel computes them) where the readers are oneDNN convolutions: MobileNetV3's first
+  // depthwise layer reordered the image conv's output, which itself went through a transpose.
   std::string offered_output_layout() const override { return dense_layout_name(kChannelsLast); }
-  void use_layouts(std::span<const std::string> /*inputs*/, bool output_blocked) override { channels_last_ = output_blocked; }
+  std::vector<std::string> other_output_layouts() const override { return {onednn_layout_name(blocked_desc())}; }
+  void use_output_layout(const std::string& layout) override { blocked_ = layout != offered_output_layout(); }
+  void use_layouts(std::span<const std::string> /*inputs*/, bool output_blocked) override {
+    blocked_ = blocked_ && output_blocked;
+    channels_last_ = output_blocked && !blocked_;
+  }
   void output_to_plain(const Tensor& stored, Tensor& plain) const override {
     if (channels_last_) dense_to_plain(stored.raw(), plain.raw(), sizeof(float), stored.dims(), kChannelsLast);
+    if (!blocked_) return;
+    const int64_t L = lanes(), hw = g_.OH * g_.OW;
+    const float* from = stored.data<float>();
+    float* to = plain.data<float>();
+    for (int64_t n = 0; n < g_.N; ++n)
+      for (int64_t c = 0; c < g_.OC; ++c)
+        for (int64_t i = 0; i < hw; ++i) to[(n * g_.OC + c) * hw + i] = from[((n * (g_.OC / L) + c / L) * hw + i) * L + c % L];
   }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
@@ -77,6 +93,13 @@ class ImageInputConvKernel final : public Kernel {
 
  private:
   static inline const std::vector<int> kChannelsLast = {0, 2, 3, 1};
+  static int64_t lanes() { return static_cast<int64_t>(hn::Lanes(D())); }
+  dnnl::memory::desc blocked_desc() const {
+    return dnnl::memory::desc({g_.N, g_.OC, g_.OH, g_.OW}, dnnl::memory::data_type::f32,
+                              lanes() == 4   ? dnnl::memory::format_tag::nChw4c
+                              : lanes() == 8 ? dnnl::memory::format_tag::nChw8c
+                                             : dnnl::memory::format_tag::nChw16c);
+  }
 
   // Output row oh of image n, every block of output channels, in tiles of positions.
   void row(const float* x, float* y, int64_t n, int64_t oh) const {
@@ -93,12 +116,15 @@ class ImageInputConvKernel final : public Kernel {
     for (int64_t b = 0; b < blocks; ++b) {
       const float* wb = weights_.data() + b * taps * L;
       const V bias = hn::LoadU(d, bias_.data() + b * L);
-      // Channels-last output takes each position's vector in place; row-major goes through the tile.
-      float* row_out = y + ((n * g_.OH + oh) * g_.OW) * g_.OC + b * L;
+      // Channels-last and blocked outputs take each position's vector in place; row-major goes
+      // through the tile.
+      float* row_out = blocked_ ? y + (((n * blocks + b) * g_.OH + oh) * g_.OW) * L
+                                : y + ((n * g_.OH + oh) * g_.OW) * g_.OC + b * L;
+      const int64_t pos_stride = blocked_ ? L : g_.OC;
       for (int64_t t0 = 0; t0 < g_.OW; t0 += kTile) {
         const int64_t t1 = std::min(g_.OW, t0 + kTile);
         auto store = [&](int64_t ox, V acc) {
-          if (channels_last_) hn::StoreU(activate(acc), d, row_out + ox * g_.OC);
+          if (channels_last_ || blocked_) hn::StoreU(activate(acc), d, row_out + ox * pos_stride);
           else hn::Store(activate(acc), d, tile + (ox - t0) * L);
         };
         int64_t ox = t0;
@@ -113,7 +139,7 @@ class ImageInputConvKernel final : public Kernel {
           for (; ox < in_hi; ++ox) store(ox, interior<1>(at + ox * g_.SW, wb, bias)[0]);
         }
         for (; ox < t1; ++ox) store(ox, border(image, wb, bias, iy0, ox));
-        if (!channels_last_) write_tile(tile, y, n, oh, b, t0, t1);
+        if (!channels_last_ && !blocked_) write_tile(tile, y, n, oh, b, t0, t1);
       }
     }
   }
@@ -167,7 +193,7 @@ class ImageInputConvKernel final : public Kernel {
   std::string name_;
   std::vector<float> weights_, bias_;
   std::vector<int64_t> tap_offsets_;
-  bool channels_last_ = false;
+  bool channels_last_ = false, blocked_ = false;  // the output's layout: else row-major
 };
 
 }  // namespace
