@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <tuple>
 #include <vector>
 
 namespace fusor::test {
@@ -32,6 +33,18 @@ inline double eltwise(dnnl::algorithm alg, double x, double alpha, double beta) 
     case algorithm::eltwise_hardswish: return x * std::min(std::max(x + 3, 0.0), 6.0) / 6;
     default: return alpha * x + beta;  // linear
   }
+}
+
+// Every eltwise post-op fusor's GEMM epilogue takes (GemmEpilogue), with its alpha and beta.
+inline const std::vector<std::tuple<dnnl::algorithm, float, float>>& epilogue_activations() {
+  using dnnl::algorithm;
+  static const std::vector<std::tuple<algorithm, float, float>> all{
+      {algorithm::eltwise_relu, 0.f, 0.f},      {algorithm::eltwise_relu, 0.1f, 0.f},
+      {algorithm::eltwise_tanh, 0.f, 0.f},      {algorithm::eltwise_logistic, 0.f, 0.f},
+      {algorithm::eltwise_swish, 1.f, 0.f},     {algorithm::eltwise_gelu_erf, 0.f, 0.f},
+      {algorithm::eltwise_gelu_tanh, 0.f, 0.f}, {algorithm::eltwise_hardswish, 0.f, 0.f},
+      {algorithm::eltwise_linear, 0.5f, -1.f}};
+  return all;
 }
 
 }  // namespace fusor::test

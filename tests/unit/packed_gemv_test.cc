@@ -72,16 +72,7 @@ TEST(PackedGemv, MatchesADoubleLoopOnEveryColumn) {
 }
 
 TEST(PackedGemv, AppliesBiasEachActivationAndAResidualRow) {
-  for (auto [act, alpha, beta] : std::vector<std::tuple<algorithm, float, float>>{
-           {algorithm::eltwise_relu, 0.f, 0.f},
-           {algorithm::eltwise_relu, 0.1f, 0.f},
-           {algorithm::eltwise_tanh, 0.f, 0.f},
-           {algorithm::eltwise_logistic, 0.f, 0.f},
-           {algorithm::eltwise_swish, 1.f, 0.f},
-           {algorithm::eltwise_gelu_erf, 0.f, 0.f},
-           {algorithm::eltwise_gelu_tanh, 0.f, 0.f},
-           {algorithm::eltwise_hardswish, 0.f, 0.f},
-           {algorithm::eltwise_linear, 0.5f, -1.f}})
+  for (auto [act, alpha, beta] : test::epilogue_activations())
     for (memory::format_tag layout : kLayouts) check({77, 200, act, alpha, beta, true, true, layout});
 }
 

@@ -76,16 +76,7 @@ TEST(PanelGemm, ReadsTransposedWeights) {
 }
 
 TEST(PanelGemm, AppliesBiasEachActivationAndAResidual) {
-  for (auto [act, alpha, beta] : std::vector<std::tuple<algorithm, float, float>>{
-           {algorithm::eltwise_relu, 0.f, 0.f},
-           {algorithm::eltwise_relu, 0.1f, 0.f},
-           {algorithm::eltwise_tanh, 0.f, 0.f},
-           {algorithm::eltwise_logistic, 0.f, 0.f},
-           {algorithm::eltwise_swish, 1.f, 0.f},
-           {algorithm::eltwise_gelu_erf, 0.f, 0.f},
-           {algorithm::eltwise_gelu_tanh, 0.f, 0.f},
-           {algorithm::eltwise_hardswish, 0.f, 0.f},
-           {algorithm::eltwise_linear, 0.5f, -1.f}})
+  for (auto [act, alpha, beta] : test::epilogue_activations())
     for (bool row_residual : {false, true})
       check({.m = 19, .k = 77, .n = 53, .act = act, .alpha = alpha, .beta = beta, .bias = true, .residual = true,
              .row_residual = row_residual});
