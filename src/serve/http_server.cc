@@ -1,5 +1,10 @@
 #include "serve/http_server.h"
 
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <httplib.h>
 
 #include "fusor/error.h"
@@ -23,6 +28,10 @@ void send_error(httplib::Response& res, Code code, const std::string& message) {
 // this bounds concurrent streams (beyond it, connections wait in the listener's backlog): above
 // serve.max_sequences' default with room for queued streams and plain requests.
 constexpr size_t kHttpThreads = 128;
+// Connections the kernel queues while the listener is busy. Debian's httplib is a compiled
+// library that listens with a backlog of 5, so of 16 streaming clients connecting at once, 8
+// waited for their SYN retry: ~1.1 s to the first token. The kernel caps it at somaxconn.
+constexpr int kListenBacklog = 1024;
 
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
@@ -34,6 +43,10 @@ void send_json(httplib::Response& res, const nlohmann::json& j) {
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  server_->set_socket_options([this](int sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
   server_->set_tcp_nodelay(true);  // else small responses wait for the peer's delayed ACK (40 ms)
   server_->set_payload_max_length(static_cast<size_t>(max_body_bytes));
   server_->set_read_timeout(10, 0);  // a slow or stalled client holds one thread at most this long
@@ -143,6 +156,9 @@ void HttpServer::metrics_routes() {
 void HttpServer::start(const std::string& host, int port) {
   if (!server_->bind_to_port(host, port))
     throw Error("cannot listen on " + host + ":" + std::to_string(port) + " (is the port in use?)");
+  // listen() on a listening socket only sets its backlog.
+  if (listen_socket_ >= 0 && ::listen(listen_socket_, kListenBacklog) != 0)
+    throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(errno));
   thread_ = std::thread([this] { server_->listen_after_bind(); });
 }
 

@@ -29,6 +29,7 @@ class HttpServer {
   Models& models_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  int listen_socket_ = -1;  // the listening socket, once bound
 };
 
 }  // namespace fusor::serve
