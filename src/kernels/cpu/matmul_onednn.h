@@ -42,11 +42,11 @@ class OnednnMatmul {
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
   bool packed() const { return packed_weights_ != nullptr || panel_.has_value(); }
-  // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV),
-  // or the calling thread alone (a GEMM too small for a team).
+  // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV,
+  // panels), or the calling thread alone (a GEMM too small for a team).
   bool uses_openmp() const { return !split_ && !gemv_ && !panel_ && !single_thread_; }
   size_t scratch_bytes() const;
-  std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core"
+  std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core", or "fusor:panel_gemm"
 
  private:
   struct Entry {
