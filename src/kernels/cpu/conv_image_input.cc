@@ -1,8 +1,9 @@
 // The first convolution of a vision model: a few input channels (an RGB image), a small kernel,
 // read straight from NCHW and written channels-last or in oneDNN's blocked layout, whichever its
-// readers take (plan/layouts.h), with its bias and activation. oneDNN has no fast kernel for that pair of layouts: its channels-last kernel needs
-// the image reordered to NHWC first (a 3-channel reorder, then a GEMM starved of input
-// channels), and its NCHW one writes nChw16c, which channels-last layers after it reorder again.
+// readers take (plan/layouts.h), with its bias and activation. oneDNN has no fast kernel for
+// that pair of layouts: its channels-last kernel needs the image reordered to NHWC first (a
+// 3-channel reorder, then a GEMM starved of input channels), and its NCHW one writes nChw16c,
+// which channels-last layers after it reorder again.
 // Measured on yolo-tiny's 3 -> 16 3x3 stride-2 SiLU layer at batch 8, the oneDNN convolution
 // and its reorder were ~16% of the model (docs/benchmarks.md).
 //
@@ -95,10 +96,7 @@ class ImageInputConvKernel final : public Kernel {
   static inline const std::vector<int> kChannelsLast = {0, 2, 3, 1};
   static int64_t lanes() { return static_cast<int64_t>(hn::Lanes(D())); }
   dnnl::memory::desc blocked_desc() const {
-    return dnnl::memory::desc({g_.N, g_.OC, g_.OH, g_.OW}, dnnl::memory::data_type::f32,
-                              lanes() == 4   ? dnnl::memory::format_tag::nChw4c
-                              : lanes() == 8 ? dnnl::memory::format_tag::nChw8c
-                                             : dnnl::memory::format_tag::nChw16c);
+    return dnnl::memory::desc({g_.N, g_.OC, g_.OH, g_.OW}, dnnl::memory::data_type::f32, vector_blocked_tag());
   }
 
   // Output row oh of image n, every block of output channels, in tiles of positions.

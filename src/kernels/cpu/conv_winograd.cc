@@ -176,7 +176,7 @@ class WinogradConvKernel final : public Kernel {
     channel_blocks_ = (g.OC + channel_block_ - 1) / channel_block_;
     per_thread_floats_ = kPoints * chunk_tiles_ * (g.C + channel_block_);
 
-    const auto tag = L == 8 ? memory::format_tag::nChw8c : memory::format_tag::nChw16c;
+    const auto tag = vector_blocked_tag();
     const memory::desc src_plain({g.N, g.C, g.H, g.W}, memory::data_type::f32, memory::format_tag::nchw),
         src_blocked({g.N, g.C, g.H, g.W}, memory::data_type::f32, tag),
         dst_plain({g.N, g.OC, g.OH, g.OW}, memory::data_type::f32, memory::format_tag::nchw),

@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/dense_layout.h"
 #include "kernels/cpu/onednn_context.h"
+#include "kernels/cpu/simd.h"
 
 namespace fusor::cpu {
 namespace {
@@ -34,6 +35,15 @@ std::optional<std::vector<int>> dense_order(const dnnl_memory_desc_t& c) {
 }
 
 }  // namespace
+
+dnnl::memory::format_tag vector_blocked_tag() {
+  using tag = dnnl::memory::format_tag;
+  switch (simd::lanes()) {
+    case 4: return tag::nChw4c;
+    case 8: return tag::nChw8c;
+    default: return tag::nChw16c;
+  }
+}
 
 std::string onednn_layout_name(const dnnl::memory::desc& md) {
   const dnnl_memory_desc_t& c = md.data;

@@ -23,6 +23,10 @@ namespace fusor::cpu {
 // strides, inner blocks and padding. Kernels that read a layout compare names.
 std::string onednn_layout_name(const dnnl::memory::desc& md);
 
+// oneDNN's channel-blocked layout whose block is one vector of floats (nChw8c on AVX2, nChw16c
+// on AVX-512): what fusor's own convolutions write when a block of output channels is a vector.
+dnnl::memory::format_tag vector_blocked_tag();
+
 // A compiled primitive plus what it needs around it; shared through the primitive cache.
 struct PlainIoEntry {
   dnnl::primitive prim;
