@@ -1,7 +1,9 @@
 // Config -> YAML text that parse_config reads back to an equal Config (fusor tune writes its
 // result this way). Every key is written, so a tuned file says exactly what it sets.
 #include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cstdio>
 #include <sstream>
 
 #include "fusor/config.h"
@@ -17,9 +19,31 @@ std::string number(double x) {
 
 const char* flag(bool b) { return b ? "true" : "false"; }
 
+// A name as a YAML scalar that reads back to the same bytes: plain when it is made of letters,
+// digits and _ . - / (not first), else double-quoted with " \ and control bytes escaped. Input
+// names may hold ':', ',' or spaces ("input:0"), which plain text would split or cut.
+std::string yaml_name(const std::string& name) {
+  auto safe = [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '/'; };
+  if (!name.empty() && name[0] != '-' && name[0] != '/' && std::all_of(name.begin(), name.end(), safe)) return name;
+  std::string s = "\"";
+  for (unsigned char c : name) {
+    if (c == '"' || c == '\\') {
+      s += '\\';
+      s += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      s += hex;
+    } else {
+      s += static_cast<char>(c);
+    }
+  }
+  return s + "\"";
+}
+
 std::string name_list(const std::vector<std::string>& names) {
   std::string s = "[";
-  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + names[i];
+  for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + yaml_name(names[i]);
   return s + "]";
 }
 
@@ -49,7 +73,7 @@ std::string config_yaml(const Config& c) {
     << "mem_reuse: " << flag(c.mem_reuse) << "\n"
     << "fold_constants: " << flag(c.fold_constants) << "\n"
     << "serve:\n"
-    << "  default_class: " << c.serve.default_class << "\n"
+    << "  default_class: " << yaml_name(c.serve.default_class) << "\n"
     << "  execution_contexts: " << c.serve.execution_contexts << "\n"
     << "  max_body_bytes: " << c.serve.max_body_bytes << "\n"
     << "  seq_bucket: " << c.serve.seq_bucket << "\n"
@@ -62,11 +86,11 @@ std::string config_yaml(const Config& c) {
   if (c.serve.kv_cache_tokens > 0) y << "  kv_cache_tokens: " << c.serve.kv_cache_tokens << "\n";
   if (!c.serve.pad_values.empty()) {
     y << "  pad_values:\n";
-    for (const auto& [name, v] : c.serve.pad_values) y << "    " << name << ": " << number(v) << "\n";
+    for (const auto& [name, v] : c.serve.pad_values) y << "    " << yaml_name(name) << ": " << number(v) << "\n";
   }
   y << "  classes:\n";
   for (const auto& [name, t] : c.serve.classes) {
-    y << "    " << name << ": {batch_window_ms: " << number(t.batch_window_ms)
+    y << "    " << yaml_name(name) << ": {batch_window_ms: " << number(t.batch_window_ms)
       << ", adaptive_window: " << flag(t.adaptive_window) << ", max_batch: " << t.max_batch;
     if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
     y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size

@@ -266,6 +266,17 @@ TEST(Config, WrittenFileHasEveryKey) {
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c);
 }
 
+// Names that plain YAML would split or cut (an input "input:0", a class "x,y") are written quoted
+// and read back byte for byte: config_fuzz found pad_values keys with NUL and 0xff bytes.
+TEST(Config, NamesWithYamlSyntaxRoundTrip) {
+  Config c;
+  c.serve.pad_values = {{"input:0", 1}, {"a b", 2}, {"q\"\\", 3}, {std::string("n\0\xff#", 4), 4}, {"-x", 5}};
+  c.serve.classes["x,y"] = c.serve.classes["default"];
+  c.fusion.disabled = {"a,b", "[c]"};
+  const std::string yaml = config_yaml(c);
+  EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
+}
+
 // The reference in docs/config.md shows the full file with every default; it must parse to Config{}.
 TEST(Config, DocumentedExampleParsesToTheDefaults) {
   auto doc = std::filesystem::path(FUSOR_SOURCE_DIR) / "docs/config.md";
