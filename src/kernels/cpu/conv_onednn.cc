@@ -184,6 +184,7 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
 
 std::unique_ptr<Kernel> make_float_conv(const KernelRequest& r, const ConvEpilogue& epi) {
   if (auto k = make_image_input_conv(r, epi)) return k;
+  if (auto k = make_pointwise_conv_gemm(r, epi)) return k;
   if (auto k = make_winograd_conv(r, epi)) return k;
   return make_onednn_conv(r, epi);
 }

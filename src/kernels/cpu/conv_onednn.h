@@ -56,8 +56,12 @@ std::unique_ptr<Kernel> make_image_input_conv(const KernelRequest& r, const Conv
 // and drops those two conditions. nullptr outside it.
 std::unique_ptr<Kernel> make_winograd_conv(const KernelRequest& r, const ConvEpilogue& epilogue, int tile = 0);
 
-// The kernel for a float Conv or FusedConv: the image-input or Winograd kernel where one applies,
-// else oneDNN's.
+// The same for a 1x1 convolution on a 1x1 image (squeeze-and-excitation), as a GEMM on constant
+// weights (conv_pointwise_gemm.cc); nullptr outside it.
+std::unique_ptr<Kernel> make_pointwise_conv_gemm(const KernelRequest& r, const ConvEpilogue& epilogue);
+
+// The kernel for a float Conv or FusedConv: the image-input, pointwise-GEMM or Winograd kernel
+// where one applies, else oneDNN's.
 std::unique_ptr<Kernel> make_float_conv(const KernelRequest& r, const ConvEpilogue& epilogue);
 
 }  // namespace fusor::cpu
