@@ -28,6 +28,7 @@ struct EngineInternals {
   static const std::shared_ptr<const Graph>& graph(const Engine& engine);
   static const Plan& plan(const Session& session);
   static Executor& executor(Session& session);
+  static void share_arena(Session& session, std::shared_ptr<SharedArena> arena);
   static Session session(std::unique_ptr<Plan> plan, const SessionOptions& options);
   // A session without a plan until run(): `model` and `dims` check each run's inputs, and
   // `reason` says which shape needed input values.
@@ -55,6 +56,12 @@ inline const Plan& plan_of(const Session& session) { return EngineInternals::pla
 // The session's executor. Its step hook and observer are the ones Session::set_observer
 // installs: setting either here replaces the session's observer.
 inline Executor& executor_of(Session& session) { return EngineInternals::executor(session); }
+
+// From now on the session runs in `arena`, which other sessions of the same thread share (one
+// run at a time): a server context's packed plans (runtime/shared_arena.h).
+inline void share_arena(Session& session, std::shared_ptr<SharedArena> arena) {
+  EngineInternals::share_arena(session, std::move(arena));
+}
 
 // How a session with these options plans (kernels, fusion, frozen inputs, reordering).
 PlanOptions plan_options(const SessionOptions& options, const InternalSessionOptions& internal);

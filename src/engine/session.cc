@@ -35,6 +35,14 @@ struct Session::Impl {
     kernel_names.clear();
     install_observer();
   }
+  // Runs in `arena` from now on (its executor is rebuilt; a per-run session's next plan takes it).
+  void use_arena(std::shared_ptr<SharedArena> arena) {
+    executor_options.shared_arena = std::move(arena);
+    if (!plan) return;
+    executor.reset();
+    executor = std::make_unique<Executor>(*plan, executor_options);
+    install_observer();
+  }
   void install_observer();
   void plan_for_values(const std::map<std::string, Tensor>& inputs);
   [[noreturn]] void no_plan_yet() const {
@@ -167,6 +175,10 @@ const Plan& EngineInternals::plan(const Session& session) {
   if (!session.impl_->plan) session.impl_->no_plan_yet();
   return *session.impl_->plan;
 }
+void EngineInternals::share_arena(Session& session, std::shared_ptr<SharedArena> arena) {
+  session.impl_->use_arena(std::move(arena));
+}
+
 Executor& EngineInternals::executor(Session& session) {
   if (!session.impl_->executor) session.impl_->no_plan_yet();
   return *session.impl_->executor;

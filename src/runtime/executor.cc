@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "kernels/cpu/thread_pool.h"
 
@@ -27,27 +28,11 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
     : plan_(plan),
       options_(options),
       memory_(plan_memory(plan, {options.mem_reuse, options.mem_guard ? kGuardBytes : 0})),
-      arena_(allocate_arena(memory_.arena_bytes), std::free),
+      own_arena_(nullptr, std::free),
       slots_(plan.types.size()) {
   if (plan.claimed_by_executor) throw Error("a plan's kernels serve one executor at a time: build another plan");
+  if (options.shared_arena) options.shared_arena->reserve(memory_.arena_bytes, arena_fill());
   plan.claimed_by_executor = true;
-  std::memset(arena_.get(), options.mem_guard ? static_cast<int>(kCanary) : 0, memory_.arena_bytes);
-  for (size_t v = 0; v < slots_.size(); ++v) {
-    const TensorType& t = plan.types[v];
-    if (plan.is_constant(static_cast<int>(v))) {
-      slots_[v] = plan.constants[v];
-    } else if (plan.is_shared(static_cast<int>(v))) {
-      slots_[v] = plan.shared[v];
-    } else if (int root = alias_root(plan, static_cast<int>(v)); memory_.offset[static_cast<size_t>(root)] >= 0) {
-      slots_[v] = Tensor::view(t.dtype, t.dims, arena_.get() + memory_.offset[static_cast<size_t>(root)]);
-    }
-  }
-  step_inputs_.resize(plan.steps.size());
-  step_outputs_.resize(plan.steps.size());
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    for (int v : plan.steps[s].inputs) step_inputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
-    for (int v : plan.steps[s].outputs) step_outputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
-  }
   const Graph& g = *plan.graph;
   input_readers_.resize(g.inputs.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -66,10 +51,50 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
 
 Executor::~Executor() { plan_.claimed_by_executor = false; }
 
+// The arena is allocated at the first run, so a session that moves to a shared arena before it
+// runs (a server's packed plans) never holds one of its own; a shared one is rebound when it grew
+// for a larger plan since this executor's last run.
+void Executor::bind_arena() {
+  if (const auto& shared = options_.shared_arena) {
+    if (arena_ && shared->generation() == arena_generation_) return;
+    arena_ = shared->data();
+    arena_generation_ = shared->generation();
+  } else {
+    if (arena_) return;
+    own_arena_.reset(allocate_arena(memory_.arena_bytes));
+    arena_ = own_arena_.get();
+    std::memset(arena_, static_cast<int>(arena_fill()), memory_.arena_bytes);
+  }
+  bind_slots();
+}
+
+std::byte Executor::arena_fill() const { return options_.mem_guard ? kCanary : std::byte{0}; }
+
+// Every value's tensor, and every step's input and output tensors, as views into the arena.
+void Executor::bind_slots() {
+  const Plan& plan = plan_;
+  for (size_t v = 0; v < slots_.size(); ++v) {
+    const TensorType& t = plan.types[v];
+    if (plan.is_constant(static_cast<int>(v))) {
+      slots_[v] = plan.constants[v];
+    } else if (plan.is_shared(static_cast<int>(v))) {
+      slots_[v] = plan.shared[v];
+    } else if (int root = alias_root(plan, static_cast<int>(v)); memory_.offset[static_cast<size_t>(root)] >= 0) {
+      slots_[v] = Tensor::view(t.dtype, t.dims, arena_ + memory_.offset[static_cast<size_t>(root)]);
+    }
+  }
+  step_inputs_.assign(plan.steps.size(), {});
+  step_outputs_.assign(plan.steps.size(), {});
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int v : plan.steps[s].inputs) step_inputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
+    for (int v : plan.steps[s].outputs) step_outputs_[s].push_back(v >= 0 ? slots_[static_cast<size_t>(v)] : Tensor());
+  }
+}
+
 std::span<std::byte> Executor::scratch_of(size_t step) const {
   int64_t off = memory_.scratch_offset[step];
   if (off < 0) return {};
-  return {arena_.get() + off, memory_.scratch_bytes[step]};
+  return {arena_ + off, memory_.scratch_bytes[step]};
 }
 
 void Executor::bind_inputs(const std::vector<Tensor>& inputs) {
@@ -111,7 +136,7 @@ void Executor::release_inputs() {
 std::byte* Executor::guard_of(int v) const {
   int root = alias_root(plan_, v);
   int64_t off = memory_.offset[static_cast<size_t>(root)];
-  return off < 0 ? nullptr : arena_.get() + off + memory_.bytes[static_cast<size_t>(root)] - kGuardBytes;
+  return off < 0 ? nullptr : arena_ + off + memory_.bytes[static_cast<size_t>(root)] - kGuardBytes;
 }
 
 // Guard bytes may hold a dead value's data (the arena reuses bytes), so each step's output
@@ -158,6 +183,9 @@ void Executor::observe(size_t s) const {
 }
 
 bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  std::optional<SharedArena::Use> in_use;
+  if (options_.shared_arena) in_use.emplace(*options_.shared_arena);
+  bind_arena();
   bind_inputs(inputs);
   cpu::OpenmpTeamScope team(plan_.openmp_team);
   for (size_t s = 0; s < plan_.steps.size(); ++s) {

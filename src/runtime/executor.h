@@ -1,4 +1,5 @@
-// Runs a Plan. One Executor is one execution context with its own arena: intermediate values
+// Runs a Plan. One Executor is one execution context with its own arena (or one it shares with
+// other executors of its thread, which run one at a time: shared_arena.h): intermediate values
 // live at offsets chosen by the memory planner, inputs are copied in (or, when only kernels
 // read them and they are 64-byte aligned, read in place), outputs are copied out, so no two
 // executors (or requests) ever share bytes they write. Every step's input and output tensors are
@@ -15,6 +16,7 @@
 
 #include "plan/memory_plan.h"
 #include "plan/plan.h"
+#include "runtime/shared_arena.h"
 
 namespace fusor {
 
@@ -24,6 +26,9 @@ struct ExecutorOptions {
   // (0xFF bytes: NaN for floats) once their last reader has run. A violation throws an Error
   // that names the kernel and the tensor.
   bool mem_guard = false;
+  // Run in this arena, shared with other executors of the same thread (shared_arena.h), instead
+  // of one of its own.
+  std::shared_ptr<SharedArena> shared_arena;
 };
 
 // Called after each step (profiler). `index` is the step's position in the plan.
@@ -62,6 +67,9 @@ class Executor {
   const MemoryPlan& memory() const { return memory_; }
 
  private:
+  void bind_arena();
+  void bind_slots();
+  std::byte arena_fill() const;
   void bind_inputs(const std::vector<Tensor>& inputs);
   void release_inputs();
   std::byte* guard_of(int value) const;
@@ -74,10 +82,12 @@ class Executor {
   const Plan& plan_;
   ExecutorOptions options_;
   MemoryPlan memory_;
-  std::unique_ptr<std::byte, void (*)(void*)> arena_;
+  std::unique_ptr<std::byte, void (*)(void*)> own_arena_;
+  std::byte* arena_ = nullptr;      // own_arena_, or the shared arena's bytes; null before the first run
+  uint64_t arena_generation_ = 0;   // the shared arena's generation that slots_ point into
   std::vector<Tensor> slots_;                       // per value id
-  std::vector<std::vector<Tensor>> step_inputs_;    // per step, built once
-  std::vector<std::vector<Tensor>> step_outputs_;   // per step, built once
+  std::vector<std::vector<Tensor>> step_inputs_;    // per step, built with the arena (bind_slots)
+  std::vector<std::vector<Tensor>> step_outputs_;   // per step, likewise
   // Per graph input: the (step, input position) pairs that read it, when only kernels do (not a
   // graph output, not seen through a view), so that they may read the caller's tensor in place
   // of a copy (YOLO's 2.4 MB batch-8 image); empty when it is always copied.

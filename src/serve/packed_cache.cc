@@ -1,5 +1,6 @@
 #include "serve/packed_cache.h"
 
+#include "engine/internals.h"
 #include "serve/batch_assembly.h"
 
 #include <algorithm>
@@ -8,13 +9,16 @@ namespace fusor::serve {
 
 void PackedCache::adopt(PackedSession session, const SessionOptions& built_with) {
   const int64_t capacity = session.capacity();
-  if (options_->for_tokens(capacity).fusion == built_with.fusion) sessions_.emplace(capacity, std::move(session));
+  if (options_->for_tokens(capacity).fusion != built_with.fusion) return;
+  share_arena(session.session(), arena_);
+  sessions_.emplace(capacity, std::move(session));
 }
 
 PackedSession& PackedCache::session_for(int64_t capacity) {
   auto it = sessions_.find(capacity);
   if (it == sessions_.end()) {
     it = sessions_.emplace(capacity, packed_session(engine_, capacity, options_->for_tokens(capacity))).first;
+    share_arena(it->second.session(), arena_);
     if (on_build_) on_build_(capacity, it->second.session());
   }
   return it->second;

@@ -2,7 +2,8 @@
 // requests holding T real tokens runs in the session whose capacity is T rounded up to a step,
 // built on first use and kept. The step is serve.token_bucket, doubled while it is under T/16,
 // so filler stays under 1/8 of a batch and the plans are few (8 per doubling of T) whatever the
-// mix of lengths. Not thread-safe: one cache per context thread.
+// mix of lengths. The sessions run one at a time, so they share one arena, the largest's
+// (runtime/shared_arena.h). Not thread-safe: one cache per context thread.
 //
 // The server builds every capacity up to its token budget before it reports ready
 // (ServedModel, serve.prebuild_plans).
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "fusor/packed.h"
+#include "runtime/shared_arena.h"
 #include "serve/session_cache.h"
 #include "serve/signature.h"
 
@@ -40,6 +42,7 @@ class PackedCache {
   std::shared_ptr<const OptionsMatrix> options_;
   int64_t bucket_;
   OnBuild on_build_;
+  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();  // every session's
   std::map<int64_t, PackedSession> sessions_;  // by token capacity
   PackedSession& session_for(int64_t capacity);  // built on first use
 };

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "engine/internals.h"
+
 namespace fusor::serve {
 
 OptionsMatrix OptionsMatrix::of(const ServeConfig& config, const SessionOptions& base) {
@@ -61,6 +63,7 @@ std::map<std::string, Tensor> SessionCache::run(const std::map<std::string, Tens
   if (it == sessions_.end()) {
     int64_t rows = batched_ && !inputs.empty() && !inputs.begin()->second.dims().empty() ? inputs.begin()->second.dims()[0] : 1;
     it = sessions_.emplace(dims, engine_.session(dims, options_->for_rows(rows))).first;
+    share_arena(it->second, arena_);
     if (on_build_) on_build_(rows, dims, it->second);
   }
   return it->second.run(inputs);

@@ -1,6 +1,7 @@
 // One execution context's sessions, one per concrete set of input dims (a batch bucket and a
 // padded sequence length), created on first use and kept: plans are built per shape, and
-// building one costs far more than running it. Not thread-safe: one cache per context thread.
+// building one costs far more than running it. They run one at a time, so they share one arena,
+// the largest's (runtime/shared_arena.h). Not thread-safe: one cache per context thread.
 #pragma once
 #include <functional>
 #include <map>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "fusor/engine.h"
+#include "runtime/shared_arena.h"
 
 namespace fusor::serve {
 
@@ -53,6 +55,7 @@ class SessionCache {
   std::shared_ptr<const OptionsMatrix> options_;
   bool batched_;
   OnBuild on_build_;
+  std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();  // every session's
   std::map<std::map<std::string, Dims>, Session> sessions_;
 };
 

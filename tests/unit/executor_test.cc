@@ -1,5 +1,6 @@
 // The executor's arena: guards catch overflows and name the kernel and tensor, a steady-state
-// run allocates nothing, and concurrent sessions never share bytes.
+// run allocates nothing, concurrent sessions never share bytes, and executors that share one
+// arena (one at a time) each give their own results.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -152,6 +153,50 @@ TEST(Executor, APlanServesOneExecutorAtATime) {
     EXPECT_THROW(Executor second(plan), Error);
   }
   Executor again(plan);  // released when the first one went away
+}
+
+Tensor input_rows(int64_t rows, float scale) {
+  Tensor x(DType::Float32, {rows, 16});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = scale * static_cast<float>(i % 61 - 30) / 8.0f;
+  return x;
+}
+
+// A server context's plans for two shapes run one after another in one arena, which grows when
+// the larger is built after the smaller has run: every run equals its own executor's, bit for
+// bit, guarded or not, and the arena is the larger plan's, not the sum.
+TEST(Executor, ExecutorsSharingAnArenaEachGiveTheirOwnResults) {
+  for (bool guard : {false, true}) {
+    SCOPED_TRACE(guard ? "guarded" : "unguarded");
+    const ExecutorOptions own{.mem_reuse = true, .mem_guard = guard};
+    auto shared = std::make_shared<SharedArena>();
+    ExecutorOptions in_shared = own;
+    in_shared.shared_arena = shared;
+    Plan small_plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+    Plan large_plan = build_plan(small_graph(), {{"x", {64, 16}}}, {.backend = &cpu::backend()});
+    Plan small_ref = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+    Plan large_ref = build_plan(small_graph(), {{"x", {64, 16}}}, {.backend = &cpu::backend()});
+    Executor small(small_plan, in_shared), small_alone(small_ref, own), large_alone(large_ref, own);
+    EXPECT_TRUE(same_bits(small.run({input_rows(4, 1)}), small_alone.run({input_rows(4, 1)})));
+    const uint64_t before = shared->generation();
+    Executor large(large_plan, in_shared);  // grows the arena under the small one
+    EXPECT_GT(shared->generation(), before);
+    EXPECT_EQ(shared->size(), std::max(small.memory().arena_bytes, large.memory().arena_bytes));
+    for (float scale : {2.f, -1.f, 3.f}) {
+      EXPECT_TRUE(same_bits(large.run({input_rows(64, scale)}), large_alone.run({input_rows(64, scale)}))) << scale;
+      EXPECT_TRUE(same_bits(small.run({input_rows(4, -scale)}), small_alone.run({input_rows(4, -scale)}))) << scale;
+    }
+  }
+}
+
+TEST(Executor, ASharedArenaRefusesTwoRunsAtOnce) {
+  auto shared = std::make_shared<SharedArena>();
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+  Executor ex(plan, {.shared_arena = shared});
+  {
+    SharedArena::Use other_run(*shared);
+    EXPECT_THROW(ex.run({input_x(1)}), Error);
+  }
+  EXPECT_NO_THROW(ex.run({input_x(1)}));
 }
 
 TEST(MemoryPlan, OverlappingLifetimesNeverShareBytes) {
