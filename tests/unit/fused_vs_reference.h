@@ -146,6 +146,14 @@ inline std::string kernel_names(const Plan& plan) {
   return names;
 }
 
+// Whether `kernels` names `prefix` on packed weights, whichever GEMM the CPU got: fusor's panels
+// or one-row GEMV (AVX2), or oneDNN's packed matmul (AVX-512).
+inline bool has_packed_gemm(const std::string& kernels, const std::string& prefix) {
+  for (const char* runs_on : {"_panel", "_gemv", "_onednn_packed"})
+    if (kernels.find(prefix + runs_on) != std::string::npos) return true;
+  return false;
+}
+
 struct FusedAndReference {
   Plan fused, reference;
   std::vector<Tensor> fused_outputs, reference_outputs;

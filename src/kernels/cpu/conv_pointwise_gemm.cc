@@ -2,6 +2,7 @@
 // excitation blocks (MobileNetV3, EfficientNet) run two per block on the pooled channels. As
 // oneDNN convolutions each costs ~10 us at batch 1, mostly the convolution's own set-up; as a GEMM
 // on constant weights it runs on fusor's one-row GEMV or panels (matmul_onednn.h), on the pool.
+// Named "conv1x1_f32[_bias][_residual][_act]" and what runs it ("_gemv", "_panel", "_onednn_packed").
 #include <memory>
 #include <string>
 #include <utility>
@@ -71,10 +72,11 @@ std::unique_ptr<Kernel> make_pointwise_conv_gemm(const KernelRequest& r, const C
     spec.post_ops.append_eltwise(1.f, *alg, epi.alpha, 0.f);
     spec.post_ops_key += "+" + epi.activation + std::to_string(epi.alpha);
   }
-  const std::string name = std::string("conv1x1_f32") + (own->bias ? "_bias" : "") +
-                           (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + "_as_gemm";
   try {
     OnednnMatmul m(std::move(spec));
+    const std::string name = std::string("conv1x1_f32") + (own->bias ? "_bias" : "") +
+                             (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") +
+                             m.name_suffix();
     return std::make_unique<PointwiseConvGemmKernel>(std::move(m), epi.residual, name);
   } catch (const dnnl::error&) {
     return nullptr;

@@ -127,9 +127,8 @@ std::unique_ptr<Kernel> make_merged(const KernelRequest& r) {
   }
   try {
     OnednnMatmul mm(std::move(spec));
-    return std::make_unique<MergedKernel>(std::move(mm), rows, splits,
-                                          "matmul_f32_merged" + std::to_string(p) + (any_bias ? "_bias" : "") +
-                                              "_onednn_packed");
+    std::string name = "matmul_f32_merged" + std::to_string(p) + (any_bias ? "_bias" : "") + mm.name_suffix();
+    return std::make_unique<MergedKernel>(std::move(mm), rows, splits, std::move(name));
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -189,7 +188,9 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
     name += "_residual";
   }
   try {
-    return std::make_unique<EpilogueKernel>(OnednnMatmul(std::move(spec)), residual, name + "_onednn_packed");
+    OnednnMatmul mm(std::move(spec));
+    name += mm.name_suffix();
+    return std::make_unique<EpilogueKernel>(std::move(mm), residual, name);
   } catch (const dnnl::error&) {
     return nullptr;
   }

@@ -1,9 +1,9 @@
 // MatMul and Gemm (float32) on oneDNN's matmul primitive.
 //
 // MatMul: when B has no batch dims (or only 1s) A's leading dims collapse into M, giving one
-// large 2-D GEMM against packed weights ("matmul_f32_onednn_packed"). Otherwise both operands
-// keep their numpy batch dims and oneDNN broadcasts them ("matmul_f32_onednn_batched", e.g.
-// attention's [B,H,S,D] x [B,H,D,S]).
+// large 2-D GEMM against packed weights ("matmul_f32_panel", "_gemv" or "_onednn_packed": what
+// runs it, OnednnMatmul::name_suffix). Otherwise both operands keep their numpy batch dims and
+// oneDNN broadcasts them ("matmul_f32_batched_onednn", e.g. attention's [B,H,S,D] x [B,H,D,S]).
 // Gemm: transA/transB become strides; alpha is folded into packed weights (or a linear post-op);
 // beta*C becomes a bias when C is a constant row vector, else a binary-add post-op (a runtime C
 // only with beta == 1).
@@ -132,7 +132,15 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   onednn::stream().wait();
 }
 
-std::string OnednnMatmul::impl() const { return panel_ ? "fusor:panel_gemm" : entry_->pd.impl_info_str(); }
+std::string OnednnMatmul::impl() const {
+  return panel_ ? "fusor:panel_gemm" : gemv_ ? "fusor:gemv" : entry_->pd.impl_info_str();
+}
+
+std::string OnednnMatmul::name_suffix() const {
+  if (panel_) return "_panel";
+  if (gemv_) return "_gemv";
+  return packed_weights_ ? "_onednn_packed" : "_onednn";
+}
 
 namespace {
 
@@ -209,7 +217,7 @@ std::unique_ptr<Kernel> make_matmul_kernel(const KernelRequest& r) {
     spec.src = dense({rows, K});
     spec.weights = dense({K, N});
     spec.dst = dense({rows, N});
-    name = bc ? "matmul_f32_onednn_packed" : "matmul_f32_onednn";
+    name = "matmul_f32";
   } else {
     const size_t rank = std::max(a.size(), b.size());
     a.insert(a.begin(), rank - a.size(), 1);
@@ -232,11 +240,13 @@ std::unique_ptr<Kernel> make_matmul_kernel(const KernelRequest& r) {
     spec.src = dense(memory::dims(a.begin(), a.end()));
     spec.weights = dense(memory::dims(b.begin(), b.end()));
     spec.dst = dense(d);
-    name = bc ? "matmul_f32_onednn_batched_packed" : "matmul_f32_onednn_batched";
+    name = "matmul_f32_batched";
   }
   if (static_cast<int64_t>(spec.dst.get_size() / sizeof(float)) != numel_of(r.outputs[0].dims)) return nullptr;
   try {
-    return std::make_unique<MatmulKernel>(OnednnMatmul(std::move(spec)), name);
+    OnednnMatmul m(std::move(spec));
+    name += m.name_suffix();
+    return std::make_unique<MatmulKernel>(std::move(m), name);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -319,9 +329,10 @@ std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r) {
     spec.post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, alpha_left, 0.f);
     spec.post_ops_key = "lin" + std::to_string(alpha_left);
   }
-  std::string name = std::string("gemm_f32") + epilogue + (bc ? "_onednn_packed" : "_onednn");
   try {
-    return std::make_unique<GemmKernel>(OnednnMatmul(std::move(spec)), c_runtime, std::move(c_const), name);
+    OnednnMatmul m(std::move(spec));
+    std::string name = "gemm_f32" + epilogue + m.name_suffix();
+    return std::make_unique<GemmKernel>(std::move(m), c_runtime, std::move(c_const), name);
   } catch (const dnnl::error&) {
     return nullptr;
   }

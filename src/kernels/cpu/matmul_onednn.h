@@ -47,6 +47,9 @@ class OnednnMatmul {
   bool uses_openmp() const { return !split_ && !gemv_ && !panel_ && !single_thread_; }
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core", or "fusor:panel_gemm"
+  // How a kernel's name on it ends, saying what runs: "_panel" (fusor's GEMM on panels), "_gemv"
+  // (fusor's one-row loop), else "_onednn_packed" or "_onednn" (oneDNN's matmul).
+  std::string name_suffix() const;
 
  private:
   struct Entry {
