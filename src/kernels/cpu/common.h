@@ -12,7 +12,7 @@
 namespace fusor::cpu {
 
 // Elementwise work is split over threads only above this many elements.
-inline constexpr int64_t kParallelThreshold = 16 * 1024;
+inline constexpr int64_t kParallelThreshold = 64 * 1024;
 
 #if defined(__AVX512F__)
 inline constexpr const char* kIsa = "avx512";

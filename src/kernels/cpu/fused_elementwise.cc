@@ -156,7 +156,11 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
   }
 
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte>) override {
-    parallel_range(tiles_, l_.total, 1, [&](int64_t tb, int64_t te) { run_tiles(in, out, tb, te); });
+    // Work counts every instruction on every element: a short chain on a few tens of thousands of
+    // elements (MobileNetV3's squeeze-and-excitation scale, HardSigmoid then a broadcast Mul on
+    // [576, 7, 7]) pays for a second thread, where a copy of as many would not.
+    const int64_t work = l_.total * static_cast<int64_t>(prog_.code.size() + 1);
+    parallel_range(tiles_, work, 1, [&](int64_t tb, int64_t te) { run_tiles(in, out, tb, te); });
   }
   std::string name() const override { return name_; }
 
