@@ -12,31 +12,9 @@
 #include "kernels/cpu/onednn_post_ops.h"
 
 namespace fusor::cpu {
-namespace {
 
 using dnnl::memory;
 using dt = memory::data_type;
-
-class PointwiseConvGemmKernel final : public Kernel {
- public:
-  PointwiseConvGemmKernel(OnednnMatmul m, int residual, std::string name)
-      : m_(std::move(m)), residual_(residual), name_(std::move(name)) {}
-  size_t scratch_bytes() const override { return m_.scratch_bytes(); }
-  void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
-    const float* residual = residual_ >= 0 ? in[static_cast<size_t>(residual_)].data<float>() : nullptr;
-    m_.execute(in[0].data<float>(), nullptr, nullptr, out[0].data<float>(),
-               std::span<const float* const>(&residual, residual ? 1 : 0), scratch);
-  }
-  std::string name() const override { return name_; }
-  bool uses_openmp() const override { return m_.uses_openmp(); }
-
- private:
-  OnednnMatmul m_;
-  int residual_;
-  std::string name_;
-};
-
-}  // namespace
 
 std::unique_ptr<Kernel> make_pointwise_conv_gemm(const KernelRequest& r, const ConvEpilogue& epi) {
   const auto own = own_conv_operands(r, epi);
@@ -77,7 +55,7 @@ std::unique_ptr<Kernel> make_pointwise_conv_gemm(const KernelRequest& r, const C
     const std::string name = std::string("conv1x1_f32") + (own->bias ? "_bias" : "") +
                              (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") +
                              m.name_suffix();
-    return std::make_unique<PointwiseConvGemmKernel>(std::move(m), epi.residual, name);
+    return make_epilogue_matmul_kernel(std::move(m), epi.residual, name);
   } catch (const dnnl::error&) {
     return nullptr;
   }

@@ -190,7 +190,7 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
   try {
     OnednnMatmul mm(std::move(spec));
     name += mm.name_suffix();
-    return std::make_unique<EpilogueKernel>(std::move(mm), residual, name);
+    return make_epilogue_matmul_kernel(std::move(mm), residual, name);
   } catch (const dnnl::error&) {
     return nullptr;
   }
@@ -200,6 +200,10 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
 
 KernelSelection make_fused_matmul_kernel(const KernelRequest& r) {
   return r.node.has_attr("projections") ? make_merged(r) : make_epilogue(r);
+}
+
+std::unique_ptr<Kernel> make_epilogue_matmul_kernel(OnednnMatmul m, int residual, std::string name) {
+  return std::make_unique<EpilogueKernel>(std::move(m), residual, std::move(name));
 }
 
 }  // namespace fusor::cpu

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul_tile_split.h"
+#include "kernels/kernel.h"
 #include "kernels/cpu/packed_gemv.h"
 #include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/panel_gemm.h"
@@ -70,5 +71,9 @@ class OnednnMatmul {
   std::optional<PanelGemm> panel_;       // set when many rows run on weights packed by fusor
   bool single_thread_ = false;           // too small for a team: built and run on one thread
 };
+
+// A kernel that runs `m` (constant weights) on input 0, adding input `residual` (-1: none)
+// through its binary post-op, into output 0 (fused_matmul.cc).
+std::unique_ptr<Kernel> make_epilogue_matmul_kernel(OnednnMatmul m, int residual, std::string name);
 
 }  // namespace fusor::cpu
