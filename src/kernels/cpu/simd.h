@@ -104,7 +104,29 @@ inline V sigmoid(V x) {
 // SiLU x * sigmoid(x), for the kernels that apply it as an epilogue.
 inline V silu(V x) { return hn::Mul(x, sigmoid(x)); }
 
-// erf(x): a rational approximation, max abs error ~1e-7 (see simd.cc).
-V erf(V x);
+// erf(x): a rational approximation on [-4, 4] (outside, erf is +/-1 in float), x * P(x^2) /
+// Q(x^2) with the coefficients of Eigen's generic_fast_erf_float; max abs error ~1e-7, several
+// times faster than SLEEF's 1-ULP erff on AVX2. Q is below -0.014 everywhere, so the division
+// is a reciprocal estimate and one Newton step, as in sigmoid: a divide per vector bounded the
+// GELU epilogues. Inline, so that a block of independent vectors interleaves. NaN stays NaN.
+inline V erf(V a) {
+  const D d;
+  const V x = hn::Min(hn::Max(a, hn::Set(d, -4.f)), hn::Set(d, 4.f));
+  const V x2 = hn::Mul(x, x);
+  V p = hn::MulAdd(x2, hn::Set(d, -2.72614225801306e-10f), hn::Set(d, 2.77068142495902e-08f));
+  p = hn::MulAdd(x2, p, hn::Set(d, -2.10102402082508e-06f));
+  p = hn::MulAdd(x2, p, hn::Set(d, -5.69250639462346e-05f));
+  p = hn::MulAdd(x2, p, hn::Set(d, -7.34990630326855e-04f));
+  p = hn::MulAdd(x2, p, hn::Set(d, -2.95459980854025e-03f));
+  p = hn::MulAdd(x2, p, hn::Set(d, -1.60960333262415e-02f));
+  p = hn::Mul(x, p);
+  V q = hn::MulAdd(x2, hn::Set(d, -1.45660718464996e-05f), hn::Set(d, -2.13374055278905e-04f));
+  q = hn::MulAdd(x2, q, hn::Set(d, -1.68282697438203e-03f));
+  q = hn::MulAdd(x2, q, hn::Set(d, -7.37332916720468e-03f));
+  q = hn::MulAdd(x2, q, hn::Set(d, -1.42647390514189e-02f));
+  V r = hn::ApproximateReciprocal(q);
+  r = hn::Mul(r, hn::NegMulAdd(q, r, hn::Set(d, 2.f)));
+  return hn::IfThenElse(hn::Not(hn::Eq(a, a)), a, hn::Mul(p, r));
+}
 
 }  // namespace fusor::cpu::simd
