@@ -50,6 +50,25 @@ std::optional<GemmEpilogue> GemmEpilogue::make(const dnnl::post_ops& post_ops, i
   return e;
 }
 
+// The same op on n vectors: one switch, then a loop the op is inlined into.
+void GemmEpilogue::eltwise_all(const Step& s, V* v, int n) {
+  using A = dnnl::algorithm;
+  namespace u = unary_ops;
+  const D d;
+  const u::Params p{.alpha = s.alpha};
+  auto each = [&](auto op) {
+    for (int i = 0; i < n; ++i) v[i] = s.scale == 1.f ? op(v[i]) : hn::Mul(op(v[i]), hn::Set(d, s.scale));
+  };
+  switch (s.alg) {
+    case A::eltwise_gelu_erf: return each([&](V x) { return u::GeluErfOp::apply(x, p); });
+    case A::eltwise_relu:
+      if (s.alpha == 0.f) return each([&](V x) { return u::ReluOp::apply(x, p); });
+      break;
+    default: break;
+  }
+  for (int i = 0; i < n; ++i) v[i] = eltwise(s, v[i]);
+}
+
 // One eltwise post-op, as oneDNN 2.6 defines it, with the elementwise table's formulas.
 V GemmEpilogue::eltwise(const Step& s, V v) {
   using A = dnnl::algorithm;

@@ -41,6 +41,32 @@ class GemmEpilogue {
     return v;
   }
 
+  // apply<true> on kRows x kVectors whole vectors at once: v[i][j] is row r + i, columns
+  // [c + j * lanes, c + (j + 1) * lanes). Each eltwise op is dispatched once for all of them, so
+  // their independent chains (GELU's erf: a dozen dependent FMAs) interleave.
+  template <int kRows, int kVectors>
+  void apply_block(simd::V (&v)[kRows][kVectors], int64_t r, int64_t c, const float* bias,
+                   std::span<const float* const> binary) const {
+    const int64_t L = static_cast<int64_t>(simd::lanes());
+    const simd::D d;
+    if (bias_)
+      for (int j = 0; j < kVectors; ++j) {
+        const simd::V b = simd::hn::LoadU(d, bias + c + j * L);
+        for (int i = 0; i < kRows; ++i) v[i][j] = simd::hn::Add(v[i][j], b);
+      }
+    size_t next_binary = 0;
+    for (const Step& s : steps_) {
+      if (!s.add) {
+        eltwise_all(s, &v[0][0], kRows * kVectors);
+        continue;
+      }
+      const float* src = binary[next_binary++];
+      for (int i = 0; i < kRows; ++i)
+        for (int j = 0; j < kVectors; ++j)
+          v[i][j] = simd::hn::Add(v[i][j], simd::hn::LoadU(d, src + (r + i) * s.row_stride + c + j * L));
+    }
+  }
+
  private:
   struct Step {  // one post-op
     bool add = false;  // a binary add, else an eltwise
@@ -49,6 +75,7 @@ class GemmEpilogue {
     int64_t row_stride = 0;  // a binary add's floats from one row to the next: 0 broadcasts one row
   };
   static simd::V eltwise(const Step& s, simd::V v);
+  static void eltwise_all(const Step& s, simd::V* v, int n);  // eltwise on v[0..n)
 
   bool bias_ = false;
   std::vector<Step> steps_;

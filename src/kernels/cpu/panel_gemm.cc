@@ -81,14 +81,15 @@ void rows_by_panel(const Block& b, const GemmEpilogue& epilogue, const float* bi
   HWY_ALIGN float sums[R * kPanelCols];
   outer_products<R>(b.x, b.x_stride, b.panel, b.kc, b.prefetch, b.prefetch_step, sums);
   if (b.cols == kPanelCols) {  // plain loads and stores: masked stores are slow on AMD
-    for (int64_t j = 0; j < kPanelCols; j += kLanes)
-      for (int r = 0; r < R; ++r) {
-        float* out = b.y + r * b.n + j;
-        V s = hn::Load(d, sums + r * kPanelCols + j);
-        if (!b.first) s = hn::Add(s, hn::LoadU(d, out));
-        if (b.last) s = epilogue.apply<true>(s, b.row + r, b.col + j, hn::FirstN(d, kLanes), bias, binary);
-        hn::StoreU(s, d, out);
+    V s[R][kPanelVectors];
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < kPanelVectors; ++v) {
+        s[r][v] = hn::Load(d, sums + r * kPanelCols + v * kLanes);
+        if (!b.first) s[r][v] = hn::Add(s[r][v], hn::LoadU(d, b.y + r * b.n + v * kLanes));
       }
+    if (b.last) epilogue.apply_block(s, b.row, b.col, bias, binary);
+    for (int r = 0; r < R; ++r)
+      for (int v = 0; v < kPanelVectors; ++v) hn::StoreU(s[r][v], d, b.y + r * b.n + v * kLanes);
     return;
   }
   for (int64_t j = 0; j < b.cols; j += kLanes) {
