@@ -22,11 +22,11 @@ struct Session::Impl {
   };
 
   Impl(std::unique_ptr<Plan> p, const SessionOptions& options)
-      : executor_options{options.mem_reuse, options.mem_guard} {
+      : executor_options{options.mem_reuse, options.mem_guard, {}} {
     install(std::move(p));
   }
   Impl(PerRun per_run_planning, const SessionOptions& options)
-      : executor_options{options.mem_reuse, options.mem_guard}, per_run(std::move(per_run_planning)) {}
+      : executor_options{options.mem_reuse, options.mem_guard, {}}, per_run(std::move(per_run_planning)) {}
 
   void install(std::unique_ptr<Plan> p) {
     executor.reset();  // it refers to the old plan
@@ -35,13 +35,10 @@ struct Session::Impl {
     kernel_names.clear();
     install_observer();
   }
-  // Runs in `arena` from now on (its executor is rebuilt; a per-run session's next plan takes it).
+  // Runs in `arena` from now on (a per-run session's next plan takes it too).
   void use_arena(std::shared_ptr<SharedArena> arena) {
-    executor_options.shared_arena = std::move(arena);
-    if (!plan) return;
-    executor.reset();
-    executor = std::make_unique<Executor>(*plan, executor_options);
-    install_observer();
+    executor_options.shared_arena = arena;
+    if (executor) executor->share_arena(std::move(arena));
   }
   void install_observer();
   void plan_for_values(const std::map<std::string, Tensor>& inputs);

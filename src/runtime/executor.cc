@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <optional>
 
 #include "kernels/cpu/thread_pool.h"
 
@@ -16,21 +14,16 @@ constexpr std::byte kCanary{0xA5};
 constexpr std::byte kPoison{0xFF};
 constexpr size_t kGuardBytes = 64;
 
-std::byte* allocate_arena(size_t bytes) {
-  void* p = std::aligned_alloc(MemoryPlan::kAlignment, std::max<size_t>(bytes, MemoryPlan::kAlignment));
-  if (!p) throw Error("out of memory allocating a " + std::to_string(bytes) + "-byte arena");
-  return static_cast<std::byte*>(p);
-}
-
 }  // namespace
 
 Executor::Executor(const Plan& plan, const ExecutorOptions& options)
     : plan_(plan),
       options_(options),
       memory_(plan_memory(plan, {options.mem_reuse, options.mem_guard ? kGuardBytes : 0})),
-      own_arena_(nullptr, std::free),
+      arena_store_(options.shared_arena ? options.shared_arena : std::make_shared<SharedArena>()),
       slots_(plan.types.size()) {
   if (plan.claimed_by_executor) throw Error("a plan's kernels serve one executor at a time: build another plan");
+  // A shared arena grows now to the largest of its plans, so that serving does not grow it again.
   if (options.shared_arena) options.shared_arena->reserve(memory_.arena_bytes, arena_fill());
   plan.claimed_by_executor = true;
   const Graph& g = *plan.graph;
@@ -51,20 +44,21 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
 
 Executor::~Executor() { plan_.claimed_by_executor = false; }
 
+void Executor::share_arena(std::shared_ptr<SharedArena> arena) {
+  options_.shared_arena = arena;
+  arena->reserve(memory_.arena_bytes, arena_fill());
+  arena_store_ = std::move(arena);
+  arena_ = nullptr;  // rebind at the next run
+}
+
 // The arena is allocated at the first run, so a session that moves to a shared arena before it
-// runs (a server's packed plans) never holds one of its own; a shared one is rebound when it grew
-// for a larger plan since this executor's last run.
+// runs (a server's packed plans) never holds one of its own; the slots are bound again when the
+// arena grew for a larger plan since this executor's last run.
 void Executor::bind_arena() {
-  if (const auto& shared = options_.shared_arena) {
-    if (arena_ && shared->generation() == arena_generation_) return;
-    arena_ = shared->data();
-    arena_generation_ = shared->generation();
-  } else {
-    if (arena_) return;
-    own_arena_.reset(allocate_arena(memory_.arena_bytes));
-    arena_ = own_arena_.get();
-    std::memset(arena_, static_cast<int>(arena_fill()), memory_.arena_bytes);
-  }
+  std::byte* bytes = arena_store_->reserve(memory_.arena_bytes, arena_fill());  // a no-op once large enough
+  if (bytes == arena_ && arena_store_->generation() == arena_generation_) return;
+  arena_ = bytes;
+  arena_generation_ = arena_store_->generation();
   bind_slots();
 }
 
@@ -183,8 +177,7 @@ void Executor::observe(size_t s) const {
 }
 
 bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
-  std::optional<SharedArena::Use> in_use;
-  if (options_.shared_arena) in_use.emplace(*options_.shared_arena);
+  SharedArena::Use in_use(*arena_store_);
   bind_arena();
   bind_inputs(inputs);
   cpu::OpenmpTeamScope team(plan_.openmp_team);

@@ -27,7 +27,7 @@ struct ExecutorOptions {
   // that names the kernel and the tensor.
   bool mem_guard = false;
   // Run in this arena, shared with other executors of the same thread (shared_arena.h), instead
-  // of one of its own.
+  // of one of its own (allocated at the first run).
   std::shared_ptr<SharedArena> shared_arena;
 };
 
@@ -63,6 +63,9 @@ class Executor {
   void set_step_hook(StepHook hook) { hook_ = std::move(hook); }
   void set_step_observer(StepObserver observer) { observer_ = std::move(observer); }
   void set_step_override(StepOverride override_outputs) { override_ = std::move(override_outputs); }
+  // Runs in `arena` from the next run on, shared with other executors of this thread; the bytes
+  // of its own arena, if it ran before, are freed.
+  void share_arena(std::shared_ptr<SharedArena> arena);
   const Plan& plan() const { return plan_; }
   const MemoryPlan& memory() const { return memory_; }
 
@@ -82,9 +85,10 @@ class Executor {
   const Plan& plan_;
   ExecutorOptions options_;
   MemoryPlan memory_;
-  std::unique_ptr<std::byte, void (*)(void*)> own_arena_;
-  std::byte* arena_ = nullptr;      // own_arena_, or the shared arena's bytes; null before the first run
-  uint64_t arena_generation_ = 0;   // the shared arena's generation that slots_ point into
+  // The shared arena, or one of its own that no other executor sees: allocated at the first run.
+  std::shared_ptr<SharedArena> arena_store_;
+  std::byte* arena_ = nullptr;     // arena_store_'s bytes that slots_ point into; null before the first run
+  uint64_t arena_generation_ = 0;  // arena_store_'s generation then
   std::vector<Tensor> slots_;                       // per value id
   std::vector<std::vector<Tensor>> step_inputs_;    // per step, built with the arena (bind_slots)
   std::vector<std::vector<Tensor>> step_outputs_;   // per step, likewise

@@ -3,8 +3,9 @@
 // bytes only while it runs. Shared, they take the largest plan's arena instead of the sum of all
 // (MiniLM's 39 capacities up to 2048 tokens: ~30 MB instead of ~370 MB per context).
 //
-// Executors ask for their size when they are built; the arena grows to the largest, and those
-// built before a growth see the new bytes at their next run (generation()). A run starts from
+// Executors ask for their size when they are built (or handed the arena); the arena grows to the
+// largest, and those built before a growth see the new bytes at their next run (generation()).
+// An executor that shares nothing holds one of these of its own, sized at its first run. A run starts from
 // whatever the previous plan left: the memory planner already reuses bytes between values within
 // one run, so no kernel may rely on its bytes' earlier contents (mem_guard's canaries and poison
 // check that).

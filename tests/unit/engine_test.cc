@@ -9,6 +9,7 @@
 
 #include "fusor/config.h"
 #include "fusor/engine.h"
+#include "engine/internals.h"
 #include "chain_model.h"
 
 namespace fusor {
@@ -68,6 +69,25 @@ TEST(Engine, ObserverSeesEveryStepWithItsTensors) {
   // Removed, it sees nothing more; the outputs are the same observed or not.
   Tensor y = session.run({{"x", x}}).at("y");
   EXPECT_EQ(std::memcmp(y.raw(), seen[2].outputs[0].raw(), y.nbytes()), 0);
+}
+
+// A server context takes sessions built alone into its arena: the session keeps its executor
+// (the plan's memory is not planned again) with the hook set on it before, and runs the same.
+TEST(Engine, ASessionKeepsItsExecutorWhenItMovesToASharedArena) {
+  Engine engine = Engine::load_bytes(chain_model());
+  Session session = engine.session({{"x", {2, 4}}});
+  const Tensor x = input(2);
+  const Tensor alone = session.run({{"x", x}}).at("y");
+  size_t steps_seen = 0;
+  executor_of(session).set_step_hook([&](size_t, const Step&, double) { ++steps_seen; });
+  const Executor* before = &executor_of(session);
+  auto arena = std::make_shared<SharedArena>();
+  share_arena(session, arena);
+  EXPECT_EQ(&executor_of(session), before);
+  EXPECT_GE(arena->size(), executor_of(session).memory().arena_bytes);
+  const Tensor shared = session.run({{"x", x}}).at("y");
+  EXPECT_EQ(steps_seen, session.kernels_per_inference());
+  EXPECT_EQ(std::memcmp(alone.raw(), shared.raw(), alone.nbytes()), 0);
 }
 
 TEST(Engine, FusedStepCarriesTheFusionItemsName) {

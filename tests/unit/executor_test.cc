@@ -188,6 +188,30 @@ TEST(Executor, ExecutorsSharingAnArenaEachGiveTheirOwnResults) {
   }
 }
 
+// A session built alone and then handed to a server context's arena keeps its executor: after
+// it ran in its own arena, it runs in the shared one (sized for it at once) with the same bits,
+// and a run in another arena between two of its runs changes nothing of its results.
+TEST(Executor, AnExecutorThatRanAloneMovesIntoASharedArena) {
+  for (bool guard : {false, true}) {
+    SCOPED_TRACE(guard ? "guarded" : "unguarded");
+    const ExecutorOptions own{.mem_reuse = true, .mem_guard = guard};
+    Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+    Plan ref = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+    Plan other_plan = build_plan(small_graph(), {{"x", {64, 16}}}, {.backend = &cpu::backend()});
+    Executor ex(plan, own), alone(ref, own);
+    const auto before = ex.run({input_x(1)});
+    EXPECT_TRUE(same_bits(before, alone.run({input_x(1)})));
+    auto shared = std::make_shared<SharedArena>();
+    ex.share_arena(shared);
+    EXPECT_GE(shared->size(), ex.memory().arena_bytes);
+    Executor other(other_plan, {.mem_reuse = true, .mem_guard = guard, .shared_arena = shared});
+    for (float scale : {2.f, -1.f}) {
+      other.run({input_rows(64, scale)});  // leaves its bytes where ex's values live
+      EXPECT_TRUE(same_bits(ex.run({input_x(scale)}), alone.run({input_x(scale)}))) << scale;
+    }
+  }
+}
+
 TEST(Executor, ASharedArenaRefusesTwoRunsAtOnce) {
   auto shared = std::make_shared<SharedArena>();
   Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
