@@ -7,6 +7,7 @@
 
 #include "ir/half.h"
 #include "serve/json_dom.h"
+#include "serve/shortest_float.h"
 #include "serve/status.h"
 
 namespace fusor::serve {
@@ -79,6 +80,8 @@ void fill_storage(const WireTensor& w, const element& data, const Tensor& t) {
 
 // The longest text one value prints as: "-2.2250738585072014e-308".
 constexpr size_t kMaxValueChars = 26;
+// The room put() needs past its start (shortest_float writes whole words past a float's text).
+constexpr size_t kRoomPerValue = std::max(kMaxValueChars, shortest_float_detail::kRoom);
 
 template <class T>
 char* put(char* p, T v) {
@@ -91,7 +94,9 @@ char* put(char* p, T v) {
     // 7.038531e-26 (checked over all 2^32 floats). Its exact double's text reads back right.
     if constexpr (std::is_same_v<T, float>)
       if ((std::bit_cast<uint32_t>(v) & 0x7fffffffu) == 0x15ae43fdu) return put(p, static_cast<double>(v));
-    char* end = std::to_chars(p, p + kMaxValueChars, v).ptr;
+    char* end = nullptr;
+    if constexpr (std::is_same_v<T, float>) end = shortest_float(p, v);
+    else end = std::to_chars(p, p + kMaxValueChars, v).ptr;
     for (char* c = p; c < end; ++c)
       if (*c == '.' || *c == 'e') return end;
     *end++ = '.';
@@ -117,7 +122,7 @@ void append_values(std::string& out, const Values& v, int64_t n) {
   char* p = buf;
   out.push_back('[');
   for (int64_t i = 0; i < n; ++i) {
-    if (p + 1 + kMaxValueChars > buf + sizeof buf) {
+    if (p + 1 + kRoomPerValue > buf + sizeof buf) {
       out.append(buf, p);
       p = buf;
     }
