@@ -174,6 +174,22 @@ TEST(MergeProjections, QkvBecomeOneGemmWithThreeOutputs) {
   EXPECT_TRUE(test::has_packed_gemm(r.kernels(), "matmul_f32_merged3_bias")) << r.kernels();
 }
 
+// Members that each start on a panel of the panel GEMM (MiniLM's 384-wide Q, K and V): the GEMM
+// stores each panel into its member's output; the last member may end in a partial panel.
+TEST(MergeProjections, MembersOnPanelBoundariesGetTheirColumns) {
+  GraphBuilder b;
+  int x = b.input("x");
+  std::vector<int> outs;
+  uint32_t seed = 40;
+  for (const auto& [name, n] : std::vector<std::pair<const char*, int64_t>>{{"q", 96}, {"k", 48}, {"v", 53}}) {
+    int w = b.constant(std::string("W") + name, weight({16, n}, seed++));
+    int bias = b.constant(std::string("b") + name, random({n}, 1.f, seed++));
+    outs.push_back(b.node(Op::Add, {b.node(Op::MatMul, {x, w}, std::string("mm_") + name), bias}, name));
+  }
+  auto r = test::expect_fused_matches_reference(b.finish(outs), {{"x", random({3, 9, 16}, 1.f, 50)}}, only_gemm());
+  EXPECT_EQ(item_names(r.fused), std::vector<std::string>{"qkv"});
+}
+
 TEST(MergeProjections, DeclinesARuntimeWeight) {
   GraphBuilder b;
   int x = b.input("x");

@@ -7,7 +7,8 @@
 // Merged form (attribute `projections`), inputs A, B1..Bp, then the biases present: the weights
 // are concatenated into one [K, sum N] matrix packed at load, one GEMM (with the concatenated
 // bias, zero where a member has none) writes [rows, sum N] into scratch, and a copy splits it
-// into the members' outputs.
+// into the members' outputs. On fusor's panel GEMM, when every member starts on a panel (MiniLM's
+// 384-wide Q, K and V), each panel is stored straight into its member's output instead.
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -46,13 +47,23 @@ class EpilogueKernel final : public Kernel {
 class MergedKernel final : public Kernel {
  public:
   MergedKernel(OnednnMatmul m, int64_t rows, std::vector<int64_t> splits, std::string name)
-      : m_(std::move(m)), rows_(rows), splits_(std::move(splits)), name_(std::move(name)) {
+      : m_(std::move(m)), rows_(rows), splits_(std::move(splits)), name_(std::move(name)),
+        direct_(m_.splits_columns(splits_)), to_(splits_.size()) {
     for (int64_t n : splits_) total_ += n;
   }
   size_t scratch_bytes() const override {
+    if (direct_) return 0;
     return aligned64(static_cast<size_t>(rows_ * total_) * sizeof(float)) + m_.scratch_bytes();
   }
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
+    if (direct_) {  // each panel of the GEMM stores into its projection's output: no copy after
+      int64_t begin = 0;
+      for (size_t p = 0; p < splits_.size(); ++p) {
+        to_[p] = {begin, out[p].data<float>(), splits_[p]};
+        begin += splits_[p];
+      }
+      return m_.execute_split(in[0].data<float>(), to_, {});
+    }
     const size_t wide_bytes = aligned64(static_cast<size_t>(rows_ * total_) * sizeof(float));
     float* wide = reinterpret_cast<float*>(scratch.data());
     m_.execute(in[0].data<float>(), nullptr, nullptr, wide, {}, scratch.subspan(wide_bytes));
@@ -75,6 +86,8 @@ class MergedKernel final : public Kernel {
   int64_t rows_, total_ = 0;
   std::vector<int64_t> splits_;
   std::string name_;
+  bool direct_;  // the panel GEMM writes each projection's output itself
+  std::vector<PanelGemm::ColumnSplit> to_;  // where, rebuilt each run (the outputs' bytes may move)
 };
 
 // The constant float32 input `i` with exactly `n` elements, or nullptr.

@@ -132,6 +132,12 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   onednn::stream().wait();
 }
 
+void OnednnMatmul::execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,
+                                 std::span<const float* const> binary) const {
+  // The bias, when there is one, is a constant copied at build time (merge_projections' biases).
+  panel_->execute_split(src, bias_copy_.empty() ? nullptr : bias_copy_.data(), splits, binary);
+}
+
 std::string OnednnMatmul::impl() const {
   return panel_ ? "fusor:panel_gemm" : gemv_ ? "fusor:gemv" : entry_->pd.impl_info_str();
 }

@@ -148,7 +148,19 @@ std::optional<PanelGemm> PanelGemm::make(const memory::desc& src, const memory::
   return g;
 }
 
+bool PanelGemm::splits_on_panels(std::span<const int64_t> widths) {
+  for (size_t i = 0; i + 1 < widths.size(); ++i)
+    if (widths[i] % kPanelCols != 0) return false;
+  return !widths.empty();
+}
+
 void PanelGemm::execute(const float* x, const float* bias, float* y, std::span<const float* const> binary) const {
+  const ColumnSplit whole{0, y, n_};
+  execute_split(x, bias, std::span(&whole, 1), binary);
+}
+
+void PanelGemm::execute_split(const float* x, const float* bias, std::span<const ColumnSplit> splits,
+                              std::span<const float* const> binary) const {
   const int64_t panels = (n_ + kPanelCols - 1) / kPanelCols, row_tiles = (m_ + kTileRows - 1) / kTileRows;
   const int64_t k_blocks = (k_ + kMaxKBlock - 1) / kMaxKBlock, kc = (k_ + k_blocks - 1) / k_blocks;
   const float* packed = panels_->data();
@@ -159,7 +171,10 @@ void PanelGemm::execute(const float* x, const float* bias, float* y, std::span<c
       const int64_t r0 = t / panels * kTileRows, r1 = std::min(m_, r0 + kTileRows);
       const int64_t p = t % panels, c0 = p * kPanelCols;
       const int64_t passes = (r1 - r0 + kRows - 1) / kRows;
-      Block b{.x_stride = k_, .n = n_, .col = c0, .cols = std::min(kPanelCols, n_ - c0)};
+      size_t out = splits.size() - 1;
+      while (splits[out].begin > c0) --out;  // the output the panel's columns go to
+      const ColumnSplit& to = splits[out];
+      Block b{.x_stride = k_, .n = to.ld, .col = c0, .cols = std::min(kPanelCols, n_ - c0)};
       for (int64_t k0 = 0; k0 < k_; k0 += kc) {
         b.kc = std::min(kc, k_ - k0);
         b.panel = packed + (p * k_ + k0) * kPanelCols;
@@ -174,7 +189,7 @@ void PanelGemm::execute(const float* x, const float* bias, float* y, std::span<c
         b.prefetch_step = next ? (slice + b.kc - 1) / b.kc : 0;
         for (int64_t r = r0, pass = 0; r < r1; r += kRows, ++pass) {
           b.x = x + r * k_ + k0;
-          b.y = y + r * n_ + c0;
+          b.y = to.dst + r * to.ld + (c0 - to.begin);
           b.row = r;
           b.prefetch = next ? next + pass * slice : b.panel;
           run_rows(static_cast<int>(std::min<int64_t>(kRows, r1 - r)), b, epilogue_, bias, binary);

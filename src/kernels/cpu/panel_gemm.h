@@ -36,6 +36,20 @@ class PanelGemm {
   // y = post_ops(x W + bias); `binary` holds one operand per binary post-op, in chain order.
   void execute(const float* x, const float* bias, float* y, std::span<const float* const> binary) const;
 
+  // Columns [begin, the next split's begin) of the result, stored as dense rows `ld` apart at dst.
+  struct ColumnSplit {
+    int64_t begin = 0;
+    float* dst = nullptr;
+    int64_t ld = 0;
+  };
+  // Whether outputs of these widths, side by side, each start on a panel: then execute_split can
+  // store every panel straight into its output (merge_projections' Q, K and V at MiniLM's 384).
+  static bool splits_on_panels(std::span<const int64_t> widths);
+  // execute, storing the columns into `splits` (in column order, the first at 0) instead of one
+  // wide result that is copied apart afterwards.
+  void execute_split(const float* x, const float* bias, std::span<const ColumnSplit> splits,
+                     std::span<const float* const> binary) const;
+
   size_t packed_bytes() const { return panels_->size() * sizeof(float); }
 
  private:
