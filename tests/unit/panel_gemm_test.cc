@@ -105,38 +105,46 @@ TEST(PanelGemm, SharesPackedWeightsByContent) {
   EXPECT_GE(a->packed_bytes(), w.size() * sizeof(float));
 }
 
-// Outputs side by side, each starting on a panel: every panel stored straight into its output
-// gives the wide result's columns, bit for bit; the last output may end in a partial panel.
+// Outputs side by side: every panel stored straight into its output, or through a tile of its
+// own when it holds two outputs' columns, gives the wide result's columns bit for bit; nothing is
+// written past an output.
 TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
-  const int64_t lanes = static_cast<int64_t>(HWY_LANES(float)), panel = 3 * lanes;
-  EXPECT_TRUE(PanelGemm::splits_on_panels(std::vector<int64_t>{panel, 2 * panel, 7}));
-  EXPECT_FALSE(PanelGemm::splits_on_panels(std::vector<int64_t>{panel + 1, panel}));
-  EXPECT_FALSE(PanelGemm::splits_on_panels(std::vector<int64_t>{}));
-  const int64_t m = 19, k = 40, widths[] = {2 * panel, panel, 11}, n = 3 * panel + 11;
-  const auto w = test::pattern(k * n, 0.2f, 1), x = test::pattern(m * k, 1.f, 2), bias = test::pattern(n, 0.5f, 3);
-  dnnl::post_ops relu;
-  relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-  const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, relu);
-  ASSERT_TRUE(gemm.has_value());
-  std::vector<float> wide(static_cast<size_t>(m * n));
-  gemm->execute(x.data(), bias.data(), wide.data(), {});
-  std::vector<std::vector<float>> parts;
-  std::vector<PanelGemm::ColumnSplit> splits;
-  int64_t begin = 0;
-  for (int64_t width : widths) {
-    parts.emplace_back(static_cast<size_t>(m * width) + 1, -7.f);  // one float past the end: must stay
-    splits.push_back({begin, parts.back().data(), width});
-    begin += width;
-  }
-  gemm->execute_split(x.data(), bias.data(), splits, {});
-  for (size_t s = 0; s < parts.size(); ++s) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < widths[s]; ++j)
-        ASSERT_EQ(parts[s][static_cast<size_t>(i * widths[s] + j)],
-                  wide[static_cast<size_t>(i * n + splits[s].begin + j)])
-            << "output " << s << " row " << i << " column " << j;
-    EXPECT_EQ(parts[s].back(), -7.f) << "output " << s;
-  }
+  const int64_t panel = 3 * static_cast<int64_t>(HWY_LANES(float));
+  const std::vector<std::vector<int64_t>> layouts = {
+      {2 * panel, panel, 11},              // MiniLM's kind: every output starts on a panel
+      {panel + 8, 16, 2 * panel - 8},      // llama's kind: outputs across panels, on vectors
+      {5, panel - 3, 1, 7, panel + 9}};    // any widths
+  for (const auto& widths : layouts)
+    for (int64_t m : {1, 19, 130}) {
+      int64_t n = 0;
+      for (int64_t w : widths) n += w;
+      SCOPED_TRACE("M " + std::to_string(m) + " N " + std::to_string(n));
+      const int64_t k = 40;
+      const auto w = test::pattern(k * n, 0.2f, 1), x = test::pattern(m * k, 1.f, 2), bias = test::pattern(n, 0.5f, 3);
+      dnnl::post_ops relu;
+      relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
+      const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, relu);
+      ASSERT_TRUE(gemm.has_value());
+      std::vector<float> wide(static_cast<size_t>(m * n));
+      gemm->execute(x.data(), bias.data(), wide.data(), {});
+      std::vector<std::vector<float>> parts;
+      std::vector<PanelGemm::ColumnSplit> splits;
+      int64_t begin = 0;
+      for (int64_t width : widths) {
+        parts.emplace_back(static_cast<size_t>(m * width) + 1, -7.f);  // one float past the end: must stay
+        splits.push_back({begin, parts.back().data(), width});
+        begin += width;
+      }
+      gemm->execute_split(x.data(), bias.data(), splits, {});
+      for (size_t s = 0; s < parts.size(); ++s) {
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < widths[s]; ++j)
+            ASSERT_EQ(parts[s][static_cast<size_t>(i * widths[s] + j)],
+                      wide[static_cast<size_t>(i * n + splits[s].begin + j)])
+                << "output " << s << " row " << i << " column " << j;
+        EXPECT_EQ(parts[s].back(), -7.f) << "output " << s;
+      }
+    }
 }
 
 TEST(PanelGemm, DeclinesWhatItCannotRun) {

@@ -7,8 +7,8 @@
 // Merged form (attribute `projections`), inputs A, B1..Bp, then the biases present: the weights
 // are concatenated into one [K, sum N] matrix packed at load, one GEMM (with the concatenated
 // bias, zero where a member has none) writes [rows, sum N] into scratch, and a copy splits it
-// into the members' outputs. On fusor's panel GEMM, when every member starts on a panel (MiniLM's
-// 384-wide Q, K and V), each panel is stored straight into its member's output instead.
+// into the members' outputs. On fusor's panel GEMM each panel is stored straight into its
+// member's output instead (PanelGemm::execute_split).
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -48,7 +48,7 @@ class MergedKernel final : public Kernel {
  public:
   MergedKernel(OnednnMatmul m, int64_t rows, std::vector<int64_t> splits, std::string name)
       : m_(std::move(m)), rows_(rows), splits_(std::move(splits)), name_(std::move(name)),
-        direct_(m_.splits_columns(splits_)), to_(splits_.size()) {
+        direct_(m_.splits_columns()), to_(splits_.size()) {
     for (int64_t n : splits_) total_ += n;
   }
   size_t scratch_bytes() const override {

@@ -42,11 +42,9 @@ class OnednnMatmul {
   void execute(const float* src, const float* weights, const float* bias, float* dst,
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
-  // Whether execute_split can store the result straight into outputs of these widths, side by
-  // side (fusor's panel GEMM, each output starting on a panel).
-  bool splits_columns(std::span<const int64_t> widths) const {
-    return panel_ && (spec_.bias.is_zero() || !bias_copy_.empty()) && PanelGemm::splits_on_panels(widths);
-  }
+  // Whether execute_split can store the result straight into several outputs side by side
+  // (fusor's panel GEMM, with no bias or a constant one).
+  bool splits_columns() const { return panel_ && (spec_.bias.is_zero() || !bias_copy_.empty()); }
   // execute into `splits` (PanelGemm::ColumnSplit: columns from `begin` go to `dst`, rows `ld`
   // apart) instead of one wide result; only where splits_columns said so.
   void execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,

@@ -1,6 +1,7 @@
 #include "kernels/cpu/panel_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/packed_weights.h"
@@ -148,12 +149,6 @@ std::optional<PanelGemm> PanelGemm::make(const memory::desc& src, const memory::
   return g;
 }
 
-bool PanelGemm::splits_on_panels(std::span<const int64_t> widths) {
-  for (size_t i = 0; i + 1 < widths.size(); ++i)
-    if (widths[i] % kPanelCols != 0) return false;
-  return !widths.empty();
-}
-
 void PanelGemm::execute(const float* x, const float* bias, float* y, std::span<const float* const> binary) const {
   const ColumnSplit whole{0, y, n_};
   execute_split(x, bias, std::span(&whole, 1), binary);
@@ -171,10 +166,16 @@ void PanelGemm::execute_split(const float* x, const float* bias, std::span<const
       const int64_t r0 = t / panels * kTileRows, r1 = std::min(m_, r0 + kTileRows);
       const int64_t p = t % panels, c0 = p * kPanelCols;
       const int64_t passes = (r1 - r0 + kRows - 1) / kRows;
+      const int64_t cols = std::min(kPanelCols, n_ - c0);
       size_t out = splits.size() - 1;
-      while (splits[out].begin > c0) --out;  // the output the panel's columns go to
-      const ColumnSplit& to = splits[out];
-      Block b{.x_stride = k_, .n = to.ld, .col = c0, .cols = std::min(kPanelCols, n_ - c0)};
+      while (splits[out].begin > c0) --out;  // the output the panel's first column goes to
+      // A panel across two outputs (llama's 512-wide Q, then K) is computed into a tile of its
+      // own and copied apart; every other panel is stored in place.
+      const bool across = out + 1 < splits.size() && splits[out + 1].begin < c0 + cols;
+      HWY_ALIGN float own_tile[kTileRows * kPanelCols];
+      const ColumnSplit to = across ? ColumnSplit{c0, own_tile, kPanelCols} : splits[out];
+      const int64_t first_row = across ? r0 : 0;  // the row that to.dst starts at
+      Block b{.x_stride = k_, .n = to.ld, .col = c0, .cols = cols};
       for (int64_t k0 = 0; k0 < k_; k0 += kc) {
         b.kc = std::min(kc, k_ - k0);
         b.panel = packed + (p * k_ + k0) * kPanelCols;
@@ -189,12 +190,20 @@ void PanelGemm::execute_split(const float* x, const float* bias, std::span<const
         b.prefetch_step = next ? (slice + b.kc - 1) / b.kc : 0;
         for (int64_t r = r0, pass = 0; r < r1; r += kRows, ++pass) {
           b.x = x + r * k_ + k0;
-          b.y = to.dst + r * to.ld + (c0 - to.begin);
+          b.y = to.dst + (r - first_row) * to.ld + (c0 - to.begin);
           b.row = r;
           b.prefetch = next ? next + pass * slice : b.panel;
           run_rows(static_cast<int>(std::min<int64_t>(kRows, r1 - r)), b, epilogue_, bias, binary);
         }
       }
+      if (across)
+        for (size_t o = out; o < splits.size() && splits[o].begin < c0 + cols; ++o) {
+          const int64_t from = std::max(c0, splits[o].begin);
+          const int64_t to_col = o + 1 < splits.size() ? std::min(c0 + cols, splits[o + 1].begin) : c0 + cols;
+          for (int64_t r = r0; r < r1; ++r)
+            std::memcpy(splits[o].dst + r * splits[o].ld + (from - splits[o].begin),
+                        own_tile + (r - r0) * kPanelCols + (from - c0), static_cast<size_t>(to_col - from) * sizeof(float));
+        }
     }
   });
 }

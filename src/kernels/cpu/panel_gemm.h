@@ -42,11 +42,10 @@ class PanelGemm {
     float* dst = nullptr;
     int64_t ld = 0;
   };
-  // Whether outputs of these widths, side by side, each start on a panel: then execute_split can
-  // store every panel straight into its output (merge_projections' Q, K and V at MiniLM's 384).
-  static bool splits_on_panels(std::span<const int64_t> widths);
   // execute, storing the columns into `splits` (in column order, the first at 0) instead of one
-  // wide result that is copied apart afterwards.
+  // wide result that is copied apart afterwards (merge_projections' Q, K and V): a panel goes
+  // straight into its output, or, when it holds the columns of two (an output not a whole number
+  // of panels wide), through a tile of its own.
   void execute_split(const float* x, const float* bias, std::span<const ColumnSplit> splits,
                      std::span<const float* const> binary) const;
 
