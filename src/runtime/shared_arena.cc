@@ -25,7 +25,7 @@ std::byte* SharedArena::reserve(size_t bytes, std::byte fill) {
 
 SharedArena::Use::Use(SharedArena& arena) : arena_(arena) {
   if (arena_.in_use_.exchange(true, std::memory_order_acquire))
-    throw Error("two runs at once on one shared arena: its sessions belong to one thread");
+    throw Error("two runs at once in one arena: an executor, and the sessions that share its arena, run on one thread at a time");
 }
 
 }  // namespace fusor

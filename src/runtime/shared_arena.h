@@ -28,7 +28,8 @@ class SharedArena {
   uint64_t generation() const { return generation_; }
 
   // Held for the length of one run: a second run at the same time is a caller's bug (two threads
-  // on one context), refused with an Error rather than letting the runs overwrite each other.
+  // on one executor, or on one context's sessions), refused with an Error rather than letting the
+  // runs overwrite each other.
   class Use {
    public:
     explicit Use(SharedArena& arena);
