@@ -68,7 +68,7 @@ inline void store_digits(char* dst, const Digits& g, int from) {
 }
 
 // d * 10^p (d without trailing zeros) as printf's %f or %e would print it, whichever is shorter
-// (%f on a tie), as std::to_chars does. Digits go out in 8-byte stores: the caller leaves room
+// (%f on a tie), as std::to_chars does. Digits go out in 16-byte stores: the caller leaves room
 // for kRoom characters.
 inline char* format(char* p, uint32_t d, int pow10) {
   const Digits g = digits_of(d);
@@ -131,33 +131,23 @@ inline char* shortest_float(char* p, float v) {
   const int t = 2 - e - s;                                      // the binary point, 1..35 bits up
   const uint64_t mask = (uint64_t{1} << t) - 1, pow5 = sf::kPow5[s];
   const uint64_t v_scaled = mv * pow5, hi_scaled = mp * pow5, lo_scaled = mm * pow5;
-  uint64_t vr = v_scaled >> t, hi = hi_scaled >> t, lo_minus_1 = lo_scaled >> t;
+  uint64_t hi = hi_scaled >> t, lo_minus_1 = lo_scaled >> t;
+  const uint64_t vr = v_scaled >> t;
   if ((hi_scaled & mask) == 0 && !ends_inside) --hi;  // the upper end itself is not allowed
   if ((lo_scaled & mask) == 0 && ends_inside) --lo_minus_1;  // the lower end itself is
-  // Drop the most digits that leave a multiple of their power of ten inside the interval. Most
-  // floats drop one or two: those are decided without a loop (whose exit would be mispredicted);
-  // a multiple of 1000 or more inside is rare. Then the multiple nearest x, ties to even, moved
-  // into the interval.
+  // Drop the most digits that leave a multiple of their power of ten inside the interval,
+  // keeping x's last dropped digit and whether everything below it (and x's fraction) was zero.
+  // Then the multiple nearest x, ties to even, moved into the interval.
   const uint64_t frac = v_scaled & mask;
-  const uint64_t hi10 = hi / 10, lo10 = lo_minus_1 / 10, vr10 = vr / 10;
-  const bool drop1 = hi10 > lo10, drop2 = drop1 && hi / 100 > lo_minus_1 / 100;
-  uint64_t d, last, limit_hi, limit_lo;
-  bool below_zero;
-  if (drop2) {
-    d = vr / 100, last = vr10 % 10, below_zero = frac == 0 && vr % 10 == 0;
-    limit_hi = hi / 100, limit_lo = lo_minus_1 / 100;
-  } else {
-    d = drop1 ? vr10 : vr, last = vr % 10, below_zero = frac == 0;
-    limit_hi = drop1 ? hi10 : hi, limit_lo = drop1 ? lo10 : lo_minus_1;
+  uint64_t d = vr, last = 0;
+  bool below_zero = frac == 0;
+  int dropped = 0;
+  while (hi / 10 > lo_minus_1 / 10) {
+    below_zero = below_zero && last == 0;
+    last = d % 10;
+    d /= 10, hi /= 10, lo_minus_1 /= 10;
+    ++dropped;
   }
-  int dropped = drop2 ? 2 : drop1 ? 1 : 0;
-  if (drop2)
-    while (limit_hi / 10 > limit_lo / 10) {
-      below_zero = below_zero && last == 0;
-      last = d % 10;
-      d /= 10, limit_hi /= 10, limit_lo /= 10;
-      ++dropped;
-    }
   bool up, tie;
   if (dropped == 0) {
     const uint64_t half = uint64_t{1} << (t - 1);
@@ -168,7 +158,7 @@ inline char* shortest_float(char* p, float v) {
     tie = last == 5 && below_zero;
   }
   d += up || (tie && (d & 1));
-  d = d <= limit_lo ? limit_lo + 1 : d > limit_hi ? limit_hi : d;
+  d = d <= lo_minus_1 ? lo_minus_1 + 1 : d > hi ? hi : d;
   return sf::format(p, static_cast<uint32_t>(d), dropped - s);
 }
 
