@@ -41,6 +41,14 @@ std::string yaml_name(const std::string& name) {
   return s + "\"";
 }
 
+// `name` as the key of a block mapping entry at `indent`, up to the value. YAML caps an implicit
+// key at 1024 characters; a longer one is written as an explicit key ("? key" then ": ").
+std::string mapping_key(const std::string& name, const std::string& indent) {
+  const std::string key = yaml_name(name);
+  if (key.size() <= 1000) return indent + key + ": ";
+  return indent + "? " + key + "\n" + indent + ": ";
+}
+
 std::string name_list(const std::vector<std::string>& names) {
   std::string s = "[";
   for (size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + yaml_name(names[i]);
@@ -86,11 +94,11 @@ std::string config_yaml(const Config& c) {
   if (c.serve.kv_cache_tokens > 0) y << "  kv_cache_tokens: " << c.serve.kv_cache_tokens << "\n";
   if (!c.serve.pad_values.empty()) {
     y << "  pad_values:\n";
-    for (const auto& [name, v] : c.serve.pad_values) y << "    " << yaml_name(name) << ": " << number(v) << "\n";
+    for (const auto& [name, v] : c.serve.pad_values) y << mapping_key(name, "    ") << number(v) << "\n";
   }
   y << "  classes:\n";
   for (const auto& [name, t] : c.serve.classes) {
-    y << "    " << yaml_name(name) << ": {batch_window_ms: " << number(t.batch_window_ms)
+    y << mapping_key(name, "    ") << "{batch_window_ms: " << number(t.batch_window_ms)
       << ", adaptive_window: " << flag(t.adaptive_window) << ", max_batch: " << t.max_batch;
     if (!t.preferred_batch_sizes.empty()) y << ", preferred_batch_sizes: " << int_list(t.preferred_batch_sizes);
     y << ", priority: " << t.priority << ", timeout_ms: " << number(t.timeout_ms) << ", max_queue_size: " << t.max_queue_size

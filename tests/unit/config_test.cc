@@ -267,11 +267,14 @@ TEST(Config, WrittenFileHasEveryKey) {
 }
 
 // Names that plain YAML would split or cut (an input "input:0", a class "x,y") are written quoted
-// and read back byte for byte: config_fuzz found pad_values keys with NUL and 0xff bytes.
+// and read back byte for byte: config_fuzz found pad_values keys with NUL and 0xff bytes, and
+// keys past YAML's 1024-character limit on an implicit key.
 TEST(Config, NamesWithYamlSyntaxRoundTrip) {
   Config c;
-  c.serve.pad_values = {{"input:0", 1}, {"a b", 2}, {"q\"\\", 3}, {std::string("n\0\xff#", 4), 4}, {"-x", 5}};
+  c.serve.pad_values = {{"input:0", 1}, {"a b", 2}, {"q\"\\", 3}, {std::string("n\0\xff#", 4), 4}, {"-x", 5},
+                        {std::string(400, '\x1c'), 6}, {std::string(1100, 'k'), 7}};
   c.serve.classes["x,y"] = c.serve.classes["default"];
+  c.serve.classes[std::string(1500, 'c')] = c.serve.classes["default"];
   c.fusion.disabled = {"a,b", "[c]"};
   const std::string yaml = config_yaml(c);
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
