@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
                                             {DNNL_ARG_SCRATCHPAD, sm}});
             onednn::stream().wait();
           },
-          [&] { if (!panels.empty()) panels[static_cast<size_t>(copy())].execute(x.data(), nullptr, y.data(), {}); }};
+          [&] { if (!panels.empty()) panels[static_cast<size_t>(copy())].execute(x.data(), nullptr, y.data(), {}, m); }};
       const int calls = std::max<int>(3, static_cast<int>(4e8 / (2.0 * m * sh.k * sh.n + 2e6)));
       std::vector<double> t[4];
       for (int r = 0; r < repeats; ++r)

@@ -1,7 +1,8 @@
 // The packed runner: lays requests end to end in preallocated [1, T] inputs, fills the
 // per-sequence positions and sequence starts, runs the packed plan, and cuts each request's rows
 // out of the [1, T, ...] outputs. Tokens past the requests are filler: id 0, each its own
-// one-token sequence, so they cost one row of work each and touch no request.
+// one-token sequence, so they touch no request. The GEMMs skip their rows (set_live_tokens: zeros
+// instead), and the other row-wise steps cost one row of work each.
 #include "fusor/packed.h"
 
 #include <algorithm>
@@ -86,6 +87,12 @@ std::vector<std::map<std::string, Tensor>> PackedSession::run(std::span<const st
   }
   for (int64_t f = total; f < m.capacity; ++f) starts[f] = f;
 
+  // Only for this run: the session stays a plain plan of T tokens to anyone who runs it directly.
+  struct LiveTokens {
+    const Plan& plan;
+    ~LiveTokens() { set_live_tokens(plan, INT64_MAX); }
+  } live{plan_of(*m.session)};
+  set_live_tokens(live.plan, total);
   std::map<std::string, Tensor> outs = m.session->run(m.feed);
   std::vector<std::map<std::string, Tensor>> per_request(requests.size());
   for (const std::string& name : m.output_names) {

@@ -30,6 +30,10 @@ class Kernel {
   // reference kernels) rather than fusor's thread pool. A plan with any such step runs all its
   // parallel work on the team, so that one set of threads stays hot (docs/threads.md).
   virtual bool uses_openmp() const { return false; }
+  // From now on only the first `rows` rows of output 0 (its dims but the last, flattened) carry
+  // data: the rest are a packed plan's filler tokens, which nothing reads (Plan::token_row_steps).
+  // A kernel may store zeros there instead of computing them; by default it computes every row.
+  virtual void set_live_rows(int64_t /*rows*/) {}
 
   // Blocked layouts between kernels (plan/layouts.h), so consecutive oneDNN convolutions skip
   // their reorders. A kernel that can write output 0 in a non-row-major layout of the same byte

@@ -83,6 +83,10 @@ struct Plan {
   // when there is none.
   std::vector<Tensor> shared;
 
+  // A packed plan's steps whose output 0 holds one row per token (its dims but the last multiply
+  // to the plan's T): the kernels that set_live_tokens tells how many tokens are real.
+  std::vector<Kernel*> token_row_kernels;
+
   bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
   bool is_shared(int value) const { return !shared.empty() && shared[static_cast<size_t>(value)].defined(); }
 };
@@ -92,5 +96,9 @@ struct Plan {
 // fast plan without a backend.
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
                 const PlanOptions& options);
+
+// A packed plan's runs from now on hold `tokens` real tokens, then filler (PackedSession): its
+// token-row kernels may skip the filler's rows (Kernel::set_live_rows). T: every row is real.
+void set_live_tokens(const Plan& plan, int64_t tokens);
 
 }  // namespace fusor

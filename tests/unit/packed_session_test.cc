@@ -12,6 +12,7 @@
 #include "fusor/packed.h"
 #include "graph_builder.h"
 #include "onnx/exporter.h"
+#include "passes/pack_tokens.h"
 
 namespace fusor {
 namespace {
@@ -154,6 +155,43 @@ TEST(PackedSession, RunsAttentionAsOnePackedKernel) {
   packed.run(std::vector<Feeds>{request(1, 5, 0, false, 1)});
   EXPECT_TRUE(packed_attention);
   EXPECT_EQ(packed.capacity(), 32);
+}
+
+// Rows past the requests' tokens are filler: the panel GEMMs store zeros there instead of
+// computing them, during a packed run only. Run directly, the same session computes every row.
+TEST(PackedSession, PanelGemmsSkipTheFillerRowsOfAPackedRunOnly) {
+  Engine engine = Engine::load_bytes(encoder());
+  PackedSession packed = packed_session(engine, 32);
+  int64_t gemms = 0, filler_zero = 0, filler_nonzero = 0;
+  packed.session().set_observer([&](const StepEvent& e) {
+    if (std::string(e.kernel).find("_panel") == std::string::npos) return;
+    ++gemms;
+    const Tensor& y = e.outputs[0];
+    const int64_t n = y.dims().back();
+    for (int64_t i = 7 * n; i < y.numel(); ++i) (y.data<float>()[i] == 0.f ? filler_zero : filler_nonzero)++;
+  });
+  Feeds r = request(1, 7, 0, false, 1);
+  const Tensor first = packed.run(std::vector<Feeds>{r})[0].at("res2");
+  ASSERT_GT(gemms, 0) << "no step ran on the panel GEMM";
+  EXPECT_EQ(filler_nonzero, 0);
+  EXPECT_GT(filler_zero, 0);
+  // Directly: the filler ids (0) give the GEMMs nonzero rows past the request.
+  filler_zero = filler_nonzero = 0;
+  Feeds whole;
+  for (const char* name : {"input_ids", "attention_mask", kPackedSequenceStarts, kPackedPositions})
+    whole[name] = Tensor(DType::Int64, {1, 32});
+  for (int64_t i = 0; i < 32; ++i) {  // the request, then one-token filler sequences
+    whole["input_ids"].data<int64_t>()[i] = i < 7 ? r.at("input_ids").data<int64_t>()[i] : 0;
+    whole["attention_mask"].data<int64_t>()[i] = 1;
+    whole[kPackedSequenceStarts].data<int64_t>()[i] = i < 7 ? 0 : i;
+    whole[kPackedPositions].data<int64_t>()[i] = i < 7 ? i : 0;
+  }
+  packed.session().run(whole);
+  EXPECT_GT(filler_nonzero, filler_zero);
+  // And a packed run after that skips the filler again, with the same output.
+  filler_zero = filler_nonzero = 0;
+  EXPECT_TRUE(compare_tensors(packed.run(std::vector<Feeds>{r})[0].at("res2"), first, Tolerance{0, 0, 0}).within);
+  EXPECT_EQ(filler_nonzero, 0);
 }
 
 std::string refusal(Variant v) {

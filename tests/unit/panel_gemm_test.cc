@@ -45,7 +45,7 @@ void check(const Case& c) {
   std::vector<float> y(static_cast<size_t>(c.m * c.n) + 1, -7.f);  // one float past the end: must stay
   const float* binary[] = {res.data()};
   gemm->execute(x.data(), c.bias ? bias.data() : nullptr, y.data(),
-                std::span<const float* const>(binary, c.residual ? 1 : 0));
+                std::span<const float* const>(binary, c.residual ? 1 : 0), c.m);
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       double acc = c.bias ? bias[static_cast<size_t>(j)] : 0.0;
@@ -126,7 +126,7 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
       const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, relu);
       ASSERT_TRUE(gemm.has_value());
       std::vector<float> wide(static_cast<size_t>(m * n));
-      gemm->execute(x.data(), bias.data(), wide.data(), {});
+      gemm->execute(x.data(), bias.data(), wide.data(), {}, m);
       std::vector<std::vector<float>> parts;
       std::vector<PanelGemm::ColumnSplit> splits;
       int64_t begin = 0;
@@ -135,7 +135,7 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
         splits.push_back({begin, parts.back().data(), width});
         begin += width;
       }
-      gemm->execute_split(x.data(), bias.data(), splits, {});
+      gemm->execute_split(x.data(), bias.data(), splits, {}, m);
       for (size_t s = 0; s < parts.size(); ++s) {
         for (int64_t i = 0; i < m; ++i)
           for (int64_t j = 0; j < widths[s]; ++j)
@@ -145,6 +145,37 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
         EXPECT_EQ(parts[s].back(), -7.f) << "output " << s;
       }
     }
+}
+
+// A packed plan's filler (Kernel::set_live_rows): the live rows are the full GEMM's, bit for bit,
+// and every row past them is zero, not what the output held before, in one output or several.
+TEST(PanelGemm, StoresZerosPastTheLiveRows) {
+  const int64_t m = 137, k = 40, n = 3 * 3 * static_cast<int64_t>(HWY_LANES(float)) + 5;
+  const auto w = test::pattern(k * n, 0.2f, 1), x = test::pattern(m * k, 1.f, 2), bias = test::pattern(n, 0.5f, 3);
+  dnnl::post_ops gelu;
+  gelu.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
+  const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, gelu);
+  ASSERT_TRUE(gemm.has_value());
+  std::vector<float> full(static_cast<size_t>(m * n));
+  gemm->execute(x.data(), bias.data(), full.data(), {}, m);
+  for (int64_t live : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{128}, int64_t{136}}) {
+    SCOPED_TRACE("live rows " + std::to_string(live));
+    std::vector<float> y(static_cast<size_t>(m * n) + 1, -7.f), left(static_cast<size_t>(m * 10) + 1, -7.f),
+        right(static_cast<size_t>(m * (n - 10)) + 1, -7.f);
+    gemm->execute(x.data(), bias.data(), y.data(), {}, live);
+    const PanelGemm::ColumnSplit splits[] = {{0, left.data(), 10}, {10, right.data(), n - 10}};
+    gemm->execute_split(x.data(), bias.data(), splits, {}, live);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        const float want = i < live ? full[static_cast<size_t>(i * n + j)] : 0.f;
+        ASSERT_EQ(y[static_cast<size_t>(i * n + j)], want) << "row " << i << " column " << j;
+        const float split = j < 10 ? left[static_cast<size_t>(i * 10 + j)] : right[static_cast<size_t>(i * (n - 10) + j - 10)];
+        ASSERT_EQ(split, want) << "split, row " << i << " column " << j;
+      }
+    EXPECT_EQ(y.back(), -7.f);
+    EXPECT_EQ(left.back(), -7.f);
+    EXPECT_EQ(right.back(), -7.f);
+  }
 }
 
 TEST(PanelGemm, DeclinesWhatItCannotRun) {

@@ -122,7 +122,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   if (!spec_.bias.is_zero() && bias_copy_.empty()) bias_mem_.set_data_handle(const_cast<float*>(bias));
   const float* b = spec_.bias.is_zero() ? nullptr : bias_copy_.empty() ? bias : bias_copy_.data();
   const float* w = static_cast<const float*>(weights_mem_.get_data_handle());
-  if (panel_) return panel_->execute(src, b, dst, binary);
+  if (panel_) return panel_->execute(src, b, dst, binary, live_rows_);
   if (gemv_) return gemv_->execute(src, w, b, dst, binary);
   if (split_) return split_->execute(src, w, b, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
@@ -135,7 +135,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
 void OnednnMatmul::execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,
                                  std::span<const float* const> binary) const {
   // The bias, when there is one, is a constant copied at build time (merge_projections' biases).
-  panel_->execute_split(src, bias_copy_.empty() ? nullptr : bias_copy_.data(), splits, binary);
+  panel_->execute_split(src, bias_copy_.empty() ? nullptr : bias_copy_.data(), splits, binary, live_rows_);
 }
 
 std::string OnednnMatmul::impl() const {
@@ -172,6 +172,7 @@ class MatmulKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return m_.uses_openmp(); }
+  void set_live_rows(int64_t rows) override { m_.set_live_rows(rows); }
 
  private:
   OnednnMatmul m_;
@@ -191,6 +192,7 @@ class GemmKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return m_.uses_openmp(); }
+  void set_live_rows(int64_t rows) override { m_.set_live_rows(rows); }
 
  private:
   OnednnMatmul m_;

@@ -4,6 +4,7 @@
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -50,6 +51,10 @@ class OnednnMatmul {
   void execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,
                      std::span<const float* const> binary) const;
 
+  // Only the first `rows` rows carry data from now on (Kernel::set_live_rows; M: all of them).
+  // The panel GEMM stores zeros in the others; oneDNN's paths compute them all.
+  void set_live_rows(int64_t rows) { live_rows_ = rows; }
+
   bool packed() const { return packed_weights_ != nullptr || panel_.has_value(); }
   // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV,
   // panels), or the calling thread alone (a GEMM too small for a team).
@@ -78,6 +83,7 @@ class OnednnMatmul {
   std::optional<PackedGemv> gemv_;       // set when one row runs on fusor's own loop
   std::optional<PanelGemm> panel_;       // set when many rows run on weights packed by fusor
   bool single_thread_ = false;           // too small for a team: built and run on one thread
+  int64_t live_rows_ = INT64_MAX;        // set_live_rows
 };
 
 // A kernel that runs `m` (constant weights) on input 0, adding input `residual` (-1: none)

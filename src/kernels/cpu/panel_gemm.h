@@ -34,7 +34,9 @@ class PanelGemm {
                                        const dnnl::post_ops& post_ops);
 
   // y = post_ops(x W + bias); `binary` holds one operand per binary post-op, in chain order.
-  void execute(const float* x, const float* bias, float* y, std::span<const float* const> binary) const;
+  // Only the first `rows` rows (at most M) are computed; the rest are stored as zeros (a packed
+  // plan's filler tokens, Kernel::set_live_rows).
+  void execute(const float* x, const float* bias, float* y, std::span<const float* const> binary, int64_t rows) const;
 
   // Columns [begin, the next split's begin) of the result, stored as dense rows `ld` apart at dst.
   struct ColumnSplit {
@@ -47,8 +49,9 @@ class PanelGemm {
   // straight into its output, or, when it holds the columns of two (an output not a whole number
   // of panels wide), through a tile of its own.
   void execute_split(const float* x, const float* bias, std::span<const ColumnSplit> splits,
-                     std::span<const float* const> binary) const;
+                     std::span<const float* const> binary, int64_t rows) const;
 
+  int64_t rows() const { return m_; }
   size_t packed_bytes() const { return panels_->size() * sizeof(float); }
 
  private:
