@@ -129,6 +129,7 @@ PackedSession packed_session(const Engine& engine, int64_t tokens, const Session
   for (int id : graph->outputs) impl->output_names.push_back(graph->values[static_cast<size_t>(id)].name);
   PlanOptions po = plan_options(options, {});
   po.packed_tokens = true;
+  po.token_rows = tokens;
   try {
     impl->session = EngineInternals::session(std::make_unique<Plan>(build_plan(graph, dims, po)), options);
   } catch (const DataDependentShape& e) {

@@ -1,7 +1,8 @@
 // DecoderBatch: the decoder graph rewritten for the paged KV cache, one plan per rung of a
 // ladder of token counts (capacity_for), and the packing of each step's tokens into that plan's
-// [1, T] inputs. Tokens past the real ones are filler at position -1: CachedAttention neither
-// stores nor reads for them, and their logits are never looked at.
+// [1, T] inputs. Tokens past the real ones are filler at position -1: the GEMMs skip their rows
+// (set_live_tokens), CachedAttention neither stores nor reads for them, and their logits are
+// never looked at.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -127,6 +128,7 @@ struct DecoderBatch::Impl {
                                         {cached.block_table, {1, capacity, table_width}}};
     if (gathered_rows) dims[kLogitRows] = {rows_for(capacity)};
     PlanOptions po = plan_options(options, {});
+    po.token_rows = capacity;
     for (int layer = 0; layer < spec.layers; ++layer) {
       const Tensor& k = pool->keys(layer);
       const Tensor& v = pool->values(layer);
@@ -267,6 +269,9 @@ struct DecoderBatch::Impl {
       std::fill(p.rows + last_rows.size(), p.rows + rows, int64_t{0});
       for (size_t r = 0; r < last_rows.size(); ++r) last_rows[r].second = static_cast<int64_t>(r);
     }
+    // The GEMMs skip the filler's rows. The LM head's rows, when gathered, count as tokens too
+    // when there are T of them: its real rows come first and number at most `count`.
+    set_live_tokens(plan_of(*p.session), count);
     Executor& executor = executor_of(*p.session);
     executor.set_abandon_flag(abandon);
     if (!executor.run_into(p.inputs, p.outputs)) return false;

@@ -154,7 +154,7 @@ std::optional<FusionConfig> fusion_to_run(const PlanOptions& options) {
   return std::nullopt;
 }
 
-// The steps of a packed plan of `tokens` tokens whose output 0 has a row per token.
+// The steps of a plan of `tokens` tokens whose output 0 has a row per token.
 std::vector<Kernel*> token_row_kernels(const Plan& plan, int64_t tokens) {
   std::vector<Kernel*> out;
   for (const Step& step : plan.steps) {
@@ -235,8 +235,7 @@ Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, 
   plan.openmp_team = std::any_of(plan.steps.begin(), plan.steps.end(), [](const Step& s) { return s.kernel->uses_openmp(); });
   if (options.memory_aware_order) schedule_for_memory(plan);
   if (options.blocked_layouts && options.kernels == KernelChoice::Fast) assign_blocked_layouts(plan);
-  if (options.packed_tokens && !in_types.empty() && in_types[0].dims.size() == 2)
-    plan.token_row_kernels = token_row_kernels(plan, in_types[0].dims[1]);  // every input is [1, T]
+  if (options.token_rows > 0) plan.token_row_kernels = token_row_kernels(plan, options.token_rows);
   return plan;
 }
 

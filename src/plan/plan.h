@@ -42,6 +42,10 @@ struct PlanOptions {
   // A packed plan (passes/pack_tokens.h): the graph went through prepare_packed_graph and every
   // input is bound [1, T]. Needs `fusion` with the attention fusion on, in reference plans too.
   bool packed_tokens = false;
+  // The plan runs T tokens along its [1, T] inputs, the real ones first and then filler (packed
+  // plans, DecoderBatch's steps): the steps whose output 0 has a row per token are listed in
+  // Plan::token_row_kernels, for set_live_tokens. 0: not such a plan.
+  int64_t token_rows = 0;
   // Inputs the caller owns and kernels use in place for the plan's lifetime (the decode
   // runtime's KV-cache pool, which CachedAttention appends to): never copied into the arena nor
   // fed per run, so every run reads and writes these very tensors. Each must match its bound
@@ -83,8 +87,8 @@ struct Plan {
   // when there is none.
   std::vector<Tensor> shared;
 
-  // A packed plan's steps whose output 0 holds one row per token (its dims but the last multiply
-  // to the plan's T): the kernels that set_live_tokens tells how many tokens are real.
+  // The steps whose output 0 holds one row per token (its dims but the last multiply to
+  // PlanOptions::token_rows): the kernels that set_live_tokens tells how many tokens are real.
   std::vector<Kernel*> token_row_kernels;
 
   bool is_constant(int value) const { return constants[static_cast<size_t>(value)].defined(); }
@@ -97,8 +101,8 @@ struct Plan {
 Plan build_plan(std::shared_ptr<const Graph> graph, const std::map<std::string, Dims>& input_dims,
                 const PlanOptions& options);
 
-// A packed plan's runs from now on hold `tokens` real tokens, then filler (PackedSession): its
-// token-row kernels may skip the filler's rows (Kernel::set_live_rows). T: every row is real.
+// The plan's runs from now on hold `tokens` real tokens, then filler (PlanOptions::token_rows):
+// its token-row kernels may skip the filler's rows (Kernel::set_live_rows). T: every row is real.
 void set_live_tokens(const Plan& plan, int64_t tokens);
 
 }  // namespace fusor
