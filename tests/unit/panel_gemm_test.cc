@@ -5,6 +5,7 @@
 // shared by content; and what it declines.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,19 @@ using dnnl::algorithm;
 using dnnl::memory;
 
 memory::desc rows(int64_t m, int64_t n) { return memory::desc({m, n}, memory::data_type::f32, memory::format_tag::ab); }
+
+// An M x K by K x N GEMM with a bias and one activation, on patterned data.
+struct PatternGemm {
+  std::vector<float> w, x, bias;
+  std::optional<PanelGemm> gemm;
+};
+PatternGemm pattern_gemm(int64_t m, int64_t k, int64_t n, algorithm activation) {
+  PatternGemm g{test::pattern(k * n, 0.2f, 1), test::pattern(m * k, 1.f, 2), test::pattern(n, 0.5f, 3), {}};
+  dnnl::post_ops post_ops;
+  post_ops.append_eltwise(1.f, activation, 0.f, 0.f);
+  g.gemm = PanelGemm::make(rows(m, k), rows(k, n), g.w.data(), rows(m, n), true, post_ops);
+  return g;
+}
 
 struct Case {
   int64_t m, k, n;
@@ -119,11 +133,7 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
       int64_t n = 0;
       for (int64_t w : widths) n += w;
       SCOPED_TRACE("M " + std::to_string(m) + " N " + std::to_string(n));
-      const int64_t k = 40;
-      const auto w = test::pattern(k * n, 0.2f, 1), x = test::pattern(m * k, 1.f, 2), bias = test::pattern(n, 0.5f, 3);
-      dnnl::post_ops relu;
-      relu.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f);
-      const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, relu);
+      const auto [w, x, bias, gemm] = pattern_gemm(m, 40, n, algorithm::eltwise_relu);
       ASSERT_TRUE(gemm.has_value());
       std::vector<float> wide(static_cast<size_t>(m * n));
       gemm->execute(x.data(), bias.data(), wide.data(), {}, m);
@@ -151,10 +161,7 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
 // and every row past them is zero, not what the output held before, in one output or several.
 TEST(PanelGemm, StoresZerosPastTheLiveRows) {
   const int64_t m = 137, k = 40, n = 3 * 3 * static_cast<int64_t>(HWY_LANES(float)) + 5;
-  const auto w = test::pattern(k * n, 0.2f, 1), x = test::pattern(m * k, 1.f, 2), bias = test::pattern(n, 0.5f, 3);
-  dnnl::post_ops gelu;
-  gelu.append_eltwise(1.f, algorithm::eltwise_gelu_erf, 0.f, 0.f);
-  const auto gemm = PanelGemm::make(rows(m, k), rows(k, n), w.data(), rows(m, n), true, gelu);
+  const auto [w, x, bias, gemm] = pattern_gemm(m, k, n, algorithm::eltwise_gelu_erf);
   ASSERT_TRUE(gemm.has_value());
   std::vector<float> full(static_cast<size_t>(m * n));
   gemm->execute(x.data(), bias.data(), full.data(), {}, m);
