@@ -119,6 +119,35 @@ TEST(PanelGemm, SharesPackedWeightsByContent) {
   EXPECT_GE(a->packed_bytes(), w.size() * sizeof(float));
 }
 
+// A plan after another packs nothing from the same buffer; a buffer changed in place since (or
+// another at a freed one's address) packs anew, so the address alone is never trusted. Both
+// plain (rows) and transposed (columns) weights.
+TEST(PanelGemm, ASecondPlanOnTheSameBufferPacksNothingUnlessItChanged) {
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "transposed weights" : "plain weights");
+    auto w = test::pattern(64 * 80, 0.2f, 6);
+    const memory::desc w_md = transposed ? memory::desc({64, 80}, memory::data_type::f32, memory::dims{1, 64}) : rows(64, 80);
+    const auto x = test::pattern(20 * 64, 1.f, 7);
+    const auto first = PanelGemm::make(rows(20, 64), w_md, w.data(), rows(20, 80), false, {});
+    const auto before = derived_weight_cache_stats();
+    const auto second = PanelGemm::make(rows(20, 64), w_md, w.data(), rows(20, 80), false, {});
+    const auto after = derived_weight_cache_stats();
+    ASSERT_TRUE(first && second);
+    EXPECT_EQ(after.packs, before.packs);
+    EXPECT_EQ(after.hits, before.hits + 1);
+    w[77] += 1.f;  // row 0, column 77 plain; row 13, column 1 transposed
+    const auto third = PanelGemm::make(rows(20, 64), w_md, w.data(), rows(20, 80), false, {});
+    ASSERT_TRUE(third);
+    EXPECT_EQ(derived_weight_cache_stats().packs, after.packs + 1);
+    std::vector<float> y1(20 * 80), y3(20 * 80);
+    first->execute(x.data(), nullptr, y1.data(), {}, 20);
+    third->execute(x.data(), nullptr, y3.data(), {}, 20);
+    const size_t changed = transposed ? 1 : 77;  // the changed weight's output column
+    EXPECT_NE(y1[changed], y3[changed]);
+    EXPECT_EQ(y1[changed == 1 ? 2 : 1], y3[changed == 1 ? 2 : 1]);
+  }
+}
+
 // Outputs side by side: every panel stored straight into its output, or through a tile of its
 // own when it holds two outputs' columns, gives the wide result's columns bit for bit; nothing is
 // written past an output.

@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -72,6 +73,16 @@ DerivedCache& derived_cache() {
   return c;
 }
 
+struct SourceCache {  // derived buffers by the source address and layout they came from
+  std::mutex mutex;
+  std::map<std::pair<const void*, std::vector<int64_t>>, std::weak_ptr<const std::vector<float>>> entries;
+};
+
+SourceCache& source_cache() {
+  static SourceCache c;
+  return c;
+}
+
 // Adds `entry` under `key`, dropping the entries no kernel holds any more.
 template <class Entries, class Entry>
 void remember(Entries& entries, uint64_t key, const std::shared_ptr<Entry>& entry) {
@@ -97,6 +108,30 @@ std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<flo
   auto entry = std::make_shared<const std::vector<float>>(std::move(derived));
   remember(c.entries, key, entry);
   ++c.derived;
+  return entry;
+}
+
+std::shared_ptr<const std::vector<float>> shared_derived_weights(
+    const void* source, std::span<const int64_t> layout, const std::function<std::vector<float>()>& derive,
+    const std::function<bool(const std::vector<float>&)>& derived_from_source) {
+  SourceCache& sc = source_cache();
+  auto key = std::make_pair(source, std::vector<int64_t>(layout.begin(), layout.end()));
+  std::shared_ptr<const std::vector<float>> entry;
+  {
+    std::lock_guard lock(sc.mutex);
+    if (auto it = sc.entries.find(key); it != sc.entries.end()) entry = it->second.lock();
+  }
+  if (entry && derived_from_source(*entry)) {  // entries never change, so no lock while comparing
+    DerivedCache& c = derived_cache();
+    std::lock_guard lock(c.mutex);
+    ++c.hits;
+    c.bytes_reused += entry->size() * sizeof(float);
+    return entry;
+  }
+  entry = shared_derived_weights(derive());
+  std::lock_guard lock(sc.mutex);
+  std::erase_if(sc.entries, [](const auto& slot) { return slot.second.expired(); });
+  sc.entries[std::move(key)] = entry;
   return entry;
 }
 

@@ -13,7 +13,10 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace fusor::cpu {
@@ -43,6 +46,16 @@ std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dn
 // contents when there is one, else `derived`. Compared on the derived floats, which are all the
 // kernel reads, so sharing is exact whatever the source. Thread-safe; plan time only.
 std::shared_ptr<const std::vector<float>> shared_derived_weights(std::vector<float> derived);
+
+// The same, for weights derived from a constant source read at `source` through `layout`
+// (PanelGemm's panels). Plans built one after another derive from the same buffer, so a buffer
+// derived from this address and layout that is still alive is taken once `derived_from_source`
+// confirms it element by element (the bytes there may have changed, or the address been reused);
+// only otherwise does `derive()` run, its result shared by content as above. Saves deriving,
+// hashing and comparing again: most of a packed server's start-up. Thread-safe; plan time only.
+std::shared_ptr<const std::vector<float>> shared_derived_weights(
+    const void* source, std::span<const int64_t> layout, const std::function<std::vector<float>()>& derive,
+    const std::function<bool(const std::vector<float>&)>& derived_from_source);
 
 struct WeightCacheStats {
   size_t entries = 0;  // buffers alive now

@@ -1,6 +1,7 @@
 #include "kernels/cpu/panel_gemm.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "kernels/cpu/common.h"
@@ -135,16 +136,41 @@ std::optional<PanelGemm> PanelGemm::make(const memory::desc& src, const memory::
   const int64_t ks = weights.data.format_desc.blocking.strides[0], ns = weights.data.format_desc.blocking.strides[1];
   const float* w = weights_data + weights.data.offset0;
   const int64_t panels = (n + kPanelCols - 1) / kPanelCols;
-  std::vector<float> packed(static_cast<size_t>(panels * k * kPanelCols), 0.f);
-  for (int64_t p = 0; p < panels; ++p)
-    for (int64_t i = 0; i < k; ++i)
-      for (int64_t j = 0, c = p * kPanelCols; j < kPanelCols && c < n; ++j, ++c)
-        packed[static_cast<size_t>((p * k + i) * kPanelCols + j)] = w[i * ks + c * ns];
+  const size_t floats = static_cast<size_t>(panels * k * kPanelCols);
+  // Panel p's row i holds w's row i, columns p * kPanelCols on (the last panel's tail is zero):
+  // f(panel row, w's first element there, columns).
+  auto each_row = [&](auto&& f) {
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t i = 0; i < k; ++i)
+        f(static_cast<size_t>((p * k + i) * kPanelCols), w + i * ks + p * kPanelCols * ns,
+          std::min(kPanelCols, n - p * kPanelCols));
+  };
+  auto pack = [&] {
+    std::vector<float> packed(floats, 0.f);
+    each_row([&](size_t to, const float* from, int64_t cols) {
+      for (int64_t j = 0; j < cols; ++j) packed[to + static_cast<size_t>(j)] = from[j * ns];
+    });
+    return packed;
+  };
+  auto packed_from_w = [&](const std::vector<float>& packed) {  // bit for bit
+    bool same = packed.size() == floats;
+    each_row([&](size_t to, const float* from, int64_t cols) {
+      if (!same) return;
+      if (ns == 1) {
+        same = std::memcmp(packed.data() + to, from, static_cast<size_t>(cols) * sizeof(float)) == 0;
+        return;
+      }
+      for (int64_t j = 0; j < cols; ++j)
+        same &= std::bit_cast<uint32_t>(packed[to + static_cast<size_t>(j)]) == std::bit_cast<uint32_t>(from[j * ns]);
+    });
+    return same;
+  };
+  const int64_t layout[] = {k, n, ks, ns, kPanelCols};
   PanelGemm g;
   g.m_ = m;
   g.k_ = k;
   g.n_ = n;
-  g.panels_ = shared_derived_weights(std::move(packed));
+  g.panels_ = shared_derived_weights(w, layout, pack, packed_from_w);
   g.epilogue_ = std::move(*epilogue);
   return g;
 }
