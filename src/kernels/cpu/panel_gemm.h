@@ -56,7 +56,7 @@ class PanelGemm {
 
  private:
   int64_t m_ = 0, k_ = 0, n_ = 0;
-  std::shared_ptr<const std::vector<float>> panels_;  // shared by content (packed_weights.h)
+  std::shared_ptr<const std::vector<float>> panels_;  // shared by source, else content (packed_weights.h)
   GemmEpilogue epilogue_;
 };
 
