@@ -31,8 +31,8 @@ class Kernel {
   // parallel work on the team, so that one set of threads stays hot (docs/threads.md).
   virtual bool uses_openmp() const { return false; }
   // From now on only the first `rows` rows of output 0 (its dims but the last, flattened) carry
-  // data: the rest are a packed plan's filler tokens, which nothing reads (Plan::token_row_steps).
-  // A kernel may store zeros there instead of computing them; by default it computes every row.
+  // data: the rest are filler tokens, which nothing reads (set_live_tokens, plan/plan.h). A
+  // kernel may store zeros there instead of computing them; by default it computes every row.
   virtual void set_live_rows(int64_t /*rows*/) {}
 
   // Blocked layouts between kernels (plan/layouts.h), so consecutive oneDNN convolutions skip

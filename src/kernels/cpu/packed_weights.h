@@ -6,10 +6,11 @@
 // used to pack a copy of every weight of their own, ~80 MB per plan for llama-tiny. A packed
 // buffer depends only on the source bytes and the two layouts, so one buffer serves them all.
 // Identity is the content, not the address: constants rebuilt per plan (merged Q/K/V projections,
-// Gemm's alpha-scaled B) are new buffers with equal bytes. (An address is only a hint: below, a
-// derived buffer found by its source's address is checked against the source before use.) A 64-bit hash of the bytes finds the
-// candidates, and a candidate is reused only when its bytes, unpacked, equal the source's. An
-// entry lives as long as some kernel holds it (the cache keeps weak references only).
+// Gemm's alpha-scaled B) are new buffers with equal bytes. A 64-bit hash of the bytes finds the
+// candidates, and a candidate is reused only when its bytes, unpacked, equal the source's. (An
+// address is only a hint: below, a derived buffer found by its source's address is checked
+// against the source before use.) An entry lives as long as some kernel holds it (the cache keeps
+// weak references only).
 #pragma once
 #include <oneapi/dnnl/dnnl.hpp>
 
