@@ -23,9 +23,31 @@ void SamplingOptions::validate() const {
 
 Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) { options_.validate(); }
 
+namespace {
+
+// The first index of the largest score, as torch.argmax on finite scores (a NaN never wins; all
+// NaN gives 0). The maximum is kept in eight lanes, a loop the compiler vectorizes, and then
+// found: std::max_element's scalar compare chain was ~8 us of a served step per sequence on an
+// 8192-token vocabulary.
+TokenId first_argmax(std::span<const float> scores) {
+  constexpr size_t kLanes = 8;
+  float lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<float>::infinity());
+  size_t i = 0;
+  for (; i + kLanes <= scores.size(); i += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) lanes[l] = scores[i + l] > lanes[l] ? scores[i + l] : lanes[l];
+  float best = *std::max_element(lanes, lanes + kLanes);
+  for (; i < scores.size(); ++i) best = scores[i] > best ? scores[i] : best;
+  const auto at = std::find(scores.begin(), scores.end(), best);
+  return at == scores.end() ? 0 : static_cast<TokenId>(at - scores.begin());
+}
+
+}  // namespace
+
 TokenId Sampler::next(std::span<const float> logits, std::span<const TokenId> history) {
   if (logits.empty()) throw Error("no logits to choose a token from", ErrorKind::InvalidArgument);
   const auto vocab = static_cast<TokenId>(logits.size());
+  if (!options_.do_sample && options_.repetition_penalty == 1.0f) return first_argmax(logits);
   scores_.assign(logits.begin(), logits.end());
 
   // HF's RepetitionPenaltyLogitsProcessor: each id seen (once, however often) is made less likely.
@@ -38,8 +60,7 @@ TokenId Sampler::next(std::span<const float> logits, std::span<const TokenId> hi
       }
   }
 
-  if (!options_.do_sample)  // argmax; the first of equal maxima, as torch.argmax
-    return static_cast<TokenId>(std::max_element(scores_.begin(), scores_.end()) - scores_.begin());
+  if (!options_.do_sample) return first_argmax(scores_);
 
   for (float& s : scores_) s /= options_.temperature;
   order_.resize(scores_.size());

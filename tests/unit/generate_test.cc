@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "fusor/error.h"
@@ -32,6 +34,25 @@ std::map<TokenId, int> draw(SamplingOptions o, const std::vector<float>& logits,
 TEST(Sampler, GreedyTakesTheFirstOfEqualMaxima) {
   Sampler s(SamplingOptions{});
   EXPECT_EQ(s.next(std::vector<float>{1, 3, 3, 2}, {}), 1);
+}
+
+TEST(Sampler, GreedyFindsTheFirstMaximumAnywhereInALargeVocabulary) {
+  // Lengths around the eight-lane blocks, the maximum (and a tie after it) at every kind of place.
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-30.f, 30.f);
+  for (size_t n : {1, 7, 8, 9, 17, 8192, 8195})
+    for (size_t at : {size_t{0}, n / 2, n - 1}) {
+      std::vector<float> logits(n);
+      for (float& x : logits) x = u(rng);
+      logits[at] = 31.f;
+      if (at + 5 < n) logits[at + 5] = 31.f;  // equal later: the first wins
+      EXPECT_EQ(Sampler(SamplingOptions{}).next(logits, {}), static_cast<TokenId>(at)) << n << " " << at;
+    }
+  std::vector<float> low(8200, -std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Sampler(SamplingOptions{}).next(low, {}), 0);
+  low[8197] = std::numeric_limits<float>::quiet_NaN();  // a NaN never wins
+  low[8198] = -1.f;
+  EXPECT_EQ(Sampler(SamplingOptions{}).next(low, {}), 8198);
 }
 
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeOnce) {
