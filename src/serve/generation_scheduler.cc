@@ -368,6 +368,8 @@ void GenerationScheduler::loop() {
       failure = e.what();
     }
     const auto stepped = Clock::now();
+    // The step's tokens and endings reach their streams' threads with one wake-up, at its end.
+    std::optional<StreamHub::Step> hand_out(std::in_place, *hub_);
     const bool interrupted = failure.empty() && logits.empty();
     std::vector<Sequence*> done;
     for (Sequence* s : fed) s->interrupted = interrupted;
@@ -396,6 +398,7 @@ void GenerationScheduler::loop() {
       for (Sequence* s : fed) finish(*s, {Code::Internal, "the model failed: " + failure}, "");
     }
     for (Sequence* s : done) finish(*s, {}, finish_reason_name(s->gen->result().finish_reason));
+    hand_out.reset();
   }
 }
 

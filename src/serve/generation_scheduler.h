@@ -47,6 +47,7 @@
 #include "generate/sequence_generation.h"
 #include "serve/generation_stats.h"
 #include "serve/generative_model.h"
+#include "serve/stream_hub.h"
 
 namespace fusor::serve {
 
@@ -63,6 +64,8 @@ class GenerationScheduler {
   void cancel(uint64_t id);
   void drain();
   GenerativeModel::Load load() const;
+  // The hub the requests' streams should wait on: a step's events wake them once, at its end.
+  const std::shared_ptr<StreamHub>& stream_hub() const { return hub_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -128,6 +131,7 @@ class GenerationScheduler {
   static constexpr int64_t kNotInterruptible = std::numeric_limits<int64_t>::min();
   int64_t interruptible_below_ = kNotInterruptible;
   std::atomic<bool> abandon_{false};
+  std::shared_ptr<StreamHub> hub_ = std::make_shared<StreamHub>();
   std::thread thread_;
 };
 

@@ -7,10 +7,10 @@
 //   while (auto next = stream->next(std::chrono::milliseconds(100))) { ... write next->pieces ... }
 //
 // The events hold the stream by shared_ptr, so it lives until both sides are done with it
-// (a cancelled request still reports on_done after its HTTP handler has returned).
+// (a cancelled request still reports on_done after its HTTP handler has returned). The streams of
+// one model share its StreamHub (serve/stream_hub.h), so one wake-up per step serves them all.
 #pragma once
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,12 +18,14 @@
 #include <vector>
 
 #include "serve/generative_model.h"
+#include "serve/stream_hub.h"
 
 namespace fusor::serve {
 
 class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
  public:
-  static std::shared_ptr<GenerationStream> create();
+  // `hub`: the model's (GenerativeModel::stream_hub()); none: a hub of its own.
+  static std::shared_ptr<GenerationStream> create(std::shared_ptr<StreamHub> hub = nullptr);
 
   // Callbacks that queue into this stream; quick, never blocking beyond a short lock.
   GenerationEvents events();
@@ -44,9 +46,10 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   std::optional<GenerationOutcome> outcome() const;
 
  private:
-  GenerationStream() = default;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  explicit GenerationStream(std::shared_ptr<StreamHub> hub) : hub_(std::move(hub)) {}
+  void changed(std::unique_lock<std::mutex>& lock);  // after an event's change
+
+  std::shared_ptr<StreamHub> hub_;  // its mutex guards the fields below
   std::vector<std::string> pieces_;
   std::optional<GenerationOutcome> done_;
 };

@@ -65,6 +65,8 @@ void GenerativeModel::refused(const std::string& cls, Code code) {
   stats_->failed(config_.classes.count(cls) ? cls : config_.default_class, code, false, false);
 }
 
+std::shared_ptr<StreamHub> GenerativeModel::stream_hub() const { return scheduler_->stream_hub(); }
+
 void GenerativeModel::cancel(uint64_t id) { scheduler_->cancel(id); }
 
 void GenerativeModel::drain() {

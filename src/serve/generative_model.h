@@ -57,6 +57,7 @@ struct GenerationEvents {
 };
 
 class GenerationScheduler;
+class StreamHub;
 class GenerationStats;
 
 class GenerativeModel {
@@ -75,6 +76,8 @@ class GenerativeModel {
   const ServeConfig& config() const { return config_; }
   int64_t created_unix() const { return created_; }  // load time, for /v1/models
 
+  // What the requests' GenerationStreams should wait on (serve/stream_hub.h).
+  std::shared_ptr<StreamHub> stream_hub() const;
   // Queues a request; returns its id. A rejected request's on_done runs before submit returns.
   uint64_t submit(GenerationRequest request, GenerationEvents events);
   // Ends a request early: it leaves at the next step boundary, its blocks return to the pool,

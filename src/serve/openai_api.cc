@@ -73,7 +73,7 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
     throw;
   }
   auto responder = std::make_shared<OpenAiResponder>(endpoint, model.name(), static_cast<int64_t>(r.generation.prompt.size()));
-  auto stream = GenerationStream::create();
+  auto stream = GenerationStream::create(model.stream_hub());
   const uint64_t id = model.submit(std::move(r.generation), stream->events());
 
   if (!r.stream) {

@@ -49,7 +49,7 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
   answer->model = model->name();
   answer->id = answer->request.id;
   answer->prompt_tokens = static_cast<int64_t>(answer->request.generation.prompt.size());
-  auto stream = GenerationStream::create();
+  auto stream = GenerationStream::create(model->stream_hub());
   const uint64_t id = model->submit(std::move(answer->request.generation), stream->events());
 
   if (!streamed) {
