@@ -1,15 +1,17 @@
-"""The generative peers of bench/compare-generate-serving (bench/genai_peers/): each driver, in its own
-venv, under the closed-loop load (C requests in flight, prompts of different lengths) returns
-transformers' greedy tokens for every request (models/llama-tiny/greedy_reference.json), exactly
-max_new_tokens of them, and never has more than C requests in flight. OpenVINO GenAI runs
+"""The generative engines of bench/compare-generate-serving (bench/genai_peers/ and fusor's in-process
+driver): each, under the closed-loop load (C requests in flight, prompts of different lengths),
+returns transformers' greedy tokens for every request (models/llama-tiny/greedy_reference.json),
+exactly max_new_tokens of them, and never has more than C requests in flight. OpenVINO GenAI runs
 ov_convert.py's IR of the export; ONNX Runtime GenAI the export itself (its Generator's static
-batches). Skipped where bench/setup-peers has not made the venv."""
+batches); fusor-inproc fusor serve's scheduler in one process (build/bench/generate_closed_loop).
+The peers are skipped where bench/setup-peers has not made their venv."""
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
-from conftest import MODELS, ROOT, model_path
+from conftest import FUSOR, MODELS, ROOT, model_path
 
 PEERS = ROOT / "bench" / "genai_peers"
 CONCURRENCY = 4
@@ -32,12 +34,12 @@ def reference():
     return [p["prompt_ids"] for p in prompts], [p["output_ids"][:NEW_TOKENS] for p in prompts]
 
 
-def run_driver(python, driver, model, prompts, tmp_path, extra=None):
+def run_driver(command, model, prompts, tmp_path, extra=None):
     job = {"model": str(model), "threads": 2, "max_new_tokens": NEW_TOKENS, "warmup": [prompts[0]],
            "levels": [{"concurrency": CONCURRENCY, "prompts": prompts}], **(extra or {})}
     path = tmp_path / "job.json"
     path.write_text(json.dumps(job))
-    r = subprocess.run([python, driver, path], capture_output=True, text=True, timeout=300, cwd=PEERS)
+    r = subprocess.run([*command, path], capture_output=True, text=True, timeout=300, cwd=PEERS)
     assert r.returncode == 0, r.stdout + r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])["levels"][0]["requests"]
 
@@ -60,11 +62,18 @@ def test_openvino_genai_continuous_batching_gives_transformers_tokens(tmp_path):
     r = subprocess.run([python, PEERS / "ov_convert.py", MODELS / "llama-tiny", ir],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
-    check(run_driver(python, "ovgenai_driver.py", ir, prompts, tmp_path), want)
+    check(run_driver([python, "ovgenai_driver.py"], ir, prompts, tmp_path), want)
 
 
 def test_onnxruntime_genai_static_batches_give_transformers_tokens(tmp_path):
     python = venv_python("ortgenai")
     prompts, want = reference()
-    check(run_driver(python, "ortgenai_driver.py", MODELS / "llama-tiny", prompts, tmp_path,
+    check(run_driver([python, "ortgenai_driver.py"], MODELS / "llama-tiny", prompts, tmp_path,
                      {"api": "generator"}), want)
+
+
+def test_fusor_scheduler_in_process_gives_transformers_tokens(tmp_path):
+    prompts, want = reference()
+    driver = Path(FUSOR).resolve().parent / "bench" / "generate_closed_loop"
+    assert driver.exists(), f"{driver}: built with fusor (CMakeLists.txt)"
+    check(run_driver([driver], MODELS / "llama-tiny", prompts, tmp_path), want)
