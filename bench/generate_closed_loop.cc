@@ -1,9 +1,10 @@
 // generate_closed_loop: fusor's continuous-batching scheduler under bench/genai_peers/closed_loop.py's
 // load, in this process, as the peers' drivers run theirs (OpenVINO GenAI's
 // ContinuousBatchingPipeline, ONNX Runtime GenAI's Generator): a serve::GenerativeModel built as
-// `fusor serve` builds it (default serve config, the fusion the model's saved verdict passed),
-// minus HTTP and the client's process. bench/compare-generate-serving runs it as "fusor-inproc".
-//   generate_closed_loop JOB.json   ->   one JSON line on stdout, the drivers' result format
+// `fusor serve` builds it (default fusion; the default serve config, or CONFIG.yaml's serve
+// section), minus HTTP and the client's process. bench/compare-generate-serving runs it as
+// "fusor-inproc".
+//   generate_closed_loop JOB.json [CONFIG.yaml]   ->   one JSON line on stdout (the drivers' format)
 // Per level: each warm-up prompt first (untimed), then C requests in flight, the next submitted
 // as soon as one ends. Token times are taken in the scheduler's callback, when a step hands the
 // token out (what a streaming client sees, minus the wire).
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "fusor/config.h"
 #include "fusor/decoder.h"
 #include "fusor/engine.h"
 #include "fusor/error.h"
@@ -95,7 +97,7 @@ nlohmann::json run_level(serve::GenerativeModel& model, const std::vector<std::v
   return {{"concurrency", concurrency}, {"wall_s", now()}, {"requests", requests}};
 }
 
-int run(const std::string& job_path) {
+int run(const std::string& job_path, const std::string& config_path) {
   std::ifstream f(job_path);
   if (!f) throw Error("cannot read " + job_path);
   const nlohmann::json job = nlohmann::json::parse(f);
@@ -103,7 +105,8 @@ int run(const std::string& job_path) {
   const int threads = job.at("threads").get<int>();
   const int64_t max_new_tokens = job.at("max_new_tokens").get<int64_t>();
   set_compute_threads(threads);
-  serve::GenerativeModel model("llama", Engine::load(model_file), model_file, ServeConfig{}, SessionOptions{}, threads,
+  const ServeConfig serve = config_path.empty() ? ServeConfig{} : load_config(config_path).serve;
+  serve::GenerativeModel model("llama", Engine::load(model_file), model_file, serve, SessionOptions{}, threads,
                                /*announce=*/false);
   nlohmann::json levels = nlohmann::json::array();
   for (const auto& spec : job.at("levels")) {
@@ -126,12 +129,13 @@ int run(const std::string& job_path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s JOB.json  (the format: bench/genai_peers/closed_loop.py)\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    std::fprintf(stderr, "usage: %s JOB.json [CONFIG.yaml]  (the job's format: bench/genai_peers/closed_loop.py)\n",
+                 argv[0]);
     return 2;
   }
   try {
-    return run(argv[1]);
+    return run(argv[1], argc == 3 ? argv[2] : "");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "generate_closed_loop: %s\n", e.what());
     return 1;
