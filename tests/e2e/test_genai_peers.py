@@ -3,15 +3,17 @@ driver): each, under the closed-loop load (C requests in flight, prompts of diff
 returns transformers' greedy tokens for every request (models/llama-tiny/greedy_reference.json),
 exactly max_new_tokens of them, and never has more than C requests in flight. OpenVINO GenAI runs
 ov_convert.py's IR of the export; ONNX Runtime GenAI the export itself (its Generator's static
-batches); fusor-inproc fusor serve's scheduler in one process (build/bench/generate_closed_loop).
-The peers are skipped where bench/setup-peers has not made their venv."""
+batches); fusor-inproc fusor serve's scheduler in one process (build/bench/generate_closed_loop);
+and fusor serve itself through the C++ client (build/bench/sse_closed_loop), whose text must be
+fusor generate's. The peers are skipped where bench/setup-peers has not made their venv."""
 import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import FUSOR, MODELS, ROOT, model_path
+from conftest import FUSOR, MODELS, ROOT, model_path, run_fusor
+from serve_util import Served
 
 PEERS = ROOT / "bench" / "genai_peers"
 CONCURRENCY = 4
@@ -46,6 +48,10 @@ def run_driver(command, model, prompts, tmp_path, extra=None):
 
 def check(requests, want):
     assert [r["output_ids"] for r in requests] == want
+    check_load(requests)
+
+
+def check_load(requests):
     assert all(r["tokens"] == NEW_TOKENS for r in requests)
     assert all(r["submit_s"] <= r["first_token_s"] <= r["last_token_s"] for r in requests)
     # At each submission, the requests submitted and not yet finished number at most C.
@@ -72,8 +78,30 @@ def test_onnxruntime_genai_static_batches_give_transformers_tokens(tmp_path):
                      {"api": "generator"}), want)
 
 
+def bench_tool(name):
+    tool = Path(FUSOR).resolve().parent / "bench" / name
+    assert tool.exists(), f"{tool}: built with fusor (CMakeLists.txt)"
+    return tool
+
+
 def test_fusor_scheduler_in_process_gives_transformers_tokens(tmp_path):
     prompts, want = reference()
-    driver = Path(FUSOR).resolve().parent / "bench" / "generate_closed_loop"
-    assert driver.exists(), f"{driver}: built with fusor (CMakeLists.txt)"
-    check(run_driver([driver], MODELS / "llama-tiny", prompts, tmp_path), want)
+    check(run_driver([bench_tool("generate_closed_loop")], MODELS / "llama-tiny", prompts, tmp_path), want)
+
+
+def test_fusor_serve_through_the_cpp_client_gives_fusor_generates_text(tmp_path):
+    prompts, _ = reference()
+    batch = tmp_path / "prompts.jsonl"
+    batch.write_text("".join(json.dumps({"prompt_ids": p}) + "\n" for p in prompts))
+    r = run_fusor("generate", MODELS / "llama-tiny", "--batch", batch, "--max-new-tokens", NEW_TOKENS,
+                  "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    want = [s["text"] for s in json.loads(r.stdout.strip().splitlines()[-1])["sequences"]]
+    server = Served(tmp_path, models=[("llama", MODELS / "llama-tiny")])
+    try:
+        requests = run_driver([bench_tool("sse_closed_loop"), f"http://{server.url}", "llama"], "unused",
+                              prompts, tmp_path)
+    finally:
+        assert server.stop() == 0, server.output()
+    assert [q["text"] for q in requests] == want
+    check_load(requests)
