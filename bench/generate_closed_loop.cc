@@ -83,10 +83,13 @@ nlohmann::json run_level(serve::GenerativeModel& model, const std::vector<std::v
       finished_cv.wait(lock, [&] { return !finished.empty(); });
       in_flight -= finished.size();
       finished.clear();
-      if (!failures.empty()) throw Error(failures.front());
+      // After a failure nothing more is sent, and the requests still running are waited for:
+      // their callbacks use this frame.
+      if (!failures.empty()) next = prompts.size();
     }
     while (next < prompts.size() && static_cast<int64_t>(in_flight) < concurrency) submit(next++);
   }
+  if (!failures.empty()) throw Error(failures.front());
   nlohmann::json requests = nlohmann::json::array();
   for (const Record& r : records)
     requests.push_back({{"submit_s", r.submit_s},

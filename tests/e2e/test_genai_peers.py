@@ -89,6 +89,18 @@ def test_fusor_scheduler_in_process_gives_transformers_tokens(tmp_path):
     check(run_driver([bench_tool("generate_closed_loop")], MODELS / "llama-tiny", prompts, tmp_path), want)
 
 
+def test_fusor_in_process_driver_stops_on_a_refused_request_with_one_line(tmp_path):
+    prompts, _ = reference()
+    prompts[3] = [99999, 5]  # outside the vocabulary
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"model": str(MODELS / "llama-tiny"), "threads": 2, "max_new_tokens": 4,
+                               "levels": [{"concurrency": CONCURRENCY, "prompts": prompts}]}))
+    r = subprocess.run([bench_tool("generate_closed_loop"), job], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "generate_closed_loop: request 3: token id 99999 is outside the vocabulary [0, 8192)"]
+
+
 def test_fusor_serve_through_the_cpp_client_gives_fusor_generates_text(tmp_path):
     prompts, _ = reference()
     batch = tmp_path / "prompts.jsonl"
