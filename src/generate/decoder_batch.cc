@@ -27,7 +27,7 @@ namespace {
 struct TokenPlan {
   std::optional<Session> session;
   std::vector<Tensor> inputs;  // in the plan graph's input order; shared inputs undefined
-  std::vector<Tensor> outputs;
+  std::vector<Tensor> outputs;  // views of the last run's outputs in its arena (Executor::run_in_place)
   Tensor* ids = nullptr;
   int64_t* positions = nullptr;
   int64_t* table = nullptr;
@@ -156,14 +156,11 @@ struct DecoderBatch::Impl {
     // Once p.inputs no longer grows (its buffer moves with p into the map, so the pointer holds).
     for (size_t i = 0; i < pg.inputs.size(); ++i)
       if (pg.values[static_cast<size_t>(pg.inputs[i])].name == spec.input_ids) p.ids = &p.inputs[i];
-    for (int id : pg.outputs) {
-      const TensorType& t = plan.types[static_cast<size_t>(id)];
-      p.outputs.emplace_back(t.dtype, t.dims);
-    }
     if (pg.outputs.empty() || pg.values[static_cast<size_t>(pg.outputs[0])].name != spec.logits)
       throw Error("the cached decoder's first output is not '" + spec.logits + "'");
-    const Dims& ld = p.outputs[0].dims();
-    if (ld.size() != 3 || ld[1] != (gathered_rows ? rows_for(capacity) : capacity) || p.outputs[0].dtype() != DType::Float32)
+    const TensorType& logits_type = plan.types[static_cast<size_t>(pg.outputs[0])];
+    const Dims& ld = logits_type.dims;
+    if (ld.size() != 3 || ld[1] != (gathered_rows ? rows_for(capacity) : capacity) || logits_type.dtype != DType::Float32)
       throw Error("output '" + spec.logits + "' is " + dims_to_string(ld) + ", expected [1, tokens, vocab] float32");
     vocab = ld[2];
     plan_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -274,7 +271,7 @@ struct DecoderBatch::Impl {
     set_live_tokens(plan_of(*p.session), count);
     Executor& executor = executor_of(*p.session);
     executor.set_abandon_flag(abandon);
-    if (!executor.run_into(p.inputs, p.outputs)) return false;
+    if (!executor.run_in_place(p.inputs, p.outputs)) return false;
     const float* out = p.outputs[0].data<float>();
     for (auto [feed, row] : last_rows)
       std::copy(out + row * vocab, out + (row + 1) * vocab, logits.begin() + static_cast<int64_t>(feed) * vocab);

@@ -176,7 +176,7 @@ void Executor::observe(size_t s) const {
   observer_(s, step, plain(step.inputs, step_inputs_[s]), plain(step.outputs, step_outputs_[s]));
 }
 
-bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+bool Executor::run_kernels(const std::vector<Tensor>& inputs) {
   SharedArena::Use in_use(*arena_store_);
   bind_arena();
   bind_inputs(inputs);
@@ -203,12 +203,29 @@ bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& 
     }
   }
   release_inputs();
+  return true;
+}
+
+bool Executor::run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs) {
+  if (!run_kernels(inputs)) return false;
   const Graph& g = *plan_.graph;
   outputs.resize(g.outputs.size());
   for (size_t i = 0; i < g.outputs.size(); ++i) {
     const Tensor& src = slots_[static_cast<size_t>(g.outputs[i])];
     if (outputs[i].dtype() != src.dtype() || outputs[i].dims() != src.dims()) outputs[i] = Tensor(src.dtype(), src.dims());
     if (src.nbytes()) std::memcpy(outputs[i].raw(), src.raw(), src.nbytes());
+  }
+  return true;
+}
+
+bool Executor::run_in_place(const std::vector<Tensor>& inputs, std::vector<Tensor>& views) {
+  if (!run_kernels(inputs)) return false;
+  const Graph& g = *plan_.graph;
+  views.resize(g.outputs.size());
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    const Tensor& slot = slots_[static_cast<size_t>(g.outputs[i])];
+    if (views[i].raw() != slot.raw() || views[i].dtype() != slot.dtype() || views[i].dims() != slot.dims())
+      views[i] = Tensor::view(slot.dtype(), slot.dims(), slot.raw());  // only when the arena moved: no allocation per run
   }
   return true;
 }

@@ -56,6 +56,10 @@ class Executor {
   // Returns false when the abandon flag was set: the run stopped between two kernels and
   // `outputs` are untouched.
   bool run_into(const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs);
+  // run_into without the copy out: `views` are the outputs where the plan left them, valid until
+  // the next run of this executor or of any executor sharing its arena. For a caller that reads a
+  // few rows of a large output at once (a decoder step's logits).
+  bool run_in_place(const std::vector<Tensor>& inputs, std::vector<Tensor>& views);
   // A flag that another thread may set to stop the runs that follow between two kernels (a
   // served decoder's step that a better class's request should not wait for); null: none.
   void set_abandon_flag(const std::atomic<bool>* flag) { abandon_ = flag; }
@@ -70,6 +74,7 @@ class Executor {
   const MemoryPlan& memory() const { return memory_; }
 
  private:
+  bool run_kernels(const std::vector<Tensor>& inputs);  // false: abandoned
   void bind_arena();
   void bind_slots();
   std::byte arena_fill() const;

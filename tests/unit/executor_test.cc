@@ -112,6 +112,29 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
   RecordProperty("onednn_internal_allocations_per_run", static_cast<int>(n.onednn / 5));
 }
 
+// A decoder step reads a few rows of its logits: run_in_place hands the outputs over where the
+// plan left them. They equal run()'s, the next run rewrites them in place (views, not copies),
+// and a steady-state run allocates nothing for them.
+TEST(Executor, RunInPlaceGivesViewsOfTheOutputsThatTheNextRunRewrites) {
+  Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+  Plan ref = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
+  Executor ex(plan), alone(ref);
+  std::vector<Tensor> views;
+  ASSERT_TRUE(ex.run_in_place({input_x(1)}, views));
+  ASSERT_EQ(views.size(), 2u);
+  EXPECT_TRUE(same_bits(views, alone.run({input_x(1)})));
+  const void* first = views[1].raw();
+  ASSERT_TRUE(ex.run_in_place({input_x(-2)}, views));
+  EXPECT_EQ(views[1].raw(), first);
+  EXPECT_TRUE(same_bits(views, alone.run({input_x(-2)})));
+  if (test::counting_available()) {
+    const std::vector<Tensor> inputs{input_x(3)};
+    test::start_counting_allocations();
+    for (int i = 0; i < 5; ++i) ex.run_in_place(inputs, views);
+    EXPECT_EQ(test::stop_counting_allocations().fusor, 0);
+  }
+}
+
 TEST(Executor, ReuseOnOffAndGuardedGiveBitIdenticalOutputs) {
   Plan plan = build_plan(small_graph(), {{"x", {4, 16}}}, {.backend = &cpu::backend()});
   std::vector<std::vector<Tensor>> results;
