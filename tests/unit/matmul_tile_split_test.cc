@@ -78,8 +78,7 @@ TEST(MatmulTileSplit, TilesGiveWhatOneCallGives) {
 
 // Who runs a GEMM: one row with packed weights goes to the GEMV on the pool where oneDNN packs
 // 64-column panels (AVX-512), a tiny runtime GEMM runs on the caller alone, a larger one as
-// column tiles on the pool where its weights are plain (AVX2), else on oneDNN's team; each gives
-// the plain loop's numbers.
+// column tiles on the pool on AVX2's jit sgemm; each gives the plain loop's numbers.
 TEST(OnednnMatmul, TinyAndOneRowGemmsStayOffTheOpenmpTeam) {
   const int before = thread_width();
   set_thread_width(2);
@@ -96,9 +95,10 @@ TEST(OnednnMatmul, TinyAndOneRowGemmsStayOffTheOpenmpTeam) {
     const auto a = pattern(static_cast<size_t>(m * k), 1.f), w = pattern(static_cast<size_t>(k * n), 0.1f);
     OnednnMatmul mm = build(m, k, n, constant ? w.data() : nullptr);
     if (m * k * n <= 64 * 1024) EXPECT_FALSE(mm.uses_openmp()) << "tiny " << m << "x" << k << "x" << n;
-    // Plain weights (AVX2's jit sgemm) are cut into column tiles on the pool; blocked ones need 128 rows.
-    const bool plain = mm.impl().rfind("gemm:", 0) == 0;
-    if (m * k * n > 64 * 1024 && !constant) EXPECT_EQ(mm.uses_openmp(), !plain) << m << "x" << k << "x" << n;
+    // Runtime weights are plain; on AVX2's jit sgemm they are cut into column tiles on the pool.
+    // (On AVX-512 whether oneDNN takes their tiles depends on its build: either runner is right.)
+    const bool sgemm = mm.impl().rfind("gemm:", 0) == 0;
+    if (m * k * n > 64 * 1024 && !constant && sgemm) EXPECT_FALSE(mm.uses_openmp()) << m << "x" << k << "x" << n;
     if (constant && mm.impl().rfind("brg:avx512", 0) == 0) EXPECT_FALSE(mm.uses_openmp()) << "one row";
     std::vector<std::byte> scratch(mm.scratch_bytes());
     std::vector<float> dst(static_cast<size_t>(m * n));
