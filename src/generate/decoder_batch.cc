@@ -14,6 +14,7 @@
 #include "fusor/error.h"
 #include "generate/kv_pool.h"
 #include "generate/name_template.h"
+#include "ir/bind.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
 #include "passes/logit_rows.h"
@@ -49,7 +50,7 @@ struct DecoderBatch::Impl {
   CachedDecoder cached;
   DType ids_dtype = DType::Int64;
   int64_t table_width = 0;  // blocks per sequence: the context length's
-  bool gathered_rows = false;  // the LM head runs on kLogitRows' rows only (passes/logit_rows.h)
+  bool gathered_rows = false;  // the tail from the last attention up runs on kLogitRows' rows (passes/logit_rows.h)
   int64_t row_cap = 1;         // max_sequences rounded up as capacity_for rounds
   std::optional<KvPool> pool;
   std::map<int64_t, TokenPlan> plans;  // by capacity
@@ -78,15 +79,42 @@ struct DecoderBatch::Impl {
     }
     Graph g = spec.use_cache_branch.empty() ? graph_of(engine) : with_past_branch(graph_of(engine));
     cached = prepare_cached_decoder(g, names, ref::evaluate);
-    gathered_rows = gather_logit_rows(g, spec.logits);
-    for (int id : g.inputs)
-      if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
-    graph = std::make_shared<const Graph>(std::move(g));
     const int64_t context = spec.context_length > 0 ? spec.context_length : 4096;
     table_width = (context + batch.block_size - 1) / batch.block_size;
     const int64_t tokens = batch.cache_tokens > 0 ? batch.cache_tokens : 8 * context;
     pool.emplace(spec.layers, cached.kv_heads, cached.head_dim, batch.block_size,
                  (tokens + batch.block_size - 1) / batch.block_size);
+    const TokenProbe probes[2] = {probe(g, 3), probe(g, 5)};
+    gathered_rows = gather_logit_rows(g, spec.logits, probes);
+    for (int id : g.inputs)
+      if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
+    graph = std::make_shared<const Graph>(std::move(g));
+  }
+
+  // The inputs' dims of a plan of `capacity` tokens.
+  std::map<std::string, Dims> input_dims(int64_t capacity) const {
+    std::map<std::string, Dims> dims = {{spec.input_ids, {1, capacity}}, {spec.position_ids, {1, capacity}},
+                                        {cached.block_table, {1, capacity, table_width}}};
+    if (gathered_rows) dims[kLogitRows] = {rows_for(capacity)};
+    for (int layer = 0; layer < spec.layers; ++layer) {
+      dims[cached.key_caches[static_cast<size_t>(layer)]] = pool->keys(layer).dims();
+      dims[cached.value_caches[static_cast<size_t>(layer)]] = pool->values(layer).dims();
+    }
+    return dims;
+  }
+
+  // The cached decoder `g` bound at `tokens` tokens: what tells gather_logit_rows the token axis.
+  TokenProbe probe(const Graph& g, int64_t tokens) const {
+    const std::map<std::string, Dims> dims = input_dims(tokens);
+    std::vector<TensorType> types;
+    for (int id : g.inputs) {
+      const Value& v = g.values[static_cast<size_t>(id)];
+      auto it = dims.find(v.name);
+      if (it == dims.end()) throw Error("the cached decoder reads input '" + v.name + "', which a step does not feed");
+      types.push_back({v.dtype, it->second});
+    }
+    const std::vector<Tensor> frozen(types.size());
+    return {tokens, bind_graph(g, types, frozen, ref::evaluate).types};
   }
 
   // A merged export's graph with its If on use_cache_branch replaced by the with-past branch,
@@ -124,18 +152,12 @@ struct DecoderBatch::Impl {
     auto found = plans.find(capacity);
     if (found != plans.end()) return found->second;
     const auto start = std::chrono::steady_clock::now();
-    std::map<std::string, Dims> dims = {{spec.input_ids, {1, capacity}}, {spec.position_ids, {1, capacity}},
-                                        {cached.block_table, {1, capacity, table_width}}};
-    if (gathered_rows) dims[kLogitRows] = {rows_for(capacity)};
+    const std::map<std::string, Dims> dims = input_dims(capacity);
     PlanOptions po = plan_options(options, {});
     po.token_rows = capacity;
     for (int layer = 0; layer < spec.layers; ++layer) {
-      const Tensor& k = pool->keys(layer);
-      const Tensor& v = pool->values(layer);
-      dims[cached.key_caches[static_cast<size_t>(layer)]] = k.dims();
-      dims[cached.value_caches[static_cast<size_t>(layer)]] = v.dims();
-      po.shared_inputs[cached.key_caches[static_cast<size_t>(layer)]] = k;
-      po.shared_inputs[cached.value_caches[static_cast<size_t>(layer)]] = v;
+      po.shared_inputs[cached.key_caches[static_cast<size_t>(layer)]] = pool->keys(layer);
+      po.shared_inputs[cached.value_caches[static_cast<size_t>(layer)]] = pool->values(layer);
     }
     TokenPlan p;
     p.session = EngineInternals::session(std::make_unique<Plan>(build_plan(graph, dims, po)), options);
@@ -260,14 +282,14 @@ struct DecoderBatch::Impl {
       p.positions[t] = -1;
       std::fill(p.table + t * table_width, p.table + (t + 1) * table_width, int64_t{-1});
     }
-    if (p.rows) {  // the LM head runs on these rows only; the rest repeat row 0
+    if (p.rows) {  // the decoder's tail runs on these rows only (passes/logit_rows.h); the rest repeat row 0
       const int64_t rows = rows_for(capacity);
       for (size_t r = 0; r < last_rows.size(); ++r) p.rows[r] = last_rows[r].second;
       std::fill(p.rows + last_rows.size(), p.rows + rows, int64_t{0});
       for (size_t r = 0; r < last_rows.size(); ++r) last_rows[r].second = static_cast<int64_t>(r);
     }
-    // The GEMMs skip the filler's rows. The LM head's rows, when gathered, count as tokens too
-    // when there are T of them: its real rows come first and number at most `count`.
+    // The GEMMs skip the filler's rows. The gathered rows count as tokens too when there are T of
+    // them: the real ones come first and number at most `count`.
     set_live_tokens(plan_of(*p.session), count);
     Executor& executor = executor_of(*p.session);
     executor.set_abandon_flag(abandon);

@@ -15,6 +15,7 @@
 #include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "generate/name_template.h"
+#include "ir/bind.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
 #include "passes/logit_rows.h"
@@ -86,25 +87,71 @@ TEST(CacheAttentionPass, RewritesEveryLayerAndDropsThePast) {
     EXPECT_EQ(std::count(inputs.begin(), inputs.end(), gone), 0) << gone;
 }
 
-// The LM head runs on the gathered rows only: llama-tiny's logits are MatMul -> Cast, and the
-// Gather goes before the MatMul. A head that is not a MatMul by a constant is left alone.
-TEST(LogitRowsPass, GathersBeforeTheHeadOrLeavesTheGraph) {
-  Graph g = graph_of(engine());
-  prepare_cached_decoder(g, names(), ref::evaluate);
-  ASSERT_TRUE(gather_logit_rows(g, "logits"));
-  int gathers = 0;
+// The cached decoder bound at `tokens` tokens, with a small pool and, once the pass has added it,
+// `rows` logit rows: gather_logit_rows' probes, and what the tests read its result from.
+TokenProbe probe(const Graph& g, const CachedDecoder& c, int64_t tokens, int64_t rows = 0) {
+  std::vector<TensorType> types;
+  for (int id : g.inputs) {
+    const Value& v = g.values[static_cast<size_t>(id)];
+    Dims dims = {4, c.kv_heads, 16, c.head_dim};  // a key or value pool
+    if (v.name == spec().input_ids || v.name == spec().position_ids) dims = {1, tokens};
+    else if (v.name == c.block_table) dims = {1, tokens, 4};
+    else if (v.name == kLogitRows) dims = {rows};
+    types.push_back({v.dtype, dims});
+  }
+  return {tokens, bind_graph(g, types, std::vector<Tensor>(types.size()), ref::evaluate).types};
+}
+
+// The MatMuls that run on 2 gathered rows of a 5-token step, by name.
+std::vector<std::string> matmuls_on_rows(const Graph& g, const CachedDecoder& c) {
+  const TokenProbe bound = probe(g, c, 5, 2);
+  std::vector<std::string> names;
   for (const Node& n : g.nodes)
-    if (n.op == Op::MatMul && g.values[static_cast<size_t>(n.inputs[0])].name == std::string(kLogitRows) + ".hidden")
-      ++gathers;
-  EXPECT_EQ(gathers, 1);
-  EXPECT_FALSE(gather_logit_rows(g, "logits")) << "a second time: the rows input exists";
+    if (n.op == Op::MatMul) {
+      const Dims& out = bound.types[static_cast<size_t>(n.outputs[0])].dims;
+      if (out.size() == 3 && out[1] == 2) names.push_back(n.name);
+    }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Everything from the last attention up runs on the gathered rows: the last layer's output
+// projection, residual adds, MLP and final norm, and the LM head. Two Gathers feed them (the
+// attention's output and the residual into the last layer). Earlier layers, and the last layer's
+// Q, K and V projections (the cache needs every token's keys and values), keep every row.
+TEST(LogitRowsPass, RunsTheLastLayersRowWiseTailOnTheGatheredRows) {
+  Graph g = graph_of(engine());
+  const CachedDecoder c = prepare_cached_decoder(g, names(), ref::evaluate);
+  const TokenProbe probes[2] = {probe(g, c, 3), probe(g, c, 5)};
+  ASSERT_TRUE(gather_logit_rows(g, "logits", probes));
+  int gathers = 0;
+  for (const Node& n : g.nodes) gathers += n.op == Op::Gather && n.name.starts_with(kLogitRows);
+  EXPECT_EQ(gathers, 2);
+  EXPECT_EQ(matmuls_on_rows(g, c),
+            (std::vector<std::string>{"/lm/lm_head/MatMul", "/lm/model/layers.3/mlp/down_proj/MatMul",
+                                      "/lm/model/layers.3/mlp/gate_proj/MatMul", "/lm/model/layers.3/mlp/up_proj/MatMul",
+                                      "/lm/model/layers.3/self_attn/o_proj/MatMul"}));
+  const TokenProbe again[2] = {probe(g, c, 3, 3), probe(g, c, 5, 5)};
+  EXPECT_FALSE(gather_logit_rows(g, "logits", again)) << "a second time: the rows input exists";
+}
+
+// The tail stops below a value that something else reads too (here a second graph output), and
+// a head that is not a MatMul by a constant leaves the graph as it was.
+TEST(LogitRowsPass, StopsAtAValueReadOutsideTheTailOrLeavesTheGraph) {
+  Graph g = graph_of(engine());
+  const CachedDecoder c = prepare_cached_decoder(g, names(), ref::evaluate);
+  g.outputs.push_back(g.find_value("/lm/model/layers.3/mlp/down_proj/MatMul_output_0"));
+  const TokenProbe probes[2] = {probe(g, c, 3), probe(g, c, 5)};
+  ASSERT_TRUE(gather_logit_rows(g, "logits", probes));
+  EXPECT_EQ(matmuls_on_rows(g, c), std::vector<std::string>{"/lm/lm_head/MatMul"});
 
   Graph other = graph_of(engine());
-  prepare_cached_decoder(other, names(), ref::evaluate);
+  const CachedDecoder oc = prepare_cached_decoder(other, names(), ref::evaluate);
+  const TokenProbe other_probes[2] = {probe(other, oc, 3), probe(other, oc, 5)};
   for (Node& n : other.nodes)
     if (n.op == Op::MatMul && n.name.find("lm_head") != std::string::npos) n.op = Op::Add;  // not a head any more
   const size_t nodes = other.nodes.size();
-  EXPECT_FALSE(gather_logit_rows(other, "logits"));
+  EXPECT_FALSE(gather_logit_rows(other, "logits", other_probes));
   EXPECT_EQ(other.nodes.size(), nodes);
 }
 
