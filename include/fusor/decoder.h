@@ -86,8 +86,9 @@ struct DecoderBatchOptions {
   int64_t block_size = 16;       // positions per pool block
   int64_t cache_tokens = 0;      // the pool's capacity; 0: 8 x the context length (4096 if unknown)
   int64_t max_step_tokens = 128; // tokens one plan runs; longer steps run in chunks of this many
-  // Most sequences one step feeds. The LM head runs on one row per sequence (its last token),
-  // not on every token, so plans hold min(tokens, this rounded up like a token count) rows of it.
+  // Most sequences one step feeds. The LM head and the layers' row-wise tail run on one row per
+  // sequence (its last token), not on every token, so plans hold min(tokens, this rounded up
+  // like a token count) rows of it; those of 64 tokens and more have a form with 4 rows too.
   int64_t max_sequences = 64;
 };
 
@@ -145,9 +146,11 @@ class DecoderBatch {
 
   KvCacheStats cache() const;
   const DecoderSpec& spec() const;
-  // Plans built so far (one per token count used) and the seconds they took.
+  // Plans built so far (one per token count and logit-row count used) and the seconds they took.
   size_t plans_built() const;
   double plan_seconds() const;
+  // Bytes of the one arena that every plan runs in, one step at a time: the largest plan's.
+  size_t arena_bytes() const;
 
  private:
   struct Impl;

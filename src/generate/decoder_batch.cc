@@ -1,8 +1,8 @@
 // DecoderBatch: the decoder graph rewritten for the paged KV cache, one plan per rung of a
-// ladder of token counts (capacity_for), and the packing of each step's tokens into that plan's
-// [1, T] inputs. Tokens past the real ones are filler at position -1: the GEMMs skip their rows
-// (set_live_tokens), CachedAttention neither stores nor reads for them, and their logits are
-// never looked at.
+// ladder of token counts (capacity_for) and of logit rows (rows_for), and the packing of each
+// step's tokens into that plan's [1, T] inputs. Tokens past the real ones are filler at position
+// -1: the GEMMs skip their rows (set_live_tokens), CachedAttention neither stores nor reads for
+// them, and their logits are never looked at.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -33,6 +33,7 @@ struct TokenPlan {
   int64_t* positions = nullptr;
   int64_t* table = nullptr;
   int64_t* rows = nullptr;  // the logits' rows (with the LM head gathered), else null
+  int64_t row_count = 0;    // how many
 };
 
 struct Sequence {
@@ -53,7 +54,10 @@ struct DecoderBatch::Impl {
   bool gathered_rows = false;  // the tail from the last attention up runs on kLogitRows' rows (passes/logit_rows.h)
   int64_t row_cap = 1;         // max_sequences rounded up as capacity_for rounds
   std::optional<KvPool> pool;
-  std::map<int64_t, TokenPlan> plans;  // by capacity
+  std::map<std::pair<int64_t, int64_t>, TokenPlan> plans;  // by capacity and logit rows (rows_for)
+  // The one arena every plan runs in: steps run one at a time, and a step copies what it keeps
+  // (its logits rows) out before the next, so the plans need the largest one's bytes, not the sum.
+  std::shared_ptr<SharedArena> arena = std::make_shared<SharedArena>();
   std::map<SequenceId, Sequence> sequences;
   SequenceId next_id = 0;
   std::vector<float> logits;                     // per feed, vocab floats
@@ -91,11 +95,11 @@ struct DecoderBatch::Impl {
     graph = std::make_shared<const Graph>(std::move(g));
   }
 
-  // The inputs' dims of a plan of `capacity` tokens.
-  std::map<std::string, Dims> input_dims(int64_t capacity) const {
+  // The inputs' dims of a plan of `capacity` tokens and `rows` logit rows.
+  std::map<std::string, Dims> input_dims(int64_t capacity, int64_t rows) const {
     std::map<std::string, Dims> dims = {{spec.input_ids, {1, capacity}}, {spec.position_ids, {1, capacity}},
                                         {cached.block_table, {1, capacity, table_width}}};
-    if (gathered_rows) dims[kLogitRows] = {rows_for(capacity)};
+    if (gathered_rows) dims[kLogitRows] = {rows};
     for (int layer = 0; layer < spec.layers; ++layer) {
       dims[cached.key_caches[static_cast<size_t>(layer)]] = pool->keys(layer).dims();
       dims[cached.value_caches[static_cast<size_t>(layer)]] = pool->values(layer).dims();
@@ -105,7 +109,7 @@ struct DecoderBatch::Impl {
 
   // The cached decoder `g` bound at `tokens` tokens: what tells gather_logit_rows the token axis.
   TokenProbe probe(const Graph& g, int64_t tokens) const {
-    const std::map<std::string, Dims> dims = input_dims(tokens);
+    const std::map<std::string, Dims> dims = input_dims(tokens, 0);
     std::vector<TensorType> types;
     for (int id : g.inputs) {
       const Value& v = g.values[static_cast<size_t>(id)];
@@ -148,11 +152,11 @@ struct DecoderBatch::Impl {
     return g;
   }
 
-  TokenPlan& plan_for(int64_t capacity) {
-    auto found = plans.find(capacity);
+  TokenPlan& plan_for(int64_t capacity, int64_t rows) {
+    auto found = plans.find({capacity, rows});
     if (found != plans.end()) return found->second;
     const auto start = std::chrono::steady_clock::now();
-    const std::map<std::string, Dims> dims = input_dims(capacity);
+    const std::map<std::string, Dims> dims = input_dims(capacity, rows);
     PlanOptions po = plan_options(options, {});
     po.token_rows = capacity;
     for (int layer = 0; layer < spec.layers; ++layer) {
@@ -161,6 +165,7 @@ struct DecoderBatch::Impl {
     }
     TokenPlan p;
     p.session = EngineInternals::session(std::make_unique<Plan>(build_plan(graph, dims, po)), options);
+    share_arena(*p.session, arena);
     const Plan& plan = plan_of(*p.session);
     const Graph& pg = *plan.graph;
     for (int id : pg.inputs) {
@@ -182,12 +187,13 @@ struct DecoderBatch::Impl {
       throw Error("the cached decoder's first output is not '" + spec.logits + "'");
     const TensorType& logits_type = plan.types[static_cast<size_t>(pg.outputs[0])];
     const Dims& ld = logits_type.dims;
-    if (ld.size() != 3 || ld[1] != (gathered_rows ? rows_for(capacity) : capacity) || logits_type.dtype != DType::Float32)
+    if (ld.size() != 3 || ld[1] != (gathered_rows ? rows : capacity) || logits_type.dtype != DType::Float32)
       throw Error("output '" + spec.logits + "' is " + dims_to_string(ld) + ", expected [1, tokens, vocab] float32");
     vocab = ld[2];
     plan_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++plans_built;
-    return plans.emplace(capacity, std::move(p)).first->second;
+    p.row_count = rows;
+    return plans.emplace(std::pair{capacity, rows}, std::move(p)).first->second;
   }
 
   Sequence& sequence(SequenceId id) {
@@ -236,14 +242,26 @@ struct DecoderBatch::Impl {
     for (size_t i = 0; i < feeds.size(); ++i) pool->reserve(sequences.at(feeds[i].sequence).blocks, ends[i]);
   }
 
-  // Rows of the LM head in the plan of `capacity` tokens: a chunk ends at most that many feeds.
-  int64_t rows_for(int64_t capacity) const { return std::min(capacity, row_cap); }
+  // The logit rows of the plans of `capacity` tokens: the rows that the decoder's tail runs on
+  // (passes/logit_rows.h), at least as many as the feeds that end in a chunk. A prompt-sized plan
+  // has a second form with kFewRows rows: a lone 128-token prompt reads one row, and its plan of
+  // row_cap rows (32 in fusor serve) ran the last layer's MLP 32 times.
+  static constexpr int64_t kFewRows = 4, kFewRowsFrom = 64;
+  int64_t most_rows(int64_t capacity) const { return gathered_rows ? std::min(capacity, row_cap) : 0; }
+  int64_t few_rows(int64_t capacity) const {  // 0: no such form
+    return capacity >= kFewRowsFrom && most_rows(capacity) > kFewRows ? kFewRows : 0;
+  }
+  // The fewest rows a plan of `capacity` tokens has for `needed` of them.
+  int64_t rows_for(int64_t capacity, int64_t needed) const {
+    const int64_t few = few_rows(capacity);
+    return few > 0 && needed <= few ? few : most_rows(capacity);
+  }
 
   // The plan that runs `count` tokens: the next power of two up to 16, then the next multiple of
   // a quarter of the power of two below (24, 32, 40, ..., 64, 80, ..., 128, 160, ...). Filler
   // tokens cost full GEMM work: with powers of two alone, a step of 15 decodes and a 128-token
   // prompt ran 256 tokens. Now at most a fifth of a step is filler (a third below 32 tokens),
-  // and 19 plans serve steps of up to 256.
+  // and 19 capacities serve steps of up to 256.
   static int64_t capacity_for(int64_t count) {
     int64_t below = 1;  // the largest power of two under count
     while (below * 2 < count) below *= 2;
@@ -256,8 +274,14 @@ struct DecoderBatch::Impl {
   // `abandon` stopped it.
   bool run_chunk(std::span<const Feed> feeds, int64_t from, int64_t count, const std::atomic<bool>* abandon) {
     const int64_t capacity = capacity_for(count);
-    TokenPlan& p = plan_for(capacity);
-    int64_t t = 0, at = 0;
+    int64_t ending = 0, at = 0;  // the feeds whose last token is in this chunk
+    for (const Feed& f : feeds) {
+      at += static_cast<int64_t>(f.ids.size());
+      ending += at - 1 >= from && at - 1 < from + count;
+    }
+    TokenPlan& p = plan_for(capacity, rows_for(capacity, ending));
+    int64_t t = 0;
+    at = 0;
     last_rows.clear();
     for (size_t i = 0; i < feeds.size(); ++i) {
       const Sequence& s = sequences.at(feeds[i].sequence);
@@ -283,9 +307,8 @@ struct DecoderBatch::Impl {
       std::fill(p.table + t * table_width, p.table + (t + 1) * table_width, int64_t{-1});
     }
     if (p.rows) {  // the decoder's tail runs on these rows only (passes/logit_rows.h); the rest repeat row 0
-      const int64_t rows = rows_for(capacity);
       for (size_t r = 0; r < last_rows.size(); ++r) p.rows[r] = last_rows[r].second;
-      std::fill(p.rows + last_rows.size(), p.rows + rows, int64_t{0});
+      std::fill(p.rows + last_rows.size(), p.rows + p.row_count, int64_t{0});
       for (size_t r = 0; r < last_rows.size(); ++r) last_rows[r].second = static_cast<int64_t>(r);
     }
     // The GEMMs skip the filler's rows. The gathered rows count as tokens too when there are T of
@@ -304,7 +327,10 @@ struct DecoderBatch::Impl {
     admit(feeds);
     int64_t total = 0;
     for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
-    if (vocab == 0) plan_for(capacity_for(std::min(total, batch.max_step_tokens)));  // learns the vocabulary
+    if (vocab == 0) {  // learns the vocabulary
+      const int64_t capacity = capacity_for(std::min(total, batch.max_step_tokens));
+      plan_for(capacity, most_rows(capacity));
+    }
     logits.resize(feeds.size() * static_cast<size_t>(vocab));
     try {
       for (int64_t from = 0; from < total; from += batch.max_step_tokens)
@@ -373,10 +399,14 @@ KvCacheStats DecoderBatch::cache() const {
 const DecoderSpec& DecoderBatch::spec() const { return impl_->spec; }
 void DecoderBatch::prepare(int64_t tokens) {
   const int64_t last = Impl::capacity_for(std::clamp<int64_t>(tokens, 1, impl_->batch.max_step_tokens));
-  for (int64_t capacity = 1; capacity <= last; capacity = Impl::capacity_for(capacity + 1)) impl_->plan_for(capacity);
+  for (int64_t capacity = 1; capacity <= last; capacity = Impl::capacity_for(capacity + 1)) {
+    impl_->plan_for(capacity, impl_->most_rows(capacity));
+    if (impl_->few_rows(capacity) > 0) impl_->plan_for(capacity, impl_->few_rows(capacity));
+  }
 }
 
 size_t DecoderBatch::plans_built() const { return impl_->plans_built; }
+size_t DecoderBatch::arena_bytes() const { return impl_->arena->size(); }
 double DecoderBatch::plan_seconds() const { return impl_->plan_seconds; }
 
 }  // namespace fusor

@@ -225,6 +225,50 @@ TEST(DecoderBatch, SequencesAtDifferentPositionsMatchEachAlone) {
   }
 }
 
+// A prompt-sized chunk that ends at most 4 feeds runs on a plan whose tail has 4 logit rows, one
+// that ends more on the plan with a row per sequence: both match each sequence alone, and the
+// first step builds both forms of its token count (the larger one first, for the vocabulary).
+TEST(DecoderBatch, FewAndManyLogitRowsOfAPromptSizedStepMatchEachAlone) {
+  SessionOptions unfused;
+  unfused.fusion.reset();
+  DecoderBatch batch(engine(), spec());
+  std::vector<DecoderStep> alone;
+  std::vector<DecoderBatch::SequenceId> seq;
+  for (int i = 0; i < 6; ++i) {
+    alone.emplace_back(engine(), spec(), unfused);
+    seq.push_back(batch.add());
+  }
+  auto check = [&](const std::vector<DecoderBatch::Feed>& feeds, const std::vector<int>& who) {
+    const auto got = batch.step(feeds);
+    ASSERT_EQ(got.size(), feeds.size());
+    for (size_t k = 0; k < feeds.size(); ++k) {
+      const std::span<const float> want = alone[static_cast<size_t>(who[k])].run(feeds[k].ids);
+      EXPECT_LT(max_diff(got[k], want), 2e-4) << "sequence " << who[k];
+    }
+  };
+  const std::vector<TokenId> prompt = ids(100, 7);
+  check({{seq[0], prompt}}, {0});  // 100 tokens, one row read
+  EXPECT_EQ(batch.plans_built(), 2u);
+  std::vector<std::vector<TokenId>> fed = {ids(1, 8)};
+  for (int i = 1; i < 6; ++i) fed.push_back(ids(20, 10 + i));
+  std::vector<DecoderBatch::Feed> feeds;
+  for (int i = 0; i < 6; ++i) feeds.push_back({seq[static_cast<size_t>(i)], fed[static_cast<size_t>(i)]});
+  check(feeds, {0, 1, 2, 3, 4, 5});  // 101 tokens, six rows read: the same token count's other plan
+  EXPECT_EQ(batch.plans_built(), 2u);
+}
+
+// Steps run one at a time, so every plan runs in one arena: all of them built (up to 128 tokens)
+// take the bytes of the largest, which a 128-token step alone builds.
+TEST(DecoderBatch, EveryPlanRunsInOneArenaTheSizeOfTheLargest) {
+  DecoderBatch all(engine(), spec());
+  all.prepare(128);
+  DecoderBatch one(engine(), spec());
+  one.step(std::vector<DecoderBatch::Feed>{{one.add(), ids(128, 3)}});
+  EXPECT_GT(all.plans_built(), one.plans_built() + 10);
+  EXPECT_GT(one.arena_bytes(), 0u);
+  EXPECT_EQ(all.arena_bytes(), one.arena_bytes());
+}
+
 TEST(DecoderBatch, RefusesAStepOfMoreSequencesThanItsPlansHoldRowsFor) {
   DecoderBatchOptions o;
   o.max_sequences = 2;
