@@ -9,15 +9,34 @@ import urllib.request
 from conftest import FUSOR
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """n distinct ports that were free just now: the sockets stay bound until all are picked, or
+    the kernel may hand the same port out twice."""
+    socks = []
+    try:
+        for _ in range(n):
+            socks.append(socket.socket())
+            socks[-1].bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Served:
     def __init__(self, tmp_path, config="", models=(), threads=None):
-        self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
+        # Another process can take a port between its pick and fusor serve's bind: new ones then.
+        for attempt in range(3):
+            try:
+                self._start(tmp_path, config, models, threads)
+                return
+            except RuntimeError as e:
+                if attempt == 2 or "is the port in use?" not in str(e):
+                    raise
+                self.log.close()
+
+    def _start(self, tmp_path, config, models, threads):
+        self.http, self.grpc, self.metrics = free_ports(3)
         cfg = tmp_path / f"serve-{self.http}.yaml"
         cfg.write_text(config)
         args = [FUSOR, "serve", "--http", self.http, "--grpc", self.grpc, "--metrics", self.metrics, "--config", cfg]
