@@ -32,7 +32,7 @@ struct TokenPlan {
   Tensor* ids = nullptr;
   int64_t* positions = nullptr;
   int64_t* table = nullptr;
-  int64_t* rows = nullptr;  // the logits' rows (with the LM head gathered), else null
+  int64_t* rows = nullptr;  // the rows the tail runs on (passes/logit_rows.h), else null
   int64_t row_count = 0;    // how many
 };
 
@@ -109,15 +109,9 @@ struct DecoderBatch::Impl {
 
   // The cached decoder `g` bound at `tokens` tokens: what tells gather_logit_rows the token axis.
   TokenProbe probe(const Graph& g, int64_t tokens) const {
-    const std::map<std::string, Dims> dims = input_dims(tokens, 0);
-    std::vector<TensorType> types;
-    for (int id : g.inputs) {
-      const Value& v = g.values[static_cast<size_t>(id)];
-      auto it = dims.find(v.name);
-      if (it == dims.end()) throw Error("the cached decoder reads input '" + v.name + "', which a step does not feed");
-      types.push_back({v.dtype, it->second});
-    }
-    const std::vector<Tensor> frozen(types.size());
+    std::vector<TensorType> types(g.inputs.size());
+    std::vector<Tensor> frozen(g.inputs.size());
+    bind_inputs(g, input_dims(tokens, 0), {}, types, frozen);
     return {tokens, bind_graph(g, types, frozen, ref::evaluate).types};
   }
 

@@ -14,46 +14,6 @@
 namespace fusor {
 namespace {
 
-// Checks `input_dims` and `frozen_inputs` against the model and orders them as g.inputs.
-void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
-                 const std::map<std::string, Tensor>& frozen_inputs, std::vector<TensorType>& types,
-                 std::vector<Tensor>& frozen) {
-  for (const auto& [name, dims] : input_dims) {
-    int id = g.find_value(name);
-    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
-      throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
-  }
-  for (int id : g.inputs) {
-    const Value& v = g.values[static_cast<size_t>(id)];
-    auto it = input_dims.find(v.name);
-    if (it == input_dims.end()) throw Error("no shape given for input '" + v.name + "'", ErrorKind::InvalidArgument);
-    const Dims& dims = it->second;
-    if (v.shape) {
-      if (v.shape->size() != dims.size())
-        throw Error("input '" + v.name + "' has rank " + std::to_string(v.shape->size()) + " " +
-                    shape_to_string(*v.shape) + ", got rank " + std::to_string(dims.size()) + " " +
-                    dims_to_string(dims),
-                    ErrorKind::InvalidArgument);
-      for (size_t i = 0; i < dims.size(); ++i)
-        if ((*v.shape)[i].is_static() && (*v.shape)[i].value != dims[i])
-          throw Error("input '" + v.name + "' has shape " + shape_to_string(*v.shape) + ", got " +
-                      dims_to_string(dims),
-                      ErrorKind::InvalidArgument);
-    }
-    size_t index = static_cast<size_t>(std::find(g.inputs.begin(), g.inputs.end(), id) - g.inputs.begin());
-    types[index] = {v.dtype, dims};
-    if (auto f = frozen_inputs.find(v.name); f != frozen_inputs.end()) {
-      if (f->second.dtype() != v.dtype || f->second.dims() != dims)
-        throw Error("frozen input '" + v.name + "' does not match its bound type", ErrorKind::InvalidArgument);
-      frozen[index] = f->second;
-    }
-  }
-  for (const auto& [name, value] : frozen_inputs) {
-    int id = g.find_value(name);
-    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
-      throw Error("frozen input '" + name + "' is not a model input", ErrorKind::InvalidArgument);
-  }
-}
 
 // Ops whose first output is the first input's bytes under another shape, when the dtype stays
 // (the caller checks it): a Cast to the type it already has is a copy (exports are full of
@@ -166,6 +126,46 @@ std::vector<Kernel*> token_row_kernels(const Plan& plan, int64_t tokens) {
 }
 
 }  // namespace
+
+void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
+                 const std::map<std::string, Tensor>& frozen_inputs, std::vector<TensorType>& types,
+                 std::vector<Tensor>& frozen) {
+  for (const auto& [name, dims] : input_dims) {
+    int id = g.find_value(name);
+    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+      throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
+  }
+  for (int id : g.inputs) {
+    const Value& v = g.values[static_cast<size_t>(id)];
+    auto it = input_dims.find(v.name);
+    if (it == input_dims.end()) throw Error("no shape given for input '" + v.name + "'", ErrorKind::InvalidArgument);
+    const Dims& dims = it->second;
+    if (v.shape) {
+      if (v.shape->size() != dims.size())
+        throw Error("input '" + v.name + "' has rank " + std::to_string(v.shape->size()) + " " +
+                    shape_to_string(*v.shape) + ", got rank " + std::to_string(dims.size()) + " " +
+                    dims_to_string(dims),
+                    ErrorKind::InvalidArgument);
+      for (size_t i = 0; i < dims.size(); ++i)
+        if ((*v.shape)[i].is_static() && (*v.shape)[i].value != dims[i])
+          throw Error("input '" + v.name + "' has shape " + shape_to_string(*v.shape) + ", got " +
+                      dims_to_string(dims),
+                      ErrorKind::InvalidArgument);
+    }
+    size_t index = static_cast<size_t>(std::find(g.inputs.begin(), g.inputs.end(), id) - g.inputs.begin());
+    types[index] = {v.dtype, dims};
+    if (auto f = frozen_inputs.find(v.name); f != frozen_inputs.end()) {
+      if (f->second.dtype() != v.dtype || f->second.dims() != dims)
+        throw Error("frozen input '" + v.name + "' does not match its bound type", ErrorKind::InvalidArgument);
+      frozen[index] = f->second;
+    }
+  }
+  for (const auto& [name, value] : frozen_inputs) {
+    int id = g.find_value(name);
+    if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
+      throw Error("frozen input '" + name + "' is not a model input", ErrorKind::InvalidArgument);
+  }
+}
 
 void set_live_tokens(const Plan& plan, int64_t tokens) {
   for (Kernel* k : plan.token_row_kernels) k->set_live_rows(tokens);

@@ -95,6 +95,13 @@ struct Plan {
   bool is_shared(int value) const { return !shared.empty() && shared[static_cast<size_t>(value)].defined(); }
 };
 
+// Checks `input_dims` (one entry per graph input) and `frozen_inputs` against the model and
+// writes them in g.inputs' order into `types` and `frozen` (both g.inputs.size() long); throws a
+// fusor::Error naming the input otherwise. build_plan's first step.
+void bind_inputs(const Graph& g, const std::map<std::string, Dims>& input_dims,
+                 const std::map<std::string, Tensor>& frozen_inputs, std::vector<TensorType>& types,
+                 std::vector<Tensor>& frozen);
+
 // Binds `input_dims` (one entry per graph input), folds constants and selects kernels.
 // Throws fusor::Error for missing inputs, shapes that contradict the model, ops that fail, or a
 // fast plan without a backend.
