@@ -9,7 +9,7 @@ KvPool::KvPool(int layers, int64_t kv_heads, int64_t head_dim, int64_t block_siz
   if (layers < 1 || kv_heads < 1 || head_dim < 1 || block_size < 1 || blocks < 1)
     throw Error("a KV pool needs at least one layer, head, block and position per block", ErrorKind::InvalidArgument);
   for (int l = 0; l < layers; ++l) {
-    keys_.emplace_back(DType::Float32, Dims{blocks, kv_heads, block_size, head_dim});
+    keys_.emplace_back(DType::Float32, Dims{blocks, kv_heads, head_dim, block_size});  // transposed per block
     values_.emplace_back(DType::Float32, Dims{blocks, kv_heads, block_size, head_dim});
   }
   free_.reserve(static_cast<size_t>(blocks));

@@ -1,6 +1,7 @@
-// The KV cache's memory: per layer a key and a value tensor of fixed-size blocks
-// [blocks, kv_heads, block_size, head_dim], and a free list. A sequence holds a list of blocks
-// (its block table); position p of it lives in block table[p / block_size], row p % block_size.
+// The KV cache's memory: per layer a key tensor of fixed-size blocks [blocks, kv_heads, head_dim,
+// block_size] (each block's keys transposed: ir/cached_attention_params.h), a value tensor
+// [blocks, kv_heads, block_size, head_dim], and a free list. A sequence holds a list of blocks (its
+// block table); position p of it lives in block table[p / block_size], at p % block_size.
 // Blocks are taken as a sequence grows and returned when it ends, so sequences of any length
 // share one allocation without fragmenting it (vLLM's paged attention). The tensors are fed to
 // the decode plans as shared inputs: CachedAttention appends to them and reads them in place.

@@ -48,15 +48,15 @@ CachedAttentionParams cached_attention_params(const Node& node, std::span<const 
   p.tokens = q[2];
   p.head_dim = q[3];
   p.blocks = cache[0];
-  p.block_size = cache[2];
+  p.block_size = cache[3];
   p.max_blocks = in[4].dims[2];
   expect_dims(node, "query", q, {1, p.heads, p.tokens, p.head_dim});
   expect_dims(node, "key", in[1].dims, {1, p.kv_heads, p.tokens, p.head_dim});
   expect_dims(node, "value", in[2].dims, {1, p.kv_heads, p.tokens, p.head_dim});
   expect_dims(node, "positions", in[3].dims, {1, p.tokens});
   expect_dims(node, "block_table", in[4].dims, {1, p.tokens, p.max_blocks});
-  expect_dims(node, "key_cache", cache, {p.blocks, p.kv_heads, p.block_size, p.head_dim});
-  expect_dims(node, "value_cache", in[6].dims, cache);
+  expect_dims(node, "key_cache", cache, {p.blocks, p.kv_heads, p.head_dim, p.block_size});
+  expect_dims(node, "value_cache", in[6].dims, {p.blocks, p.kv_heads, p.block_size, p.head_dim});
   if (p.block_size < 1) fail(node, "the caches' block size must be at least 1, got " + dims_to_string(cache),
                              ErrorKind::InvalidModel);
   return p;

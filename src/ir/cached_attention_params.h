@@ -3,10 +3,12 @@
 // the shape function and both kernels.
 //
 // Inputs: 0 query [1, H, T, D], 1 key and 2 value [1, KVH, T, D] (this step's), 3 positions int64
-// [1, T] (< 0: padding token), 4 block_table int64 [1, T, MB], 5 key_cache and 6 value_cache
-// [NB, KVH, BS, D], all float32 but the int64 ones. Position p of token t's sequence lives in
-// cache block block_table[t][p / BS], row p % BS. A run first writes every token's key and value
-// at its own position, then attends each token to positions 0..pos of its sequence.
+// [1, T] (< 0: padding token), 4 block_table int64 [1, T, MB], 5 key_cache [NB, KVH, D, BS] and
+// 6 value_cache [NB, KVH, BS, D], all float32 but the int64 ones. Position p of token t's sequence
+// lives in cache block block_table[t][p / BS], at p % BS: column p % BS of the block's keys, row
+// p % BS of its values. Keys are stored transposed so that a query's scores against a block are
+// vector FMAs over its D rows, with no transpose per step. A run first writes every token's key
+// and value at its own position, then attends each token to positions 0..pos of its sequence.
 #pragma once
 #include <span>
 

@@ -276,14 +276,16 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
 
   // The new inputs: the pool per layer, shared by every token, and each token's block table.
   const Shape token_shape = *g.values[static_cast<size_t>(ids)].shape;
-  const Shape pool_shape = {Dim{-1, "kv_blocks"}, Dim{out.kv_heads, ""}, Dim{-1, "kv_block_size"}, Dim{out.head_dim, ""}};
+  // Keys transposed per block (ir/cached_attention_params.h).
+  const Shape key_pool_shape = {Dim{-1, "kv_blocks"}, Dim{out.kv_heads, ""}, Dim{out.head_dim, ""}, Dim{-1, "kv_block_size"}};
+  const Shape value_pool_shape = {Dim{-1, "kv_blocks"}, Dim{out.kv_heads, ""}, Dim{-1, "kv_block_size"}, Dim{out.head_dim, ""}};
   const int table = add_input(g, kBlockTable, DType::Int64, {token_shape[0], token_shape[1], Dim{-1, "kv_blocks_per_sequence"}});
   for (size_t layer = 0; layer < layers; ++layer) {
     const std::string p = "fusor.kv." + std::to_string(layer);
     out.key_caches.push_back(p + ".key");
     out.value_caches.push_back(p + ".value");
-    const int kc = add_input(g, out.key_caches.back(), DType::Float32, pool_shape);
-    const int vc = add_input(g, out.value_caches.back(), DType::Float32, pool_shape);
+    const int kc = add_input(g, out.key_caches.back(), DType::Float32, key_pool_shape);
+    const int vc = add_input(g, out.value_caches.back(), DType::Float32, value_pool_shape);
     const LayerMatch& m = matches[layer];
     Node& n = g.nodes[static_cast<size_t>(m.product)];  // P V becomes the cached attention, same output
     n.op = Op::CachedAttention;

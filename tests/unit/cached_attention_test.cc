@@ -61,6 +61,15 @@ struct Step {
   float* cache(int i) const { return inputs[static_cast<size_t>(i)].data<float>(); }
 };
 
+// Writes position `pos`'s key and value (D floats each) into cache block `block`, kv head g: the
+// key as column pos % BS of the block's [D, BS] keys, the value as row pos % BS of its [BS, D].
+void store_kv(const Config& c, int64_t block, int64_t g, int64_t pos, const float* key, const float* value,
+              Tensor& key_cache, Tensor& value_cache) {
+  const int64_t base = (block * c.KVH + g) * c.BS * c.D;
+  for (int64_t e = 0; e < c.D; ++e) key_cache.data<float>()[base + e * c.BS + pos % c.BS] = key[e];
+  std::copy_n(value, c.D, value_cache.data<float>() + base + pos % c.BS * c.D);
+}
+
 Node cached_attention_node(int64_t H, int64_t KVH, float scale) {
   Node n;
   n.name = "layer0.cached_attention";
@@ -97,7 +106,7 @@ Step make_step(const Config& c, uint32_t seed) {
   for (size_t i = 0; i < n; ++i)
     for (int64_t b = 0; b < need[i]; ++b) blocks[i].push_back(block_ids[next++]);
 
-  Tensor key_cache(DType::Float32, {s.NB, c.KVH, c.BS, c.D}), value_cache(DType::Float32, {s.NB, c.KVH, c.BS, c.D});
+  Tensor key_cache(DType::Float32, {s.NB, c.KVH, c.D, c.BS}), value_cache(DType::Float32, {s.NB, c.KVH, c.BS, c.D});
   for (int64_t i = 0; i < key_cache.numel(); ++i) {
     key_cache.data<float>()[i] = normal(rng);
     value_cache.data<float>()[i] = normal(rng);
@@ -114,9 +123,8 @@ Step make_step(const Config& c, uint32_t seed) {
       for (auto& x : hk) x = normal(rng);
       for (auto& x : hv) x = normal(rng);
       for (int64_t p = 0; p < c.seqs[i].past; ++p) {  // the pool holds the past positions already
-        const int64_t at = ((blocks[i][static_cast<size_t>(p / c.BS)] * c.KVH + g) * c.BS + p % c.BS) * c.D;
-        std::copy_n(hk.begin() + p * c.D, c.D, key_cache.data<float>() + at);
-        std::copy_n(hv.begin() + p * c.D, c.D, value_cache.data<float>() + at);
+        store_kv(c, blocks[i][static_cast<size_t>(p / c.BS)], g, p, &hk[static_cast<size_t>(p * c.D)],
+                 &hv[static_cast<size_t>(p * c.D)], key_cache, value_cache);
       }
     }
 
@@ -252,6 +260,8 @@ std::vector<Seq> mixed_step() { return {{37, 1}, {0, 5}, {16, 1}, {300, 1}}; }
 const Config kConfigs[] = {
     {8, 2, 64, 16, mixed_step(), 2},
     {8, 2, 32, 4, mixed_step(), 2},
+    {8, 2, 64, 8, mixed_step(), 2},       // a block of one AVX2 vector, half an AVX-512 one
+    {8, 2, 64, 32, mixed_step(), 2},      // a block of several vectors
     {4, 4, 64, 4, mixed_step(), 1},
     {4, 4, 32, 16, mixed_step(), 3},
     {8, 1, 20, 16, mixed_step(), 1},     // head dim not whole vectors; a group of 8 heads
@@ -284,10 +294,9 @@ TEST_P(CachedAttentionCase, ReferenceMatchesNaiveAttentionAndAppendsToTheCache) 
     const int64_t seq = s.token_seq[static_cast<size_t>(t)], pos = s.inputs[3].data<int64_t>()[t];
     if (seq < 0) continue;
     for (int64_t g = 0; g < c.KVH; ++g) {
-      const int64_t at = ((table[t * s.MB + pos / c.BS] * c.KVH + g) * c.BS + pos % c.BS) * c.D;
       const size_t from = static_cast<size_t>(pos * c.D);
-      std::copy_n(&s.hist_k[static_cast<size_t>(seq)][static_cast<size_t>(g)][from], c.D, want_k.data<float>() + at);
-      std::copy_n(&s.hist_v[static_cast<size_t>(seq)][static_cast<size_t>(g)][from], c.D, want_v.data<float>() + at);
+      store_kv(c, table[t * s.MB + pos / c.BS], g, pos, &s.hist_k[static_cast<size_t>(seq)][static_cast<size_t>(g)][from],
+               &s.hist_v[static_cast<size_t>(seq)][static_cast<size_t>(g)][from], want_k, want_v);
     }
   }
   EXPECT_TRUE(same_bytes(in[5], want_k)) << describe(c);
@@ -381,9 +390,10 @@ TEST(CachedAttention, ShapeFunctionRejectsMismatchedInputs) {
   rejects(with(2, {DType::Float32, {1, 2, s.T + 1, 32}}), s.node, "value's T differs");
   rejects(with(3, {DType::Int32, {1, s.T}}), s.node, "positions not int64");
   rejects(with(4, {DType::Int64, {s.T, s.MB}}), s.node, "block table of rank 2");
-  rejects(with(5, {DType::Float32, {s.NB, 2, 4, 16}}), s.node, "key cache's D differs");
+  rejects(with(5, {DType::Float32, {s.NB, 2, 16, 4}}), s.node, "key cache's D differs");
+  rejects(with(5, {DType::Float32, {s.NB, 2, 4, 32}}), s.node, "key cache not transposed");
   rejects(with(6, {DType::Float32, {s.NB, 2, 8, 32}}), s.node, "value cache's BS differs");
-  rejects(with(5, {DType::Float16, {s.NB, 2, 4, 32}}), s.node, "float16 cache");
+  rejects(with(5, {DType::Float16, {s.NB, 2, 32, 4}}), s.node, "float16 cache");
   auto six = good;
   six.pop_back();
   rejects(six, s.node, "six inputs");

@@ -93,8 +93,9 @@ TokenProbe probe(const Graph& g, const CachedDecoder& c, int64_t tokens, int64_t
   std::vector<TensorType> types;
   for (int id : g.inputs) {
     const Value& v = g.values[static_cast<size_t>(id)];
-    Dims dims = {4, c.kv_heads, 16, c.head_dim};  // a key or value pool
-    if (v.name == spec().input_ids || v.name == spec().position_ids) dims = {1, tokens};
+    Dims dims = {4, c.kv_heads, 16, c.head_dim};  // a value pool
+    if (std::count(c.key_caches.begin(), c.key_caches.end(), v.name)) dims = {4, c.kv_heads, c.head_dim, 16};
+    else if (v.name == spec().input_ids || v.name == spec().position_ids) dims = {1, tokens};
     else if (v.name == c.block_table) dims = {1, tokens, 4};
     else if (v.name == kLogitRows) dims = {rows};
     types.push_back({v.dtype, dims});

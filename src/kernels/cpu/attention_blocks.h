@@ -1,9 +1,10 @@
 // Register-tiled small GEMM for the attention kernel's blocks: C[M,N] (+)= A[M,K] * B[K,N] with
 // strided rows, N a multiple of the vector width. A is read by broadcasts, so it may be any
 // strided view (Q rows straight from [B,S,H*D]); B rows are read as vectors (K^T packed, or V
-// rows straight from [B,S,H*D] when the head dim fills whole vectors). Blocks are small (at most
-// a few hundred by a few hundred), so the packing and call overhead of a library GEMM would
-// dominate; a 6x16 tile keeps 12 accumulators and 2 B vectors in AVX2's 16 registers.
+// rows straight from [B,S,H*D] when the head dim fills whole vectors), and each vector column of
+// B may lie anywhere (gemm_columns: the key columns of a paged cache's blocks). Blocks are small
+// (at most a few hundred by a few hundred), so the packing and call overhead of a library GEMM
+// would dominate; a 6x16 tile keeps 12 accumulators and 2 B vectors in AVX2's 16 registers.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -27,7 +28,7 @@ inline V exp_nonpositive(V x) {
   return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, y);
 }
 
-// dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: K^T for the score product. 8x8
+// dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: a matrix transposed. 8x8
 // tiles go through 256-bit registers (unpack, 64-bit unpack, 128-bit concat), on AVX-512 too:
 // its wider vectors would need a 16x16 tile that head dims like 20 or 40 do not fill, and a
 // scalar transpose, which AVX-512 builds used to run, was most of a decode step's attention time
@@ -68,8 +69,9 @@ inline void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols,
     for (int64_t c = j < r8 ? c8 : 0; c < cols; ++c) dst[c * ldd + j] = src[j * lds + c];
 }
 
+// B's vector column j starts at b[j] (row p at b[j] + p * ldb).
 template <int MR, int NV>
-inline void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc, int64_t k,
+inline void gemm_tile(const float* a, int64_t lda, const float* const* b, int64_t ldb, float* c, int64_t ldc, int64_t k,
                       bool accumulate) {
   const D d;
   const size_t L = hn::Lanes(d);
@@ -78,7 +80,7 @@ inline void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb, 
     for (int j = 0; j < NV; ++j) acc[r][j] = accumulate ? hn::LoadU(d, c + r * ldc + j * L) : hn::Zero(d);
   for (int64_t p = 0; p < k; ++p) {
     V bv[NV];
-    for (int j = 0; j < NV; ++j) bv[j] = hn::LoadU(d, b + p * ldb + j * L);
+    for (int j = 0; j < NV; ++j) bv[j] = hn::LoadU(d, b[j] + p * ldb);
     for (int r = 0; r < MR; ++r) {
       const V av = hn::Set(d, a[r * lda + p]);
       for (int j = 0; j < NV; ++j) acc[r][j] = hn::MulAdd(av, bv[j], acc[r][j]);
@@ -89,7 +91,7 @@ inline void gemm_tile(const float* a, int64_t lda, const float* b, int64_t ldb, 
 }
 
 template <int NV>
-inline void gemm_rows(int64_t m, const float* a, int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc,
+inline void gemm_rows(int64_t m, const float* a, int64_t lda, const float* const* b, int64_t ldb, float* c, int64_t ldc,
                       int64_t k, bool accumulate) {
   int64_t i = 0;
   for (; i + 6 <= m; i += 6) gemm_tile<6, NV>(a + i * lda, lda, b, ldb, c + i * ldc, ldc, k, accumulate);
@@ -108,8 +110,24 @@ inline void gemm(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, c
                  int64_t ldc, bool accumulate) {
   const int64_t L = static_cast<int64_t>(simd::lanes());
   int64_t j = 0;
-  for (; j + 2 * L <= n; j += 2 * L) gemm_rows<2>(m, a, lda, b + j, ldb, c + j, ldc, k, accumulate);
-  if (j < n) gemm_rows<1>(m, a, lda, b + j, ldb, c + j, ldc, k, accumulate);
+  for (; j + 2 * L <= n; j += 2 * L) {
+    const float* cols[2] = {b + j, b + j + L};
+    gemm_rows<2>(m, a, lda, cols, ldb, c + j, ldc, k, accumulate);
+  }
+  if (j < n) {
+    const float* col = b + j;
+    gemm_rows<1>(m, a, lda, &col, ldb, c + j, ldc, k, accumulate);
+  }
+}
+
+// The same with B's `vectors` vector columns at cols[0..vectors) (each with row stride ldb), and
+// C's vector columns contiguous.
+inline void gemm_columns(int64_t m, int64_t vectors, int64_t k, const float* a, int64_t lda, const float* const* cols,
+                         int64_t ldb, float* c, int64_t ldc, bool accumulate) {
+  const int64_t L = static_cast<int64_t>(simd::lanes());
+  int64_t j = 0;
+  for (; j + 2 <= vectors; j += 2) gemm_rows<2>(m, a, lda, cols + j, ldb, c + j * L, ldc, k, accumulate);
+  if (j < vectors) gemm_rows<1>(m, a, lda, cols + j, ldb, c + j * L, ldc, k, accumulate);
 }
 
 // One row of an online softmax (FlashAttention-style): `sr` holds the row's nk_pad masked,

@@ -4,10 +4,13 @@
 // Why this shape: decode is the hot case, a few tokens each reading its whole sequence from the
 // cache. A task is one (run of tokens, kv head): the H/KVH query heads of the group read the same
 // K/V rows, and so do the consecutive tokens of one sequence in a prefill (a run: same block
-// table, positions p, p + 1, ...; up to kRunTokens), so each cache block is transposed and read
-// once for all of them, each row masked causally at its own position. Decode tokens are runs of one. Keys go in tiles of whole cache blocks
-// (about kTileKeys keys): each block's K rows (BS contiguous rows of D floats) are transposed
-// into the tile's K^T, one small GEMM gives the group's scores for the tile, and the output is
+// table, positions p, p + 1, ...; up to kRunTokens), so each cache block is read once for all of
+// them, each row masked causally at its own position. Decode tokens are runs of
+// one. Keys go in tiles of whole cache blocks (about kTileKeys keys). The cache keeps each
+// block's keys transposed ([D, BS]), so where a block is whole vectors of keys (BS a multiple of
+// the vector width) one small GEMM reads the tile's key columns in place and gives the group's
+// scores; other block sizes are copied into a K^T tile first. (Keys stored as rows were
+// transposed on every step: half of a 16-sequence decode step's attention time.) The output is
 // folded in with an online softmax (running max and sum per head; a tile that raises the max
 // rescales what came before), so no score tensor over all positions exists. P V then runs block
 // by block on the V rows in place. The append runs first, in token order, before any task
@@ -48,11 +51,14 @@ class CachedAttentionKernel final : public Kernel {
     dpad_ = round_up(p_.head_dim, L_);
     pack_v_ = p_.head_dim % L_ != 0;
     R_ = std::min(kRunTokens, p_.tokens);
-    // Per thread: K^T [D][tile_pad], one packed V block [BS][dpad] (when D is not whole vectors),
-    // scores [G*R][tile_pad], output accumulators [G*R][dpad], max and sum per row.
+    keys_in_place_ = p_.block_size % L_ == 0;
+    // Per thread: the tile's key column pointers or its K^T [D][tile_pad], one packed V block
+    // [BS][dpad] (when D is not whole vectors), scores [G*R][tile_pad], output accumulators
+    // [G*R][dpad], max and sum per row.
     const int64_t rows = G_ * R_;
-    const int64_t floats = p_.head_dim * tile_pad_ + (pack_v_ ? p_.block_size * dpad_ : 0) + rows * tile_pad_ +
-                           rows * dpad_ + 2 * rows;
+    constexpr int64_t kPointerFloats = sizeof(const float*) / sizeof(float);
+    keys_floats_ = keys_in_place_ ? round_up(tile_pad_ / L_ * kPointerFloats, 16) : p_.head_dim * tile_pad_;
+    const int64_t floats = keys_floats_ + (pack_v_ ? p_.block_size * dpad_ : 0) + rows * tile_pad_ + rows * dpad_ + 2 * rows;
     per_thread_ = static_cast<size_t>(round_up(floats, 16));
     runs_.reserve(static_cast<size_t>(p_.tokens));  // no allocation per run
   }
@@ -97,14 +103,15 @@ class CachedAttentionKernel final : public Kernel {
 
   void append(const Operands& ops) const {
     const int64_t T = p_.tokens, Dh = p_.head_dim;
-    const size_t bytes = static_cast<size_t>(Dh) * sizeof(float);
+    const int64_t BS = p_.block_size;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t pos = ops.positions[t];
       if (pos < 0) continue;
       for (int64_t g = 0; g < p_.kv_heads; ++g) {
-        const int64_t at = block_offset(ops, t, pos, g) + pos % p_.block_size * Dh, from = (g * T + t) * Dh;
-        std::memcpy(ops.key_cache + at, ops.k + from, bytes);
-        std::memcpy(ops.value_cache + at, ops.v + from, bytes);
+        const int64_t block = block_offset(ops, t, pos, g), from = (g * T + t) * Dh;
+        float* key_column = ops.key_cache + block + pos % BS;
+        for (int64_t c = 0; c < Dh; ++c) key_column[c * BS] = ops.k[from + c];
+        std::memcpy(ops.value_cache + block + pos % BS * Dh, ops.v + from, static_cast<size_t>(Dh) * sizeof(float));
       }
     }
   }
@@ -148,8 +155,9 @@ class CachedAttentionKernel final : public Kernel {
       return;
     }
     const float* q = ops.q + (g * G * T + t) * Dh;
-    float* kt = ws;
-    float* vp = kt + Dh * tile_pad_;
+    float* kt = ws;  // K^T, or the key columns' pointers when the keys are read in place
+    const float** columns = reinterpret_cast<const float**>(ws);
+    float* vp = kt + keys_floats_;
     float* s = vp + (pack_v_ ? BS * dpad_ : 0);
     float* acc = s + G * R_ * tile_pad_;
     float* m = acc + G * R_ * dpad_;
@@ -161,15 +169,30 @@ class CachedAttentionKernel final : public Kernel {
     for (int64_t k0 = 0; k0 < keys; k0 += tile_) {
       const bool first = k0 == 0;  // acc is written, not accumulated, and needs no rescaling
       const int64_t nk = std::min(tile_, keys - k0), nk_pad = round_up(nk, L_);
-      for (int64_t j0 = 0; j0 < nk; j0 += BS)
-        attention::transpose(ops.key_cache + block_offset(ops, t, k0 + j0, g), Dh, std::min(BS, nk - j0), Dh,
-                             kt + j0, tile_pad_);
-      for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * tile_pad_ + nk, kt + c * tile_pad_ + nk_pad, 0.f);
-      if (n == 1)  // a decode token: its G heads' rows are head_stride apart, one product for all
-        attention::gemm(G, nk_pad, Dh, q, head_stride, kt, tile_pad_, s, tile_pad_, false);
-      else
-        for (int64_t h = 0; h < G; ++h)  // one head's n token rows are contiguous
-          attention::gemm(n, nk_pad, Dh, q + h * head_stride, Dh, kt, tile_pad_, s + h * n * tile_pad_, tile_pad_, false);
+      // Scores: a decode token's G heads' rows are head_stride apart, one product for all; a
+      // run's rows of one head are contiguous, one product per head.
+      const int64_t products = n == 1 ? 1 : G, product_rows = n == 1 ? G : n, lda = n == 1 ? head_stride : Dh;
+      if (keys_in_place_) {
+        // Vector column v holds keys k0 + v * L..: in place in their block (the last one's lanes
+        // past nk are other slots of that block, masked below).
+        for (int64_t v = 0; v < nk_pad / L_; ++v) {
+          const int64_t key = k0 + v * L_;
+          columns[v] = ops.key_cache + block_offset(ops, t, key, g) + key % BS;
+        }
+        for (int64_t h = 0; h < products; ++h)
+          attention::gemm_columns(product_rows, nk_pad / L_, Dh, q + h * head_stride, lda, columns, BS,
+                                  s + h * n * tile_pad_, tile_pad_, false);
+      } else {
+        for (int64_t j0 = 0; j0 < nk; j0 += BS) {
+          const float* block = ops.key_cache + block_offset(ops, t, k0 + j0, g);
+          const int64_t block_keys = std::min(BS, nk - j0);
+          for (int64_t c = 0; c < Dh; ++c) std::copy_n(block + c * BS, block_keys, kt + c * tile_pad_ + j0);
+        }
+        for (int64_t c = 0; c < Dh; ++c) std::fill(kt + c * tile_pad_ + nk, kt + c * tile_pad_ + nk_pad, 0.f);
+        for (int64_t h = 0; h < products; ++h)
+          attention::gemm(product_rows, nk_pad, Dh, q + h * head_stride, lda, kt, tile_pad_, s + h * n * tile_pad_,
+                          tile_pad_, false);
+      }
 
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * tile_pad_;
@@ -212,8 +235,10 @@ class CachedAttentionKernel final : public Kernel {
   const Node& node_;
   CachedAttentionParams p_;
   int64_t L_ = 8, G_ = 1, R_ = 1, tile_ = kTileKeys, tile_pad_ = kTileKeys, dpad_ = 0;
+  int64_t keys_floats_ = 0;  // a thread's scratch for the tile's keys: column pointers or K^T
   std::vector<Run> runs_;  // this run's; capacity reserved at plan time
   bool pack_v_ = false;
+  bool keys_in_place_ = false;  // BS is whole vectors: scores read the cache's key columns
   int threads_ = 1;
   size_t per_thread_ = 0;
 };

@@ -26,17 +26,17 @@ void CachedAttention(const Node& node, std::span<const Tensor> inputs, std::span
   float* out = outputs[0].data<float>();
   check_cache_slots(node, p, positions, table);
 
-  // Row p of token t's sequence in kv head g of a cache.
-  auto slot = [&](int64_t t, int64_t pos, int64_t g) {
-    const int64_t block = table[t * p.max_blocks + pos / BS];
-    return ((block * KVH + g) * BS + pos % BS) * D;
-  };
+  // Where position pos of token t's sequence starts in kv head g of a cache: a value row, or the
+  // first element of a key column (stride BS).
+  auto block_of = [&](int64_t t, int64_t pos, int64_t g) { return (table[t * p.max_blocks + pos / BS] * KVH + g) * BS * D; };
+  auto value_slot = [&](int64_t t, int64_t pos, int64_t g) { return block_of(t, pos, g) + pos % BS * D; };
+  auto key_slot = [&](int64_t t, int64_t pos, int64_t g) { return block_of(t, pos, g) + pos % BS; };
   for (int64_t t = 0; t < T; ++t) {
     if (positions[t] < 0) continue;
     for (int64_t g = 0; g < KVH; ++g) {
-      const int64_t at = slot(t, positions[t], g), from = (g * T + t) * D;
-      std::copy(k + from, k + from + D, key_cache + at);
-      std::copy(v + from, v + from + D, value_cache + at);
+      const int64_t from = (g * T + t) * D, key_at = key_slot(t, positions[t], g);
+      for (int64_t c = 0; c < D; ++c) key_cache[key_at + c * BS] = k[from + c];
+      std::copy(v + from, v + from + D, value_cache + value_slot(t, positions[t], g));
     }
   }
 
@@ -54,9 +54,9 @@ void CachedAttention(const Node& node, std::span<const Tensor> inputs, std::span
       scores.assign(static_cast<size_t>(pos + 1), 0.0);
       double max = -INFINITY;
       for (int64_t j = 0; j <= pos; ++j) {
-        const float* kr = key_cache + slot(t, j, g);
+        const float* kc = key_cache + key_slot(t, j, g);
         double dot = 0;
-        for (int64_t c = 0; c < D; ++c) dot += static_cast<double>(qr[c]) * kr[c];
+        for (int64_t c = 0; c < D; ++c) dot += static_cast<double>(qr[c]) * kc[c * BS];
         scores[static_cast<size_t>(j)] = static_cast<double>(p.scale) * dot;
         max = std::max(max, scores[static_cast<size_t>(j)]);
       }
@@ -64,7 +64,7 @@ void CachedAttention(const Node& node, std::span<const Tensor> inputs, std::span
       for (double& s : scores) sum += s = std::exp(s - max);
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t j = 0; j <= pos; ++j) {
-        const float* vr = value_cache + slot(t, j, g);
+        const float* vr = value_cache + value_slot(t, j, g);
         const double w = scores[static_cast<size_t>(j)] / sum;
         for (int64_t c = 0; c < D; ++c) acc[static_cast<size_t>(c)] += w * vr[c];
       }
