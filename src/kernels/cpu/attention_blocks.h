@@ -31,8 +31,9 @@ inline V exp_nonpositive(V x) {
 // dst[c * ldd + j] = src[j * lds + c] for j < rows, c < cols: a matrix transposed. 8x8
 // tiles go through 256-bit registers (unpack, 64-bit unpack, 128-bit concat), on AVX-512 too:
 // its wider vectors would need a 16x16 tile that head dims like 20 or 40 do not fill, and a
-// scalar transpose, which AVX-512 builds used to run, was most of a decode step's attention time
-// (strided single-float stores). The edges, and targets without 256-bit vectors, are scalar.
+// scalar transpose (strided single-float stores) was most of the attention time when every
+// decode step transposed its cached keys. The edges, and targets without 256-bit vectors, are
+// scalar.
 inline void transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst, int64_t ldd) {
   using D8 = hn::CappedTag<float, 8>;
   using V8 = hn::Vec<D8>;
