@@ -14,7 +14,6 @@
 namespace fusor {
 namespace {
 
-
 // Ops whose first output is the first input's bytes under another shape, when the dtype stays
 // (the caller checks it): a Cast to the type it already has is a copy (exports are full of
 // them, such as the float-to-float Cast that names a decoder's logits).

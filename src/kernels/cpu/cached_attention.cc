@@ -6,11 +6,11 @@
 // K/V rows, and so do the consecutive tokens of one sequence in a prefill (a run: same block
 // table, positions p, p + 1, ...; up to kRunTokens), so each cache block is read once for all of
 // them, each row masked causally at its own position. Decode tokens are runs of one. Keys go
-// in tiles of whole cache blocks (about kTileKeys keys). The cache keeps each
-// block's keys transposed ([D, BS]), so where a block is whole vectors of keys (BS a multiple of
-// the vector width) one small GEMM reads the tile's key columns in place and gives the group's
-// scores; other block sizes are copied into a K^T tile first. (Keys stored as rows were
-// transposed on every step: half of a 16-sequence decode step's attention time.) The output is
+// in tiles of whole cache blocks (about kTileKeys keys). The cache keeps each block's keys
+// transposed ([D, BS]), so where a block is whole vectors of keys (BS a multiple of the vector
+// width) one small GEMM reads the tile's key columns in place and gives the group's scores;
+// other block sizes are copied into a K^T tile first. (Keys stored as rows were transposed on
+// every step: half of a 16-sequence decode step's attention time.) The output is
 // folded in with an online softmax (running max and sum per head; a tile that raises the max
 // rescales what came before), so no score tensor over all positions exists. P V then runs block
 // by block on the V rows in place. The append runs first, in token order, before any task
