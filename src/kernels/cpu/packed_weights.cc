@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "kernels/cpu/weight_arena.h"
 #include "kernels/cpu/onednn_context.h"
 
 namespace fusor::cpu {
@@ -182,9 +183,10 @@ std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dn
     return entry;
   }
   dnnl::memory user(source_md, onednn::engine(), const_cast<void*>(source));
-  dnnl::memory packed(packed_md, onednn::engine());
+  std::shared_ptr<void> storage = weight_buffer(packed_md.get_size());
+  dnnl::memory packed(packed_md, onednn::engine(), storage.get());
   reorder(user, packed);
-  auto entry = std::make_shared<const PackedWeights>(source_md, std::move(packed));
+  auto entry = std::make_shared<const PackedWeights>(source_md, std::move(packed), std::move(storage));
   remember(c.entries, key, entry);
   ++c.packs;
   return entry;

@@ -25,7 +25,9 @@ namespace fusor::cpu {
 
 class PackedWeights {
  public:
-  PackedWeights(dnnl::memory::desc source, dnnl::memory packed) : source_(source), packed_(std::move(packed)) {}
+  // `packed` lives in `storage` (a weight_buffer), which this object keeps alive.
+  PackedWeights(dnnl::memory::desc source, dnnl::memory packed, std::shared_ptr<void> storage)
+      : source_(source), packed_(std::move(packed)), storage_(std::move(storage)) {}
   // The shared memory object itself: kernels put it in their argument lists and never rebind
   // its data handle (oneDNN only reads weights).
   const dnnl::memory& memory() const { return packed_; }
@@ -35,6 +37,7 @@ class PackedWeights {
  private:
   dnnl::memory::desc source_;
   dnnl::memory packed_;
+  std::shared_ptr<void> storage_;
 };
 
 // `source` (laid out as `source_md`) reordered into `packed_md`: an existing buffer when one with
