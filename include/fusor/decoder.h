@@ -92,6 +92,25 @@ struct DecoderBatchOptions {
   int64_t max_sequences = 64;
 };
 
+// Where a DecoderBatch's steps spent their time, kernel by kernel (DecoderBatch::set_profiling):
+// decode steps, where every sequence fed one token, apart from prompt steps, where some fed a
+// prompt or a chunk of one. A step longer than max_step_tokens counts once per chunk.
+struct KernelTime {
+  std::string kernel;  // its name (kernel and ISA, as `fusor profile` shows it)
+  std::string op;      // the op it runs; a fusion item's fused op
+  int64_t calls = 0;
+  double seconds = 0;
+};
+struct StepKindProfile {
+  int64_t steps = 0;   // plan runs
+  int64_t tokens = 0;  // real tokens they fed (not the plans' filler)
+  double seconds = 0;  // their wall time: the kernels and the executor between them
+  std::vector<KernelTime> kernels;  // most time first
+};
+struct GenerationProfile {
+  StepKindProfile decode, prompt;
+};
+
 // Many sequences decoded together over a paged KV cache (issue #16). The model's
 // Concat(past, new) -> attention is rewritten into CachedAttention over a pool of blocks
 // (passes/cache_attention.h), so no shape depends on a past length: one plan per token count
@@ -152,6 +171,11 @@ class DecoderBatch {
   // Bytes of the one arena that every plan runs in, one step at a time: the largest plan's.
   size_t arena_bytes() const;
 
+  // Times every kernel of the steps from now on (on: from zero again; off: stops timing, the
+  // profile stays). Off by default: the executor then takes no clock readings per kernel.
+  void set_profiling(bool on);
+  GenerationProfile profile() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -197,6 +221,11 @@ class DecoderStep {
     KvCacheStats cache;
   };
   Stats stats() const;
+
+  // DecoderBatch's profiling of the steps from now on, when the paged KV cache runs them; the
+  // plain loop's steps are not profiled (its profile stays empty).
+  void set_profiling(bool on);
+  GenerationProfile profile() const;
 
  private:
   struct Impl;

@@ -14,6 +14,7 @@
 #include "fusor/error.h"
 #include "generate/kv_pool.h"
 #include "generate/name_template.h"
+#include "generate/step_profile.h"
 #include "ir/bind.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
@@ -34,6 +35,7 @@ struct TokenPlan {
   int64_t* table = nullptr;
   int64_t* rows = nullptr;  // the rows the tail runs on (passes/logit_rows.h), else null
   int64_t row_count = 0;    // how many
+  StepTimes times[2];       // by StepKind, while profiling
 };
 
 struct Sequence {
@@ -67,6 +69,8 @@ struct DecoderBatch::Impl {
   size_t plans_built = 0;
   double plan_seconds = 0;
   int64_t vocab = 0;
+  bool profiling = false;
+  StepKind step_kind = StepKind::Prompt;  // of the step running
 
   Impl(const Engine& engine, DecoderSpec s, SessionOptions o, DecoderBatchOptions b)
       : spec(std::move(s)), options(std::move(o)), batch(b) {
@@ -310,15 +314,43 @@ struct DecoderBatch::Impl {
     set_live_tokens(plan_of(*p.session), count);
     Executor& executor = executor_of(*p.session);
     executor.set_abandon_flag(abandon);
+    if (profiling) return run_profiled(p, count);
     if (!executor.run_in_place(p.inputs, p.outputs)) return false;
+    copy_logits(p);
+    return true;
+  }
+
+  // run_chunk's run with its kernels timed into the plan's StepTimes of this step's kind.
+  bool run_profiled(TokenPlan& p, int64_t count) {
+    StepTimes& t = p.times[static_cast<int>(step_kind)];
+    if (t.seconds.empty()) t = step_times_for(plan_of(*p.session));
+    Executor& executor = executor_of(*p.session);
+    executor.set_step_hook([&t](size_t step, const Step&, double seconds) { t.add_kernel(step, seconds); });
+    struct Unhook {  // also when the run throws
+      Executor& e;
+      ~Unhook() { e.set_step_hook(nullptr); }
+    } unhook{executor};
+    const auto start = std::chrono::steady_clock::now();
+    if (!executor.run_in_place(p.inputs, p.outputs)) return false;
+    ++t.runs;
+    t.tokens += count;
+    t.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    copy_logits(p);
+    return true;
+  }
+
+  // The logits of the feeds that end in the chunk just run, out of its arena.
+  void copy_logits(const TokenPlan& p) {
     const float* out = p.outputs[0].data<float>();
     for (auto [feed, row] : last_rows)
       std::copy(out + row * vocab, out + (row + 1) * vocab, logits.begin() + static_cast<int64_t>(feed) * vocab);
-    return true;
   }
 
   std::span<const std::span<const float>> step(std::span<const Feed> feeds, const std::atomic<bool>* abandon) {
     admit(feeds);
+    step_kind = std::all_of(feeds.begin(), feeds.end(), [](const Feed& f) { return f.ids.size() == 1; })
+                    ? StepKind::Decode
+                    : StepKind::Prompt;
     int64_t total = 0;
     for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
     if (vocab == 0) {  // learns the vocabulary
@@ -402,5 +434,22 @@ void DecoderBatch::prepare(int64_t tokens) {
 size_t DecoderBatch::plans_built() const { return impl_->plans_built; }
 size_t DecoderBatch::arena_bytes() const { return impl_->arena->size(); }
 double DecoderBatch::plan_seconds() const { return impl_->plan_seconds; }
+
+void DecoderBatch::set_profiling(bool on) {
+  impl_->profiling = on;
+  if (!on) return;
+  for (auto& [key, p] : impl_->plans)
+    for (StepTimes& t : p.times) t = {};
+}
+
+GenerationProfile DecoderBatch::profile() const {
+  GenerationProfile out;
+  for (const auto& [key, p] : impl_->plans) {
+    const Plan& plan = plan_of(*p.session);
+    add_to_profile(plan, p.times[static_cast<int>(StepKind::Decode)], out.decode);
+    add_to_profile(plan, p.times[static_cast<int>(StepKind::Prompt)], out.prompt);
+  }
+  return out;
+}
 
 }  // namespace fusor

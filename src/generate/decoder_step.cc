@@ -211,5 +211,9 @@ DecoderStep::Stats DecoderStep::stats() const {
   }
   return s;
 }
+void DecoderStep::set_profiling(bool on) {
+  if (impl_->batch) impl_->batch->set_profiling(on);
+}
+GenerationProfile DecoderStep::profile() const { return impl_->batch ? impl_->batch->profile() : GenerationProfile{}; }
 
 }  // namespace fusor

@@ -129,6 +129,39 @@ def test_kv_cache_holds_exactly_the_keys_and_values():
     assert unfused["kv_cache"] == {"refused": "fusion is off"}
 
 
+def test_profile_times_the_kernels_of_decode_and_prompt_steps(tmp_path):
+    """--profile: the --json object's "profile" counts one prompt step and a decode step per later
+    token, each layer's cached attention once per step, and the table says the same on stderr; in a
+    --batch, two sequences share their steps; the plain loop has no profile and says why."""
+    layers = json.loads((MODELS / "llama-tiny" / "config.json").read_text())["num_hidden_layers"]
+    out = greedy("llama-tiny", [5, 6, 7], 9, "--profile")
+    decode, prompt = out["profile"]["decode"], out["profile"]["prompt"]
+    assert (prompt["steps"], prompt["tokens"], decode["steps"], decode["tokens"]) == (1, 3, 8, 8)
+    for kind in (decode, prompt):
+        attention = [k for k in kind["kernels"] if k["op"] == "CachedAttention"]
+        assert len(attention) == 1 and attention[0]["calls"] == layers * kind["steps"], kind["kernels"]
+        assert 0 < sum(k["seconds"] for k in kind["kernels"]) <= kind["seconds"]
+
+    r = run_fusor("generate", MODELS / "llama-tiny", "--prompt-ids", "5,6,7", "--max-new-tokens", 4, "--ignore-eos",
+                  "--profile")
+    assert r.returncode == 0, r.stderr
+    assert "decode steps: 3 runs, 3 tokens" in r.stderr and "prompt steps: 1 runs, 3 tokens" in r.stderr, r.stderr
+    assert "(CachedAttention)" in r.stderr
+
+    (tmp_path / "batch.jsonl").write_text('{"prompt_ids": [5, 6, 7]}\n{"prompt_ids": [8, 9]}\n')
+    r = run_fusor("generate", MODELS / "llama-tiny", "--batch", tmp_path / "batch.jsonl", "--max-new-tokens", 5,
+                  "--ignore-eos", "--profile", "--json")
+    assert r.returncode == 0, r.stderr
+    profile = json.loads(r.stdout)["profile"]
+    assert (profile["prompt"]["steps"], profile["prompt"]["tokens"]) == (1, 5)
+    assert (profile["decode"]["steps"], profile["decode"]["tokens"]) == (4, 8)
+
+    r = run_fusor("generate", MODELS / "llama-tiny", "--prompt-ids", "5,6,7", "--max-new-tokens", 2, "--profile",
+                  "--no-fusion")
+    assert r.returncode == 0, r.stderr
+    assert "no profile: the plain loop ran (fusion is off)" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("line,says", [
     ("not json", "not a JSON object"),
     ('{"prompt_ids": [1], "prompt": "x"}', "one of them"),

@@ -16,6 +16,7 @@
 #include "fusor/generate.h"
 #include "fusor/tokenizer.h"
 #include "model_args.h"
+#include "profile/generation_profile.h"
 
 namespace fusor::cli {
 namespace {
@@ -35,6 +36,7 @@ struct GenerateArgs {
   std::vector<std::string> eos_ids;
   bool json = false;
   bool stats = false;
+  bool profile = false;
   std::string batch;  // a JSON-lines file of sequences generated together
 };
 
@@ -141,6 +143,19 @@ BatchRequest batch_line(const std::string& line, size_t number, const GenerateOp
   return r;
 }
 
+nlohmann::json kind_json(const StepKindProfile& k) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const KernelTime& t : k.kernels)
+    kernels.push_back({{"kernel", t.kernel}, {"op", t.op}, {"calls", t.calls}, {"seconds", t.seconds}});
+  return {{"steps", k.steps}, {"tokens", k.tokens}, {"seconds", k.seconds}, {"kernels", kernels}};
+}
+
+// --profile: the table on stderr, and the numbers in the --json object.
+void report_profile(const GenerationProfile& p, nlohmann::json* out) {
+  std::fprintf(stderr, "%s", render_generation_profile(p).c_str());
+  if (out) (*out)["profile"] = {{"decode", kind_json(p.decode)}, {"prompt", kind_json(p.prompt)}};
+}
+
 // --batch: every line's sequence over one DecoderBatch, joined as their start steps say.
 void generate_batch_command(const GenerateArgs& a, const Engine& engine, const DecoderSpec& spec,
                             const std::string& model_file) {
@@ -164,11 +179,13 @@ void generate_batch_command(const GenerateArgs& a, const Engine& engine, const D
   options.cache_tokens = longest * static_cast<int64_t>(requests.size()) + 16 * static_cast<int64_t>(requests.size());
   options.max_sequences = static_cast<int64_t>(requests.size());  // all may run in one step
   DecoderBatch batch(engine, spec, session, options);
+  batch.set_profiling(a.profile);
   const BatchGenerateResult r = generate_batch(batch, requests, tokenizer ? &*tokenizer : nullptr);
   if (a.stats)
     std::fprintf(stderr, "generate: %lld steps, %zu plans built in %.2f s, %lld prompt and %lld new tokens in %.2f s\n",
                  static_cast<long long>(r.steps), batch.plans_built(), batch.plan_seconds(),
                  static_cast<long long>(r.prompt_tokens), static_cast<long long>(r.generated_tokens), r.seconds);
+  if (a.profile && !a.json) report_profile(batch.profile(), nullptr);
   if (!a.json) {
     for (size_t i = 0; i < r.results.size(); ++i) {
       std::cout << "[" << i << "] ";
@@ -186,6 +203,7 @@ void generate_batch_command(const GenerateArgs& a, const Engine& engine, const D
                         {"plans_built", batch.plans_built()},
                         {"plan_seconds", batch.plan_seconds()}};
   for (size_t i = 0; i < r.results.size(); ++i) out["sequences"].push_back(result_json(requests[i].prompt, r.results[i]));
+  if (a.profile) report_profile(batch.profile(), &out);
   std::cout << out.dump() << "\n";
 }
 
@@ -217,6 +235,7 @@ void generate_command(GenerateArgs& a) {
                 ErrorKind::InvalidArgument);
 
   DecoderStep decoder(engine, spec, a.model.session_options(engine, model_file));
+  decoder.set_profiling(a.profile);
   TokenCallback stream;
   if (!a.json)
     stream = [&](TokenId id, std::string_view text) {
@@ -237,11 +256,15 @@ void generate_command(GenerateArgs& a) {
     else
       std::fprintf(stderr, "generate: plain loop (%s)\n", st.kv_cache_refusal.c_str());
   }
+  if (a.profile && !decoder.stats().kv_cache)
+    std::fprintf(stderr, "generate: no profile: the plain loop ran (%s)\n", decoder.stats().kv_cache_refusal.c_str());
   if (!a.json) {
-    std::cout << "\n";
+    std::cout << "\n" << std::flush;
+    if (a.profile) report_profile(decoder.profile(), nullptr);
     return;
   }
   nlohmann::json out = result_json(prompt, r);
+  if (a.profile) report_profile(decoder.profile(), &out);
   if (a.stats) {  // how it ran: the paged cache's memory, or why the plain loop ran
     const DecoderStep::Stats st = decoder.stats();
     out["kv_cache"] = st.kv_cache ? nlohmann::json{{"bytes", st.cache.bytes},
@@ -281,6 +304,9 @@ void add_generate_command(CLI::App& app) {
       ->type_name("ID");
   cmd->add_flag("--json", args->json, "Print one JSON object at the end instead of streaming text");
   cmd->add_flag("--stats", args->stats, "Print steps and sessions planned (and their time) to stderr");
+  cmd->add_flag("--profile", args->profile,
+                "Time every kernel of the steps: a table per kind of step (decode, prompt) on stderr, and "
+                "\"profile\" in the --json object");
   cmd->add_flag("--reference", args->model.reference, "Use the plain reference kernels (the ground truth)");
   cmd->add_flag("--no-fusion", args->model.no_fusion, "Run the unfused plan (every fusion pass off)");
   args->model.add_config_and_threads(*cmd, "YAML config file: one switch per optimization (docs/config.md)",

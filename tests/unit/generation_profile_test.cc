@@ -1,0 +1,125 @@
+// Kernel times of a DecoderBatch's steps (DecoderBatch::set_profiling) on the real LLaMA-style
+// export: off by default, decode steps counted apart from prompt steps, each layer's kernels
+// called once per run, kernel time within the runs' wall time, the profile reset when turned on
+// again and kept when turned off, and a profiled decode step still allocating nothing; then the
+// table `fusor generate --profile` prints.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "allocation_counter.h"
+#include "fusor/decoder.h"
+#include "profile/generation_profile.h"
+
+namespace fusor {
+namespace {
+
+const std::string kModel = std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny";
+
+const Engine& engine() {
+  static const Engine e = Engine::load(kModel + "/model.onnx");
+  return e;
+}
+
+const DecoderSpec& spec() {
+  static const DecoderSpec s = DecoderSpec::describe(engine(), kModel + "/model.onnx");
+  return s;
+}
+
+std::vector<TokenId> ids(int n, int seed) {
+  std::vector<TokenId> v;
+  for (int i = 0; i < n; ++i) v.push_back(static_cast<TokenId>(3 + (seed * 7919 + i * 104729) % 8000));
+  return v;
+}
+
+// Two sequences: a step of both prompts, then `decode_steps` steps of one token each.
+void run_two_sequences(DecoderBatch& batch, int decode_steps) {
+  const auto a = batch.add(), b = batch.add();
+  const std::vector<TokenId> pa = ids(20, 1), pb = ids(9, 2), next = ids(1, 3);
+  const DecoderBatch::Feed prompts[2] = {{a, pa}, {b, pb}};
+  batch.step(prompts);
+  const DecoderBatch::Feed decodes[2] = {{a, next}, {b, next}};
+  for (int i = 0; i < decode_steps; ++i) batch.step(decodes);
+  batch.remove(a);
+  batch.remove(b);
+}
+
+const KernelTime* find_op(const StepKindProfile& k, const std::string& op) {
+  auto it = std::find_if(k.kernels.begin(), k.kernels.end(), [&](const KernelTime& t) { return t.op == op; });
+  return it == k.kernels.end() ? nullptr : &*it;
+}
+
+double kernel_seconds(const StepKindProfile& k) {
+  double s = 0;
+  for (const KernelTime& t : k.kernels) s += t.seconds;
+  return s;
+}
+
+TEST(GenerationProfile, CountsDecodeAndPromptStepsAndTheirKernels) {
+  DecoderBatch batch(engine(), spec());
+  run_two_sequences(batch, 2);
+  EXPECT_EQ(batch.profile().decode.steps, 0);  // off by default
+  EXPECT_EQ(batch.profile().prompt.steps, 0);
+
+  batch.set_profiling(true);
+  run_two_sequences(batch, 5);
+  const GenerationProfile p = batch.profile();
+  EXPECT_EQ(p.prompt.steps, 1);
+  EXPECT_EQ(p.prompt.tokens, 29);
+  EXPECT_EQ(p.decode.steps, 5);
+  EXPECT_EQ(p.decode.tokens, 10);
+  for (const StepKindProfile* k : {&p.decode, &p.prompt}) {
+    const KernelTime* attention = find_op(*k, "CachedAttention");
+    ASSERT_NE(attention, nullptr);
+    EXPECT_EQ(attention->calls, spec().layers * k->steps);  // one per layer and run
+    EXPECT_GT(kernel_seconds(*k), 0);
+    EXPECT_LE(kernel_seconds(*k), k->seconds);
+    EXPECT_TRUE(std::is_sorted(k->kernels.begin(), k->kernels.end(),
+                               [](const KernelTime& x, const KernelTime& y) { return x.seconds > y.seconds; }));
+  }
+
+  batch.set_profiling(false);  // stops counting; what was counted stays
+  run_two_sequences(batch, 3);
+  EXPECT_EQ(batch.profile().decode.steps, 5);
+  batch.set_profiling(true);  // from zero again
+  EXPECT_EQ(batch.profile().decode.steps, 0);
+  run_two_sequences(batch, 1);
+  EXPECT_EQ(batch.profile().decode.steps, 1);
+  EXPECT_EQ(batch.profile().prompt.steps, 1);
+}
+
+TEST(GenerationProfile, AProfiledDecodeStepAllocatesNothing) {
+  if (!test::counting_available()) GTEST_SKIP() << "allocation counting needs the plain allocator";
+  DecoderBatch batch(engine(), spec());
+  batch.set_profiling(true);
+  const auto a = batch.add();
+  const std::vector<TokenId> prompt = ids(5, 4), next = ids(1, 5);
+  const DecoderBatch::Feed first{a, prompt}, decode{a, next};
+  batch.step({&first, 1});
+  batch.step({&decode, 1});  // the one-token plan and its times exist from here
+  test::start_counting_allocations();
+  for (int s = 0; s < 4; ++s) batch.step({&decode, 1});
+  const test::AllocationCount n = test::stop_counting_allocations();
+  EXPECT_EQ(n.fusor, 0);
+  EXPECT_EQ(batch.profile().decode.steps, 5);
+}
+
+TEST(GenerationProfile, TableShowsEachKindAndFoldsTheRest) {
+  GenerationProfile p;
+  p.decode = {10, 10, 0.02, {{"matmul_a", "MatMul", 40, 0.012}, {"attention_b", "CachedAttention", 40, 0.004},
+                             {"norm_c", "LayerNorm", 50, 0.001}}};
+  const std::string table = render_generation_profile(p, 2);
+  EXPECT_NE(table.find("decode steps: 10 runs, 10 tokens, 0.020 s (2.000 ms a run); kernels 85.0% of it"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("12.000  60.0%       40      300.0  matmul_a (MatMul)"), std::string::npos) << table;
+  EXPECT_NE(table.find("attention_b (CachedAttention)"), std::string::npos) << table;
+  EXPECT_EQ(table.find("norm_c"), std::string::npos) << table;
+  EXPECT_NE(table.find("(1 more kernels)"), std::string::npos) << table;
+  EXPECT_NE(table.find("prompt steps: none"), std::string::npos) << table;
+}
+
+}  // namespace
+}  // namespace fusor
