@@ -17,23 +17,15 @@
 #include "generate/name_template.h"
 #include "ir/bind.h"
 #include "kernels/ref/reference.h"
+#include "llama_tiny.h"
 #include "passes/cache_attention.h"
 #include "passes/logit_rows.h"
 
 namespace fusor {
 namespace {
 
-const std::string kModel = std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny";
-
-const Engine& engine() {
-  static const Engine e = Engine::load(kModel + "/model.onnx");
-  return e;
-}
-
-const DecoderSpec& spec() {
-  static const DecoderSpec s = DecoderSpec::describe(engine(), kModel + "/model.onnx");
-  return s;
-}
+const Engine& engine() { return test::llama_tiny_engine(); }
+const DecoderSpec& spec() { return test::llama_tiny_spec(); }
 
 DecoderGraphNames names() {
   DecoderGraphNames n{spec().input_ids, spec().attention_mask, spec().position_ids, {}, {}, {}, {}};
@@ -179,11 +171,7 @@ TEST(CacheAttentionPass, RefusesWhatItCannotProve) {
   }
 }
 
-std::vector<TokenId> ids(int n, int seed) {
-  std::vector<TokenId> v;
-  for (int i = 0; i < n; ++i) v.push_back(static_cast<TokenId>(3 + (seed * 7919 + i * 104729) % 8000));
-  return v;
-}
+std::vector<TokenId> ids(int n, int seed) { return test::prompt_ids(n, seed); }
 
 double max_diff(std::span<const float> a, std::span<const float> b) {
   double m = 0;

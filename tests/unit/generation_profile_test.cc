@@ -11,28 +11,15 @@
 
 #include "allocation_counter.h"
 #include "fusor/decoder.h"
+#include "llama_tiny.h"
 #include "profile/generation_profile.h"
 
 namespace fusor {
 namespace {
 
-const std::string kModel = std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny";
-
-const Engine& engine() {
-  static const Engine e = Engine::load(kModel + "/model.onnx");
-  return e;
-}
-
-const DecoderSpec& spec() {
-  static const DecoderSpec s = DecoderSpec::describe(engine(), kModel + "/model.onnx");
-  return s;
-}
-
-std::vector<TokenId> ids(int n, int seed) {
-  std::vector<TokenId> v;
-  for (int i = 0; i < n; ++i) v.push_back(static_cast<TokenId>(3 + (seed * 7919 + i * 104729) % 8000));
-  return v;
-}
+const Engine& engine() { return test::llama_tiny_engine(); }
+const DecoderSpec& spec() { return test::llama_tiny_spec(); }
+std::vector<TokenId> ids(int n, int seed) { return test::prompt_ids(n, seed); }
 
 // Two sequences: a step of both prompts, then `decode_steps` steps of one token each.
 void run_two_sequences(DecoderBatch& batch, int decode_steps) {
