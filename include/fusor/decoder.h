@@ -93,8 +93,9 @@ struct DecoderBatchOptions {
 };
 
 // Where a DecoderBatch's steps spent their time, kernel by kernel (DecoderBatch::set_profiling):
-// decode steps, where every sequence fed one token, apart from prompt steps, where some fed a
-// prompt or a chunk of one. A step longer than max_step_tokens counts once per chunk.
+// decode steps, where every sequence fed one token (a one-token prompt too), apart from prompt
+// steps, where some fed a prompt or a chunk of one. A step longer than max_step_tokens counts
+// once per chunk; a run stopped midway (abandoned, or failed) counts nothing.
 struct KernelTime {
   std::string kernel;  // its name (kernel and ISA, as `fusor profile` shows it)
   std::string op;      // the op it runs; a fusion item's fused op

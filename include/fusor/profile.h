@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fusor/decoder.h"
 #include "fusor/engine.h"
 
 namespace fusor {
@@ -124,5 +125,9 @@ std::string profile_json(const ProfileReport& report);
 std::string chrome_trace_json(const ProfileReport& report);
 // Terminal table: the `top` slowest kernels, the per-op summary, then totals and efficiency.
 std::string profile_table(const ProfileReport& report, size_t top = 15);
+
+// A decoder's step profile (DecoderBatch::set_profiling) as `fusor generate --profile` prints
+// it: per kind of step its runs and time, then its `top` kernels by time and the rest summed.
+std::string generation_profile_table(const GenerationProfile& profile, size_t top = 15);
 
 }  // namespace fusor

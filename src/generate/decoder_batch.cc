@@ -325,16 +325,14 @@ struct DecoderBatch::Impl {
     StepTimes& t = p.times[static_cast<int>(step_kind)];
     if (t.seconds.empty()) t = step_times_for(plan_of(*p.session));
     Executor& executor = executor_of(*p.session);
-    executor.set_step_hook([&t](size_t step, const Step&, double seconds) { t.add_kernel(step, seconds); });
+    executor.set_step_hook([&t](size_t step, const Step&, double seconds) { t.pending[step] = seconds; });
     struct Unhook {  // also when the run throws
       Executor& e;
       ~Unhook() { e.set_step_hook(nullptr); }
     } unhook{executor};
     const auto start = std::chrono::steady_clock::now();
     if (!executor.run_in_place(p.inputs, p.outputs)) return false;
-    ++t.runs;
-    t.tokens += count;
-    t.wall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.finish_run(count, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     copy_logits(p);
     return true;
   }

@@ -7,7 +7,7 @@ namespace fusor {
 StepTimes step_times_for(const Plan& plan) {
   StepTimes t;
   t.seconds.assign(plan.steps.size(), 0.0);
-  t.calls.assign(plan.steps.size(), 0);
+  t.pending.assign(plan.steps.size(), 0.0);
   return t;
 }
 
@@ -16,15 +16,14 @@ void add_to_profile(const Plan& plan, const StepTimes& times, StepKindProfile& o
   out.steps += times.runs;
   out.tokens += times.tokens;
   out.seconds += times.wall_seconds;
-  for (size_t i = 0; i < plan.steps.size() && i < times.calls.size(); ++i) {
-    if (times.calls[i] == 0) continue;  // a run stopped before it (abandoned)
+  for (size_t i = 0; i < plan.steps.size() && i < times.seconds.size(); ++i) {
     const Step& step = plan.steps[i];
     const std::string name = step.kernel->name();
     const std::string& op = plan.graph->nodes[static_cast<size_t>(step.node)].op_type;
     auto it = std::find_if(out.kernels.begin(), out.kernels.end(),
                            [&](const KernelTime& k) { return k.kernel == name && k.op == op; });
     if (it == out.kernels.end()) it = out.kernels.insert(out.kernels.end(), KernelTime{name, op, 0, 0.0});
-    it->calls += times.calls[i];
+    it->calls += times.runs;
     it->seconds += times.seconds[i];
   }
   std::stable_sort(out.kernels.begin(), out.kernels.end(),

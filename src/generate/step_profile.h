@@ -12,16 +12,20 @@ namespace fusor {
 
 enum class StepKind { Decode = 0, Prompt = 1 };
 
-// One plan's times for one kind of step.
+// One plan's times for one kind of step. A run's kernel times wait in `pending` until it
+// finishes: a run abandoned or failed midway adds nothing, so every kernel of a plan has run as
+// many times as the plan (`runs`).
 struct StepTimes {
-  std::vector<double> seconds;  // per plan step (kernel), summed over runs
-  std::vector<int64_t> calls;
+  std::vector<double> seconds;  // per plan step (kernel), summed over finished runs
+  std::vector<double> pending;  // per plan step, the run going on
   int64_t runs = 0, tokens = 0;
   double wall_seconds = 0;
 
-  void add_kernel(size_t step, double s) {
-    seconds[step] += s;
-    ++calls[step];
+  void finish_run(int64_t run_tokens, double run_seconds) {
+    for (size_t i = 0; i < seconds.size(); ++i) seconds[i] += pending[i];
+    ++runs;
+    tokens += run_tokens;
+    wall_seconds += run_seconds;
   }
 };
 

@@ -1,4 +1,4 @@
-// The profile report as JSON and as a terminal table.
+// The profile report as JSON and as a terminal table, and the table of a decoder's step profile.
 #include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -41,6 +41,35 @@ void append_rows(std::string& out, const std::vector<ProfileRow>& rows, size_t l
                   r.gflops, r.intensity, r.bound.c_str(), label.c_str());
   }
   if (rows.size() > limit) out += format("%9s (%zu more)\n", "...", rows.size() - limit);
+}
+
+void render_kind(std::string& out, const char* what, const StepKindProfile& k, size_t top) {
+  if (k.steps == 0) {
+    out += format("%s steps: none\n", what);
+    return;
+  }
+  double kernels = 0;
+  for (const KernelTime& t : k.kernels) kernels += t.seconds;
+  out += format("%s steps: %lld (%lld tokens), %.3f s, %.3f ms each; kernels %.1f%% of it\n", what,
+                static_cast<long long>(k.steps), static_cast<long long>(k.tokens), k.seconds,
+                1e3 * k.seconds / static_cast<double>(k.steps), k.seconds > 0 ? 100 * kernels / k.seconds : 0.0);
+  out += format("  %10s %6s %8s %10s  %s\n", "ms", "share", "calls", "us/call", "kernel (op)");
+  double rest = 0;
+  size_t rest_count = 0;
+  for (size_t i = 0; i < k.kernels.size(); ++i) {
+    const KernelTime& t = k.kernels[i];
+    if (i >= top) {
+      rest += t.seconds;
+      ++rest_count;
+      continue;
+    }
+    out += format("  %10.3f %5.1f%% %8lld %10.1f  %s (%s)\n", 1e3 * t.seconds,
+                  k.seconds > 0 ? 100 * t.seconds / k.seconds : 0.0, static_cast<long long>(t.calls),
+                  t.calls ? 1e6 * t.seconds / static_cast<double>(t.calls) : 0.0, t.kernel.c_str(), t.op.c_str());
+  }
+  if (rest_count)
+    out += format("  %10.3f %5.1f%% %8s %10s  (%zu more kernel%s)\n", 1e3 * rest,
+                  k.seconds > 0 ? 100 * rest / k.seconds : 0.0, "", "", rest_count, rest_count == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -127,6 +156,13 @@ std::string profile_table(const ProfileReport& r, size_t top) {
   out += format("memory: arena %.2f MiB (lower bound %.2f, naive %.2f), weights %.2f MiB\n",
                 r.memory.arena_bytes / 1048576.0, r.memory.lower_bound_bytes / 1048576.0,
                 r.memory.naive_bytes / 1048576.0, r.memory.weights_bytes / 1048576.0);
+  return out;
+}
+
+std::string generation_profile_table(const GenerationProfile& profile, size_t top) {
+  std::string out;
+  render_kind(out, "decode", profile.decode, top);
+  render_kind(out, "prompt", profile.prompt, top);
   return out;
 }
 

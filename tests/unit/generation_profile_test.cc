@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "allocation_counter.h"
 #include "fusor/decoder.h"
+#include "fusor/profile.h"
 #include "llama_tiny.h"
-#include "profile/generation_profile.h"
 
 namespace fusor {
 namespace {
@@ -77,6 +80,39 @@ TEST(GenerationProfile, CountsDecodeAndPromptStepsAndTheirKernels) {
   EXPECT_EQ(batch.profile().prompt.steps, 1);
 }
 
+// A prompt longer than max_step_tokens counts once per chunk; a step stopped midway adds
+// nothing, so every kernel has still run once per counted run.
+TEST(GenerationProfile, CountsChunksAndLeavesOutAStoppedStep) {
+  DecoderBatchOptions o;
+  o.max_step_tokens = 16;
+  DecoderBatch batch(engine(), spec(), {}, o);
+  batch.set_profiling(true);
+  const auto a = batch.add();
+  const std::vector<TokenId> prompt = ids(160, 9);
+  const DecoderBatch::Feed whole{a, prompt};
+  std::atomic<bool> stop{false};
+  bool stopped_midway = false;
+  for (int delay_us = 3000; delay_us >= 100 && !stopped_midway; delay_us /= 2) {
+    stop = false;
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+      stop = true;
+    });
+    stopped_midway = batch.step({&whole, 1}, &stop).empty();
+    setter.join();
+    if (!stopped_midway) batch.reset(a);
+  }
+  ASSERT_TRUE(stopped_midway) << "no attempt stopped the step while it ran";
+  ASSERT_FALSE(batch.step({&whole, 1}).empty());
+  const StepKindProfile prompts = batch.profile().prompt;
+  EXPECT_GE(prompts.steps, 10);  // the last step's ten chunks, and those that finished before
+  EXPECT_EQ(prompts.tokens, 16 * prompts.steps);
+  const KernelTime* attention = find_op(prompts, "CachedAttention");
+  ASSERT_NE(attention, nullptr);
+  EXPECT_EQ(attention->calls, spec().layers * prompts.steps);
+  EXPECT_LE(kernel_seconds(prompts), prompts.seconds);
+}
+
 TEST(GenerationProfile, AProfiledDecodeStepAllocatesNothing) {
   if (!test::counting_available()) GTEST_SKIP() << "allocation counting needs the plain allocator";
   DecoderBatch batch(engine(), spec());
@@ -97,14 +133,14 @@ TEST(GenerationProfile, TableShowsEachKindAndFoldsTheRest) {
   GenerationProfile p;
   p.decode = {10, 10, 0.02, {{"matmul_a", "MatMul", 40, 0.012}, {"attention_b", "CachedAttention", 40, 0.004},
                              {"norm_c", "LayerNorm", 50, 0.001}}};
-  const std::string table = render_generation_profile(p, 2);
-  EXPECT_NE(table.find("decode steps: 10 runs, 10 tokens, 0.020 s (2.000 ms a run); kernels 85.0% of it"),
+  const std::string table = generation_profile_table(p, 2);
+  EXPECT_NE(table.find("decode steps: 10 (10 tokens), 0.020 s, 2.000 ms each; kernels 85.0% of it"),
             std::string::npos)
       << table;
   EXPECT_NE(table.find("12.000  60.0%       40      300.0  matmul_a (MatMul)"), std::string::npos) << table;
   EXPECT_NE(table.find("attention_b (CachedAttention)"), std::string::npos) << table;
   EXPECT_EQ(table.find("norm_c"), std::string::npos) << table;
-  EXPECT_NE(table.find("(1 more kernels)"), std::string::npos) << table;
+  EXPECT_NE(table.find("(1 more kernel)"), std::string::npos) << table;
   EXPECT_NE(table.find("prompt steps: none"), std::string::npos) << table;
 }
 

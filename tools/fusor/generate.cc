@@ -14,9 +14,9 @@
 #include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "fusor/generate.h"
+#include "fusor/profile.h"
 #include "fusor/tokenizer.h"
 #include "model_args.h"
-#include "profile/generation_profile.h"
 
 namespace fusor::cli {
 namespace {
@@ -152,7 +152,7 @@ nlohmann::json kind_json(const StepKindProfile& k) {
 
 // --profile: the table on stderr, and the numbers in the --json object.
 void report_profile(const GenerationProfile& p, nlohmann::json* out) {
-  std::fprintf(stderr, "%s", render_generation_profile(p).c_str());
+  std::fprintf(stderr, "%s", generation_profile_table(p).c_str());
   if (out) (*out)["profile"] = {{"decode", kind_json(p.decode)}, {"prompt", kind_json(p.prompt)}};
 }
 
@@ -256,15 +256,17 @@ void generate_command(GenerateArgs& a) {
     else
       std::fprintf(stderr, "generate: plain loop (%s)\n", st.kv_cache_refusal.c_str());
   }
-  if (a.profile && !decoder.stats().kv_cache)
+  // The plain loop's steps are not profiled: no table then, but why.
+  const bool profiled = a.profile && decoder.stats().kv_cache;
+  if (a.profile && !profiled)
     std::fprintf(stderr, "generate: no profile: the plain loop ran (%s)\n", decoder.stats().kv_cache_refusal.c_str());
   if (!a.json) {
     std::cout << "\n" << std::flush;
-    if (a.profile) report_profile(decoder.profile(), nullptr);
+    if (profiled) report_profile(decoder.profile(), nullptr);
     return;
   }
   nlohmann::json out = result_json(prompt, r);
-  if (a.profile) report_profile(decoder.profile(), &out);
+  if (profiled) report_profile(decoder.profile(), &out);
   if (a.stats) {  // how it ran: the paged cache's memory, or why the plain loop ran
     const DecoderStep::Stats st = decoder.stats();
     out["kv_cache"] = st.kv_cache ? nlohmann::json{{"bytes", st.cache.bytes},
