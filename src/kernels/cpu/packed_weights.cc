@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "kernels/cpu/weight_arena.h"
 #include "kernels/cpu/onednn_context.h"
+#include "kernels/cpu/weight_arena.h"
 
 namespace fusor::cpu {
 namespace {

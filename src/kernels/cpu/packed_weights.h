@@ -43,7 +43,7 @@ class PackedWeights {
 // `source` (laid out as `source_md`) reordered into `packed_md`: an existing buffer when one with
 // equal descs and equal source bytes is alive, else a new one. Thread-safe; plan time only (it
 // hashes the source, and on a hit unpacks the candidate to compare). Throws dnnl::error when
-// oneDNN cannot reorder between the two layouts.
+// oneDNN cannot reorder between the two layouts, std::bad_alloc when memory runs out.
 std::shared_ptr<const PackedWeights> packed_weights(const void* source, const dnnl::memory::desc& source_md,
                                                     const dnnl::memory::desc& packed_md);
 

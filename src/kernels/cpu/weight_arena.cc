@@ -13,6 +13,11 @@ namespace {
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr size_t kChunk = size_t{32} << 20;
 constexpr size_t kAlignment = 64;
+#if FUSOR_SANITIZE
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
@@ -42,6 +47,9 @@ struct Arena {
 
 std::shared_ptr<void> weight_buffer(size_t bytes) {
   bytes = round_up(std::max<size_t>(bytes, 1), kAlignment);
+  if (kSanitized)  // an allocation per buffer, with AddressSanitizer's red zones around it
+    return std::shared_ptr<void>(::operator new(bytes, std::align_val_t{kAlignment}),
+                                 [](void* p) { ::operator delete(p, std::align_val_t{kAlignment}); });
   if (bytes > kChunk / 2) return map_chunk(round_up(bytes, kHugePage));  // large: a chunk of its own
   static Arena arena;
   std::lock_guard lock(arena.mutex);
