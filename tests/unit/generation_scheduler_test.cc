@@ -10,22 +10,20 @@
 #include <thread>
 
 #include "fusor/generate.h"
+#include "llama_tiny.h"
 #include "serve/generation_stats.h"
 #include "serve/generative_model.h"
 
 namespace fusor::serve {
 namespace {
 
-const std::string kModel = std::string(FUSOR_SOURCE_DIR) + "/models/llama-tiny/model.onnx";
+const std::string kModel = test::kLlamaTiny + "/model.onnx";
 
-const Engine& engine() {
-  static const Engine e = Engine::load(kModel);
-  return e;
-}
+const Engine& engine() { return test::llama_tiny_engine(); }
 
 // Greedy tokens of `prompt` generated alone, the reference every scheduled request must match.
 std::vector<TokenId> alone(const std::vector<TokenId>& prompt, int64_t max_new) {
-  static DecoderStep step(engine(), DecoderSpec::describe(engine(), kModel));
+  static DecoderStep step(engine(), test::llama_tiny_spec());
   step.reset();
   GenerateOptions o;
   o.max_new_tokens = max_new;
