@@ -8,7 +8,6 @@
 #include <cmath>
 #include <atomic>
 #include <filesystem>
-#include <thread>
 
 #include "allocation_counter.h"
 #include "engine/internals.h"
@@ -325,22 +324,7 @@ TEST(DecoderBatch, AnAbandonedStepChangesNothingThatLaterStepsSee) {
   EXPECT_TRUE(batch.step({&whole, 1}, &stop).empty());
   EXPECT_EQ(batch.length(a), 0);
   EXPECT_EQ(batch.cache().blocks_used, 0);
-  bool stopped_midway = false;
-  for (int delay_us = 3000; delay_us >= 100 && !stopped_midway; delay_us /= 2) {
-    stop = false;
-    std::thread setter([&] {
-      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-      stop = true;
-    });
-    const auto got = batch.step({&whole, 1}, &stop);
-    setter.join();
-    if (got.empty()) {
-      stopped_midway = true;
-    } else {
-      batch.reset(a);  // it ran through: try again with the flag set sooner
-    }
-  }
-  ASSERT_TRUE(stopped_midway) << "no attempt stopped the step while it ran";
+  ASSERT_TRUE(test::step_stopped_midway(batch, whole)) << "no attempt stopped the step while it ran";
   EXPECT_EQ(batch.length(a), 0);
   EXPECT_EQ(batch.cache().blocks_used, 0);
   // A shorter feed than the stopped one, then decodes over the positions it had written.

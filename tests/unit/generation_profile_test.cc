@@ -6,10 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "allocation_counter.h"
@@ -90,19 +87,7 @@ TEST(GenerationProfile, CountsChunksAndLeavesOutAStoppedStep) {
   const auto a = batch.add();
   const std::vector<TokenId> prompt = ids(160, 9);
   const DecoderBatch::Feed whole{a, prompt};
-  std::atomic<bool> stop{false};
-  bool stopped_midway = false;
-  for (int delay_us = 3000; delay_us >= 100 && !stopped_midway; delay_us /= 2) {
-    stop = false;
-    std::thread setter([&] {
-      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-      stop = true;
-    });
-    stopped_midway = batch.step({&whole, 1}, &stop).empty();
-    setter.join();
-    if (!stopped_midway) batch.reset(a);
-  }
-  ASSERT_TRUE(stopped_midway) << "no attempt stopped the step while it ran";
+  ASSERT_TRUE(test::step_stopped_midway(batch, whole)) << "no attempt stopped the step while it ran";
   ASSERT_FALSE(batch.step({&whole, 1}).empty());
   const StepKindProfile prompts = batch.profile().prompt;
   EXPECT_GE(prompts.steps, 10);  // the last step's ten chunks, and those that finished before

@@ -1,7 +1,11 @@
 // The real LLaMA-style export (models/llama-tiny, made by scripts/get-models), loaded once per
-// test binary, and deterministic prompt ids for it: shared by the tests of the decode runtime.
+// test binary, deterministic prompt ids for it, and a step stopped midway: shared by the tests
+// of the decode runtime.
 #pragma once
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fusor/decoder.h"
@@ -25,6 +29,25 @@ inline std::vector<TokenId> prompt_ids(int n, int seed) {
   std::vector<TokenId> v;
   for (int i = 0; i < n; ++i) v.push_back(static_cast<TokenId>(3 + (seed * 7919 + i * 104729) % 8000));
   return v;
+}
+
+// Steps `feed` alone with a stop flag raised after a shrinking delay (3 ms down to 0.1 ms),
+// resetting its sequence after each step that ran through, until a step stops midway; whether
+// one did. The step must be long enough to stop (a prompt of several chunks).
+inline bool step_stopped_midway(DecoderBatch& batch, const DecoderBatch::Feed& feed) {
+  std::atomic<bool> stop{false};
+  for (int delay_us = 3000; delay_us >= 100; delay_us /= 2) {
+    stop = false;
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
+      stop = true;
+    });
+    const bool stopped = batch.step({&feed, 1}, &stop).empty();
+    setter.join();
+    if (stopped) return true;
+    batch.reset(feed.sequence);  // it ran through: try again with the flag raised sooner
+  }
+  return false;
 }
 
 }  // namespace fusor::test
