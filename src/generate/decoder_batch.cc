@@ -346,9 +346,10 @@ struct DecoderBatch::Impl {
 
   std::span<const std::span<const float>> step(std::span<const Feed> feeds, const std::atomic<bool>* abandon) {
     admit(feeds);
-    step_kind = std::all_of(feeds.begin(), feeds.end(), [](const Feed& f) { return f.ids.size() == 1; })
-                    ? StepKind::Decode
-                    : StepKind::Prompt;
+    if (profiling)
+      step_kind = std::all_of(feeds.begin(), feeds.end(), [](const Feed& f) { return f.ids.size() == 1; })
+                      ? StepKind::Decode
+                      : StepKind::Prompt;
     int64_t total = 0;
     for (const Feed& f : feeds) total += static_cast<int64_t>(f.ids.size());
     if (vocab == 0) {  // learns the vocabulary
@@ -447,6 +448,8 @@ GenerationProfile DecoderBatch::profile() const {
     add_to_profile(plan, p.times[static_cast<int>(StepKind::Decode)], out.decode);
     add_to_profile(plan, p.times[static_cast<int>(StepKind::Prompt)], out.prompt);
   }
+  sort_by_time(out.decode);
+  sort_by_time(out.prompt);
   return out;
 }
 

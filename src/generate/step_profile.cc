@@ -26,7 +26,10 @@ void add_to_profile(const Plan& plan, const StepTimes& times, StepKindProfile& o
     it->calls += times.runs;
     it->seconds += times.seconds[i];
   }
-  std::stable_sort(out.kernels.begin(), out.kernels.end(),
+}
+
+void sort_by_time(StepKindProfile& profile) {
+  std::stable_sort(profile.kernels.begin(), profile.kernels.end(),
                    [](const KernelTime& a, const KernelTime& b) { return a.seconds > b.seconds; });
 }
 

@@ -32,8 +32,9 @@ struct StepTimes {
 // Sized for `plan`'s steps, all zero.
 StepTimes step_times_for(const Plan& plan);
 
-// Adds `times` (of `plan`'s steps) into `out`, a kernel's calls and seconds summed by name and
-// op; kernels stay sorted most time first.
+// Adds `times` (of `plan`'s steps) into `out`, a kernel's calls and seconds summed by name and op.
 void add_to_profile(const Plan& plan, const StepTimes& times, StepKindProfile& out);
+// Its kernels most time first, once every plan is added.
+void sort_by_time(StepKindProfile& profile);
 
 }  // namespace fusor
