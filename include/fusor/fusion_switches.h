@@ -30,5 +30,7 @@
   X(merge_projections,  "merge_projections", "merge_projections",                                 \
     "projections sharing an input (Q, K, V) -> one GEMM; needs fuse_gemm_epilogue as well")       \
   X(fuse_quantized,     "quantized",     "fuse_quantized",                                        \
-    "QDQ Conv/MaxPool units and dynamic MatMulInteger epilogues -> int8 kernels")
+    "QDQ Conv/MaxPool units and dynamic MatMulInteger epilogues -> int8 kernels")               \
+  X(fuse_rotary,        "rotary",        "fuse_rotary",                                           \
+    "rotary position embedding (x cos + rotate_half(x) sin) -> one kernel")
 // clang-format on

@@ -90,6 +90,7 @@ const KindContract kContracts[] = {
     {FusedKind::GroupNorm, "fuse_group_norm", kGroupNorm},
     {FusedKind::Gelu, "fuse_gelu", kGelu},
     {FusedKind::Attention, "fuse_attention", kAttention},
+    {FusedKind::Rotary, "fuse_rotary", {}},
     {FusedKind::FusedMatMul, "merge_projections", kMergedMatMul},
     {FusedKind::FusedMatMul, "fuse_gemm_epilogue", kEpilogueMatMul},
     {FusedKind::FusedConv, "fuse_gemm_epilogue", kEpilogueConv},

@@ -27,7 +27,8 @@ namespace fusor {
   X(QuantizedConv, "a Conv between DequantizeLinear and QuantizeLinear, on int8 operands, requantized") \
   X(QuantizedMaxPool, "a MaxPool between DequantizeLinear and QuantizeLinear of one scale, on the integers") \
   X(QuantizedMatMul, "a QDQ MatMul/Gemm, or a MatMulInteger with its float rescale, on the int8 matmul") \
-  X(GroupNorm, "group normalization with a scale and shift per channel, and optionally SiLU")
+  X(GroupNorm, "group normalization with a scale and shift per channel, and optionally SiLU")          \
+  X(Rotary, "rotary position embedding, rotate-half form: x * cos + Concat(-x2, x1) * sin")
 
 enum class FusedKind {
 #define FUSOR_FUSED_KIND_ENUM(kind, description) kind,

@@ -19,6 +19,7 @@ constexpr Pass kPasses[] = {
     {"fuse_group_norm", passes::fuse_group_norm},
     {"fuse_gelu", passes::fuse_gelu},
     {"fuse_attention", passes::fuse_attention},
+    {"fuse_rotary", passes::fuse_rotary},
     {"merge_projections", passes::merge_projections},
     {"fuse_gemm_epilogue", passes::fuse_gemm_epilogue},
     {"fuse_elementwise", passes::fuse_elementwise},

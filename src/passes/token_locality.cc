@@ -61,6 +61,8 @@ std::optional<std::string> mixes_tokens(const Node& n, const TokenAxes& t) {
     if (is_fused_kind(n, FusedKind::LayerNorm))
       return over_features(n.attr_int("axis", -1)) ? std::nullopt
                                                    : std::optional<std::string>("it normalizes over tokens");
+    if (is_fused_kind(n, FusedKind::Rotary))  // pairs elements of the last axis
+      return over_features(-1) ? std::nullopt : std::optional<std::string>("it rotates along the token axis");
     if (is_fused_kind(n, FusedKind::FusedMatMul)) {
       if (!weight_is_constant()) return "it multiplies two computed tensors";
       return axis == static_cast<int>(rank) - 1 ? std::optional<std::string>("it contracts over tokens") : std::nullopt;

@@ -230,6 +230,7 @@ TEST(Config, WrittenFileHasEveryKey) {
             "  fuse_attention: true\n"
             "  merge_projections: true\n"
             "  fuse_quantized: true\n"
+            "  fuse_rotary: true\n"
             "  precision_check: strict\n"
             "  disabled: []\n"
             "kernel:\n"
@@ -260,7 +261,7 @@ TEST(Config, WrittenFileHasEveryKey) {
   const std::string yaml = config_yaml(c);
   EXPECT_NE(yaml.find("\n  matrix:\n    - {max_batch: 1, fusion: {fuse_elemwise: true, fuse_norm_act: true, "
                       "fuse_gemm_epilogue: true, fuse_attention: false, merge_projections: true, fuse_quantized: true, "
-                      "disabled: [b]}}\n"),
+                      "fuse_rotary: true, disabled: [b]}}\n"),
             std::string::npos)
       << yaml;
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c);

@@ -14,6 +14,7 @@
 #include "passes/pipeline.h"
 #include "graph_builder.h"
 #include "group_norm_graph.h"
+#include "rotary_graph.h"
 
 namespace fusor {
 namespace {
@@ -190,6 +191,7 @@ const Case kCases[] = {
     {"quantized", quantized_graph, {{1, 4, 6, 6}}},
     {"quantized_epilogue", quantized_epilogue_graph, {{2, 3, 8}}},
     {"group_norm", [] { return test::group_norm_graph(); }, {{2, 8, 4, 4}}},
+    {"rotary", [] { return test::rotary_graph(); }, {{2, 5, 8}, {5, 8}, {5, 8}}},
 };
 
 // The fused nodes of `g` and, recursively, of their bodies (a Gelu item inside an epilogue).

@@ -47,9 +47,9 @@ TEST(ServeMatrix, BucketsPickTheirFusionAndKeepTheVerdictsRollbacks) {
   EXPECT_EQ(m.for_rows(1).fusion->disabled, (std::vector<std::string>{"rolled.back"}));
   EXPECT_EQ(&m.for_rows(5), &m.fallback);  // beyond the last bucket: the top-level config
   EXPECT_EQ(m.describe(), (std::vector<std::string>{
-                              "<=1: elemwise=0 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 disabled=[rolled.back]",
-                              "<=4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 disabled=[only.for.four,rolled.back]",
-                              ">4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 disabled=[rolled.back]"}));
+                              "<=1: elemwise=0 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 rotary=1 disabled=[rolled.back]",
+                              "<=4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 rotary=1 disabled=[only.for.four,rolled.back]",
+                              ">4: elemwise=1 norm_act=1 gemm_epilogue=1 attention=1 merge_projections=1 quantized=1 rotary=1 disabled=[rolled.back]"}));
   // --no-fusion and --reference leave no buckets: the matrix cannot turn fusion back on.
   base.fusion.reset();
   EXPECT_TRUE(OptionsMatrix::of(c, base).buckets.empty());

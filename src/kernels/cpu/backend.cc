@@ -91,6 +91,7 @@ constexpr std::pair<FusedKind, FusedFactory> kFusedFactories[] = {
     {FusedKind::QuantizedConv, make_quantized_conv_kernel},
     {FusedKind::QuantizedMatMul, make_quantized_matmul_kernel},
     {FusedKind::GroupNorm, make_group_norm_kernel},
+    {FusedKind::Rotary, make_rotary_kernel},
 };
 
 KernelSelection select_fused_kernel(const KernelRequest& r) {

@@ -49,5 +49,6 @@ KernelSelection make_quantized_matmul_kernel(const KernelRequest& r);   // matmu
 // onto the jit gemm, which is several times slower (docs/benchmarks.md, issue #19).
 std::string int8_matmul_implementation(const Kernel& k);                 // matmul_integer_onednn.cc
 KernelSelection make_group_norm_kernel(const KernelRequest& r);         // group_norm.cc: GroupNorm
+KernelSelection make_rotary_kernel(const KernelRequest& r);             // rotary.cc: Rotary
 
 }  // namespace fusor::cpu
