@@ -5,7 +5,9 @@
 // (the last: quantize_dynamic's FFN up-projection and its Gelu, the attention output projection
 // and its residual Add, which otherwise each pass over the float32 result once more).
 // Each step is taken only when the value before it has that one consumer and is not a graph
-// output. A bias is a float32 constant of shape [N] or [1, .., N]; a residual is a float32 tensor
+// output. A GEMM's chain may also pass a Reshape that only regroups the rows (the last dim stays
+// N) when an epilogue step follows it: GPT-2's Conv1D exports as Reshape -> Gemm -> Reshape back
+// to [batch, tokens, N] before its GELU or residual Add, and the rows' bytes are the same. A bias is a float32 constant of shape [N] or [1, .., N]; a residual is a float32 tensor
 // with exactly the output's shape (either Add operand order). The fused node's leading inputs
 // are A (X), B (W), then the bias and the residual when present; its attributes tell the kernel
 // the rest (has_bias, activation, alpha, has_residual, trans_b; a Conv's own attributes).
@@ -99,11 +101,23 @@ std::optional<std::string> blocked_step(const FusionContext& ctx, int cur) {
 
 std::string dims_str(const Dims& d) { return dims_to_string(d); }
 
+// The Reshape that reads `cur` when it only regroups rows of `n_cols` and an epilogue step reads
+// its result; -1 otherwise.
+int row_reshape_at(const FusionContext& ctx, int cur, int64_t n_cols) {
+  const int r = match::only_consumer(ctx, cur, Op::Reshape);
+  if (r < 0 || ctx.node(r).inputs[0] != cur) return -1;
+  const Dims& from = ctx.type(cur).dims;
+  const Dims& to = ctx.type(ctx.node(r).outputs[0]).dims;
+  if (from.empty() || to.empty() || from.back() != n_cols || to.back() != n_cols) return -1;
+  return starts_epilogue(ctx, ctx.node(r).outputs[0]) ? r : -1;
+}
+
 // Grows `c` from the value `cur` through the allowed steps. Returns the reason it stopped when it declined a near
-// miss, nullopt when it stopped at a node that is no epilogue step.
+// miss, nullopt when it stopped at a node that is no epilogue step. `reshapes`: row-regrouping
+// Reshapes may be passed (the FusedMatMul kernel writes its rows into any such shape).
 std::optional<std::string> grow(const FusionContext& ctx, Chain& c, int cur, int64_t n_cols, bool gemm,
-                                bool bias_allowed) {
-  const Dims out_dims = ctx.type(cur).dims;
+                                bool bias_allowed, bool reshapes = false) {
+  Dims out_dims = ctx.type(cur).dims;
   const int a = ctx.node(c.nodes[0]).inputs[0];
   // GEMM: bias, activation, residual. Conv: residual, activation (oneDNN's sum, then eltwise).
   enum Stage { kBias, kAct, kResidual, kDone };  // the first step still allowed
@@ -118,6 +132,12 @@ std::optional<std::string> grow(const FusionContext& ctx, Chain& c, int cur, int
       c.nodes.push_back(silu->second);
       cur = ctx.node(silu->second).outputs[0];
       stage = gemm ? kResidual : kDone;
+      continue;
+    }
+    if (const int r = reshapes ? row_reshape_at(ctx, cur, n_cols) : -1; r >= 0) {
+      c.nodes.push_back(r);
+      cur = ctx.node(r).outputs[0];
+      out_dims = ctx.type(cur).dims;
       continue;
     }
     if (users.size() != 1 || is_graph_output(ctx, cur)) return blocked_step(ctx, cur);
@@ -209,7 +229,8 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   const int out = n.outputs[0];
   int64_t n_cols = 0;
   int c_bias = -1;
-  if (!starts_epilogue(ctx, out)) return false;
+  if (!starts_epilogue(ctx, out) && row_reshape_at(ctx, out, ctx.type(out).dims.empty() ? -1 : ctx.type(out).dims.back()) < 0)
+    return false;
   if (auto why = gemm_unsupported(ctx, n, n_cols, c_bias)) {
     ctx.decline(kPass, {i}, *why);
     return false;
@@ -218,7 +239,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   c.nodes = {i};
   c.bias = c_bias;
   if (c_bias >= 0) c.steps.push_back("bias");
-  auto why = grow(ctx, c, out, n_cols, /*gemm=*/true, /*bias_allowed=*/c_bias < 0);
+  auto why = grow(ctx, c, out, n_cols, /*gemm=*/true, /*bias_allowed=*/c_bias < 0, /*reshapes=*/true);
   if (why) ctx.decline(kPass, c.nodes, *why);
   if (c.nodes.size() == 1) return false;
   std::vector<int> leading = {n.inputs[0], n.inputs[1]};

@@ -110,6 +110,43 @@ TEST(FuseGemm, GemmTransBWithCAndRelu) {
   EXPECT_EQ(item_names(r.fused), std::vector<std::string>{"bias_relu"});
 }
 
+// GPT-2's Conv1D as exported: Reshape [2, 5, 16] -> [10, 16], Gemm with its bias as C, Reshape
+// back to [2, 5, N], then the GELU (c_fc) or the residual Add (c_proj). The Reshape back only
+// regroups the rows, so the activation and residual join the GEMM's epilogue through it.
+struct Conv1D {
+  GraphBuilder b;
+  int y;
+  Conv1D(bool residual, Dims back) {
+    const int x = b.input("x");
+    Tensor flat(DType::Int64, {2}), shape(DType::Int64, {static_cast<int64_t>(back.size())});
+    flat.data<int64_t>()[0] = -1;
+    flat.data<int64_t>()[1] = 16;
+    for (size_t i = 0; i < back.size(); ++i) shape.data<int64_t>()[i] = back[i];
+    const int rows = b.node(Op::Reshape, {x, b.constant("flat", flat)}, "rows");
+    const int g = b.node(Op::Gemm, {rows, b.constant("W", weight({16, 8}, 11)), b.constant("C", random({8}, 1.f, 12))}, "g");
+    const int r = b.node(Op::Reshape, {g, b.constant("back", shape)}, "r");
+    y = residual ? b.node(Op::Add, {r, b.input("res")}, "y") : b.node(Op::Relu, {r}, "y");
+  }
+};
+
+TEST(FuseGemm, Conv1DEpilogueThroughTheReshapeBack) {
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "residual" : "relu");
+    Conv1D c(residual, {2, 5, 8});
+    auto inputs = dense_inputs();
+    if (residual) inputs["res"] = random({2, 5, 8}, 1.f, 13);
+    auto r = test::expect_fused_matches_reference(c.b.finish({c.y}), inputs, only_gemm());
+    EXPECT_EQ(item_names(r.fused), std::vector<std::string>{residual ? "bias_residual" : "bias_relu"});
+    EXPECT_EQ(r.fused.steps.size(), 1u) << r.kernels();  // the Reshape to rows is a view
+  }
+}
+
+TEST(FuseGemm, Conv1DReshapeThatSplitsTheColumnsEndsTheEpilogue) {
+  Conv1D c(false, {2, 5, 2, 4});  // [10, 8] -> [.., 2, 4]: the Relu no longer reads rows of N
+  auto r = test::expect_fused_matches_reference(c.b.finish({c.y}), dense_inputs(), only_gemm());
+  EXPECT_TRUE(r.fused.fusion.items.empty()) << r.kernels();
+}
+
 TEST(FuseGemm, DeclinesBiasOfTheWrongShape) {
   Dense d;
   int bad = d.b.constant("b2", random({5, 8}, 1.f, 8));  // per row and column: not a bias

@@ -165,9 +165,9 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
   const int64_t k = a.back(), rows = numel_of(a) / std::max<int64_t>(k, 1);
   const int64_t nn = trans_b ? b[0] : b[1];
   if ((trans_b ? b[1] : b[0]) != k || k == 0 || rows == 0 || nn == 0) return nullptr;
-  Dims want(a.begin(), a.end() - 1);
-  want.push_back(nn);
-  if (r.outputs[0].dims != want) return nullptr;
+  // The rows may be regrouped (a Reshape in the chain): any output of rows x nn in row order.
+  const Dims& out = r.outputs[0].dims;
+  if (out.empty() || out.back() != nn || numel_of(out) != rows * nn) return nullptr;
   const Tensor* bc = constant_input(r, 1);
   if (!bc) return nullptr;
 
