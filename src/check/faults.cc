@@ -12,7 +12,7 @@ namespace fusor {
 namespace {
 
 const std::vector<std::string> kKinds = {"wrong_epsilon", "dropped_bias",  "reduced_precision", "off_by_one_mask",
-                                         "stale_buffer",  "wrong_zero_point", "saturating_product"};
+                                         "stale_buffer",  "wrong_zero_point", "saturating_product", "reversed_rotation"};
 
 bool quantized(DType t) { return t == DType::UInt8 || t == DType::Int8; }
 
@@ -23,6 +23,7 @@ bool applies(const std::string& kind, const Node& node, const KernelRequest& r) 
   if (kind == "dropped_bias")
     return is_fused_kind(node, FusedKind::LayerNorm) && r.inputs.size() > 2 && node.attr_int("has_bias", 1) != 0;
   if (kind == "off_by_one_mask") return is_fused_kind(node, FusedKind::Attention) && r.inputs.size() > 3;
+  if (kind == "reversed_rotation") return is_fused_kind(node, FusedKind::Rotary) && r.inputs.size() > 2;
   if (kind == "wrong_zero_point" || kind == "saturating_product")
     return !r.outputs.empty() && quantized(r.outputs[0].dtype);
   return true;
@@ -44,6 +45,10 @@ class FaultyKernel final : public Kernel {
     } else if (kind_ == "off_by_one_mask") {
       inputs[3] = in[3].clone();
       shift_last_axis(inputs[3]);
+    } else if (kind_ == "reversed_rotation") {  // sin read negated: each pair turns by -angle
+      inputs[2] = in[2].clone();
+      float* s = inputs[2].data<float>();
+      for (int64_t i = 0; i < inputs[2].numel(); ++i) s[i] = -s[i];
     }
     inner_->run(inputs, out, scratch);
     if (kind_ == "reduced_precision")

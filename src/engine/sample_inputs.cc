@@ -7,6 +7,14 @@
 #include "ir/half.h"
 
 namespace fusor {
+namespace {
+
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+}  // namespace
 
 int64_t index_bound(const Graph& g, int value) {
   int64_t bound = -1;
@@ -38,13 +46,21 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
                                             uint64_t seed) {
   std::map<std::string, Tensor> out;
   std::mt19937_64 rng(seed);
+  // A decoder step's past: how many more columns its attention mask has than tokens it feeds.
+  int64_t mask_columns = -1;
+  for (int id : g.inputs) {
+    const Value& v = g.values[static_cast<size_t>(id)];
+    auto it = dims.find(v.name);
+    if (it != dims.end() && !it->second.empty() && lowercase(v.name).find("mask") != std::string::npos)
+      mask_columns = it->second.back();
+  }
   for (int id : g.inputs) {
     const Value& v = g.values[static_cast<size_t>(id)];
     auto it = dims.find(v.name);
     if (it == dims.end()) throw Error("no shape for input '" + v.name + "'");
     Tensor t(v.dtype, it->second);
-    std::string lower = v.name;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    const std::string lower = lowercase(v.name);
+    const bool is_positions = lower.find("position") != std::string::npos && !it->second.empty();
     const bool is_mask = lower.find("mask") != std::string::npos;
     const bool is_type_ids = lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos;
     const int64_t n = t.numel();
@@ -64,8 +80,15 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
       case DType::UInt16: case DType::UInt32: case DType::UInt64: {
         int64_t bound = index_bound(g, id);
         std::uniform_int_distribution<int64_t> pick(0, std::max<int64_t>(bound, 1) - 1);
+        // Positions count up along the last axis after the past, as a decoder step numbers its
+        // tokens (within the table they index, if any). All zeros hid a wrong rotary embedding:
+        // at position 0 sin is 0 and every rotation is the identity.
+        const int64_t tokens = is_positions ? it->second.back() : 1;
+        const int64_t past = std::max<int64_t>(0, mask_columns - tokens);
         for (int64_t i = 0; i < n; ++i) {
-          int64_t x = is_mask ? 1 : (is_type_ids || bound <= 0) ? 0 : pick(rng);
+          int64_t x = is_mask ? 1 : is_positions ? past + i % std::max<int64_t>(tokens, 1)
+                                  : (is_type_ids || bound <= 0) ? 0 : pick(rng);
+          if (is_positions && bound > 0) x %= bound;
           switch (v.dtype) {
             case DType::Int64: t.data<int64_t>()[i] = x; break;
             case DType::Int32: t.data<int32_t>()[i] = static_cast<int32_t>(x); break;

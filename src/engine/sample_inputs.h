@@ -1,5 +1,6 @@
 // Deterministic, valid inputs for a model when the user gives none: token ids inside the
-// embedding table they index, masks of ones, token type ids of zeros, normal floats.
+// embedding table they index, masks of ones, token type ids of zeros, position ids counting up
+// from the past's length (the mask's columns beyond the tokens), normal floats.
 #pragma once
 #include <cstdint>
 #include <map>

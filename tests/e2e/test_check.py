@@ -40,7 +40,23 @@ def test_list_faults():
     r = run_fusor("check", "--list-faults")
     assert r.returncode == 0
     assert set(r.stdout.split()) == {"wrong_epsilon", "dropped_bias", "reduced_precision", "off_by_one_mask",
-                                     "stale_buffer", "wrong_zero_point", "saturating_product"}
+                                     "stale_buffer", "wrong_zero_point", "saturating_product", "reversed_rotation"}
+
+
+def test_reversed_rotary_embedding_is_caught_on_a_decoder(tmp_path):
+    """The gate's samples number a decoder's positions as a step does: with every position at 0
+    (sin 0 = 0) a rotary embedding turning the wrong way went unseen."""
+    shutil.copy(model_path("llama-tiny"), tmp_path / "model.onnx")
+    report = tmp_path / "check.json"
+    item = "layers1.self_attn.rotary"
+    r = run_fusor("check", tmp_path / "model.onnx", "--report", report, "--no-edge-cases",
+                  "--inject-fault", f"reversed_rotation@{item}", timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    assert rep["rolled_back"] == [item] and rep["fault_injected_into"] == item
+    bad = next(i for i in rep["items"] if i["name"] == item)
+    assert bad["kind"] == "Rotary" and bad["tier"] == 1 and bad["max_abs"] > bad["threshold"]
+    assert sum(i["kind"] == "Rotary" and i["status"] == "kept" for i in rep["items"]) == 7
 
 
 @pytest.mark.parametrize("fault,item,tier", [

@@ -1,5 +1,6 @@
 // Generated inputs are valid for the model: ids stay inside the table they index (also through
-// a Cast), masks are ones, token type ids zeros, and the same seed gives the same values.
+// a Cast), masks are ones, token type ids zeros, position ids count up after the past, and the
+// same seed gives the same values.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,6 +40,22 @@ TEST(SampleInputs, ValidForTheModelAndDeterministic) {
   }
   EXPECT_GT(distinct_max, 25);  // spread over the table, not a constant
   EXPECT_EQ(std::memcmp(a.at("input_ids").raw(), b.at("input_ids").raw(), a.at("input_ids").nbytes()), 0);
+}
+
+// A decoder step of 3 tokens after a past of 2 (the mask has 5 columns) numbers them 2, 3, 4 in
+// every row, as the decoder runtime does; inside a position table of 4 rows they wrap.
+TEST(SampleInputs, PositionIdsCountUpAfterThePast) {
+  test::GraphBuilder b;
+  const int ids = b.input("input_ids", DType::Int64), mask = b.input("attention_mask", DType::Int64);
+  const int positions = b.input("position_ids", DType::Int64);
+  const int table = b.node(Op::Gather, {b.constant("wpe", Tensor(DType::Float32, {4, 2})), positions}, "p");
+  auto g = b.finish({ids, mask, table});
+  auto s = sample_inputs(*g, {{"input_ids", {2, 3}}, {"attention_mask", {2, 5}}, {"position_ids", {2, 3}}});
+  const int64_t* p = s.at("position_ids").data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(p, p + 6), (std::vector<int64_t>{2, 3, 0, 2, 3, 0}));  // 4 wraps to 0
+  auto first = sample_inputs(*g, {{"input_ids", {1, 3}}, {"attention_mask", {1, 3}}, {"position_ids", {1, 3}}});
+  p = first.at("position_ids").data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(p, p + 3), (std::vector<int64_t>{0, 1, 2}));  // no past
 }
 
 }  // namespace
