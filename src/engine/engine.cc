@@ -57,6 +57,11 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
       throw Error("dims are given for '" + name + "', which is not a model input", ErrorKind::InvalidArgument);
   }
+  // A decoder export's attention mask spans the past and this step's tokens: its symbol
+  // (Optimum's "total_sequence_length") is their sum when a "past..." symbol is bound too.
+  bool has_past = false;
+  for (const TensorInfo& in : inputs())
+    for (const std::string& s : in.symbols) has_past = has_past || s.rfind("past", 0) == 0;
   std::map<std::string, Dims> out;
   for (const TensorInfo& in : inputs()) {
     if (auto it = shapes.find(in.name); it != shapes.end()) {
@@ -67,8 +72,11 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
       throw Error("input '" + in.name + "' has no declared shape, and no dims were given for it",
                   ErrorKind::InvalidArgument);
     Dims dims = in.dims;
-    for (size_t i = 0; i < dims.size(); ++i)
-      if (dims[i] < 0) dims[i] = i == 0 ? batch : seq;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] >= 0) continue;
+      const bool total = has_past && i < in.symbols.size() && in.symbols[i].rfind("total", 0) == 0;
+      dims[i] = i == 0 ? batch : total ? 2 * seq : seq;
+    }
     out[in.name] = dims;
   }
   return out;

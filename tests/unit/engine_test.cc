@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
 
@@ -148,6 +149,50 @@ TEST(Engine, BindDimsMessagesNameNoCommandLineFlag) {
     EXPECT_EQ(std::string(e.what()), "input 'x' has no declared shape, and no dims were given for it");
   }
   EXPECT_EQ(engine.bind_dims({{"x", {3, 4}}}, 1, 1).at("x"), (Dims{3, 4}));
+}
+
+// A decoder export's inputs, as Optimum names their dims: the mask spans the past and the new
+// tokens, so its "total_sequence_length" binds to twice seq when the past binds to seq; a model
+// without a past keeps every symbolic length at seq.
+std::string model_with_dims(const std::vector<std::pair<std::string, std::vector<std::string>>>& inputs) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = m.mutable_graph();
+  g->set_name("dims");
+  auto declare = [](onnx::ValueInfoProto* v, const std::string& name, const std::vector<std::string>& dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::INT64);
+    for (const std::string& d : dims) {  // a number, or a symbol
+      if (std::isdigit(static_cast<unsigned char>(d[0]))) t->mutable_shape()->add_dim()->set_dim_value(std::stoll(d));
+      else t->mutable_shape()->add_dim()->set_dim_param(d);
+    }
+  };
+  for (const auto& [name, dims] : inputs) {
+    declare(g->add_input(), name, dims);
+    declare(g->add_output(), name + "_out", dims);
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type("Identity");
+    n->add_input(name);
+    n->add_output(name + "_out");
+  }
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  return bytes;
+}
+
+TEST(Engine, BindDimsGivesADecodersMaskThePastAndTheTokens) {
+  Engine decoder = Engine::load_bytes(model_with_dims({{"input_ids", {"batch_size", "sequence_length"}},
+                                                       {"attention_mask", {"batch_size", "total_sequence_length"}},
+                                                       {"past_key_values.0.key", {"batch_size", "2", "past_sequence_length", "4"}}}));
+  auto dims = decoder.bind_dims({}, 1, 16);
+  EXPECT_EQ(dims.at("input_ids"), (Dims{1, 16}));
+  EXPECT_EQ(dims.at("attention_mask"), (Dims{1, 32}));
+  EXPECT_EQ(dims.at("past_key_values.0.key"), (Dims{1, 2, 16, 4}));
+  Engine no_past = Engine::load_bytes(model_with_dims({{"input_ids", {"batch_size", "sequence_length"}},
+                                                       {"attention_mask", {"batch_size", "total_sequence_length"}}}));
+  EXPECT_EQ(no_past.bind_dims({}, 1, 16).at("attention_mask"), (Dims{1, 16}));
 }
 
 }  // namespace
