@@ -12,12 +12,6 @@
 namespace fusor {
 namespace {
 
-size_t count_kind(const Plan& p, const std::string& kind) {
-  size_t n = 0;
-  for (const Step& s : p.steps) n += p.graph->nodes[static_cast<size_t>(s.node)].op_type == kind;
-  return n;
-}
-
 std::string kernel_of_kind(const Plan& p, const std::string& kind) {
   for (const Step& s : p.steps)
     if (p.graph->nodes[static_cast<size_t>(s.node)].op_type == kind) return s.kernel->name();
@@ -37,7 +31,7 @@ TEST_P(FuseGroupNorm, BecomesOneKernelWithTheSameNumbers) {
   auto g = test::group_norm_graph(c.spec);
   // Values far from zero: the variance is taken around the mean, not from the sum of squares.
   auto r = test::expect_fused_matches_reference(g, {{"x", test::group_norm_values(c.x, 2.0f, 30.0f)}});
-  EXPECT_EQ(count_kind(r.fused, "GroupNorm"), 1u) << r.kernels();
+  EXPECT_EQ(test::steps_of_kind(r.fused, "GroupNorm"), 1u) << r.kernels();
   EXPECT_EQ(kernel_of_kind(r.fused, "GroupNorm"), std::string(c.kernel) + "_f32_" + cpu::kIsa);
   EXPECT_EQ(r.fused.steps.size(), 1u) << r.kernels();
 }
@@ -102,7 +96,7 @@ TEST(GroupNormKernel, ChannelBlockedLayoutGivesTheRowMajorResult) {
 TEST(FuseGroupNormNearMiss, ScalarGammaIsDeclinedWithItsReasonAndStaysCorrect) {
   auto g = test::group_norm_graph({.gamma_scalar = true});
   auto r = test::expect_fused_matches_reference(g, {{"x", test::group_norm_values({2, 8, 4, 4}, 1.0f, 0.0f)}});
-  EXPECT_EQ(count_kind(r.fused, "GroupNorm"), 0u);
+  EXPECT_EQ(test::steps_of_kind(r.fused, "GroupNorm"), 0u);
   bool named = false;
   for (const NotFused& nf : r.fused.fusion.not_fused) named = named || nf.reason.find("per channel") != std::string::npos;
   EXPECT_TRUE(named);

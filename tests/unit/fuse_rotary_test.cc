@@ -13,12 +13,6 @@
 namespace fusor {
 namespace {
 
-size_t count_kind(const Plan& p, const std::string& kind) {
-  size_t n = 0;
-  for (const Step& s : p.steps) n += p.graph->nodes[static_cast<size_t>(s.node)].op_type == kind;
-  return n;
-}
-
 // Angles per (position, pair) as a rotary table has them, so that cos^2 + sin^2 = 1.
 test::Feeds rotary_feeds(const test::RotarySpec& s, const Dims& x) {
   Tensor cos(DType::Float32, s.table), sin(DType::Float32, s.table);
@@ -40,7 +34,7 @@ class FuseRotary : public ::testing::TestWithParam<RotaryCase> {};
 TEST_P(FuseRotary, BecomesOneKernelWithTheSameNumbers) {
   const RotaryCase& c = GetParam();
   auto r = test::expect_fused_matches_reference(test::rotary_graph(c.spec), rotary_feeds(c.spec, c.x));
-  EXPECT_EQ(count_kind(r.fused, "Rotary"), 1u) << r.kernels();
+  EXPECT_EQ(test::steps_of_kind(r.fused, "Rotary"), 1u) << r.kernels();
   EXPECT_EQ(r.fused.steps.size(), 1u) << r.kernels();
   EXPECT_EQ(r.fused.steps[0].kernel->name(), std::string("rotary_f32_") + cpu::kIsa);
 }
@@ -72,7 +66,7 @@ TEST_P(RotaryNearMiss, StaysUnfusedAndCorrect) {
   const NearMiss& c = GetParam();
   SCOPED_TRACE(c.what);
   auto r = test::expect_fused_matches_reference(test::rotary_graph(c.spec), rotary_feeds(c.spec, c.x));
-  EXPECT_EQ(count_kind(r.fused, "Rotary"), 0u) << r.kernels();
+  EXPECT_EQ(test::steps_of_kind(r.fused, "Rotary"), 0u) << r.kernels();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -89,7 +83,7 @@ TEST(FuseRotarySwitch, OffKeepsTheExportedNodes) {
   FusionConfig off;
   off.fuse_rotary = false;
   auto r = test::expect_fused_matches_reference(test::rotary_graph(spec), rotary_feeds(spec, {2, 5, 8}), off);
-  EXPECT_EQ(count_kind(r.fused, "Rotary"), 0u) << r.kernels();
+  EXPECT_EQ(test::steps_of_kind(r.fused, "Rotary"), 0u) << r.kernels();
 }
 
 // The real export: every layer's query and key rotation is one Rotary step, in prompt and decode

@@ -146,6 +146,13 @@ inline std::string kernel_names(const Plan& plan) {
   return names;
 }
 
+// How many of the plan's steps run a node of op_type `kind` (a fused kind's name, or an op's).
+inline size_t steps_of_kind(const Plan& plan, const std::string& kind) {
+  size_t n = 0;
+  for (const Step& s : plan.steps) n += plan.graph->nodes[static_cast<size_t>(s.node)].op_type == kind;
+  return n;
+}
+
 // Whether `kernels` names `prefix` on packed weights, whichever GEMM the CPU got: fusor's panels
 // or one-row GEMV (AVX2), or oneDNN's packed matmul (AVX-512).
 inline bool has_packed_gemm(const std::string& kernels, const std::string& prefix) {
