@@ -119,7 +119,7 @@ class Engine {
 
   // Resolves each input's dims: explicit `shapes` first, then symbolic dims bound as
   // dimension 0 -> batch, any other symbolic dimension -> seq, except a decoder's "total..."
-  // length (past + new tokens, when a "past..." symbol exists) -> 2 * seq. Throws an InvalidArgument
+  // length: the "past..." length plus "sequence_length", as given or bound. Throws an InvalidArgument
   // Error when `shapes` names no model input, or an input without a declared shape has none.
   std::map<std::string, Dims> bind_dims(const std::map<std::string, Dims>& shapes, int64_t batch,
                                         int64_t seq) const;

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <optional>
+#include <vector>
 
 #include "engine/internals.h"
 #include "engine/sample_inputs.h"
@@ -57,28 +59,42 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())
       throw Error("dims are given for '" + name + "', which is not a model input", ErrorKind::InvalidArgument);
   }
-  // A decoder export's attention mask spans the past and this step's tokens: its symbol
-  // (Optimum's "total_sequence_length") is their sum when a "past..." symbol is bound too.
-  bool has_past = false;
-  for (const TensorInfo& in : inputs())
-    for (const std::string& s : in.symbols) has_past = has_past || s.rfind("past", 0) == 0;
   std::map<std::string, Dims> out;
-  for (const TensorInfo& in : inputs()) {
+  std::map<std::string, int64_t> symbols;  // each symbol's value: from the shapes given, else the defaults
+  auto note_symbols = [&](const TensorInfo& in, const Dims& dims) {
+    for (size_t i = 0; i < in.symbols.size() && i < dims.size(); ++i)
+      if (!in.symbols[i].empty()) symbols.emplace(in.symbols[i], dims[i]);
+  };
+  for (const TensorInfo& in : inputs())
     if (auto it = shapes.find(in.name); it != shapes.end()) {
       out[in.name] = it->second;
-      continue;
+      note_symbols(in, it->second);
     }
+  std::vector<TensorInfo> unbound;
+  for (const TensorInfo& in : inputs()) {
+    if (out.count(in.name)) continue;
     if (!in.has_shape)
       throw Error("input '" + in.name + "' has no declared shape, and no dims were given for it",
                   ErrorKind::InvalidArgument);
     Dims dims = in.dims;
-    for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] >= 0) continue;
-      const bool total = has_past && i < in.symbols.size() && in.symbols[i].rfind("total", 0) == 0;
-      dims[i] = i == 0 ? batch : total ? 2 * seq : seq;
-    }
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] < 0) dims[i] = i == 0 ? batch : seq;
+    note_symbols(in, dims);
     out[in.name] = dims;
+    unbound.push_back(in);
   }
+  // A decoder export's attention mask spans the past and this step's tokens: a "total..." length
+  // is the "past..." one plus "sequence_length" (as scripts/decoder_export.py and ONNX Runtime
+  // GenAI's exports name them), where the shapes given left it symbolic.
+  std::optional<int64_t> past, tokens;
+  for (const auto& [name, value] : symbols) {
+    if (name.rfind("past", 0) == 0) past = value;
+    if (name == "sequence_length") tokens = value;
+  }
+  if (past)
+    for (const TensorInfo& in : unbound)
+      for (size_t i = 0; i < in.symbols.size(); ++i)
+        if (in.dims[i] < 0 && in.symbols[i].rfind("total", 0) == 0) out[in.name][i] = *past + tokens.value_or(seq);
   return out;
 }
 

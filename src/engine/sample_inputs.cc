@@ -46,12 +46,15 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
                                             uint64_t seed) {
   std::map<std::string, Tensor> out;
   std::mt19937_64 rng(seed);
-  // A decoder step's past: how many more columns its attention mask has than tokens it feeds.
+  // A decoder step's past: how many more columns its [batch, past + tokens] attention mask has
+  // than tokens it feeds (not a head mask, nor an encoder's mask).
   int64_t mask_columns = -1;
   for (int id : g.inputs) {
     const Value& v = g.values[static_cast<size_t>(id)];
     auto it = dims.find(v.name);
-    if (it != dims.end() && !it->second.empty() && lowercase(v.name).find("mask") != std::string::npos)
+    const std::string lower = lowercase(v.name);
+    if (it != dims.end() && it->second.size() == 2 && lower.find("attention_mask") != std::string::npos &&
+        lower.find("encoder") == std::string::npos && v.dtype != DType::Float32)
       mask_columns = it->second.back();
   }
   for (int id : g.inputs) {
@@ -60,7 +63,7 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
     if (it == dims.end()) throw Error("no shape for input '" + v.name + "'");
     Tensor t(v.dtype, it->second);
     const std::string lower = lowercase(v.name);
-    const bool is_positions = lower.find("position") != std::string::npos && !it->second.empty();
+    const bool is_positions = lower.find("position_id") != std::string::npos && !it->second.empty();
     const bool is_mask = lower.find("mask") != std::string::npos;
     const bool is_type_ids = lower.find("token_type") != std::string::npos || lower.find("segment") != std::string::npos;
     const int64_t n = t.numel();

@@ -5,10 +5,11 @@
 // (the last: quantize_dynamic's FFN up-projection and its Gelu, the attention output projection
 // and its residual Add, which otherwise each pass over the float32 result once more).
 // Each step is taken only when the value before it has that one consumer and is not a graph
-// output. A GEMM's chain may also pass a Reshape that only regroups the rows (the last dim stays
-// N) when an epilogue step follows it: GPT-2's Conv1D exports as Reshape -> Gemm -> Reshape back
-// to [batch, tokens, N] before its GELU or residual Add, and the rows' bytes are the same. A bias is a float32 constant of shape [N] or [1, .., N]; a residual is a float32 tensor
-// with exactly the output's shape (either Add operand order). The fused node's leading inputs
+// output. A bias is a float32 constant of shape [N] or [1, .., N]; a residual is a float32
+// tensor with exactly the output's shape (either Add operand order). A MatMul's or Gemm's chain
+// may also pass a Reshape that only regroups the rows (the last dim stays N) before a step it
+// takes: GPT-2's Conv1D exports as Reshape -> Gemm -> Reshape back to [batch, tokens, N] before
+// its GELU or residual Add, and the rows' bytes are the same; a chain never ends in a Reshape. The fused node's leading inputs
 // are A (X), B (W), then the bias and the residual when present; its attributes tell the kernel
 // the rest (has_bias, activation, alpha, has_residual, trans_b; a Conv's own attributes).
 #include <algorithm>
@@ -85,6 +86,7 @@ bool is_row(const Dims& dims, int64_t n, size_t rank) {
 struct Chain {
   std::vector<int> nodes;  // the producer first
   int bias = -1, residual = -1;
+  int bias_add = -1;  // the Add node that adds the bias, when the bias is not the Gemm's C
   std::optional<Activation> act;
   std::vector<std::string> steps;  // for the suffix
 };
@@ -101,8 +103,9 @@ std::optional<std::string> blocked_step(const FusionContext& ctx, int cur) {
 
 std::string dims_str(const Dims& d) { return dims_to_string(d); }
 
-// The Reshape that reads `cur` when it only regroups rows of `n_cols` and an epilogue step reads
-// its result; -1 otherwise.
+// The Reshape that reads `cur` when it only regroups rows of `n_cols` and what reads its result
+// looks like an epilogue step (the chain drops the Reshape again if that step is refused); -1
+// otherwise.
 int row_reshape_at(const FusionContext& ctx, int cur, int64_t n_cols) {
   const int r = match::only_consumer(ctx, cur, Op::Reshape);
   if (r < 0 || ctx.node(r).inputs[0] != cur) return -1;
@@ -153,6 +156,7 @@ std::optional<std::string> grow(const FusionContext& ctx, Chain& c, int cur, int
       const bool can_residual = gemm || (!c.act && !residual_done);
       if (can_bias && ctx.constant(other) && is_row(ot.dims, n_cols, out_dims.size())) {
         c.bias = other;
+        c.bias_add = users[0];
         c.steps.push_back("bias");
         stage = kAct;
       } else if (can_residual && ot.dims == out_dims) {
@@ -229,8 +233,8 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   const int out = n.outputs[0];
   int64_t n_cols = 0;
   int c_bias = -1;
-  if (!starts_epilogue(ctx, out) && row_reshape_at(ctx, out, ctx.type(out).dims.empty() ? -1 : ctx.type(out).dims.back()) < 0)
-    return false;
+  const Dims& out_dims = ctx.type(out).dims;
+  if (!starts_epilogue(ctx, out) && (out_dims.empty() || row_reshape_at(ctx, out, out_dims.back()) < 0)) return false;
   if (auto why = gemm_unsupported(ctx, n, n_cols, c_bias)) {
     ctx.decline(kPass, {i}, *why);
     return false;
@@ -241,6 +245,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   if (c_bias >= 0) c.steps.push_back("bias");
   auto why = grow(ctx, c, out, n_cols, /*gemm=*/true, /*bias_allowed=*/c_bias < 0, /*reshapes=*/true);
   if (why) ctx.decline(kPass, c.nodes, *why);
+  while (ctx.node(c.nodes.back()).op == Op::Reshape) c.nodes.pop_back();  // no step was taken after it
   if (c.nodes.size() == 1) return false;
   std::vector<int> leading = {n.inputs[0], n.inputs[1]};
   if (c.bias >= 0) leading.push_back(c.bias);
@@ -249,7 +254,7 @@ bool fuse_gemm_at(FusionContext& ctx, int i) {
   attrs["trans_b"] = int64_t{n.op == Op::Gemm && n.attr_int("transB", 0) != 0};
   // The item is named after the GEMM and its bias, not the activation or residual after them.
   std::vector<int> scope = {i};
-  if (c.bias >= 0 && c_bias < 0) scope.push_back(c.nodes[1]);
+  if (c.bias_add >= 0) scope.push_back(c.bias_add);
   return ctx.fuse(kPass, c.nodes, FusedKind::FusedMatMul, suffix_of(c, "epilogue"), std::move(attrs), {}, leading, scope);
 }
 

@@ -190,6 +190,9 @@ TEST(Engine, BindDimsGivesADecodersMaskThePastAndTheTokens) {
   EXPECT_EQ(dims.at("input_ids"), (Dims{1, 16}));
   EXPECT_EQ(dims.at("attention_mask"), (Dims{1, 32}));
   EXPECT_EQ(dims.at("past_key_values.0.key"), (Dims{1, 2, 16, 4}));
+  // A past given outright: the mask follows it (a decode step of one token after 127).
+  auto step = decoder.bind_dims({{"past_key_values.0.key", {1, 2, 127, 4}}, {"input_ids", {1, 1}}}, 1, 16);
+  EXPECT_EQ(step.at("attention_mask"), (Dims{1, 128}));
   Engine no_past = Engine::load_bytes(model_with_dims({{"input_ids", {"batch_size", "sequence_length"}},
                                                        {"attention_mask", {"batch_size", "total_sequence_length"}}}));
   EXPECT_EQ(no_past.bind_dims({}, 1, 16).at("attention_mask"), (Dims{1, 16}));

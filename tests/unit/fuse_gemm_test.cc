@@ -141,6 +141,42 @@ TEST(FuseGemm, Conv1DEpilogueThroughTheReshapeBack) {
   }
 }
 
+// The Add after the Reshape broadcasts: no step follows the Reshape, so nothing fuses (the chain
+// never ends in a Reshape, which would save nothing).
+TEST(FuseGemm, Conv1DReshapeBeforeARefusedStepStaysUnfused) {
+  GraphBuilder b;
+  const int x = b.input("x");
+  Tensor shape(DType::Int64, {3});
+  const int64_t back[] = {2, 5, 8};
+  std::copy(back, back + 3, shape.data<int64_t>());
+  const int g = b.node(Op::Gemm, {x, b.constant("W", weight({16, 8}, 14)), b.constant("C", random({8}, 1.f, 15))}, "g");
+  const int r = b.node(Op::Reshape, {g, b.constant("back", shape)}, "r");
+  const int y = b.node(Op::Add, {r, b.input("wide")}, "y");  // [2, 5, 8] + [3, 2, 5, 8]
+  auto out = test::expect_fused_matches_reference(b.finish({y}), {{"x", random({10, 16}, 1.f, 16)}, {"wide", random({3, 2, 5, 8}, 1.f, 17)}},
+                                                  only_gemm());
+  EXPECT_TRUE(out.fused.fusion.items.empty()) << out.kernels();
+  EXPECT_NE(reasons(out.fused, "fuse_gemm_epilogue").find("broadcasts"), std::string::npos);
+}
+
+// MatMul -> Reshape -> bias Add -> Relu: the item is named after the MatMul and its bias Add, not
+// the Reshape between them.
+TEST(FuseGemm, ReshapedBiasItemIsNamedAfterTheGemmAndItsBias) {
+  GraphBuilder b;
+  const int x = b.input("x");
+  Tensor shape(DType::Int64, {3});
+  const int64_t back[] = {2, 5, 8};
+  std::copy(back, back + 3, shape.data<int64_t>());
+  b.scope("/layer.0/dense/");
+  const int mm = b.node(Op::MatMul, {x, b.constant("W", weight({16, 8}, 18))}, "mm");
+  b.scope("/layer.0/view/");
+  const int r = b.node(Op::Reshape, {mm, b.constant("back", shape)}, "r");
+  b.scope("/layer.0/dense/");
+  const int a = b.node(Op::Add, {r, b.constant("b", random({8}, 1.f, 19))}, "a");
+  const int y = b.node(Op::Relu, {a}, "y");
+  auto out = test::expect_fused_matches_reference(b.finish({y}), {{"x", random({10, 16}, 1.f, 20)}}, only_gemm());
+  EXPECT_EQ(item_names(out.fused), std::vector<std::string>{"layer0.dense.bias_relu"});
+}
+
 TEST(FuseGemm, Conv1DReshapeThatSplitsTheColumnsEndsTheEpilogue) {
   Conv1D c(false, {2, 5, 2, 4});  // [10, 8] -> [.., 2, 4]: the Relu no longer reads rows of N
   auto r = test::expect_fused_matches_reference(c.b.finish({c.y}), dense_inputs(), only_gemm());

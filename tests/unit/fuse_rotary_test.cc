@@ -21,7 +21,9 @@ test::Feeds rotary_feeds(const test::RotarySpec& s, const Dims& x) {
     cos.data<float>()[i] = std::cos(angle);
     sin.data<float>()[i] = std::sin(angle);
   }
-  return {{"x", test::random_normal(x, 1.5f, 7)}, {"cos", cos}, {"sin", sin}};
+  test::Feeds feeds{{"x", test::random_normal(x, 1.5f, 7)}, {"cos", cos}, {"sin", sin}};
+  if (s.other_upper) feeds["other"] = test::random_normal(x, 1.5f, 8);
+  return feeds;
 }
 
 struct RotaryCase {
@@ -49,7 +51,11 @@ INSTANTIATE_TEST_SUITE_P(
         // half of 6 is less than a vector; a table per head and token, nothing broadcast
         RotaryCase{{.dim = 6, .table = {2, 3, 6}}, {2, 3, 6}},
         // exported with the products' operands the other way round
-        RotaryCase{{.dim = 16, .table = {1, 1, 3, 16}, .operands_swapped = true}, {1, 2, 3, 16}}),
+        RotaryCase{{.dim = 16, .table = {1, 1, 3, 16}, .operands_swapped = true}, {1, 2, 3, 16}},
+        // two sequences: a table row per (sequence, token), broadcast over the heads between them
+        RotaryCase{{.dim = 8, .table = {2, 1, 3, 8}}, {2, 4, 3, 8}},
+        // opset 9: the halves as Slice attributes, the upper one from -h
+        RotaryCase{{.dim = 8, .table = {3, 8}, .opset9 = true}, {2, 3, 8}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // A look-alike computes something else, or something the kernel does not; it stays as exported
@@ -74,7 +80,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(NearMiss{"split off the middle", {.dim = 8, .table = {5, 8}, .split = 3}, {2, 5, 8}},
                       NearMiss{"Concat(x1, -x2): the other rotation", {.dim = 8, .table = {5, 8}, .halves_swapped = true}, {2, 5, 8}},
                       NearMiss{"the lower half negated", {.dim = 8, .table = {5, 8}, .lower_negated = true}, {2, 5, 8}},
-                      NearMiss{"one cos per row, not per element", {.dim = 8, .table = {5, 1}}, {2, 5, 8}}),
+                      NearMiss{"one cos per row, not per element", {.dim = 8, .table = {5, 1}}, {2, 5, 8}},
+                      NearMiss{"the halves of two tensors", {.dim = 8, .table = {5, 8}, .other_upper = true}, {2, 5, 8}}),
     [](const auto& info) { return "case" + std::to_string(info.index); });
 
 // fusion.fuse_rotary off keeps the exported form.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 #include "graph_builder.h"
 
@@ -18,20 +19,31 @@ struct RotarySpec {
   bool halves_swapped = false;    // Concat(x1, -x2)
   bool lower_negated = false;     // Concat(x2, -x1)
   bool operands_swapped = false;  // Mul(cos, x), Mul(sin, rotated), Add(by_sin, by_cos): still the form
+  bool opset9 = false;            // Slices with attributes (opset < 10), the upper one from -h
+  bool other_upper = false;       // the upper half sliced from another tensor: a near miss
 };
 
 inline std::shared_ptr<const Graph> rotary_graph(const RotarySpec& s = {}) {
-  GraphBuilder b;
+  GraphBuilder b(s.opset9 ? 9 : 17);
   const int x = b.input("x"), cos = b.input("cos"), sin = b.input("sin");
+  const int upper_of = s.other_upper ? b.input("other") : x;
   auto one = [&](const std::string& name, int64_t v) {
     Tensor t(DType::Int64, {1});
     t.data<int64_t>()[0] = v;
     return b.constant(name, t);
   };
   const int64_t h = s.split < 0 ? s.dim / 2 : s.split;
-  const int axes = one("axes", -1), steps = one("steps", 1);
-  const int x1 = b.node(Op::Slice, {x, one("lo_start", 0), one("lo_end", h), axes, steps}, "x1");
-  const int x2 = b.node(Op::Slice, {x, one("hi_start", h), one("hi_end", std::numeric_limits<int64_t>::max()), axes, steps}, "x2");
+  const int64_t end = std::numeric_limits<int64_t>::max();
+  int x1, x2;
+  if (s.opset9) {
+    using V = std::vector<int64_t>;
+    x1 = b.node(Op::Slice, {x}, "x1", DType::Float32, {{"starts", V{0}}, {"ends", V{h}}, {"axes", V{-1}}});
+    x2 = b.node(Op::Slice, {upper_of}, "x2", DType::Float32, {{"starts", V{-(s.dim - h)}}, {"ends", V{end}}, {"axes", V{-1}}});
+  } else {
+    const int axes = one("axes", -1), steps = one("steps", 1);
+    x1 = b.node(Op::Slice, {x, one("lo_start", 0), one("lo_end", h), axes, steps}, "x1");
+    x2 = b.node(Op::Slice, {upper_of, one("hi_start", h), one("hi_end", end), axes, steps}, "x2");
+  }
   const int negated = b.node(Op::Neg, {s.lower_negated ? x1 : x2}, "negated");
   std::vector<int> parts = {negated, s.lower_negated ? x2 : x1};
   if (s.halves_swapped) std::swap(parts[0], parts[1]);

@@ -56,6 +56,14 @@ TEST(SampleInputs, PositionIdsCountUpAfterThePast) {
   auto first = sample_inputs(*g, {{"input_ids", {1, 3}}, {"attention_mask", {1, 3}}, {"position_ids", {1, 3}}});
   p = first.at("position_ids").data<int64_t>();
   EXPECT_EQ(std::vector<int64_t>(p, p + 3), (std::vector<int64_t>{0, 1, 2}));  // no past
+  // A head mask [layers, heads] says nothing of the past.
+  test::GraphBuilder hb;
+  const int hp = hb.input("position_ids", DType::Int64);
+  const int head_mask = hb.input("head_mask", DType::Int64);
+  auto hg = hb.finish({hp, head_mask});
+  first = sample_inputs(*hg, {{"position_ids", {1, 3}}, {"head_mask", {4, 9}}});
+  p = first.at("position_ids").data<int64_t>();
+  EXPECT_EQ(std::vector<int64_t>(p, p + 3), (std::vector<int64_t>{0, 1, 2}));  // no past
 }
 
 }  // namespace
