@@ -13,6 +13,7 @@
 #include "kernels/cpu/backend.h"
 #include "fused_vs_reference.h"
 #include "graph_builder.h"
+#include "ref_test_util.h"
 
 namespace fusor {
 namespace {
@@ -118,13 +119,9 @@ struct Conv1D {
   int y;
   Conv1D(bool residual, Dims back) {
     const int x = b.input("x");
-    Tensor flat(DType::Int64, {2}), shape(DType::Int64, {static_cast<int64_t>(back.size())});
-    flat.data<int64_t>()[0] = -1;
-    flat.data<int64_t>()[1] = 16;
-    for (size_t i = 0; i < back.size(); ++i) shape.data<int64_t>()[i] = back[i];
-    const int rows = b.node(Op::Reshape, {x, b.constant("flat", flat)}, "rows");
+    const int rows = b.node(Op::Reshape, {x, b.constant("flat", test::ints({-1, 16}))}, "rows");
     const int g = b.node(Op::Gemm, {rows, b.constant("W", weight({16, 8}, 11)), b.constant("C", random({8}, 1.f, 12))}, "g");
-    const int r = b.node(Op::Reshape, {g, b.constant("back", shape)}, "r");
+    const int r = b.node(Op::Reshape, {g, b.constant("back", test::ints(back))}, "r");
     y = residual ? b.node(Op::Add, {r, b.input("res")}, "y") : b.node(Op::Relu, {r}, "y");
   }
 };
@@ -146,11 +143,8 @@ TEST(FuseGemm, Conv1DEpilogueThroughTheReshapeBack) {
 TEST(FuseGemm, Conv1DReshapeBeforeARefusedStepStaysUnfused) {
   GraphBuilder b;
   const int x = b.input("x");
-  Tensor shape(DType::Int64, {3});
-  const int64_t back[] = {2, 5, 8};
-  std::copy(back, back + 3, shape.data<int64_t>());
   const int g = b.node(Op::Gemm, {x, b.constant("W", weight({16, 8}, 14)), b.constant("C", random({8}, 1.f, 15))}, "g");
-  const int r = b.node(Op::Reshape, {g, b.constant("back", shape)}, "r");
+  const int r = b.node(Op::Reshape, {g, b.constant("back", test::ints({2, 5, 8}))}, "r");
   const int y = b.node(Op::Add, {r, b.input("wide")}, "y");  // [2, 5, 8] + [3, 2, 5, 8]
   auto out = test::expect_fused_matches_reference(b.finish({y}), {{"x", random({10, 16}, 1.f, 16)}, {"wide", random({3, 2, 5, 8}, 1.f, 17)}},
                                                   only_gemm());
@@ -163,13 +157,10 @@ TEST(FuseGemm, Conv1DReshapeBeforeARefusedStepStaysUnfused) {
 TEST(FuseGemm, ReshapedBiasItemIsNamedAfterTheGemmAndItsBias) {
   GraphBuilder b;
   const int x = b.input("x");
-  Tensor shape(DType::Int64, {3});
-  const int64_t back[] = {2, 5, 8};
-  std::copy(back, back + 3, shape.data<int64_t>());
   b.scope("/layer.0/dense/");
   const int mm = b.node(Op::MatMul, {x, b.constant("W", weight({16, 8}, 18))}, "mm");
   b.scope("/layer.0/view/");
-  const int r = b.node(Op::Reshape, {mm, b.constant("back", shape)}, "r");
+  const int r = b.node(Op::Reshape, {mm, b.constant("back", test::ints({2, 5, 8}))}, "r");
   b.scope("/layer.0/dense/");
   const int a = b.node(Op::Add, {r, b.constant("b", random({8}, 1.f, 19))}, "a");
   const int y = b.node(Op::Relu, {a}, "y");
