@@ -5,6 +5,7 @@
 #include <map>
 
 #include "fusor/error.h"
+#include "kernels/cpu/thread_pool.h"
 #include "serve/step_composition.h"
 
 namespace fusor::serve {
@@ -29,6 +30,7 @@ GenerationScheduler::GenerationScheduler(DecoderBatch batch, const ServeConfig& 
     q.cls = cls;
   }
   cache_ = batch_.cache();
+  cpu::release_openmp_team();  // this thread built the plans; the steps run on the scheduler's
   thread_ = std::thread([this] { loop(); });
 }
 

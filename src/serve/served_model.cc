@@ -62,6 +62,7 @@ void ServedModel::prebuild_packed_plans(int threads_per_context) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::string> failed(packed_.size());
   std::vector<std::thread> builders;
+  cpu::release_openmp_team();  // this thread's idle team would slow the builders' (thread_pool.h)
   for (size_t i = 0; i < packed_.size(); ++i)
     builders.emplace_back([&, i] {
       cpu::set_thread_width(threads_per_context);

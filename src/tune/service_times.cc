@@ -37,6 +37,7 @@ ServiceTimes measure_service_times(const Engine& engine, const std::map<std::str
     auto feeds = engine.sample_inputs(dims);
     std::vector<double> medians(static_cast<size_t>(layout.contexts));
     std::vector<std::thread> contexts;
+    cpu::release_openmp_team();  // an idle team here would slow the contexts' (thread_pool.h)
     for (int64_t c = 0; c < layout.contexts; ++c)
       contexts.emplace_back([&, c] {
         cpu::set_thread_width(static_cast<int>(layout.threads_per_context));
@@ -103,8 +104,9 @@ RoundTimes measure_rounds(const Engine& engine, const std::map<std::string, Dims
   const auto feeds = engine.sample_inputs(dims);
   std::vector<std::vector<double>> per_round;
   std::exception_ptr failed;  // a plan that fails to build must reach the caller, not terminate
-  // One thread builds and runs every session: a session run from another thread than the one
-  // that built it measured slower.
+  // One thread builds and runs every session. (A session run from another thread than the one
+  // that built it measured slower: the builder's idle OpenMP team, thread_pool.h.)
+  cpu::release_openmp_team();
   std::thread context([&] {
     try {
       cpu::set_thread_width(threads);

@@ -103,6 +103,7 @@ ServiceTimes measure_packed_times(const Engine& engine, const serve::Signature& 
     std::vector<double> medians(static_cast<size_t>(layout.contexts));
     std::exception_ptr failed;
     std::vector<std::thread> contexts;
+    cpu::release_openmp_team();  // an idle team here would slow the contexts' (thread_pool.h)
     for (int64_t c = 0; c < layout.contexts; ++c)
       contexts.emplace_back([&, c] {
         try {

@@ -3,7 +3,11 @@
 // (a server's execution contexts) each get all their chunks.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <atomic>
+#include <chrono>
+#include <filesystem>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -89,6 +93,41 @@ TEST(ThreadPool, ParallelRangeCoversTheRangeInAlignedPieces) {
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[static_cast<size_t>(i)].load(), 1) << i << " of " << n;
     EXPECT_EQ(misaligned.load(), 0);
   }
+}
+
+size_t threads_in_process() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& task : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// The count once it settles at `expected` (a released thread leaves /proc a moment after it is
+// told to exit), or whatever it is after 5 s.
+size_t threads_in_process_settling_at(size_t expected) {
+  for (int i = 0; i < 500 && threads_in_process() != expected; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return threads_in_process();
+}
+
+// A thread that ran a parallel region keeps its team until it exits; releasing it ends the team's
+// threads (libgomp throttles every other team's barriers while idle ones count: thread_pool.h).
+// On a thread of its own, so that the test runner's team does not count; and a region after the
+// release still runs on a team of its own again.
+TEST(ThreadPool, ReleasingTheOpenmpTeamEndsItsThreads) {
+  std::thread([] {
+    const size_t before = threads_in_process();
+    omp_set_num_threads(3);
+    std::atomic<int> ran{0};
+#pragma omp parallel
+    ran.fetch_add(1);
+    ASSERT_EQ(ran.load(), 3);
+    EXPECT_EQ(threads_in_process(), before + 2);  // the team's two workers stay after the region
+    release_openmp_team();
+    EXPECT_EQ(threads_in_process_settling_at(before), before);
+#pragma omp parallel
+    ran.fetch_add(1);
+    EXPECT_EQ(ran.load(), 6);
+    release_openmp_team();
+  }).join();
 }
 
 }  // namespace

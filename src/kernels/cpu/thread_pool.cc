@@ -144,6 +144,10 @@ void run_on_openmp(int64_t chunks, int threads, ChunkFn fn, void* context) {
 OpenmpTeamScope::OpenmpTeamScope(bool on) : before_(t_openmp) { t_openmp = on; }
 OpenmpTeamScope::~OpenmpTeamScope() { t_openmp = before_; }
 
+void release_openmp_team() {
+  if (!omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);  // libgomp: this thread's pool
+}
+
 int thread_width() {
   // First use on this thread: OpenMP (oneDNN's convolutions) follows the same budget, which,
   // unlike OpenMP's default, counts the cgroup quota.
