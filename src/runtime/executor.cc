@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/openmp_wait.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace fusor {
@@ -203,6 +204,7 @@ bool Executor::run_kernels(const std::vector<Tensor>& inputs) {
     }
   }
   release_inputs();
+  if (plan_.openmp_team) cpu::openmp_wait_after_run();
   return true;
 }
 

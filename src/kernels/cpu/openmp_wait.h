@@ -1,0 +1,49 @@
+// How OpenMP's barriers wait, spinning or sleeping, chosen by how contended the CPUs are.
+//
+// Why: libgomp spins at a barrier for a while before it sleeps, unless the process holds more
+// OpenMP threads than CPUs; then it sleeps at once (GCC's manual, GOMP_SPINCOUNT). Neither is
+// right everywhere. llama-tiny at 16 streams on the 2-vCPU host made 1.35x the tokens spinning on
+// quiet CPUs, and half of them with one busy process beside it, where a barrier spins on while its
+// partner waits for a CPU (docs/benchmarks.md, fifteenth stop). libgomp has no call that changes
+// its wait at run time, but the thread count is ours: a parked thread holding an idle team of
+// omp_get_num_procs() threads puts the process over the limit (sleep), and releasing that team
+// brings it back (spin).
+//
+// Which one: a thread that runs plans on an OpenMP team calls openmp_wait_after_run() after each
+// run. Every 250 ms of that thread's wall time, the share of it the thread spent runnable but
+// waiting for a CPU (its run-queue delay, /proc/thread-self/schedstat) decides: over 20% the CPUs
+// are contended (sleep), under 10% they are not (spin). Measured on that host: ~1% for a process
+// alone, ~6% while a server's HTTP threads stream 16 answers, 33-42% beside one busy process, in
+// either mode.
+//
+// FUSOR_OPENMP_WAIT=spin or sleep fixes the mode for the process; auto (the default) follows the
+// CPUs. OMP_WAIT_POLICY and GOMP_SPINCOUNT still set what libgomp's spinning is.
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace fusor::cpu {
+
+enum class OpenmpWait { Spin, Sleep };
+
+// The mode the process's barriers are in (or are being switched to).
+OpenmpWait openmp_wait();
+// Switches now (FUSOR_OPENMP_WAIT and tests). Returns once libgomp counts the parked team (Sleep)
+// or no longer does (Spin). Not from inside a parallel region.
+void set_openmp_wait(OpenmpWait mode);
+
+// After a run on an OpenMP team: measures this thread's window and switches when it says so.
+// Cheap: a clock read, and a /proc read once a window.
+void openmp_wait_after_run();
+
+// The decision, given the mode now and the share of a window spent waiting for a CPU.
+OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share);
+inline constexpr double kContendedShare = 0.20;    // Spin -> Sleep above this
+inline constexpr double kUncontendedShare = 0.10;  // Sleep -> Spin below this
+inline constexpr std::chrono::milliseconds kContentionWindow{250};
+
+// "spin", "sleep" or "auto" (nullopt); anything else throws fusor::Error naming the variable.
+std::optional<OpenmpWait> parse_openmp_wait(const std::string& text);
+
+}  // namespace fusor::cpu
