@@ -24,6 +24,7 @@ Executor::Executor(const Plan& plan, const ExecutorOptions& options)
       arena_store_(options.shared_arena ? options.shared_arena : std::make_shared<SharedArena>()),
       slots_(plan.types.size()) {
   if (plan.claimed_by_executor) throw Error("a plan's kernels serve one executor at a time: build another plan");
+  cpu::apply_openmp_wait_variable();  // a bad FUSOR_OPENMP_WAIT fails here, whatever the plan's kernels
   // A shared arena grows now to the largest of its plans, so that serving does not grow it again.
   if (options.shared_arena) options.shared_arena->reserve(memory_.arena_bytes, arena_fill());
   plan.claimed_by_executor = true;

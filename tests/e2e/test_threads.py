@@ -54,3 +54,19 @@ def test_an_affinity_mask_of_one_cpu_gives_one_thread(tmp_path):
 def test_omp_num_threads_and_the_flag_override_the_default(tmp_path):
     assert profiled_threads(tmp_path, env={"OMP_NUM_THREADS": "3"}) == 3
     assert profiled_threads(tmp_path, "--threads", "5", env={"OMP_NUM_THREADS": "3"}) == 5
+
+
+def test_a_bad_openmp_wait_variable_fails_with_one_line_naming_it(tmp_path):
+    """FUSOR_OPENMP_WAIT (src/kernels/cpu/openmp_wait.h) takes spin, sleep or auto; any other value
+    fails the command with one line that names the variable, whatever kernels the plan runs."""
+    cmd = [FUSOR, "profile", model_path("minilm-l6"), "--batch", "1", "--seq", "8", "--runs", "1", "--warmup", "0",
+           "--quick", "--cache-dir", tmp_path]
+    env = {**os.environ, "FUSOR_CACHE_DIR": str(tmp_path), "FUSOR_OPENMP_WAIT": "fast"}
+    r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode != 0
+    errors = [l for l in r.stderr.splitlines() if "error" in l]
+    assert errors == ["fusor: error: FUSOR_OPENMP_WAIT is 'fast'; expected spin, sleep or auto"], r.stderr
+    for mode in ("spin", "sleep", "auto"):
+        r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300,
+                           env={**env, "FUSOR_OPENMP_WAIT": mode})
+        assert r.returncode == 0, (mode, r.stderr)

@@ -10,7 +10,10 @@
 #include <thread>
 
 #include "fusor/generate.h"
+#include "kernels/cpu/openmp_wait.h"
+#include "kernels/cpu/thread_pool.h"
 #include "llama_tiny.h"
+#include "openmp_probe.h"
 #include "serve/generation_stats.h"
 #include "serve/generative_model.h"
 
@@ -75,6 +78,23 @@ GenerationRequest request(std::vector<TokenId> prompt, int64_t max_new, std::str
   r.options.ignore_eos = true;
   r.cls = std::move(cls);
   return r;
+}
+
+// The thread that builds a served decoder's plans packs weights in parallel regions; its idle
+// OpenMP team would make libgomp sleep at every barrier of the scheduler's steps (thread_pool.h).
+TEST(GenerationScheduler, TheThreadThatBuiltThePlansKeepsNoIdleOpenmpTeam) {
+  if (*test::barrier_probe_unusable()) GTEST_SKIP() << test::barrier_probe_unusable();
+  cpu::release_openmp_team();  // the runner's own: earlier tests ran plans on this thread
+  cpu::set_openmp_wait(cpu::OpenmpWait::Spin);
+  long sleeps = -1;
+  std::thread([&] {
+    ServeConfig config = two_classes();
+    config.step_tokens = 16;
+    GenerativeModel model("llama", engine(), kModel, config, {}, 2);
+    sleeps = test::barrier_sleeps(50);  // another team's barriers, while the model is up
+  }).join();
+  if (cpu::openmp_wait() == cpu::OpenmpWait::Sleep) GTEST_SKIP() << "the CPUs were contended: barriers sleep by design";
+  EXPECT_LE(sleeps, 10);
 }
 
 TEST(GenerationScheduler, ManyRequestsOfTwoClassesEachGetTheirTokensAlone) {

@@ -2,29 +2,39 @@
 // variable that fixes it, and that each mode really is what libgomp's barriers then do: a thread
 // waiting at a barrier sleeps (a voluntary context switch) in Sleep mode and spins in Spin mode.
 #include <gtest/gtest.h>
-#include <omp.h>
-#include <sys/resource.h>
 
-#include <chrono>
-#include <cstdlib>
-#include <thread>
+#include <vector>
 
 #include "fusor/error.h"
 #include "kernels/cpu/openmp_wait.h"
 #include "kernels/cpu/thread_pool.h"
+#include "openmp_probe.h"
 
 namespace fusor::cpu {
 namespace {
 
-TEST(OpenmpWait, ContentionSwitchesToSleepAndItsEndBackToSpin) {
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Spin, 0.01), OpenmpWait::Spin);   // alone
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Spin, 0.06), OpenmpWait::Spin);   // a server's HTTP threads
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Spin, 0.35), OpenmpWait::Sleep);  // a busy process beside
+// The mode after each window's share in turn, from `start`.
+std::vector<OpenmpWait> modes_after(OpenmpWait start, std::initializer_list<double> shares) {
+  std::vector<OpenmpWait> out;
+  OpenmpWait mode = start;
+  int streak = 0;
+  for (double share : shares) out.push_back(mode = next_openmp_wait(mode, share, streak));
+  return out;
+}
+
+TEST(OpenmpWait, SustainedContentionSwitchesToSleepAndItsEndBackToSpin) {
+  using enum OpenmpWait;
+  // Alone (~1%) and serving a client on the same CPUs (6-16%): spin throughout.
+  EXPECT_EQ(modes_after(Spin, {0.01, 0.06, 0.16, 0.12, 0.16}), std::vector<OpenmpWait>(5, Spin));
+  // A busy process beside (33-42%): the second window in a row switches.
+  EXPECT_EQ(modes_after(Spin, {0.35, 0.40}), (std::vector{Spin, Sleep}));
+  // One contended window between quiet ones does not.
+  EXPECT_EQ(modes_after(Spin, {0.35, 0.05, 0.35, 0.05}), std::vector<OpenmpWait>(4, Spin));
+  // Sleeping, the busy process still shows; once it leaves, two quiet windows switch back.
+  EXPECT_EQ(modes_after(Sleep, {0.35, 0.38, 0.04, 0.03}), (std::vector{Sleep, Sleep, Sleep, Spin}));
   // Between the two thresholds the mode stays as it is, so a share near one does not flap.
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Spin, 0.15), OpenmpWait::Spin);
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Sleep, 0.15), OpenmpWait::Sleep);
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Sleep, 0.35), OpenmpWait::Sleep);
-  EXPECT_EQ(next_openmp_wait(OpenmpWait::Sleep, 0.05), OpenmpWait::Spin);
+  EXPECT_EQ(modes_after(Spin, {0.2, 0.2, 0.2}), std::vector<OpenmpWait>(3, Spin));
+  EXPECT_EQ(modes_after(Sleep, {0.2, 0.2, 0.2}), std::vector<OpenmpWait>(3, Sleep));
 }
 
 TEST(OpenmpWait, TheVariableTakesSpinSleepOrAutoAndNamesItselfOtherwise) {
@@ -41,41 +51,15 @@ TEST(OpenmpWait, TheVariableTakesSpinSleepOrAutoAndNamesItselfOtherwise) {
   }
 }
 
-void busy_us(int us) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
-
-// On a new thread, `regions` parallel regions of two threads where the second works 300 us and
-// the first waits for it at the closing barrier: the first's voluntary context switches.
-long barrier_sleeps(int regions) {
-  long sleeps = 0;
-  std::thread([&] {
-    omp_set_num_threads(2);
-    rusage before{}, after{};
-    getrusage(RUSAGE_THREAD, &before);
-    for (int i = 0; i < regions; ++i) {
-#pragma omp parallel
-      if (omp_get_thread_num() == 1) busy_us(300);
-    }
-    getrusage(RUSAGE_THREAD, &after);
-    sleeps = after.ru_nvcsw - before.ru_nvcsw;
-    release_openmp_team();
-  }).join();
-  return sleeps;
-}
-
 TEST(OpenmpWait, SleepMakesBarrierWaitsSleepAndSpinMakesThemSpin) {
-  if (omp_get_num_procs() < 2) GTEST_SKIP() << "a team of two spins only on two CPUs";
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) GTEST_SKIP() << "libgomp's wait is set by hand";
+  if (*test::barrier_probe_unusable()) GTEST_SKIP() << test::barrier_probe_unusable();
   release_openmp_team();  // the test runner's own idle team would count against the limit
   set_openmp_wait(OpenmpWait::Sleep);
   EXPECT_EQ(openmp_wait(), OpenmpWait::Sleep);
-  EXPECT_GE(barrier_sleeps(50), 40);
+  EXPECT_GE(test::barrier_sleeps(50), 40);
   set_openmp_wait(OpenmpWait::Spin);
   EXPECT_EQ(openmp_wait(), OpenmpWait::Spin);
-  EXPECT_LE(barrier_sleeps(50), 10);
+  EXPECT_LE(test::barrier_sleeps(50), 10);
 }
 
 }  // namespace

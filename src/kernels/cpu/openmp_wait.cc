@@ -65,7 +65,8 @@ class Parker {
   OpenmpWait held_ = OpenmpWait::Spin;  // guarded by mu_
 };
 
-// The mode FUSOR_OPENMP_WAIT fixes, read once; nullopt for auto.
+// The mode FUSOR_OPENMP_WAIT fixes, read once; nullopt for auto. A bad value throws (and so is
+// read again next time).
 std::optional<OpenmpWait> fixed_mode() {
   static const std::optional<OpenmpWait> fixed = [] {
     const char* text = std::getenv("FUSOR_OPENMP_WAIT");
@@ -90,6 +91,7 @@ int64_t run_delay_ns() {
 struct Window {
   std::chrono::steady_clock::time_point start{};
   int64_t delay_at_start = -1;
+  int streak = 0;  // windows in a row that voted to switch
 };
 thread_local Window t_window;
 
@@ -104,12 +106,16 @@ std::optional<OpenmpWait> parse_openmp_wait(const std::string& text) {
 
 OpenmpWait openmp_wait() { return Parker::instance().mode(); }
 
+void apply_openmp_wait_variable() { fixed_mode(); }
+
 void set_openmp_wait(OpenmpWait mode) { Parker::instance().set(mode); }
 
-OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share) {
-  if (now == OpenmpWait::Spin && run_delay_share > kContendedShare) return OpenmpWait::Sleep;
-  if (now == OpenmpWait::Sleep && run_delay_share < kUncontendedShare) return OpenmpWait::Spin;
-  return now;
+OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share, int& streak) {
+  const bool against = now == OpenmpWait::Spin ? run_delay_share > kContendedShare : run_delay_share < kUncontendedShare;
+  streak = against ? streak + 1 : 0;
+  if (streak < kVotesToSwitch) return now;
+  streak = 0;
+  return now == OpenmpWait::Spin ? OpenmpWait::Sleep : OpenmpWait::Spin;
 }
 
 void openmp_wait_after_run() {
@@ -123,7 +129,7 @@ void openmp_wait_after_run() {
     const double share = static_cast<double>(delay - w.delay_at_start) /
                          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - w.start).count());
     const OpenmpWait mode = openmp_wait();
-    const OpenmpWait next = next_openmp_wait(mode, share);
+    const OpenmpWait next = next_openmp_wait(mode, share, w.streak);
     if (next != mode) set_openmp_wait(next);
   }
   w.start = now;

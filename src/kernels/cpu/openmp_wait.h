@@ -11,10 +11,10 @@
 //
 // Which one: a thread that runs plans on an OpenMP team calls openmp_wait_after_run() after each
 // run. Every 250 ms of that thread's wall time, the share of it the thread spent runnable but
-// waiting for a CPU (its run-queue delay, /proc/thread-self/schedstat) decides: over 20% the CPUs
-// are contended (sleep), under 10% they are not (spin). Measured on that host: ~1% for a process
-// alone, ~6% while a server's HTTP threads stream 16 answers, 33-42% beside one busy process, in
-// either mode.
+// waiting for a CPU (its run-queue delay, /proc/thread-self/schedstat) votes: over 25% the CPUs
+// are contended (sleep), under 15% they are not (spin); two votes in a row switch. Measured on
+// that host: ~1% for a process alone, 6-16% while a server streams 16 answers to a client on the
+// same CPUs (spinning; 3-9% sleeping), 33-42% beside one busy process in either mode.
 //
 // FUSOR_OPENMP_WAIT=spin or sleep fixes the mode for the process; auto (the default) follows the
 // CPUs. OMP_WAIT_POLICY and GOMP_SPINCOUNT still set what libgomp's spinning is.
@@ -33,14 +33,20 @@ OpenmpWait openmp_wait();
 // or no longer does (Spin). Not from inside a parallel region.
 void set_openmp_wait(OpenmpWait mode);
 
+// Reads FUSOR_OPENMP_WAIT once and fixes the mode when it names one; throws fusor::Error
+// (InvalidArgument) naming the variable on any value but spin, sleep or auto, on every call.
+void apply_openmp_wait_variable();
+
 // After a run on an OpenMP team: measures this thread's window and switches when it says so.
 // Cheap: a clock read, and a /proc read once a window.
 void openmp_wait_after_run();
 
-// The decision, given the mode now and the share of a window spent waiting for a CPU.
-OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share);
-inline constexpr double kContendedShare = 0.20;    // Spin -> Sleep above this
-inline constexpr double kUncontendedShare = 0.10;  // Sleep -> Spin below this
+// The decision after one more window, given the mode now and the share of the window spent
+// waiting for a CPU; `streak` counts the windows in a row that voted for the other mode.
+OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share, int& streak);
+inline constexpr double kContendedShare = 0.25;    // votes Spin -> Sleep above this
+inline constexpr double kUncontendedShare = 0.15;  // votes Sleep -> Spin below this
+inline constexpr int kVotesToSwitch = 2;
 inline constexpr std::chrono::milliseconds kContentionWindow{250};
 
 // "spin", "sleep" or "auto" (nullopt); anything else throws fusor::Error naming the variable.
