@@ -51,6 +51,7 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
   if (packed() && config.prebuild_plans) prebuild_packed_plans(threads_per_context);
   RunPacked run_packed;
   if (packed()) run_packed = [this](size_t ctx, const std::vector<const Tensors*>& requests) { return packed_[ctx]->run(requests); };
+  cpu::release_openmp_team();  // this thread built the sessions; the contexts' threads run them
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
       [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed));

@@ -57,6 +57,7 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
       if (!warmed_[ctx]) warm_packed(ctx);
       return packed_caches_[ctx]->run(requests);
     };
+  cpu::release_openmp_team();  // this thread built the sessions; the contexts' threads run them
   batcher_ = std::make_unique<serve::Batcher>(
       config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, *stats_,
       [threads](size_t) { cpu::set_thread_width(threads); }, std::move(run_packed));
