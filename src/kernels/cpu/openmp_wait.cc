@@ -1,6 +1,7 @@
 #include "kernels/cpu/openmp_wait.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -27,6 +28,7 @@ class Parker {
   OpenmpWait mode() const { return wanted_.load(std::memory_order_relaxed); }
 
   void set(OpenmpWait mode) {
+    if (getpid() != owner_) return;  // a forked child has no parker thread (nor usable OpenMP teams)
     std::unique_lock lock(mu_);
     wanted_.store(mode, std::memory_order_relaxed);
     changed_.notify_all();
@@ -46,7 +48,8 @@ class Parker {
       lock.unlock();
       if (want == OpenmpWait::Sleep) {
         // Every CPU's worth of threads, idle from here on: whatever the compute teams' sizes, the
-        // process then holds more OpenMP threads than CPUs.
+        // process then holds more OpenMP threads than CPUs (on a 64-CPU host, 65 sleeping threads
+        // while the CPUs are contended).
         const int n = omp_get_num_procs() + 1;
 #pragma omp parallel num_threads(n)
         { static_cast<void>(omp_get_thread_num()); }
@@ -59,6 +62,7 @@ class Parker {
     }
   }
 
+  const pid_t owner_ = getpid();
   std::mutex mu_;
   std::condition_variable changed_;
   std::atomic<OpenmpWait> wanted_{OpenmpWait::Spin};
