@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <thread>
 
+#include "kernels/cpu/thread_pool.h"
+
 namespace fusor::test {
 
 // On a new thread, `regions` parallel regions of two threads where the second works 300 us and
@@ -34,8 +36,10 @@ inline long barrier_sleeps(int regions) {
   return sleeps;
 }
 
-// Why barrier_sleeps cannot tell here: one CPU, or libgomp's wait set by hand. Empty when it can.
+// Why barrier_sleeps cannot tell here: another OpenMP runtime than libgomp, one CPU, or libgomp's
+// wait set by hand. Empty when it can.
 inline const char* barrier_probe_unusable() {
+  if (!cpu::openmp_runtime_is_libgomp()) return "the OpenMP runtime is not libgomp (a sanitizer build)";
   if (omp_get_num_procs() < 2) return "a team of two spins only on two CPUs";
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return "libgomp's wait is set by hand";
   return "";

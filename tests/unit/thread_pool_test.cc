@@ -113,6 +113,7 @@ size_t threads_in_process_settling_at(size_t expected) {
 // On a thread of its own, so that the test runner's team does not count; and a region after the
 // release still runs on a team of its own again.
 TEST(ThreadPool, ReleasingTheOpenmpTeamEndsItsThreads) {
+  if (!openmp_runtime_is_libgomp()) GTEST_SKIP() << "libomp keeps one pool for the process";
   std::thread([] {
     const size_t before = threads_in_process();
     omp_set_num_threads(3);

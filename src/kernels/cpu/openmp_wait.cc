@@ -123,7 +123,7 @@ OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share, int& streak)
 }
 
 void openmp_wait_after_run() {
-  if (fixed_mode()) return;
+  if (fixed_mode() || !openmp_runtime_is_libgomp()) return;
   const auto now = std::chrono::steady_clock::now();
   Window& w = t_window;
   if (w.delay_at_start >= 0 && now - w.start < kContentionWindow) return;

@@ -17,7 +17,8 @@
 // same CPUs (spinning; 3-9% sleeping), 33-42% beside one busy process in either mode.
 //
 // FUSOR_OPENMP_WAIT=spin or sleep fixes the mode for the process; auto (the default) follows the
-// CPUs. OMP_WAIT_POLICY and GOMP_SPINCOUNT still set what libgomp's spinning is.
+// CPUs. OMP_WAIT_POLICY and GOMP_SPINCOUNT still set what libgomp's spinning is. Under LLVM's
+// libomp (the sanitizer builds) auto does nothing: the limit is libgomp's.
 #pragma once
 #include <chrono>
 #include <optional>

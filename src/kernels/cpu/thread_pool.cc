@@ -144,8 +144,17 @@ void run_on_openmp(int64_t chunks, int threads, ChunkFn fn, void* context) {
 OpenmpTeamScope::OpenmpTeamScope(bool on) : before_(t_openmp) { t_openmp = on; }
 OpenmpTeamScope::~OpenmpTeamScope() { t_openmp = before_; }
 
+bool openmp_runtime_is_libgomp() {
+#ifdef KMP_VERSION_MAJOR  // LLVM's omp.h
+  return false;
+#else
+  return true;
+#endif
+}
+
 void release_openmp_team() {
-  if (!omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);  // libgomp: this thread's pool
+  // libgomp frees this thread's pool alone; libomp's pause would stop the process's one pool.
+  if (openmp_runtime_is_libgomp() && !omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
 }
 
 int thread_width() {
