@@ -9,7 +9,7 @@
 //
 // Three runs of the same loop of short, uneven parallel regions on a second thread:
 //   no other team      the loop's thread holds the only team
-//   idle team          the main thread ran one region first and keeps its team
+//   idle team          the main thread ran one region on every CPU first and keeps its team
 //   idle team released the main thread ran one region and then called cpu::release_openmp_team()
 //   openmp_idle_team [--regions N]   ->   one line per run: us per region, voluntary switches
 #include <omp.h>
@@ -26,13 +26,13 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-volatile double g_sink;
+thread_local volatile double t_sink;  // per thread: the team's threads write at once
 
 void busy_us(int us) {
   const auto until = Clock::now() + std::chrono::microseconds(us);
   double x = 0;
   while (Clock::now() < until) x += 1;
-  g_sink = x;
+  t_sink = x;
 }
 
 long voluntary_switches() {
@@ -61,10 +61,11 @@ void run(const char* what, int regions) {
               voluntary_switches() - switches);
 }
 
+// As a loader with the whole budget leaves it: one thread per CPU.
 void start_main_team() {
-  omp_set_num_threads(2);
+  omp_set_num_threads(omp_get_num_procs());
 #pragma omp parallel
-  g_sink = omp_get_thread_num();
+  t_sink = omp_get_thread_num();
 }
 
 }  // namespace

@@ -24,14 +24,19 @@ def cgroup_quota():
         return None
 
 
-def profiled_threads(tmp_path, *args, prefix=(), env=None):
-    report = tmp_path / "p.json"
+def run_profile(tmp_path, *args, prefix=(), env=None):
+    """A quick `fusor profile` of MiniLM at batch 1, length 8; OMP_NUM_THREADS unset unless `env` sets it."""
     cmd = [*prefix, FUSOR, "profile", model_path("minilm-l6"), "--batch", "1", "--seq", "8", "--runs", "1",
-           "--warmup", "0", "--quick", "--cache-dir", tmp_path, "--json", report, *args]
+           "--warmup", "0", "--quick", "--cache-dir", tmp_path, *args]
     full_env = {**os.environ, "FUSOR_CACHE_DIR": str(tmp_path)}
     full_env.pop("OMP_NUM_THREADS", None)
     full_env.update(env or {})
-    r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300, env=full_env)
+    return subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300, env=full_env)
+
+
+def profiled_threads(tmp_path, *args, prefix=(), env=None):
+    report = tmp_path / "p.json"
+    r = run_profile(tmp_path, "--json", report, *args, prefix=prefix, env=env)
     assert r.returncode == 0, r.stderr
     p = json.loads(report.read_text())
     assert p["ceilings"]["threads"] == p["threads"]
@@ -59,14 +64,10 @@ def test_omp_num_threads_and_the_flag_override_the_default(tmp_path):
 def test_a_bad_openmp_wait_variable_fails_with_one_line_naming_it(tmp_path):
     """FUSOR_OPENMP_WAIT (src/kernels/cpu/openmp_wait.h) takes spin, sleep or auto; any other value
     fails the command with one line that names the variable, whatever kernels the plan runs."""
-    cmd = [FUSOR, "profile", model_path("minilm-l6"), "--batch", "1", "--seq", "8", "--runs", "1", "--warmup", "0",
-           "--quick", "--cache-dir", tmp_path]
-    env = {**os.environ, "FUSOR_CACHE_DIR": str(tmp_path), "FUSOR_OPENMP_WAIT": "fast"}
-    r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300, env=env)
+    r = run_profile(tmp_path, env={"FUSOR_OPENMP_WAIT": "fast"})
     assert r.returncode != 0
     errors = [l for l in r.stderr.splitlines() if "error" in l]
     assert errors == ["fusor: error: FUSOR_OPENMP_WAIT is 'fast'; expected spin, sleep or auto"], r.stderr
     for mode in ("spin", "sleep", "auto"):
-        r = subprocess.run(list(map(str, cmd)), capture_output=True, text=True, timeout=300,
-                           env={**env, "FUSOR_OPENMP_WAIT": mode})
+        r = run_profile(tmp_path, env={"FUSOR_OPENMP_WAIT": mode})
         assert r.returncode == 0, (mode, r.stderr)

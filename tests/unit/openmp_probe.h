@@ -4,6 +4,7 @@
 #include <omp.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -31,17 +32,26 @@ inline long barrier_sleeps(int regions) {
     }
     getrusage(RUSAGE_THREAD, &after);
     sleeps = after.ru_nvcsw - before.ru_nvcsw;
-    omp_pause_resource_all(omp_pause_soft);
+    cpu::release_openmp_team();
   }).join();
   return sleeps;
 }
 
+// The fewest of three barrier_sleeps: where barriers spin, a busy machine can only add sleeps (a
+// preempted partner outlasts the spin), so the least of three is the one to check against.
+inline long fewest_barrier_sleeps(int regions) {
+  long fewest = barrier_sleeps(regions);
+  for (int i = 0; i < 2; ++i) fewest = std::min(fewest, barrier_sleeps(regions));
+  return fewest;
+}
+
 // Why barrier_sleeps cannot tell here: another OpenMP runtime than libgomp, one CPU, or libgomp's
-// wait set by hand. Empty when it can.
+// threads or wait set by hand. Empty when it can.
 inline const char* barrier_probe_unusable() {
   if (!cpu::openmp_runtime_is_libgomp()) return "the OpenMP runtime is not libgomp (a sanitizer build)";
   if (omp_get_num_procs() < 2) return "a team of two spins only on two CPUs";
-  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return "libgomp's wait is set by hand";
+  for (const char* set_by_hand : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "OMP_THREAD_LIMIT", "OMP_DYNAMIC"})
+    if (std::getenv(set_by_hand)) return "libgomp's threads or wait are set by hand";
   return "";
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -27,12 +28,14 @@ class Parker {
 
   OpenmpWait mode() const { return wanted_.load(std::memory_order_relaxed); }
 
-  void set(OpenmpWait mode) {
-    if (getpid() != owner_) return;  // a forked child has no parker thread (nor usable OpenMP teams)
+  // Asks the parker for `mode`; with `wait`, returns once it holds what was last asked.
+  void set(OpenmpWait mode, bool wait) {
+    // A forked child has no parker thread (nor usable OpenMP teams); libomp has no such limit.
+    if (getpid() != owner_ || !openmp_runtime_is_libgomp()) return;
     std::unique_lock lock(mu_);
     wanted_.store(mode, std::memory_order_relaxed);
     changed_.notify_all();
-    changed_.wait(lock, [&] { return held_ == wanted_.load(std::memory_order_relaxed); });
+    if (wait) changed_.wait(lock, [&] { return held_ == wanted_.load(std::memory_order_relaxed); });
   }
 
  private:
@@ -75,27 +78,33 @@ std::optional<OpenmpWait> fixed_mode() {
   static const std::optional<OpenmpWait> fixed = [] {
     const char* text = std::getenv("FUSOR_OPENMP_WAIT");
     std::optional<OpenmpWait> mode = parse_openmp_wait(text ? text : "auto");
-    if (mode) Parker::instance().set(*mode);
+    if (mode) Parker::instance().set(*mode, true);
     return mode;
   }();
   return fixed;
 }
 
-// This thread's run-queue delay so far in ns (the second field of its schedstat), or -1 where
-// the kernel does not say (no procfs, no schedstats).
-int64_t run_delay_ns() {
+// This thread's time on a CPU and waiting for one, in ns so far (the first two fields of its
+// schedstat); nullopt where the kernel does not say (no procfs, schedstats off).
+struct SchedTimes {
+  int64_t on_cpu = 0, waiting = 0;
+};
+std::optional<SchedTimes> sched_times() {
   std::FILE* f = std::fopen("/proc/thread-self/schedstat", "r");
-  if (!f) return -1;
+  if (!f) return std::nullopt;
   unsigned long long on_cpu = 0, waiting = 0;
   const int read = std::fscanf(f, "%llu %llu", &on_cpu, &waiting);
   std::fclose(f);
-  return read == 2 ? static_cast<int64_t>(waiting) : -1;
+  if (read != 2 || on_cpu == 0) return std::nullopt;  // "0 0 0": a kernel without sched_info
+  return SchedTimes{static_cast<int64_t>(on_cpu), static_cast<int64_t>(waiting)};
 }
+std::atomic<bool> g_no_sched_times{false};  // once seen, for the process: no /proc read per run
 
 struct Window {
   std::chrono::steady_clock::time_point start{};
-  int64_t delay_at_start = -1;
-  int streak = 0;  // windows in a row that voted to switch
+  std::optional<SchedTimes> at_start;
+  OpenmpWait mode = OpenmpWait::Spin;  // when the streak began counting
+  int streak = 0;                      // windows in a row that voted to switch
 };
 thread_local Window t_window;
 
@@ -112,7 +121,7 @@ OpenmpWait openmp_wait() { return Parker::instance().mode(); }
 
 void apply_openmp_wait_variable() { fixed_mode(); }
 
-void set_openmp_wait(OpenmpWait mode) { Parker::instance().set(mode); }
+void set_openmp_wait(OpenmpWait mode) { Parker::instance().set(mode, true); }
 
 OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share, int& streak) {
   const bool against = now == OpenmpWait::Spin ? run_delay_share > kContendedShare : run_delay_share < kUncontendedShare;
@@ -122,22 +131,35 @@ OpenmpWait next_openmp_wait(OpenmpWait now, double run_delay_share, int& streak)
   return now == OpenmpWait::Spin ? OpenmpWait::Sleep : OpenmpWait::Spin;
 }
 
-void openmp_wait_after_run() {
-  if (fixed_mode() || !openmp_runtime_is_libgomp()) return;
-  const auto now = std::chrono::steady_clock::now();
-  Window& w = t_window;
-  if (w.delay_at_start >= 0 && now - w.start < kContentionWindow) return;
-  const int64_t delay = run_delay_ns();
-  if (delay < 0) return;  // nothing to go by: libgomp's own choice stands
-  if (w.delay_at_start >= 0) {
-    const double share = static_cast<double>(delay - w.delay_at_start) /
-                         static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - w.start).count());
-    const OpenmpWait mode = openmp_wait();
-    const OpenmpWait next = next_openmp_wait(mode, share, w.streak);
-    if (next != mode) set_openmp_wait(next);
+void openmp_wait_after_run() noexcept {
+  if (!openmp_runtime_is_libgomp() || g_no_sched_times.load(std::memory_order_relaxed)) return;
+  try {
+    if (fixed_mode()) return;
+    const auto now = std::chrono::steady_clock::now();
+    Window& w = t_window;
+    if (w.at_start && now - w.start < kContentionWindow) return;
+    const std::optional<SchedTimes> times = sched_times();
+    if (!times) {
+      g_no_sched_times.store(true, std::memory_order_relaxed);  // libgomp's own choice stands
+      return;
+    }
+    if (w.at_start) {
+      // Of the time this thread wanted a CPU, the share it waited: idle time between runs
+      // counts for neither.
+      const int64_t waited = times->waiting - w.at_start->waiting;
+      const int64_t wanted = waited + times->on_cpu - w.at_start->on_cpu;
+      const OpenmpWait mode = openmp_wait();
+      if (mode != w.mode) w.mode = mode, w.streak = 0;  // another thread switched: vote afresh
+      if (wanted > 0) {
+        const OpenmpWait next = next_openmp_wait(mode, static_cast<double>(waited) / static_cast<double>(wanted), w.streak);
+        if (next != mode) Parker::instance().set(w.mode = next, false);  // the parker switches; the step goes on
+      }
+    }
+    w.start = now;
+    w.at_start = times;
+  } catch (...) {
+    // A thread or lock the switch could not get: the run itself succeeded, and the mode stays.
   }
-  w.start = now;
-  w.delay_at_start = delay;
 }
 
 }  // namespace fusor::cpu
