@@ -43,8 +43,12 @@ void send_json(httplib::Response& res, const nlohmann::json& j) {
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  // Not httplib's defaults: they add SO_REUSEPORT, which lets a second server bind the same port
+  // and silently take half of its connections. SO_REUSEADDR alone still rebinds a port whose old
+  // connections are in TIME_WAIT.
   server_->set_socket_options([this](int sock) {
-    httplib::default_socket_options(sock);
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_socket_ = sock;
   });
   server_->set_tcp_nodelay(true);  // else small responses wait for the peer's delayed ACK (40 ms)

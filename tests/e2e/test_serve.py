@@ -7,6 +7,7 @@ import re
 import signal
 from pathlib import Path
 import socket
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +20,9 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
-from conftest import model_path
+from conftest import FUSOR, model_path
 from ort_compare import make_inputs, run_ort
-from serve_util import Served, get, post
+from serve_util import Served, free_ports, get, post
 
 TWO_CLASSES = """
 serve:
@@ -259,6 +260,20 @@ def test_metrics_have_triton_names_per_class_and_histograms(server):
         assert f'{name}{{model="demo",version="1",class="interactive"' in text, name
         assert f'{name}{{model="demo",version="1",class="batch"' in text, name
     assert 'nv_inference_request_latency_us_bucket{model="demo",version="1",class="batch",le="+Inf"}' in text
+
+
+@pytest.mark.parametrize("taken", ["http", "grpc", "metrics"])
+def test_a_second_server_on_a_port_in_use_fails_with_one_line(server, taken):
+    """A second server must not share a running one's port: with SO_REUSEPORT (cpp-httplib's
+    default) it bound beside it and the kernel split the connections between the two."""
+    ports = dict(zip(["http", "grpc", "metrics"], free_ports(3)))
+    ports[taken] = getattr(server, taken)
+    args = [FUSOR, "serve"] + [a for k, v in ports.items() for a in (f"--{k}", str(v))]
+    r = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]  # after the model's load lines
+    assert last.startswith("fusor: error: ") and f":{ports[taken]}" in last and "in use" in last, r.stderr
+    assert get(f"{server.url}/v2/health/ready")[0] == 200
 
 
 def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
