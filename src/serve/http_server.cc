@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <httplib.h>
@@ -163,7 +164,14 @@ void HttpServer::start(const std::string& host, int port) {
   // listen() on a listening socket only sets its backlog.
   if (listen_socket_ >= 0 && ::listen(listen_socket_, kListenBacklog) != 0)
     throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(errno));
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    loop_ended_ = true;
+  });
+  // httplib's stop() acts only on a loop that is running. Stopped before its thread got there
+  // (another listener of this server failing to bind, on a busy host), the loop then accepted
+  // forever and stop()'s join hung: so start() returns once the loop runs.
+  while (!server_->is_running() && !loop_ended_) std::this_thread::sleep_for(std::chrono::microseconds(100));
 }
 
 void HttpServer::stop() {

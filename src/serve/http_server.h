@@ -2,6 +2,7 @@
 // one-line {"error": "..."} with Triton's HTTP status; a body over the limit is refused before
 // it is read in full.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
@@ -30,6 +31,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int listen_socket_ = -1;  // the listening socket, once bound
+  std::atomic<bool> loop_ended_ = false;  // listen_after_bind returned
 };
 
 }  // namespace fusor::serve
