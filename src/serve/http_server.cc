@@ -1,5 +1,6 @@
 #include "serve/http_server.h"
 
+#include <netdb.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -37,6 +38,21 @@ constexpr int kListenBacklog = 1024;
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
+}
+
+// Why listening on `host`:`port` failed, from the errno that bind or listen left: a port in use,
+// or an address not of this machine, each said as such; errno 0 means the name did not resolve.
+std::string listen_failure(const std::string& host, int port, int error) {
+  const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
+  if (error == EADDRINUSE) return where + " (is the port in use?)";
+  if (error != 0) return where + ": " + std::strerror(error);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  return rc != 0 ? where + ": " + ::gai_strerror(rc) : where;
 }
 
 }  // namespace
@@ -159,11 +175,11 @@ void HttpServer::metrics_routes() {
 }
 
 void HttpServer::start(const std::string& host, int port) {
-  if (!server_->bind_to_port(host, port))
-    throw Error("cannot listen on " + host + ":" + std::to_string(port) + " (is the port in use?)");
+  errno = 0;
+  if (!server_->bind_to_port(host, port)) throw Error(listen_failure(host, port, errno));
   // listen() on a listening socket only sets its backlog.
   if (listen_socket_ >= 0 && ::listen(listen_socket_, kListenBacklog) != 0)
-    throw Error("cannot listen on " + host + ":" + std::to_string(port) + ": " + std::strerror(errno));
+    throw Error(listen_failure(host, port, errno));
   thread_ = std::thread([this] {
     server_->listen_after_bind();
     loop_ended_ = true;
