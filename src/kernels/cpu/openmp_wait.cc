@@ -152,7 +152,10 @@ void openmp_wait_after_run() noexcept {
       if (mode != w.mode) w.mode = mode, w.streak = 0;  // another thread switched: vote afresh
       if (wanted > 0) {
         const OpenmpWait next = next_openmp_wait(mode, static_cast<double>(waited) / static_cast<double>(wanted), w.streak);
-        if (next != mode) Parker::instance().set(w.mode = next, false);  // the parker switches; the step goes on
+        if (next != mode) {
+          w.mode = next;
+          Parker::instance().set(next, false);  // the parker switches; the step goes on
+        }
       }
     }
     w.start = now;

@@ -47,8 +47,9 @@ class OpenmpTeamScope {
 // to a thread of their own: while more OpenMP threads exist in the process than CPUs, libgomp
 // stops spin-waiting at every barrier of every team and sleeps at once, and an idle team still
 // counts. On a 2-vCPU VM a parallel region then cost 69-86 against 36-39 us
-// (build/bench/openmp_idle_team). Safe at any time outside a parallel region: the next region makes a new team. Does nothing
-// under LLVM's libomp (the sanitizer builds), whose one pool serves every thread.
+// (build/bench/openmp_idle_team). Safe at any time outside a parallel region: the next region
+// makes a new team. Does nothing under LLVM's libomp (the sanitizer builds), whose one pool
+// serves every thread.
 void release_openmp_team();
 // Whether OpenMP is GCC's libgomp, the runtime whose per-thread teams and barrier throttling
 // release_openmp_team() and openmp_wait.h are about.
