@@ -161,5 +161,25 @@ TEST(PackedWeights, ConvolutionPlansAtTwoBatchSizesShareThem) {
   EXPECT_EQ(after.hits, before.hits + 1);
 }
 
+// A stride-1 3x3 layer of 16-channel multiples runs as Winograd: oneDNN's on AVX-512, whose
+// transformed weights oneDNN cannot reorder back out of, fusor's own on AVX2. A second plan at the
+// same shape (a server's second context) still runs it, on the first plan's weights; before, it
+// fell back to the reference convolution.
+TEST(PackedWeights, WinogradConvolutionPlansShareTheirWeights) {
+  GraphBuilder b;
+  int x = b.input("x");
+  int y = b.node(Op::Conv, {x, b.constant("W", weight({32, 16, 3, 3}, 70)), b.constant("B", weight({32}, 71))}, "y",
+                 DType::Float32, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  auto g = b.finish({y});
+  const auto before = weight_cache_stats();
+  auto first = test::expect_fused_matches_reference(g, {{"x", test::random_normal({1, 16, 14, 14}, 1.f, 72)}});
+  auto second = test::expect_fused_matches_reference(g, {{"x", test::random_normal({1, 16, 14, 14}, 1.f, 73)}});
+  for (const auto* plans : {&first, &second}) {
+    EXPECT_NE(plans->kernels().find("winograd"), std::string::npos) << plans->kernels();
+    EXPECT_EQ(plans->kernels().find("ref."), std::string::npos) << plans->kernels();
+  }
+  EXPECT_EQ(weight_cache_stats().hits, before.hits + 1);
+}
+
 }  // namespace
 }  // namespace fusor
