@@ -360,6 +360,34 @@ serve:
     assert built[1][0] < built[8][0], f"batch 8 should fuse more items than batch 1: {built}"
 
 
+def test_a_cnn_gets_the_same_kernels_at_every_batch_size(tmp_path):
+    """Plans after the first take the first plan's packed weights (kernels/cpu/packed_weights.h).
+    On AVX-512 that once failed for Winograd's weights, and every later plan ran its 3x3 layers on
+    reference convolutions: ResNet-18's batch-2 session had 4 fused items and 44 kernels against
+    17 and 23, and served 2x slower. The sessions for 1 and 2 rows fuse and launch the same."""
+    config = """
+serve:
+  classes:
+    default: {batch_window_ms: 0, max_batch: 2, preferred_batch_sizes: [1, 2]}
+"""
+    model = model_path("resnet18")
+    s = Served(tmp_path, config, models=[("resnet18", model)], threads=2)
+    try:
+        client = httpclient.InferenceServerClient(s.url, network_timeout=120)
+        for rows in (1, 2):
+            x = np.random.default_rng(rows).standard_normal((rows, 3, 224, 224)).astype(np.float32)
+            t = httpclient.InferInput("input", list(x.shape), "FP32")
+            t.set_data_from_numpy(x)
+            r = client.infer("resnet18", [t], timeout=120)
+            for name, want in run_ort(model, {"input": x}).items():
+                np.testing.assert_allclose(r.as_numpy(name), want, atol=1e-3, rtol=1e-3, err_msg=f"{rows} rows")
+    finally:
+        assert s.stop() == 0, s.output()
+    built = re.findall(r"session for (\d+) row\(s\) .*?: (\d+) fused item\(s\), (\d+) kernel\(s\)", s.output())
+    assert sorted(rows for rows, _, _ in built) == ["1", "2"], s.output()
+    assert len({(fused, kernels) for _, fused, kernels in built}) == 1, built
+
+
 def test_config_with_the_gate_on_gates_a_model_without_a_verdict_before_serving(tmp_path):
     """docs/check.md: with --config and precision_check on, a model with no saved verdict for that
     config is gated first and its verdict saved beside it; the next start reuses the verdict."""
