@@ -14,6 +14,7 @@
 #include "serve/generation_stats.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
+#include "serve/tcp_connections.h"
 #include "serve/triton_generate.h"
 
 namespace fusor::serve {
@@ -34,6 +35,31 @@ constexpr size_t kHttpThreads = 128;
 // library that listens with a backlog of 5, so of 16 streaming clients connecting at once, 8
 // waited for their SYN retry: ~1.1 s to the first token. The kernel caps it at somaxconn.
 constexpr int kListenBacklog = 1024;
+
+// The in-flight count holding this thread's request, if any (HttpServer::requests_in_flight_).
+thread_local std::atomic<int>* t_counted_in = nullptr;
+
+void end_counted_request() {
+  if (t_counted_in) --*t_counted_in;
+  t_counted_in = nullptr;
+}
+
+// httplib's pool, ending a counted request when its connection ends too: a response whose write
+// failed (a client gone) skips the logger, which ends the others.
+class ConnectionPool : public httplib::TaskQueue {
+ public:
+  explicit ConnectionPool(size_t threads) : pool_(threads) {}
+  void enqueue(std::function<void()> connection) override {
+    pool_.enqueue([connection = std::move(connection)] {
+      connection();
+      end_counted_request();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+};
 
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
@@ -59,7 +85,15 @@ std::string listen_failure(const std::string& host, int port, int error) {
 
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpThreads); };
+  server_->new_task_queue = [] { return new ConnectionPool(kHttpThreads); };
+  // A request counts from its headers (before its body is read) until its response is written.
+  server_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+    end_counted_request();
+    t_counted_in = &requests_in_flight_;
+    ++requests_in_flight_;
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  server_->set_logger([](const httplib::Request&, const httplib::Response&) { end_counted_request(); });
   // Not httplib's defaults: they add SO_REUSEPORT, which lets a second server bind the same port
   // and silently take half of its connections. SO_REUSEADDR alone still rebinds a port whose old
   // connections are in TIME_WAIT.
@@ -180,6 +214,7 @@ void HttpServer::start(const std::string& host, int port) {
   // listen() on a listening socket only sets its backlog.
   if (listen_socket_ >= 0 && ::listen(listen_socket_, kListenBacklog) != 0)
     throw Error(listen_failure(host, port, errno));
+  port_ = bound_port(listen_socket_);
   thread_ = std::thread([this] {
     server_->listen_after_bind();
     loop_ended_ = true;
@@ -193,6 +228,12 @@ void HttpServer::start(const std::string& host, int port) {
 void HttpServer::stop() {
   if (!thread_.joinable()) return;
   server_->stop();
+  // Idle keep-alive connections would hold their threads, and so the join, for the keep-alive
+  // timeout (tcp_connections.h). Once every request has its answer written they are told to
+  // close; earlier, httplib would take a closed reading side for a client gone and drop the
+  // answer. Each connection serves at most one more request after stop(), so this ends.
+  while (requests_in_flight_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stop_reading_connections_on(port_);
   thread_.join();
 }
 

@@ -21,7 +21,7 @@ class HttpServer {
   HttpServer(Kind kind, Models& models, int64_t max_body_bytes);
   ~HttpServer();
   void start(const std::string& host, int port);  // binds, then serves on its own thread
-  void stop();                                    // stops accepting; in-flight handlers finish
+  void stop();                                    // stops accepting; in-flight handlers finish, idle connections close
 
  private:
   void inference_routes();
@@ -31,6 +31,8 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int listen_socket_ = -1;  // the listening socket, once bound
+  int port_ = -1;           // its port
+  std::atomic<int> requests_in_flight_ = 0;  // read, being answered, or their answer being written
   std::atomic<bool> loop_ended_ = false;  // listen_after_bind returned
 };
 

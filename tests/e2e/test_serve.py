@@ -296,6 +296,24 @@ def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
         assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
 
 
+def test_sigterm_exits_at_once_while_clients_hold_idle_connections(tmp_path):
+    """Clients keep their connections open between requests (tritonclient, Prometheus). The
+    listeners' threads waited out the 30 s keep-alive timeout on them, so SIGTERM took 30 s, past
+    Kubernetes' default grace period. Idle HTTP, gRPC and metrics connections stay open here."""
+    s = Served(tmp_path, TWO_CLASSES)
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    http = httpclient.InferenceServerClient(s.url, network_timeout=10)
+    grpc = grpcclient.InferenceServerClient(s.grpc_url)
+    for client, module in ((http, httpclient), (grpc, grpcclient)):
+        np.testing.assert_array_equal(client.infer("demo", text_inputs(module, ids, mask)).as_numpy("embeddings"),
+                                      expected(ids, mask))
+    metrics = socket.create_connection(("127.0.0.1", s.metrics), timeout=10)
+    metrics.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert metrics.recv(64).startswith(b"HTTP/1.1 200"), s.output()
+    assert s.stop(timeout=10) == 0, s.output()  # 30 s before
+    metrics.close()
+
+
 def test_soak_shows_no_memory_growth(server):
     http = httpclient.InferenceServerClient(server.url, network_timeout=30)
     rng = np.random.default_rng(1)
