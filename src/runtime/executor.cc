@@ -205,7 +205,10 @@ bool Executor::run_kernels(const std::vector<Tensor>& inputs) {
     }
   }
   release_inputs();
-  if (plan_.openmp_team) cpu::openmp_wait_after_run();
+  if (plan_.openmp_team) {
+    cpu::openmp_wait_after_run();
+    cpu::release_openmp_team_if_callers_share();
+  }
   return true;
 }
 

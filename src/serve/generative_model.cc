@@ -51,7 +51,7 @@ GenerativeModel::GenerativeModel(std::string name, Engine engine, const std::str
     std::fprintf(stderr, "fusor serve: model %s: no chat_template in tokenizer_config.json; chat uses the plain template\n",
                  name_.c_str());
   scheduler_ = std::make_unique<GenerationScheduler>(std::move(batch), config_, tokenizer_.get(), *stats_,
-                                                     [threads] { cpu::set_thread_width(threads); });
+                                                     [threads] { cpu::become_compute_thread(threads); });
 }
 
 GenerativeModel::~GenerativeModel() { drain(); }

@@ -54,7 +54,7 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
   cpu::release_openmp_team();  // this thread built the sessions; the contexts' threads run them
   batcher_ = std::make_unique<Batcher>(
       config, sig_, [this](size_t ctx, const Tensors& batch) { return contexts_[ctx]->run(batch); }, stats_,
-      [threads_per_context](size_t) { cpu::set_thread_width(threads_per_context); }, std::move(run_packed));
+      [threads_per_context](size_t) { cpu::become_compute_thread(threads_per_context); }, std::move(run_packed));
 }
 
 void ServedModel::prebuild_packed_plans(int threads_per_context) {

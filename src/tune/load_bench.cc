@@ -60,7 +60,7 @@ LoadBench::LoadBench(const Engine& engine, const ServeConfig& serve, std::shared
   cpu::release_openmp_team();  // this thread built the sessions; the contexts' threads run them
   batcher_ = std::make_unique<serve::Batcher>(
       config, sig_, [this](size_t ctx, const serve::Tensors& batch) { return caches_[ctx]->run(batch); }, *stats_,
-      [threads](size_t) { cpu::set_thread_width(threads); }, std::move(run_packed));
+      [threads](size_t) { cpu::become_compute_thread(threads); }, std::move(run_packed));
   // r + 1 at once: the first may leave alone (window 0), the other r then fill bucket r. Once per
   // context, so each builds its own. Padded with mixed lengths: once per length bucket too, each
   // burst of one length (the longest of its bucket), since every bucket has its own plans.

@@ -40,7 +40,7 @@ ServiceTimes measure_service_times(const Engine& engine, const std::map<std::str
     cpu::release_openmp_team();  // an idle team here would slow the contexts' (thread_pool.h)
     for (int64_t c = 0; c < layout.contexts; ++c)
       contexts.emplace_back([&, c] {
-        cpu::set_thread_width(static_cast<int>(layout.threads_per_context));
+        cpu::become_compute_thread(static_cast<int>(layout.threads_per_context));
         Session session = engine.session(dims, options);
         session.run(feeds);  // warm: first-run allocations and primitive creation
         std::vector<double> ms;
@@ -109,7 +109,7 @@ RoundTimes measure_rounds(const Engine& engine, const std::map<std::string, Dims
   cpu::release_openmp_team();
   std::thread context([&] {
     try {
-      cpu::set_thread_width(threads);
+      cpu::become_compute_thread(threads);
       std::vector<Session> sessions;
       for (const FusionOption& o : options) {
         SessionOptions so = base;

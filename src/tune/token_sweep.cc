@@ -107,7 +107,7 @@ ServiceTimes measure_packed_times(const Engine& engine, const serve::Signature& 
     for (int64_t c = 0; c < layout.contexts; ++c)
       contexts.emplace_back([&, c] {
         try {
-          cpu::set_thread_width(layout.threads_per_context);
+          cpu::become_compute_thread(layout.threads_per_context);
           PackedSession session = packed_session(engine, capacity, options);
           session.run(requests);  // warm: first-run allocations and primitive creation
           std::vector<double> ms;

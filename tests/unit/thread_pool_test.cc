@@ -131,6 +131,40 @@ TEST(ThreadPool, ReleasingTheOpenmpTeamEndsItsThreads) {
   }).join();
 }
 
+// After a run on an OpenMP team: once two callers' threads have run, a caller's thread gives its
+// team back (a pool of request threads would each keep one idle: thread_pool.h), while a thread
+// of fusor's own keeps its team between runs. tests/python/test_threads.py checks, in a fresh
+// process, that a caller running alone keeps its team.
+TEST(ThreadPool, CallersThatShareGiveTheirTeamBackAndOwnThreadsKeepTheirs) {
+  if (!openmp_runtime_is_libgomp()) GTEST_SKIP() << "libomp keeps one pool for the process";
+  auto run_on_a_team = [] {
+    omp_set_num_threads(3);
+    std::atomic<int> ran{0};
+#pragma omp parallel
+    ran.fetch_add(1);
+    ASSERT_EQ(ran.load(), 3);
+    release_openmp_team_if_callers_share();
+  };
+  std::atomic<bool> ran_first{false}, leave{false};
+  std::thread first([&] {  // alive while the second runs: two distinct callers
+    run_on_a_team();
+    ran_first = true;
+    while (!leave) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!ran_first) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread([&] {
+    const size_t before = threads_in_process();
+    run_on_a_team();
+    EXPECT_EQ(threads_in_process_settling_at(before), before);  // a caller among several: given back
+    become_compute_thread(3);
+    run_on_a_team();
+    EXPECT_EQ(threads_in_process(), before + 2);  // fusor's own: the team's two workers stay
+    release_openmp_team();
+  }).join();
+  leave = true;
+  first.join();
+}
+
 }  // namespace
 }  // namespace fusor::cpu
 

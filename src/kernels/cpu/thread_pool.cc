@@ -25,6 +25,7 @@ constexpr auto kSpin = std::chrono::microseconds(50);
 thread_local int t_width = 0;       // 0: not set yet (the budget)
 thread_local bool t_in_job = false;  // inside a chunk: nested jobs run inline
 thread_local bool t_openmp = false;  // OpenmpTeamScope: jobs go to an OpenMP team
+thread_local bool t_own = false;     // become_compute_thread: a thread of fusor's own
 
 struct Job {
   ChunkFn fn = nullptr;
@@ -157,6 +158,19 @@ void release_openmp_team() {
   if (openmp_runtime_is_libgomp() && !omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
 }
 
+void release_openmp_team_if_callers_share() {
+  if (t_own) return;
+  static std::atomic<bool> shared{false};
+  static std::atomic<std::thread::id> first_caller{};
+  if (!shared.load(std::memory_order_relaxed)) {
+    std::thread::id first{};
+    if (first_caller.compare_exchange_strong(first, std::this_thread::get_id()) || first == std::this_thread::get_id())
+      return;
+    shared = true;
+  }
+  release_openmp_team();
+}
+
 int thread_width() {
   // First use on this thread: OpenMP (oneDNN's convolutions) follows the same budget, which,
   // unlike OpenMP's default, counts the cgroup quota.
@@ -167,6 +181,11 @@ int thread_width() {
 void set_thread_width(int n) {
   t_width = std::max(1, n);
   omp_set_num_threads(t_width);
+}
+
+void become_compute_thread(int width) {
+  set_thread_width(width);
+  t_own = true;
 }
 
 void run_chunks(int64_t chunks, int max_participants, ChunkFn fn, void* context) {
