@@ -5,6 +5,7 @@
 #include "fusor/error.h"
 #include "kserve.grpc.pb.h"
 #include "serve/kserve_json.h"
+#include "serve/listen_sockets.h"
 #include "serve/tensor_codec.h"
 
 namespace fusor::serve {
@@ -236,7 +237,7 @@ void GrpcServer::start(const std::string& host, int port) {
   b.RegisterService(service_.get());
   server_ = b.BuildAndStart();
   if (!server_ || bound == 0)
-    throw Error("cannot listen for gRPC on " + host + ":" + std::to_string(port) + " (is the port in use?)");
+    throw Error(bind_failure(host, port));
 }
 
 void GrpcServer::stop() {

@@ -1,11 +1,9 @@
 #include "serve/http_server.h"
 
-#include <netdb.h>
 #include <sys/socket.h>
 
 #include <cerrno>
 #include <chrono>
-#include <cstring>
 
 #include <httplib.h>
 
@@ -14,7 +12,7 @@
 #include "serve/generation_stats.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
-#include "serve/tcp_connections.h"
+#include "serve/listen_sockets.h"
 #include "serve/triton_generate.h"
 
 namespace fusor::serve {
@@ -64,21 +62,6 @@ class ConnectionPool : public httplib::TaskQueue {
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
-}
-
-// Why listening on `host`:`port` failed, from the errno that bind or listen left: a port in use,
-// or an address not of this machine, each said as such; errno 0 means the name did not resolve.
-std::string listen_failure(const std::string& host, int port, int error) {
-  const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
-  if (error == EADDRINUSE) return where + " (is the port in use?)";
-  if (error != 0) return where + ": " + std::strerror(error);
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
-  if (found) ::freeaddrinfo(found);
-  return rc != 0 ? where + ": " + ::gai_strerror(rc) : where;
 }
 
 }  // namespace
@@ -229,7 +212,7 @@ void HttpServer::stop() {
   if (!thread_.joinable()) return;
   server_->stop();
   // Idle keep-alive connections would hold their threads, and so the join, for the keep-alive
-  // timeout (tcp_connections.h). Once every request has its answer written they are told to
+  // timeout (listen_sockets.h). Once every request has its answer written they are told to
   // close; earlier, httplib would take a closed reading side for a client gone and drop the
   // answer. Each connection serves at most one more request after stop(), so this ends.
   while (requests_in_flight_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -1,4 +1,5 @@
-// stop_reading_connections_on (serve/tcp_connections.h): the connections a listener accepted get
+// serve/listen_sockets.h: why a bind failed, said by a bind of our own (gRPC reports only that it
+// bound nothing); and stop_reading_connections_on: the connections a listener accepted get
 // end-of-file at once while their writing side stays open; other ports' connections are untouched.
 #include <gtest/gtest.h>
 
@@ -8,7 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "serve/tcp_connections.h"
+#include <string>
+
+#include "serve/listen_sockets.h"
 
 namespace fusor::serve {
 namespace {
@@ -45,7 +48,7 @@ bool readable_now(int fd) {
   return ::poll(&p, 1, 0) == 1;
 }
 
-TEST(TcpConnections, AcceptedConnectionsOnThePortReadEndOfFileAndCanStillWrite) {
+TEST(ListenSockets, AcceptedConnectionsOnThePortReadEndOfFileAndCanStillWrite) {
   Fd ours(listener()), other(listener());
   const int port = bound_port(ours.fd), other_port = bound_port(other.fd);
   ASSERT_GT(port, 0);
@@ -65,6 +68,18 @@ TEST(TcpConnections, AcceptedConnectionsOnThePortReadEndOfFileAndCanStillWrite) 
   EXPECT_FALSE(readable_now(other_served.fd));  // another port's connection: untouched
   EXPECT_FALSE(readable_now(ours.fd));          // the listener itself: untouched
   EXPECT_FALSE(readable_now(client.fd));        // and the client side of ours
+}
+
+TEST(ListenSockets, ABindFailureSaysWhy) {
+  Fd taken(listener());
+  const int port = bound_port(taken.fd);
+  EXPECT_EQ(bind_failure("127.0.0.1", port), "cannot listen on 127.0.0.1:" + std::to_string(port) + " (is the port in use?)");
+  // TEST-NET-1 (RFC 5737): an address no machine has.
+  EXPECT_EQ(bind_failure("192.0.2.1", port), "cannot listen on 192.0.2.1:" + std::to_string(port) +
+                                                 ": Cannot assign requested address");
+  const std::string unresolved = bind_failure("no-such-host.invalid", port);
+  EXPECT_EQ(unresolved.rfind("cannot listen on no-such-host.invalid:" + std::to_string(port) + ": ", 0), 0u) << unresolved;
+  EXPECT_EQ(unresolved.find("in use"), std::string::npos) << unresolved;
 }
 
 }  // namespace

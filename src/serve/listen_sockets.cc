@@ -1,11 +1,15 @@
-#include "serve/tcp_connections.h"
+#include "serve/listen_sockets.h"
 
 #include <dirent.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 namespace fusor::serve {
@@ -44,6 +48,43 @@ bool is_connected_stream(int fd) {
 }
 
 }  // namespace
+
+std::string listen_failure(const std::string& host, int port, int error) {
+  const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
+  if (error == EADDRINUSE) return where + " (is the port in use?)";
+  if (error != 0) return where + ": " + std::strerror(error);
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found) ::freeaddrinfo(found);
+  return rc != 0 ? where + ": " + ::gai_strerror(rc) : where;
+}
+
+std::string bind_failure(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return listen_failure(host, port, 0);
+  int error = 0;
+  for (const addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) {
+      error = errno;
+      continue;
+    }
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    error = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    ::close(fd);
+    if (error == 0) break;
+  }
+  ::freeaddrinfo(found);
+  // It binds now: whatever failed is not the address or the port.
+  return error != 0 ? listen_failure(host, port, error) : "cannot listen on " + host + ":" + std::to_string(port);
+}
 
 int bound_port(int socket) {
   sockaddr_storage a{};
