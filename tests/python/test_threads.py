@@ -1,6 +1,7 @@
 """run() releases the GIL and gives each concurrent call its own execution context; calling from
 many threads in turn leaves no idle OpenMP teams behind."""
 import json
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -129,3 +130,32 @@ def test_threads_taking_turns_leave_no_idle_openmp_teams(resnet18):
     assert got["equal"], got
     # What the main thread held alone beyond what stays anyway is its team; shared, no team stays.
     assert got["alone"] - got["shared"] == got["team_workers"], got
+
+
+def test_workers_forked_after_runs_run_the_same_sessions(resnet18, minilm):
+    """multiprocessing's default on Linux forks (so does gunicorn --preload): a worker forked after
+    the parent ran a model runs the parent's sessions. Before, its first OpenMP region waited
+    forever for the parent's team, which fork does not copy."""
+    cnn, text = fusor.InferenceSession(resnet18), fusor.InferenceSession(minilm)
+    image = {"input": np.random.default_rng(0).standard_normal((1, 3, 224, 224), dtype=np.float32)}
+    tokens = minilm_feed(2, 16)
+    want = [cnn.run(None, image)[0], text.run(None, tokens)[0]]
+
+    def child(results):
+        results.put([np.array_equal(cnn.run(None, image)[0], want[0]),
+                     np.array_equal(text.run(None, tokens)[0], want[1])])
+
+    fork = multiprocessing.get_context("fork")
+    results = fork.Queue()
+    workers = [fork.Process(target=child, args=(results,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+    hung = [w for w in workers if w.is_alive()]
+    for w in hung:
+        w.kill()
+    assert not hung, "a forked worker hung"
+    assert [w.exitcode for w in workers] == [0, 0]
+    assert [results.get(timeout=10) for _ in workers] == [[True, True], [True, True]]
+    np.testing.assert_array_equal(cnn.run(None, image)[0], want[0])  # and the parent goes on

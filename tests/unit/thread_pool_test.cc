@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <omp.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -163,6 +165,34 @@ TEST(ThreadPool, CallersThatShareGiveTheirTeamBackAndOwnThreadsKeepTheirs) {
   }).join();
   leave = true;
   first.join();
+}
+
+// fork() copies only the calling thread. A child forked after this thread ran a parallel region
+// (and a pool job) still runs both: before, its first region waited forever for the parent's team
+// (a Python multiprocessing worker forked after the parent ran ResNet-18). A hung child is killed
+// by its alarm.
+TEST(ThreadPool, AForkedChildRunsParallelRegionsAndPoolJobs) {
+  auto work_everywhere = [] {
+    omp_set_num_threads(2);
+    std::atomic<int> ran{0};
+#pragma omp parallel
+    ran.fetch_add(1);
+    std::atomic<int64_t> chunks{0};
+    parallel_chunks(64, 2, [&](int64_t, int) { chunks.fetch_add(1); });
+    return ran.load() == 2 && chunks.load() == 64;
+  };
+  ASSERT_TRUE(work_everywhere());  // this thread now has a team, and the pool its workers
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    _exit(work_everywhere() && work_everywhere() ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status)) << "the child was killed by signal " << WTERMSIG(status) << " (14: it hung)";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(work_everywhere());  // and the parent goes on
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "kernels/cpu/thread_pool.h"
 
 #include <omp.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -50,11 +51,25 @@ struct Job {
   }
 };
 
+// Bumped in a forked child (pthread_atfork): its pool's workers stayed in the parent.
+std::atomic<int> g_forks{0};
+
 class Pool {
  public:
+  // A forked child gets a pool of its own (the old one is left: its workers' threads are gone).
   static Pool& instance() {
-    static Pool* pool = new Pool();  // never destroyed: workers may outlive static destructors
-    return *pool;
+    static std::atomic<Pool*> pool{nullptr};
+    static std::mutex creating;
+    Pool* p = pool.load(std::memory_order_acquire);
+    if (!p || p->forks_ != g_forks.load(std::memory_order_relaxed)) {
+      std::lock_guard lock(creating);
+      p = pool.load(std::memory_order_acquire);
+      if (!p || p->forks_ != g_forks.load(std::memory_order_relaxed)) {
+        p = new Pool();  // never destroyed: workers may outlive static destructors
+        pool.store(p, std::memory_order_release);
+      }
+    }
+    return *p;
   }
 
   int workers() const { return static_cast<int>(workers_.size()); }
@@ -120,6 +135,7 @@ class Pool {
     }
   }
 
+  const int forks_ = g_forks.load(std::memory_order_relaxed);
   std::mutex mu_;
   std::vector<Job*> open_;             // jobs that may still take workers
   std::atomic<uint64_t> epoch_{0};     // bumped when a job opens
@@ -157,6 +173,20 @@ void release_openmp_team() {
   // libgomp frees this thread's pool alone; libomp's pause would stop the process's one pool.
   if (openmp_runtime_is_libgomp() && !omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
 }
+
+namespace {
+
+// fork() copies only the thread that calls it. A libgomp team it kept would be waited for in the
+// child, whose first parallel region then hung (a Python multiprocessing worker, forked after the
+// parent ran ResNet-18); so the forking thread gives its team back first, and the child starts a
+// team of its own. fusor's pool is made again in the child (Pool::instance). LLVM's libomp
+// handles fork itself.
+const bool g_fork_handlers = [] {
+  pthread_atfork([] { release_openmp_team(); }, nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); });
+  return true;
+}();
+
+}  // namespace
 
 void release_openmp_team_if_callers_share() {
   if (t_own) return;
