@@ -189,6 +189,7 @@ struct CheckReport {
   std::vector<OutputVerdict> outputs;  // tier 3/4 of the final plan
   std::vector<std::string> samples;    // sample names, in order
   std::string injected_into;           // the item a fault went into, if any
+  std::vector<std::string> skipped_edge_shapes;  // "NAME=[dims]: why": edge shapes the model does not take
   int rounds = 0;
   FusionConfig final_fusion;           // the checked config with the rollbacks in fusion.disabled
   std::optional<PackingVerdict> packing;  // when options.check_packing
@@ -237,9 +238,11 @@ std::string save_verdict(const std::string& model_path, const Verdict& verdict);
 
 // What run, bench, profile and serve do with `fusion.precision_check`: with `off`, nothing; else
 // the saved verdict's rollbacks join fusion.disabled. When there is none and `gate_if_missing`,
-// the gate runs first (batch 1, seq 16, generated samples), and its verdict is saved. Throws
-// fusor::Error when the gate's final plan still fails.
+// the gate runs first on generated samples at `gate_dims` (empty: batch 1, seq 16), and its
+// verdict is saved. Throws fusor::Error when the gate's final plan still fails, or when the model
+// cannot run at those dims (an audio model's samples), saying how to save a verdict instead.
 void apply_precision_verdict(const Engine& engine, const std::string& model_path, FusionConfig& fusion,
-                             bool gate_if_missing, const std::function<void(const std::string&)>& progress = {});
+                             bool gate_if_missing, const std::function<void(const std::string&)>& progress = {},
+                             const std::map<std::string, Dims>& gate_dims = {});
 
 }  // namespace fusor

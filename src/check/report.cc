@@ -57,6 +57,7 @@ std::string check_report_json(const CheckReport& r) {
                       {"samples", r.samples},     {"items", items},         {"rolled_back", r.rolled_back},
                       {"outputs", outputs},       {"fusion_disabled", r.final_fusion.disabled}};
   if (!r.injected_into.empty()) j["fault_injected_into"] = r.injected_into;
+  if (!r.skipped_edge_shapes.empty()) j["skipped_edge_shapes"] = r.skipped_edge_shapes;
   if (const auto& p = r.packing) {
     j["packing"] = {{"packable", p->packable}, {"passed", p->passed}, {"reason", p->reason}};
     if (p->packable) {

@@ -181,7 +181,8 @@ std::string save_verdict(const std::string& model_path, const Verdict& verdict) 
 }
 
 void apply_precision_verdict(const Engine& engine, const std::string& model_path, FusionConfig& fusion,
-                             bool gate_if_missing, const std::function<void(const std::string&)>& progress) {
+                             bool gate_if_missing, const std::function<void(const std::string&)>& progress,
+                             const std::map<std::string, Dims>& gate_dims) {
   if (fusion.precision_check == PrecisionCheck::Off) return;
   // Hashing a large model costs a moment: skip it when there is no verdict file to look in.
   bool any_file = false;
@@ -193,10 +194,20 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
     CheckOptions o;
     o.mode = fusion.precision_check;
     o.fusion = fusion;
-    o.dims = engine.bind_dims({}, 1, 16);
+    o.dims = gate_dims.empty() ? engine.bind_dims({}, 1, 16) : gate_dims;
     o.progress = progress;
     o.model_file = model_path;
-    CheckReport r = run_precision_gate(engine, o);
+    CheckReport r;
+    try {
+      r = run_precision_gate(engine, o);
+    } catch (const Error& e) {
+      std::string at;
+      for (const auto& [name, dims] : o.dims) at += (at.empty() ? "" : " ") + name + "=" + dims_to_string(dims);
+      throw Error("the precision gate, run first for want of a saved verdict, cannot run the model at " + at + ": " +
+                      e.what() + "; save a verdict at shapes it takes (fusor check MODEL --config FILE --seq N or "
+                      "--shape NAME=...) or set fusion.precision_check: off",
+                  e.kind());
+    }
     v = Verdict{model_file_hash(model_path), verdict_config_key(fusion), r.passed, r.rolled_back};
     std::string where = save_verdict(model_path, *v);
     if (progress) progress("precision verdict saved to " + where);

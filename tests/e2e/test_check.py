@@ -158,3 +158,31 @@ def test_kv_cache_item_is_not_applicable_to_an_encoder(tmp_path):
     assert "kv_cache: not used" in r.stdout
     assert rep["kv_cache"]["applicable"] is False and rep["kv_cache"]["cached"] is False
     assert rep["kv_cache"]["reason"] and "steps_compared" not in rep["kv_cache"]
+
+
+def test_an_audio_model_is_gated_at_the_lengths_it_takes(tmp_path):
+    """wav2vec2's convolutions need hundreds of samples. The gate run first by a command with
+    --config ran at the default length 16 and failed, and fusor check's edge length 1 failed the
+    whole check: now the command's own --seq is used, a length the model itself cannot take is
+    skipped as an edge and reported, and where no length is known the error says what to do."""
+    model = tmp_path / "wav2vec2.onnx"
+    shutil.copyfile(model_path("wav2vec2-tiny"), model)
+    cfg = tmp_path / "gate.yaml"
+    cfg.write_text("fusion:\n  precision_check: strict\n")
+    r = run_fusor("profile", model, "--config", cfg, "--runs", 1, "--quick", "--json", tmp_path / "p.json", timeout=300)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert "cannot run the model at input_values=[1, 16]" in last and "fusor check MODEL" in last, r.stderr
+
+    r = run_fusor("run", model, "--seq", 4000, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "running the gate first" in r.stderr
+    Path(str(model) + ".fusor-verdicts.json").unlink()
+
+    report = tmp_path / "check.json"
+    r = run_fusor("check", model, "--seq", 4000, "--report", report, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(report.read_text())
+    assert got["passed"]
+    (skipped,) = got["skipped_edge_shapes"]
+    assert skipped.startswith("input_values=[1, 1]: ") and "kernel window" in skipped, skipped

@@ -30,7 +30,12 @@ void ModelArgs::add_to(CLI::App& cmd, const DimFlags& dims) {
         ->type_name("TEXT");
   seq = dims.seq;
   cmd.add_option_function<std::string>(
-         "--seq", [this](const std::string& text) { seq = one_positive(text, "--seq"); }, dims.seq_help)
+         "--seq",
+         [this](const std::string& text) {
+           seq = one_positive(text, "--seq");
+           seq_given = true;
+         },
+         dims.seq_help)
       ->type_name("INT:POSITIVE");
 }
 
@@ -63,9 +68,13 @@ SessionOptions ModelArgs::session_options() const {
 
 SessionOptions ModelArgs::session_options(const Engine& engine, const std::string& model_path) const {
   SessionOptions o = session_options();
+  // A gate that runs first takes the lengths given here (an audio model's samples), at batch 1.
+  std::map<std::string, Dims> gate_dims;
+  if (seq_given || !shapes.empty()) gate_dims = bind_dims(engine, parsed_shapes(), 1, seq_given ? seq : 16);
   if (o.fusion && !reference)
     apply_precision_verdict(engine, model_path, *o.fusion, !config_path.empty(),
-                            [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); });
+                            [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); },
+                            gate_dims);
   return o;
 }
 

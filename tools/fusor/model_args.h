@@ -26,6 +26,7 @@ struct ModelArgs {
   std::vector<std::string> shapes;  // NAME=d0,d1,...
   std::vector<int64_t> batches = {1};  // --batch: one size, or bench's list
   int64_t seq = 128;                   // --seq (DimFlags::seq unless given)
+  bool seq_given = false;              // --seq was on the command line
   int threads = 0;
   bool reference = false;
   bool mem_guard = false;
