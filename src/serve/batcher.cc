@@ -46,7 +46,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
   }
   RequestShape shape;
   try {
-    shape = sig_.check(inputs, config_.seq_bucket);
+    shape = sig_.check(inputs, sig_.seq_bucket(config_.seq_bucket));
     if (token_mode()) shape.group = kOneGroup;
   } catch (const RequestError& e) {
     return reject(e.code, e.message);
@@ -216,7 +216,7 @@ std::vector<Tensors> Batcher::run_padded(size_t context, const std::vector<Reque
     seq = std::max(seq, r.shape.seq);
     useful += tokens_of(r.shape);
   }
-  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows), batch_seq = padded_seq(seq, config_.seq_bucket);
+  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows), batch_seq = padded_seq(seq, sig_.seq_bucket(config_.seq_bucket));
   auto t0 = Clock::now();
   Tensors out = run_(context, assemble(sig_, parts, batch_rows, batch_seq, config_.pad_values));
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();

@@ -25,6 +25,9 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
       stats_(class_names(config)), matrix_(std::make_shared<OptionsMatrix>(OptionsMatrix::of(config, options))) {
   for (const std::string& line : matrix_->describe())
     std::fprintf(stderr, "fusor serve: model %s: batch sizes %s\n", name_.c_str(), line.c_str());
+  if (sig_.has_seq() && !sig_.pads_seq)
+    std::fprintf(stderr, "fusor serve: model %s: no mask input to hide padding: a batch takes requests of one length\n",
+                 name_.c_str());
   for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i) {
     auto log = [this, i](int64_t rows, const std::map<std::string, Dims>& dims, const Session& s) {
       std::fprintf(stderr, "fusor serve: model %s context %lld: session for %lld row(s) %s: %zu fused item(s), %zu kernel(s); fusion %s\n",

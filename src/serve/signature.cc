@@ -2,6 +2,8 @@
 
 #include "serve/status.h"
 
+#include <cctype>
+
 namespace fusor::serve {
 
 const char* triton_dtype(DType t) {
@@ -47,6 +49,9 @@ Signature Signature::of(std::vector<TensorInfo> inputs, std::vector<TensorInfo> 
     s.batched = s.batched && !in.dims.empty() && in.dims[0] < 0;
     bool seq = in.dims.size() >= 2 && in.dims[1] < 0;
     s.input_has_seq.push_back(seq);
+    std::string lower = in.name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    s.pads_seq = s.pads_seq || (seq && lower.find("mask") != std::string::npos);
     if (seq && seq_symbol.empty() && in.symbols.size() > 1) seq_symbol = in.symbols[1];
   }
   for (const auto& out : s.outputs) {

@@ -2,10 +2,12 @@
 // checks one request's tensors must pass before they may join a batch.
 //
 // Batching rules: when every input's dimension 0 is symbolic the model is batched, and requests
-// stack along that axis. Axis 1 of an input is the sequence axis when it is symbolic: requests of
-// different lengths are padded to a common length, and each output axis with the same symbol is
-// cut back per request. Any other symbolic dimension must match exactly for requests to share a
-// batch (it is part of the group key).
+// stack along that axis. Axis 1 of an input is the sequence axis when it is symbolic. Requests of
+// different lengths are padded to a common length only when the model has a mask input along that
+// axis (attention_mask), whose zeros hide the padding; each output axis with the same symbol is
+// cut back per request. Without one, padding would change the outputs (an audio model's samples,
+// token ids with no mask), so only requests of equal length share a batch. Any other symbolic
+// dimension must match exactly for requests to share a batch (it is part of the group key).
 #pragma once
 #include <map>
 #include <string>
@@ -29,10 +31,14 @@ struct Signature {
   bool batched = false;
   std::vector<bool> input_has_seq;  // per input: axis 1 is the sequence axis
   std::vector<int> output_seq_axis;  // per output: the axis that follows the sequence, or -1
+  bool pads_seq = false;             // a mask input spans the sequence axis: padding is hidden
 
   static Signature of(std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs);
   bool has_seq() const;
   const TensorInfo* input(const std::string& name) const;
+  // The length multiple requests are padded to: `configured` (serve.seq_bucket) when padding is
+  // hidden by a mask, else 1 (no padding).
+  int64_t seq_bucket(int64_t configured) const { return pads_seq ? configured : 1; }
   // Checks names, dtypes, ranks and fixed dims; throws RequestError (400) naming the problem.
   // `seq_bucket` rounds the sequence length up for the group key.
   RequestShape check(const Tensors& request, int64_t seq_bucket) const;

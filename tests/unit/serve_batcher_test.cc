@@ -117,6 +117,27 @@ TEST(ServeBatcher, GroupsBySequenceBucketPadsAndCutsBack) {
   EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 16}}));
 }
 
+// Padding to a common length is hidden only by a mask: without a mask input (an audio model's
+// samples, token ids alone) requests batch only with requests of their own length. Before, an
+// audio model's 1000 samples ran padded to 1008, and its outputs moved by 1e-2 against ONNX Runtime.
+TEST(ServeSignature, PadsLengthsOnlyBehindAMask) {
+  const Signature text = text_signature();
+  TensorInfo samples{"input_values", DType::Float32, {-1, -1}, {"batch", "samples"}, true};
+  TensorInfo frames{"out", DType::Float32, {-1, -1, 128}, {"batch", "frames", ""}, true};
+  const Signature audio = Signature::of({samples}, {frames});
+  EXPECT_TRUE(text.pads_seq);
+  EXPECT_FALSE(audio.pads_seq);
+  EXPECT_EQ(text.seq_bucket(16), 16);
+  EXPECT_EQ(audio.seq_bucket(16), 1);
+  auto row = [](int64_t n) { return Tensors{{"input_values", Tensor(DType::Float32, {1, n})}}; };
+  EXPECT_NE(audio.check(row(1000), audio.seq_bucket(16)).group, audio.check(row(1008), audio.seq_bucket(16)).group);
+  EXPECT_EQ(audio.check(row(1000), audio.seq_bucket(16)).group, audio.check(row(1000), audio.seq_bucket(16)).group);
+  EXPECT_EQ(text.check(request({1, 2, 3}), text.seq_bucket(16)).group,
+            text.check(request({1, 2, 3, 4, 5}), text.seq_bucket(16)).group);
+  TensorInfo ids_alone{"input_ids", DType::Int64, {-1, -1}, {"batch", "sequence"}, true};
+  EXPECT_FALSE(Signature::of({ids_alone}, {frames}).pads_seq);
+}
+
 // Token mode (packed serving): requests of any length share a batch, which closes on the class's
 // token budget (or row limit); nothing is padded, each request gets its own outputs; a request
 // larger than the budget runs alone, and a batch that fails is retried request by request.
