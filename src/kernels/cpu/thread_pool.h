@@ -59,7 +59,7 @@ void release_openmp_team();
 // once a second caller thread has, each gives its team back after its runs. Why: a pool of callers
 // (a web framework's request threads, a ThreadPoolExecutor) each left an idle team, and libgomp,
 // over its thread limit, made every barrier sleep: ResNet-18 from 8 Python threads in turn ran at
-// 0.65x the rate of one thread, MobileNetV3-small at 0.77x.
+// 0.86x the rate of one thread, MobileNetV3-small at 0.73x (bench/python-callers).
 void release_openmp_team_if_callers_share();
 // Whether OpenMP is GCC's libgomp, the runtime whose per-thread teams and barrier throttling
 // release_openmp_team() and openmp_wait.h are about.
