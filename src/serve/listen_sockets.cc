@@ -47,27 +47,35 @@ bool is_connected_stream(int fd) {
   return ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0;
 }
 
-}  // namespace
+std::string place(const std::string& host, int port) {
+  return "cannot listen on " + host + ":" + std::to_string(port);
+}
 
-std::string listen_failure(const std::string& host, int port, int error) {
-  const std::string where = "cannot listen on " + host + ":" + std::to_string(port);
-  if (error == EADDRINUSE) return where + " (is the port in use?)";
-  if (error != 0) return where + ": " + std::strerror(error);
+// getaddrinfo for a listening socket on `host` (and `service`, a port, unless null); the caller
+// frees `found`.
+int passive_lookup(const std::string& host, const char* service, addrinfo** found) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_PASSIVE;
+  return ::getaddrinfo(host.c_str(), service, &hints, found);
+}
+
+}  // namespace
+
+std::string listen_failure(const std::string& host, int port, int error) {
+  const std::string where = place(host, port);
+  if (error == EADDRINUSE) return where + " (is the port in use?)";
+  if (error != 0) return where + ": " + std::strerror(error);
   addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  const int rc = passive_lookup(host, nullptr, &found);
   if (found) ::freeaddrinfo(found);
   return rc != 0 ? where + ": " + ::gai_strerror(rc) : where;
 }
 
 std::string bind_failure(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
   addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return listen_failure(host, port, 0);
+  if (const int rc = passive_lookup(host, std::to_string(port).c_str(), &found); rc != 0)
+    return place(host, port) + ": " + ::gai_strerror(rc);
   int error = 0;
   for (const addrinfo* a = found; a; a = a->ai_next) {
     const int fd = ::socket(a->ai_family, a->ai_socktype, a->ai_protocol);
@@ -83,7 +91,7 @@ std::string bind_failure(const std::string& host, int port) {
   }
   ::freeaddrinfo(found);
   // It binds now: whatever failed is not the address or the port.
-  return error != 0 ? listen_failure(host, port, error) : "cannot listen on " + host + ":" + std::to_string(port);
+  return error != 0 ? listen_failure(host, port, error) : place(host, port);
 }
 
 int bound_port(int socket) {
