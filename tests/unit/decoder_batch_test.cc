@@ -8,6 +8,7 @@
 #include <cmath>
 #include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "allocation_counter.h"
 #include "engine/internals.h"
@@ -15,6 +16,7 @@
 #include "fusor/error.h"
 #include "generate/name_template.h"
 #include "ir/bind.h"
+#include "kernels/cpu/openmp_wait.h"
 #include "kernels/ref/reference.h"
 #include "llama_tiny.h"
 #include "passes/cache_attention.h"
@@ -353,6 +355,9 @@ TEST(DecoderBatch, SteadyStateDecodeStepAllocatesNothing) {
   batch.step(feeds);
   for (int i = 0; i < 8; ++i) feeds[static_cast<size_t>(i)].ids = next[static_cast<size_t>(i)];
   batch.step(feeds);  // plans and buffers for 8 tokens exist from here
+  // A step after a whole contention window votes on the OpenMP wait mode (openmp_wait.h): that
+  // path allocates nothing either.
+  std::this_thread::sleep_for(cpu::kContentionWindow);
   test::start_counting_allocations();
   for (int s = 0; s < 4; ++s) batch.step(feeds);  // positions stay within the blocks reserved so far
   const test::AllocationCount n = test::stop_counting_allocations();

@@ -135,6 +135,9 @@ void openmp_wait_after_run() noexcept {
   if (!openmp_runtime_is_libgomp() || g_no_sched_times.load(std::memory_order_relaxed)) return;
   try {
     if (fixed_mode()) return;
+    // Made at the first run, so that no later run (a decode step that allocates nothing) pays
+    // for its thread.
+    Parker& parker = Parker::instance();
     const auto now = std::chrono::steady_clock::now();
     Window& w = t_window;
     if (w.at_start && now - w.start < kContentionWindow) return;
@@ -148,13 +151,13 @@ void openmp_wait_after_run() noexcept {
       // counts for neither.
       const int64_t waited = times->waiting - w.at_start->waiting;
       const int64_t wanted = waited + times->on_cpu - w.at_start->on_cpu;
-      const OpenmpWait mode = openmp_wait();
+      const OpenmpWait mode = parker.mode();
       if (mode != w.mode) w.mode = mode, w.streak = 0;  // another thread switched: vote afresh
       if (wanted > 0) {
         const OpenmpWait next = next_openmp_wait(mode, static_cast<double>(waited) / static_cast<double>(wanted), w.streak);
         if (next != mode) {
           w.mode = next;
-          Parker::instance().set(next, false);  // the parker switches; the step goes on
+          parker.set(next, false);  // the parker switches; the step goes on
         }
       }
     }
