@@ -59,7 +59,7 @@ class ModelMetadata:
 
 class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
-        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        self._sess_options = sess_options or SessionOptions()  # None or {} (ONNX Runtime takes both)
         opts = self._sess_options
         self._providers, self._provider_options = _providers.resolve(providers, provider_options)
         if opts.intra_op_num_threads > 0:
@@ -136,7 +136,12 @@ class InferenceSession:
         names = self._check_output_names(output_names)
         feeds = self._feeds(input_feed)
         outputs = self._with_context(feeds, lambda context: context.run(feeds))
-        return [outputs[n] for n in names]
+        # A name asked for twice gets an array of its own each time, as in ONNX Runtime.
+        result, seen = [], set()
+        for n in names:
+            result.append(outputs[n].copy() if n in seen else outputs[n])
+            seen.add(n)
+        return result
 
     def run_with_iobinding(self, iobinding, run_options=None) -> None:
         iobinding._run(self)
@@ -162,14 +167,14 @@ class InferenceSession:
             raise _fusor.InvalidArgument("input_feed must be a dict {input name: array}")
         feeds = {}
         for name, value in input_feed.items():
-            array = value if type(value) is np.ndarray else _as_array(value)
+            array = value if type(value) is np.ndarray else _as_array(value, self._input_by_name.get(name))
             if not array.flags.c_contiguous or not array.dtype.isnative:
                 array = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
             feeds[name] = array
         return feeds
 
     def _with_context(self, feeds: dict, call):
-        key = tuple((name, a.shape) for name, a in feeds.items())
+        key = plan_key(feeds)
         context = self._cache.acquire(key)
         if context is None:
             self._check_feeds(feeds)
@@ -200,10 +205,25 @@ class InferenceSession:
                                              f"{dtype} {_dims_text(array.shape)}")
 
 
-def _as_array(value) -> np.ndarray:
+def plan_key(feeds: dict) -> tuple:
+    """The plan cache's key: each input's name and shape, whatever the order of the feed dict."""
+    return tuple(sorted((name, a.shape) for name, a in feeds.items()))
+
+
+def _as_array(value, arg=None) -> np.ndarray:
     if hasattr(value, "numpy") and hasattr(value, "data_ptr"):  # an OrtValue
         return value.numpy()
-    return np.asarray(value)
+    array = np.asarray(value)
+    if arg is not None and isinstance(value, (list, tuple, int, float, bool)):
+        # Python numbers carry no width: they take the input's type, as in ONNX Runtime (numpy
+        # makes floats float64), where that keeps their kind (not floats into an int input).
+        try:
+            want = np.dtype(arg.dtype)
+        except TypeError:
+            return array  # not a numeric type: the check after says what the input takes
+        if np.can_cast(array.dtype, want, casting="same_kind"):
+            return array.astype(want)
+    return array
 
 
 def _dtype_name(array: np.ndarray) -> str:

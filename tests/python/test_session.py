@@ -7,6 +7,7 @@ import pytest
 
 import fusor
 from conftest import assert_close, minilm_feed, ort_outputs
+from fusor.session import plan_key
 
 
 def test_minilm_matches_onnx_runtime(minilm):
@@ -91,6 +92,42 @@ def test_outputs_own_their_memory_and_inputs_are_not_kept(tiny_model):
     np.testing.assert_array_equal(first, kept)
 
 
+@pytest.mark.parametrize("name", ["minilm-l6", "resnet18"])
+def test_a_batch_of_none_gives_empty_outputs_as_onnx_runtime_does(name):
+    """oneDNN divided by zero planning an M = 0 matmul: the process died on SIGFPE."""
+    from conftest import model_path
+    model = model_path(name)
+    feed = minilm_feed(0, 7) if name == "minilm-l6" else {"input": np.zeros((0, 3, 224, 224), np.float32)}
+    got = fusor.InferenceSession(model).run(None, feed)
+    want = ort_outputs(model, feed)
+    assert [(a.shape, a.dtype) for a in got] == [(b.shape, b.dtype) for b in want]
+
+
+def test_python_numbers_take_the_inputs_type(tiny_model):
+    session = fusor.InferenceSession(tiny_model)
+    x = [[0.5] * 16, [-1.0] * 16]
+    (y,) = session.run(None, {"x": x})
+    np.testing.assert_array_equal(y, session.run(None, {"x": np.array(x, np.float32)})[0])
+    with pytest.raises(fusor.InvalidArgument, match="must be float32"):
+        session.run(None, {"x": [["a"] * 16]})
+
+
+def test_feeds_in_any_order_share_one_plan(minilm):
+    session = fusor.InferenceSession(minilm)
+    feed = minilm_feed(1, 9)
+    first = session.run(None, feed)[0]
+    again = session.run(None, dict(reversed(list(feed.items()))))[0]
+    np.testing.assert_array_equal(first, again)
+    assert session.plan_cache_info()["misses"] == 1
+
+
+def test_an_output_asked_for_twice_is_two_arrays(tiny_model):
+    session = fusor.InferenceSession(tiny_model)
+    a, b = session.run(["y", "y"], {"x": np.ones((1, 16), np.float32)})
+    np.testing.assert_array_equal(a, b)
+    assert not np.shares_memory(a, b)
+
+
 def test_output_names_select_and_unknown_ones_fail(tiny_model):
     session = fusor.InferenceSession(tiny_model)
     x = np.zeros((1, 16), dtype=np.float32)
@@ -168,7 +205,7 @@ def test_every_optimization_level_matches_onnx_runtime(minilm, level):
     session = fusor.InferenceSession(minilm, options)
     feed = minilm_feed(1, 12)
     assert_close(session.run(None, feed)[0], ort_outputs(minilm, feed)[0])
-    context = session._cache.acquire(tuple((n, a.shape) for n, a in feed.items()))
+    context = session._cache.acquire(plan_key(feed))
     fused = context.fusion_items()
     assert (len(fused) > 0) == (level >= fusor.GraphOptimizationLevel.ORT_ENABLE_EXTENDED)
     assert session.get_session_options() is options
@@ -182,7 +219,7 @@ def test_fusor_config_as_dict_file_or_entry(minilm, tmp_path):
         options.fusor_config = config
         session = fusor.InferenceSession(minilm, options)
         session.run(None, feed)
-        kernels[label] = {i["kind"] for i in session._cache.acquire(tuple((n, a.shape) for n, a in feed.items())).fusion_items()}
+        kernels[label] = {i["kind"] for i in session._cache.acquire(plan_key(feed)).fusion_items()}
     assert "Attention" in kernels["default"] and "Attention" not in kernels["dict"]
     config = tmp_path / "fusor.yaml"
     config.write_text("fusion:\n  fuse_attention: nope\n")

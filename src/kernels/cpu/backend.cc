@@ -116,11 +116,29 @@ KernelSelection select_fused_kernel(const KernelRequest& r) {
   return nullptr;
 }
 
+// A step whose outputs are all empty (a batch of 0) has nothing to compute: they arrive
+// allocated with their planned, empty shapes.
+class EmptyOutputsKernel final : public Kernel {
+ public:
+  void run(std::span<const Tensor>, std::span<Tensor>, std::span<std::byte>) override {}
+  std::string name() const override { return "empty_outputs"; }
+};
+
+bool empty(const TensorType& t) { return t.dtype != DType::Undefined && numel_of(t.dims) == 0; }
+
 class CpuBackend final : public Backend {
  public:
   std::string_view name() const override { return "cpu"; }
 
   KernelSelection select(const KernelRequest& request) const override {
+    const auto present = [](const TensorType& t) { return t.dtype != DType::Undefined; };
+    if (std::any_of(request.outputs.begin(), request.outputs.end(), present) &&
+        std::all_of(request.outputs.begin(), request.outputs.end(), [&](const TensorType& t) { return !present(t) || empty(t); }))
+      return std::make_unique<EmptyOutputsKernel>();
+    // One that reads an empty input but writes something (a MatMul over K = 0, a sum over an empty
+    // axis) runs its reference kernel: the optimized ones, oneDNN's among them, take non-empty
+    // operands only (oneDNN divides by zero planning an M = 0 matmul).
+    if (std::any_of(request.inputs.begin(), request.inputs.end(), empty)) return KernelSelection::declined("an input is empty");
     if (request.node.op == Op::Fused) return select_fused_kernel(request);
     // Ops of other domains (ai.onnx.ml) run their reference kernels; fusor's own op rows have kernels here.
     const bool own_op = request.node.op == Op::CachedAttention;  // domain "fusor"
