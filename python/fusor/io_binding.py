@@ -73,7 +73,8 @@ class IOBinding:
         self._results = []
 
     def bind_cpu_input(self, name: str, arr_on_cpu) -> None:
-        self._inputs[name] = np.asarray(arr_on_cpu)
+        # A copy, as ONNX Runtime takes: changing the array afterwards does not change the input.
+        self._inputs[name] = np.array(arr_on_cpu, copy=True)
 
     def bind_input(self, name, device_type, device_id, element_type, shape, buffer_ptr) -> None:
         _check_cpu(device_type)

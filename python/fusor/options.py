@@ -72,7 +72,11 @@ class SessionOptions:
     # ---- what fusor makes of it
 
     def _plan_cache_size(self) -> int:
-        size = int(self._entries.get(PLAN_CACHE_KEY, self.plan_cache_size))
+        value = self._entries.get(PLAN_CACHE_KEY, self.plan_cache_size)
+        try:
+            size = int(value)
+        except (TypeError, ValueError):
+            raise _fusor.InvalidArgument(f"plan_cache_size must be an integer, got '{value}'") from None
         if size < 1:
             raise _fusor.InvalidArgument(f"plan_cache_size must be at least 1, got {size}")
         return size

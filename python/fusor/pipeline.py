@@ -115,15 +115,21 @@ def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature
              config=None) -> dict:
     """Text after a prompt with a decoder export (docs/generate.md), as `fusor generate --json`:
     prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Greedy unless a sampling
-    knob is given (a temperature of 0 is greedy); model is a model.onnx or its folder."""
+    knob is given (a temperature of 0 is greedy); stop is a string or a list of them; model is a
+    model.onnx or its folder."""
     if (prompt is None) == (prompt_ids is None):
         raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
     if max_new_tokens < 0:
         raise _fusor.InvalidArgument("max_new_tokens must be 0 or more")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise _fusor.InvalidArgument(f"seed must be an integer in [0, 2**64), not {seed!r}")
     model_file = _fusor.decoder_model_file(os.fspath(model))
     engine = _fusor.Engine.load(model_file)
     options = _options(engine, model_file, config, gate_if_missing=config is not None)
-    do_sample = bool(temperature) or top_k is not None or top_p is not None
+    # A temperature of 0 is greedy whatever else is given, as `fusor serve` reads it.
+    do_sample = temperature != 0 if temperature is not None else top_k is not None or top_p is not None
+    if isinstance(stop, str):  # one stop string, not its characters
+        stop = [stop]
     return _fusor.generate(engine, model_file, prompt, None if prompt_ids is None else list(prompt_ids),
                            max_new_tokens, do_sample, temperature or 1.0, top_k or 0,
                            1.0 if top_p is None else top_p, repetition_penalty, seed, list(stop), ignore_eos,

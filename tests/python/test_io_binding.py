@@ -51,3 +51,16 @@ def test_a_wrongly_shaped_output_buffer_is_an_error(tiny_model):
         session.run_with_iobinding(binding)
     with pytest.raises(fusor.InvalidArgument, match="CPU only"):
         binding.bind_output("y", "cuda")
+
+
+def test_a_bound_input_is_copied_as_onnx_runtime_copies_it(tiny_model):
+    session = fusor.InferenceSession(tiny_model)
+    x = np.ones((1, 16), np.float32)
+    binding = session.io_binding()
+    binding.bind_cpu_input("x", x)
+    binding.bind_output("y")
+    session.run_with_iobinding(binding)
+    first = binding.copy_outputs_to_cpu()[0]
+    x[:] = 7  # after binding: the bound input keeps the values it had
+    session.run_with_iobinding(binding)
+    np.testing.assert_array_equal(binding.copy_outputs_to_cpu()[0], first)

@@ -89,3 +89,26 @@ def test_generate_matches_the_cli(tmp_path):
                                                                ignore_eos=True)["output_ids"]}
     with pytest.raises(fusor.InvalidArgument, match="one of them"):
         fusor.generate(model, max_new_tokens=2)
+
+
+def test_generate_stops_at_a_stop_string_not_at_its_characters():
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    text = fusor.generate(model, prompt="def main():", max_new_tokens=24, ignore_eos=True)["text"]
+    # A stop string one of whose characters comes earlier in the text than the string does.
+    stop = next(text[k:k + 3] for k in range(1, len(text) - 3)
+                if text.find(text[k:k + 3]) == k and any(c in text[:k] for c in text[k:k + 3]))
+    for given in (stop, [stop]):
+        result = fusor.generate(model, prompt="def main():", max_new_tokens=24, ignore_eos=True, stop=given)
+        assert result["text"] == text[:text.index(stop)] and result["finish_reason"] == "stop", given
+
+
+def test_generate_with_temperature_0_is_greedy_whatever_else_is_given():
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    greedy = fusor.generate(model, prompt="def main():", max_new_tokens=8, ignore_eos=True)["output_ids"]
+    for knobs in ({"top_k": 50}, {"top_p": 0.9}, {"top_k": 5, "seed": 7}):
+        got = fusor.generate(model, prompt="def main():", max_new_tokens=8, ignore_eos=True, temperature=0, **knobs)
+        assert got["output_ids"] == greedy, knobs
+    with pytest.raises(fusor.InvalidArgument, match="seed"):
+        fusor.generate(model, prompt="def main():", max_new_tokens=2, seed=-1)

@@ -85,9 +85,9 @@ GenerateOptions generate_options(const GenerateArgs& a, const DecoderSpec& spec)
       for (TokenId id : parse_ids(e, "--eos-id")) o.eos_ids.push_back(id);
   }
   SamplingOptions& s = o.sampling;
-  // Sampling is on when a sampling knob is given (a temperature of 0 means greedy, as in
-  // most servers); the repetition penalty applies either way.
-  s.do_sample = (a.temperature && *a.temperature != 0) || a.top_k || a.top_p;
+  // Sampling is on when a sampling knob is given; a temperature of 0 means greedy whatever else
+  // is given, as fusor serve and most servers read it. The repetition penalty applies either way.
+  s.do_sample = a.temperature ? *a.temperature != 0 : a.top_k || a.top_p;
   if (a.temperature && *a.temperature != 0) s.temperature = *a.temperature;
   if (a.top_k) s.top_k = *a.top_k;
   if (a.top_p) s.top_p = *a.top_p;
