@@ -90,6 +90,9 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
   server_->set_read_timeout(10, 0);  // a slow or stalled client holds one thread at most this long
   server_->set_write_timeout(10, 0);
   server_->set_keep_alive_timeout(30);
+  // httplib closes a connection after 5 requests by default, so busy clients (perf_analyzer,
+  // the openai SDK) reconnected every fifth request. Idle connections still end after the timeout.
+  server_->set_keep_alive_max_count(100000);
   server_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own {"error": ...}
     if (res.status == 413)
@@ -97,6 +100,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
                         "request body exceeds the limit of " + std::to_string(max_body_bytes) +
                             " bytes (serve.max_body_bytes)");
     if (res.status == 404) return send_error(res, Code::NotFound, "no such endpoint: " + req.method + " " + req.path);
+    if (res.status == 503) return send_error(res, Code::Unavailable, "not ready");  // a health check's answer
     send_error(res, res.status >= 500 ? Code::Internal : Code::BadRequest, "bad request");
   });
   server_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

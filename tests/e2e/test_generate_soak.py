@@ -134,15 +134,25 @@ def test_sigterm_drains_every_running_stream(tmp_path):
         import aiohttp
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
             url = f"http://{served.url}/v1/completions"
+            lengths = [120] * 5 + [480]  # the long one keeps the drain going while health is asked
             jobs = [asyncio.create_task(stream(session, url, {
-                "model": "llama", "prompt": [5 + i, 6, 7, 8], "max_tokens": 120, "stream": True,
-                "ignore_eos": True, "temperature": 0})) for i in range(6)]
+                "model": "llama", "prompt": [5 + i, 6, 7, 8], "max_tokens": n, "stream": True,
+                "ignore_eos": True, "temperature": 0})) for i, n in enumerate(lengths)]
             await asyncio.sleep(0.5)  # every stream has started
             served.proc.send_signal(15)
-            return await asyncio.gather(*jobs)
+            # Draining: not ready, said as 503 with an error body (a load balancer stops sending).
+            health = None
+            for _ in range(100):
+                async with session.get(f"http://{served.url}/health") as resp:
+                    if resp.status != 200:
+                        health = resp.status, json.loads(await resp.text())
+                        break
+                await asyncio.sleep(0.02)
+            return health, await asyncio.gather(*jobs)
 
-    results = asyncio.run(run())
-    assert results == [("done", 120)] * 6
+    health, results = asyncio.run(run())
+    assert health and health[0] == 503 and "error" in health[1], health
+    assert results == [("done", 120)] * 5 + [("done", 480)]
     assert served.proc.wait(timeout=60) == 0
 
 

@@ -319,6 +319,26 @@ def test_sigterm_exits_at_once_while_clients_hold_idle_connections(tmp_path):
     metrics.close()
 
 
+def test_a_busy_client_keeps_its_connection(server):
+    """httplib closed a connection after its fifth request, so clients reconnected every fifth."""
+    import http.client
+    host, port = server.url.split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    body = json.dumps({"inputs": [
+        {"name": "input_ids", "shape": [1, 3], "datatype": "INT64", "data": [3, 1, 4]},
+        {"name": "attention_mask", "shape": [1, 3], "datatype": "INT64", "data": [1, 1, 1]}]})
+    sockets = set()
+    for _ in range(20):
+        conn.request("POST", "/v2/models/demo/infer", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200, resp.read()
+        resp.read()
+        assert resp.getheader("Connection") != "close"
+        sockets.add(conn.sock.getsockname())
+    conn.close()
+    assert len(sockets) == 1
+
+
 def test_soak_shows_no_memory_growth(server):
     http = httpclient.InferenceServerClient(server.url, network_timeout=30)
     rng = np.random.default_rng(1)
