@@ -61,10 +61,11 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
   }
   grpc::Status ModelReady(grpc::ServerContext*, const inference::ModelReadyRequest* q,
                           inference::ModelReadyResponse* r) override {
-    return guarded([&] {
-      model(q->name(), q->version());
-      r->set_ready(models_.ready());
-    });
+    // As Triton answers: an unknown model or version is not ready (tritonclient's is_model_ready
+    // then returns False instead of raising).
+    const bool known = models_.find(q->name()) && (q->version().empty() || q->version() == kModelVersion);
+    r->set_ready(known && models_.ready());
+    return grpc::Status::OK;
   }
   grpc::Status ServerMetadata(grpc::ServerContext*, const inference::ServerMetadataRequest*,
                               inference::ServerMetadataResponse* r) override {

@@ -70,7 +70,13 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new ConnectionPool(kHttpThreads); };
   // A request counts from its headers (before its body is read) until its response is written.
-  server_->set_pre_routing_handler([this](const httplib::Request&, httplib::Response&) {
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+    // `curl -d @body.json` sends JSON as a form, which httplib parses, and refuses as too large
+    // past 8 KiB. No route takes forms, so the body is read as it is (httplib's request is not
+    // const; this handler is its one hook before the body is read).
+    auto form = req.headers.find("Content-Type");
+    if (form != req.headers.end() && form->second.starts_with("application/x-www-form-urlencoded"))
+      const_cast<httplib::Request&>(req).headers.erase(form->first);
     end_counted_request();
     t_counted_in = &requests_in_flight_;
     ++requests_in_flight_;
@@ -138,6 +144,12 @@ void HttpServer::inference_routes() {
     res.status = models_.ready() ? 200 : 503;
   });
   s.Get("/v2", [](const httplib::Request&, httplib::Response& res) { send_json(res, server_metadata()); });
+  // Before the model routes, which would read "stats" as a model's name.
+  s.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json all = nlohmann::json::array();
+    for (ServedModel* sm : models_.all()) all.push_back(model_stats(*sm));
+    send_json(res, {{"model_stats", all}});
+  });
   s.Get(m, [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_metadata(model(req))); });
   s.Get(m + "/ready", [this, model](const httplib::Request& req, httplib::Response& res) {
     model(req);
@@ -146,11 +158,6 @@ void HttpServer::inference_routes() {
   s.Get(m + "/config", [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_config(model(req))); });
   s.Get(m + "/stats", [model](const httplib::Request& req, httplib::Response& res) {
     send_json(res, {{"model_stats", {model_stats(model(req))}}});
-  });
-  s.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json all = nlohmann::json::array();
-    for (ServedModel* sm : models_.all()) all.push_back(model_stats(*sm));
-    send_json(res, {{"model_stats", all}});
   });
   s.Post(m + "/infer", [this, model](const httplib::Request& req, httplib::Response& res) {
     ServedModel& sm = model(req);

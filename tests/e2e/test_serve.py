@@ -104,6 +104,25 @@ def test_metadata_config_and_health_over_both_protocols(server):
     gcfg = grpc.get_model_config("demo", as_json=True)["config"]
     assert gcfg["max_batch_size"] == 16 and gcfg["input"][0]["data_type"] == "TYPE_INT64"
     assert grpc.get_inference_statistics("demo", as_json=True)["model_stats"][0]["name"] == "demo"
+    assert [m["name"] for m in http.get_inference_statistics()["model_stats"]] == ["demo"]
+    assert not http.is_model_ready("nonesuch") and not grpc.is_model_ready("nonesuch")
+    assert not grpc.is_model_ready("demo", model_version="7")
+
+
+def test_json_sent_as_a_form_is_read_as_json(server):
+    """`curl -d @body.json`, as in Triton's examples, sends application/x-www-form-urlencoded;
+    httplib refused such bodies past 8 KiB, saying they exceeded the 64 MB limit."""
+    ids = np.arange(4 * 512).reshape(4, 512) % 32
+    body = json.dumps({"inputs": [
+        {"name": "input_ids", "shape": [4, 512], "datatype": "INT64", "data": ids.ravel().tolist()},
+        {"name": "attention_mask", "shape": [4, 512], "datatype": "INT64", "data": [1] * ids.size}]})
+    assert len(body) > 8192
+    status, answer = post(server.url + "/v2/models/demo/infer", body.encode(),
+                          {"Content-Type": "application/x-www-form-urlencoded"})
+    assert status == 200, answer
+    got = json.loads(answer)["outputs"][0]
+    np.testing.assert_allclose(np.array(got["data"], np.float32).reshape(got["shape"]),
+                               expected(ids, np.ones_like(ids)), rtol=1e-5, atol=1e-6)
 
 
 def infer_body(ids_shape=(1, 3), dtype="INT64", name="input_ids", data=None):
