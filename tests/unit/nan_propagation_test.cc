@@ -30,7 +30,7 @@ INSTANTIATE_TEST_SUITE_P(Table, NanPropagation,
                                            Op::Relu, Op::LeakyRelu, Op::Floor, Op::Ceil, Op::Round, Op::Sign, Op::Sin,
                                            Op::Cos, Op::Tan, Op::Asin, Op::Acos, Op::Atan, Op::Sinh, Op::Cosh, Op::Asinh,
                                            Op::Acosh, Op::Atanh, Op::Selu, Op::Celu, Op::Softsign, Op::ThresholdedRelu,
-                                           Op::Shrink),
+                                           Op::Shrink, Op::Clip, Op::HardSigmoid, Op::HardSwish),
                          [](const auto& info) { return std::string(op_info(info.param).name); });
 
 }  // namespace

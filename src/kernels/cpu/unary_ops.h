@@ -59,6 +59,10 @@ HWY_INLINE hn::Mask<D> abs_above(V x, float limit) {
     }                                                                      \
   };
 
+// min(max(v, lo), hi) with NaN kept: x86's max and min answer their second operand for NaN, which
+// turned a NaN into lo (ONNX Runtime and the reference keep it).
+HWY_INLINE V clamp_keeping_nan(V v, V lo, V hi) { return hn::IfThenElse(hn::Eq(v, v), hn::Min(hn::Max(v, lo), hi), v); }
+
 FUSOR_UNARY(Relu, hn::IfThenZeroElse(hn::Lt(x, hn::Zero(d)), x))  // not Max: x86 max gives 0 for NaN
 FUSOR_UNARY(Neg, hn::Neg(x))
 FUSOR_UNARY(Abs, hn::Abs(x))
@@ -68,11 +72,10 @@ FUSOR_UNARY(Exp, simd::exp(x))
 FUSOR_UNARY(Sigmoid, simd::sigmoid(x))
 FUSOR_UNARY(Tanh, hn::Tanh(d, x))
 FUSOR_UNARY(Erf, simd::erf(x))
-FUSOR_UNARY(Clip, hn::Min(hn::Max(x, hn::Set(d, p.lo)), hn::Set(d, p.hi)))
+FUSOR_UNARY(Clip, clamp_keeping_nan(x, hn::Set(d, p.lo), hn::Set(d, p.hi)))
 FUSOR_UNARY(LeakyRelu, hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(x, hn::Set(d, p.alpha)), x))
 FUSOR_UNARY(HardSigmoid,
-            hn::Min(hn::Max(hn::MulAdd(x, hn::Set(d, p.alpha), hn::Set(d, p.beta)), hn::Zero(d)),
-                    hn::Set(d, 1.f)))
+            clamp_keeping_nan(hn::MulAdd(x, hn::Set(d, p.alpha), hn::Set(d, p.beta)), hn::Zero(d), hn::Set(d, 1.f)))
 FUSOR_UNARY(HardSwish,
             hn::Mul(x, hn::Min(hn::Max(hn::MulAdd(x, hn::Set(d, 1.f / 6.f), hn::Set(d, 0.5f)),
                                        hn::Zero(d)),
