@@ -6,10 +6,19 @@
 #include <future>
 #include <thread>
 
+#include "engine/internals.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace fusor::serve {
 namespace {
+
+// Why the model's outputs for one row depend on the other rows of its batch, or "".
+std::string couples_rows(const Graph& g) {
+  for (const Node& n : g.nodes)
+    if (n.op == Op::DynamicQuantizeLinear)
+      return n.describe() + " takes one scale over its whole input";
+  return "";
+}
 
 std::string dims_string(const std::map<std::string, Dims>& dims) {
   std::string s;
@@ -23,9 +32,13 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
                          int threads_per_context)
     : name_(std::move(name)), engine_(std::move(engine)), sig_(Signature::of(engine_.inputs(), engine_.outputs())), config_(config),
       stats_(class_names(config)), matrix_(std::make_shared<OptionsMatrix>(OptionsMatrix::of(config, options))) {
+  sig_.runs_alone = couples_rows(graph_of(engine_));
+  if (!sig_.runs_alone.empty())
+    std::fprintf(stderr, "fusor serve: model %s: each request runs alone, unpadded: %s, so batch-mates would change it\n",
+                 name_.c_str(), sig_.runs_alone.c_str());
   for (const std::string& line : matrix_->describe())
     std::fprintf(stderr, "fusor serve: model %s: batch sizes %s\n", name_.c_str(), line.c_str());
-  if (sig_.has_seq() && !sig_.pads_seq)
+  if (sig_.has_seq() && !sig_.pads_seq && sig_.runs_alone.empty())
     std::fprintf(stderr, "fusor serve: model %s: no mask input to hide padding: a batch takes requests of one length\n",
                  name_.c_str());
   for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i) {

@@ -2,6 +2,7 @@
 
 #include "serve/status.h"
 
+#include <atomic>
 #include <cctype>
 
 namespace fusor::serve {
@@ -118,6 +119,10 @@ RequestShape Signature::check(const Tensors& request, int64_t seq_bucket) const 
       if (input_has_seq[i] && a == 1) v = (v + seq_bucket - 1) / seq_bucket * seq_bucket;
       group += std::to_string(v) + (a + 1 < d.size() ? "," : ";");
     }
+  }
+  if (!runs_alone.empty()) {
+    static std::atomic<uint64_t> requests{0};
+    group += "alone " + std::to_string(requests.fetch_add(1, std::memory_order_relaxed));
   }
   shape.group = group;
   return shape;

@@ -7,7 +7,8 @@
 // axis (attention_mask), whose zeros hide the padding; each output axis with the same symbol is
 // cut back per request. Without one, padding would change the outputs (an audio model's samples,
 // token ids with no mask), so only requests of equal length share a batch. Any other symbolic
-// dimension must match exactly for requests to share a batch (it is part of the group key).
+// dimension must match exactly for requests to share a batch (it is part of the group key). A
+// model that couples the rows of a batch (runs_alone) shares batches with nothing.
 #pragma once
 #include <map>
 #include <string>
@@ -32,13 +33,17 @@ struct Signature {
   std::vector<bool> input_has_seq;  // per input: axis 1 is the sequence axis
   std::vector<int> output_seq_axis;  // per output: the axis that follows the sequence, or -1
   bool pads_seq = false;             // a mask input spans the sequence axis: padding is hidden
+  // Why each request runs alone, unpadded ("" when requests may share batches): the model
+  // computes something over the whole batch (DynamicQuantizeLinear's one scale), so batch-mates
+  // and padding would change a request's outputs.
+  std::string runs_alone;
 
   static Signature of(std::vector<TensorInfo> inputs, std::vector<TensorInfo> outputs);
   bool has_seq() const;
   const TensorInfo* input(const std::string& name) const;
   // The length multiple requests are padded to: `configured` (serve.seq_bucket) when padding is
   // hidden by a mask, else 1 (no padding).
-  int64_t seq_bucket(int64_t configured) const { return pads_seq ? configured : 1; }
+  int64_t seq_bucket(int64_t configured) const { return pads_seq && runs_alone.empty() ? configured : 1; }
   // Checks names, dtypes, ranks and fixed dims; throws RequestError (400) naming the problem.
   // `seq_bucket` rounds the sequence length up for the group key.
   RequestShape check(const Tensors& request, int64_t seq_bucket) const;

@@ -358,6 +358,41 @@ def test_a_busy_client_keeps_its_connection(server):
     assert len(sockets) == 1
 
 
+def test_a_model_that_couples_its_rows_serves_each_request_alone(tmp_path):
+    """minilm-l6-int8's DynamicQuantizeLinear takes one scale over its whole input: padded to the
+    length bucket, or batched with others, a request's outputs moved by up to 0.3."""
+    model = model_path("minilm-l6-int8")
+    rng = np.random.default_rng(3)
+    requests = [rng.integers(1000, 2000, size=(1, n)).astype(np.int64) for n in (17, 24, 9, 31, 17, 5)]
+    alone = []
+    for i, ids in enumerate(requests):  # each one by itself, at its own length
+        feeds = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+        args = [FUSOR, "run", model, "--output-dir", tmp_path / f"alone{i}"]
+        for name, value in feeds.items():
+            np.save(tmp_path / f"{name}{i}.npy", value)
+            args += ["--input", f"{name}={tmp_path / f'{name}{i}.npy'}"]
+        subprocess.run(list(map(str, args)), check=True, capture_output=True)
+        alone.append(np.load(tmp_path / f"alone{i}" / "last_hidden_state.npy"))
+    s = Served(tmp_path, "", [("m", model)])
+    try:
+        def infer(ids):
+            client = httpclient.InferenceServerClient(s.url, network_timeout=30)
+            inputs = []
+            for name, value in (("input_ids", ids), ("attention_mask", np.ones_like(ids)),
+                                ("token_type_ids", np.zeros_like(ids))):
+                inputs.append(httpclient.InferInput(name, list(value.shape), "INT64"))
+                inputs[-1].set_data_from_numpy(value)
+            return client.infer("m", inputs).as_numpy("last_hidden_state")
+
+        with ThreadPoolExecutor(len(requests)) as pool:
+            served = list(pool.map(infer, requests))
+        for got, want in zip(served, alone):
+            np.testing.assert_allclose(got, want, atol=1e-5)
+    finally:
+        assert s.stop() == 0, s.output()
+    assert "each request runs alone" in s.output()
+
+
 def test_soak_shows_no_memory_growth(server):
     http = httpclient.InferenceServerClient(server.url, network_timeout=30)
     rng = np.random.default_rng(1)
