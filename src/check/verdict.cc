@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check/gate.h"
+#include "io/atomic_file.h"
 #include "onnx/external_data.h"
 
 namespace fusor {
@@ -100,22 +101,11 @@ HashedModel hash_model(const std::string& model_path) {
   return out;
 }
 
-// Writes `j` to `p` through a temporary file and a rename, so that a reader in another process
-// (serve starting while check saves) sees the old file or the new one, never half of one.
+// Writes `j` to `p` whole or not at all (serve may be reading it while check saves).
 bool write_atomically(const fs::path& p, const nlohmann::json& j) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  const fs::path tmp = p.string() + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp);
-    if (!f || !(f << j.dump(2) << "\n")) {
-      fs::remove(tmp, ec);
-      return false;
-    }
-  }
-  fs::rename(tmp, p, ec);
-  if (ec) fs::remove(tmp, ec);
-  return !ec;
+  return write_file_atomically(p, j.dump(2) + "\n");
 }
 
 // The model's hash as verdict file `j` vouches for it while the stamps it saw stand, else read

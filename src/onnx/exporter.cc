@@ -1,5 +1,7 @@
 #include "onnx/exporter.h"
 
+#include "io/atomic_file.h"
+
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -251,12 +253,8 @@ std::string export_onnx_bytes(const Graph& graph) {
 }
 
 void export_onnx_file(const Graph& graph, const std::string& path) {
-  std::string bytes = export_onnx_bytes(graph);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw Error("cannot write model file '" + path + "'");
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  f.close();
-  if (!f) throw Error("cannot write model file '" + path + "'");
+  // Whole or not at all: the output may be the model's own file (optimize -o model.onnx).
+  if (!write_file_atomically(path, export_onnx_bytes(graph))) throw Error("cannot write model file '" + path + "'");
 }
 
 }  // namespace fusor

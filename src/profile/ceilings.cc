@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "io/atomic_file.h"
 #include "kernels/cpu/matmul_onednn.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -62,20 +63,11 @@ nlohmann::json read_cache(const std::string& dir) {
   }
 }
 
-// Writes atomically (temp file + rename) so concurrent profilers never read half a file.
+// Whole or not at all, so concurrent profilers never read half a file.
 bool write_cache(const std::string& dir, const nlohmann::json& j) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const std::string path = json_path(dir), tmp = path + ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream f(tmp);
-    if (!f) return false;
-    f << j.dump(2) << "\n";
-    if (!f) return false;
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
+  return write_file_atomically(json_path(dir), j.dump(2) + "\n");
 }
 
 }  // namespace

@@ -1,0 +1,14 @@
+// Writing a file whole or not at all: the bytes go to a temporary file in the same folder, which
+// is then renamed over the target. A reader in another process (serve starting while check
+// saves a verdict) sees the old file or the new one, and an interrupted writer (Ctrl-C during
+// `fusor optimize -o model.onnx`, the model's own path) leaves the old file as it was.
+#pragma once
+#include <filesystem>
+#include <string_view>
+
+namespace fusor {
+
+// False when the file could not be written (the temporary file is then removed).
+bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+
+}  // namespace fusor
