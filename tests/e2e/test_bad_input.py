@@ -113,3 +113,22 @@ def test_good_model_runs(tmp_path):
     r = run_fusor("run", p, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), x + x)
+
+
+def test_outputs_whose_names_map_to_one_file_get_a_file_each(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    outs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("a/b", "a_b")]
+    nodes = [helper.make_node("Neg", ["x"], ["a/b"]), helper.make_node("Abs", ["x"], ["a_b"])]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], outs),
+                                opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+    np.save(tmp_path / "x.npy", np.array([-1.5, 2.0], np.float32))
+    r = run_fusor("run", tmp_path / "m.onnx", "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "a_b.npy"), [1.5, -2.0])
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "a_b_2.npy"), [1.5, 2.0])
+
+
+def test_an_output_folder_that_is_a_file(tmp_path):
+    p = add_model(tmp_path)
+    (tmp_path / "afile").write_text("")
+    assert_one_line_error(run_fusor("run", p, "--output-dir", tmp_path / "afile"), "cannot create the output folder")

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "commands.h"
 #include "fusor/npy.h"
@@ -61,13 +62,19 @@ void run(const RunArgs& a) {
   Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
   auto outputs = session.run(feeds);
 
-  std::filesystem::create_directories(a.output_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(a.output_dir, ec);
+  if (ec) throw Error("cannot create the output folder '" + a.output_dir + "': " + ec.message());
   std::cout << a.model.model << ": " << engine.node_count() << " nodes, " << session.kernels_per_inference()
             << " kernels (" << (a.model.reference ? "reference" : "fast") << " executor)\n";
+  std::set<std::string> files;
   for (const auto& [name, t] : outputs) {
     std::string file = name;
     for (char& c : file)
       if (c == '/' || c == '\\' || c == ':') c = '_';
+    // Two names may map to one file ("a/b" and "a_b"): the later one gets a number.
+    const std::string base = file;
+    for (int n = 2; !files.insert(file).second; ++n) file = base + "_" + std::to_string(n);
     std::string path = (std::filesystem::path(a.output_dir) / (file + ".npy")).string();
     write_npy(path, t);
     summarize(name, t, path);
