@@ -116,13 +116,22 @@ KernelSelection select_fused_kernel(const KernelRequest& r) {
   return nullptr;
 }
 
-// A step whose outputs are all empty (a batch of 0) has nothing to compute: they arrive
-// allocated with their planned, empty shapes.
-class EmptyOutputsKernel final : public Kernel {
- public:
-  void run(std::span<const Tensor>, std::span<Tensor>, std::span<std::byte>) override {}
-  std::string name() const override { return "empty_outputs"; }
-};
+// oneDNN's primitives take no empty tensors (it divides by zero planning an M = 0 matmul, so a
+// batch of 0 killed the process): their ops run the reference kernel then.
+bool runs_on_onednn(const Node& n) {
+  switch (n.op) {
+    case Op::MatMul: case Op::Gemm: case Op::MatMulInteger: case Op::Conv: case Op::ConvInteger:
+    case Op::QLinearMatMul: case Op::QLinearConv: case Op::ConvTranspose: case Op::MaxPool: case Op::AveragePool:
+      return true;
+    case Op::Fused:
+      for (FusedKind k : {FusedKind::FusedMatMul, FusedKind::FusedConv, FusedKind::Attention, FusedKind::QuantizedConv,
+                          FusedKind::QuantizedMatMul, FusedKind::QuantizedMaxPool})
+        if (is_fused_kind(n, k)) return true;
+      return false;
+    default:
+      return false;
+  }
+}
 
 bool empty(const TensorType& t) { return t.dtype != DType::Undefined && numel_of(t.dims) == 0; }
 
@@ -131,14 +140,9 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return "cpu"; }
 
   KernelSelection select(const KernelRequest& request) const override {
-    const auto present = [](const TensorType& t) { return t.dtype != DType::Undefined; };
-    if (std::any_of(request.outputs.begin(), request.outputs.end(), present) &&
-        std::all_of(request.outputs.begin(), request.outputs.end(), [&](const TensorType& t) { return !present(t) || empty(t); }))
-      return std::make_unique<EmptyOutputsKernel>();
-    // One that reads an empty input but writes something (a MatMul over K = 0, a sum over an empty
-    // axis) runs its reference kernel: the optimized ones, oneDNN's among them, take non-empty
-    // operands only (oneDNN divides by zero planning an M = 0 matmul).
-    if (std::any_of(request.inputs.begin(), request.inputs.end(), empty)) return KernelSelection::declined("an input is empty");
+    if (runs_on_onednn(request.node) && (std::any_of(request.inputs.begin(), request.inputs.end(), empty) ||
+                                         std::any_of(request.outputs.begin(), request.outputs.end(), empty)))
+      return KernelSelection::declined("oneDNN takes no empty tensors");
     if (request.node.op == Op::Fused) return select_fused_kernel(request);
     // Ops of other domains (ai.onnx.ml) run their reference kernels; fusor's own op rows have kernels here.
     const bool own_op = request.node.op == Op::CachedAttention;  // domain "fusor"
