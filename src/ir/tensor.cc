@@ -1,5 +1,7 @@
 #include "fusor/tensor.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -10,8 +12,13 @@
 namespace fusor {
 
 int64_t numel_of(const Dims& dims) {
+  for (int64_t d : dims)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+  // An overflowed count would allocate a few bytes for a huge shape (an input of --batch 2^62)
+  // and report its outputs as computed.
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(n, d, &n)) throw Error("shape " + dims_to_string(dims) + " has too many elements");
   return n;
 }
 
@@ -26,6 +33,9 @@ std::string dims_to_string(const Dims& dims) {
 Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   for (int64_t d : dims_)
     if (d < 0) throw Error("negative dimension in tensor shape " + dims_to_string(dims_));
+  const int64_t count = numel();
+  if (static_cast<uint64_t>(count) > (SIZE_MAX - 63) / std::max<size_t>(1, dtype_size(dtype_)))
+    throw Error("out of memory allocating a tensor of shape " + dims_to_string(dims_));
   size_t bytes = nbytes();
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;

@@ -132,3 +132,11 @@ def test_an_output_folder_that_is_a_file(tmp_path):
     p = add_model(tmp_path)
     (tmp_path / "afile").write_text("")
     assert_one_line_error(run_fusor("run", p, "--output-dir", tmp_path / "afile"), "cannot create the output folder")
+
+
+def test_a_shape_past_int64_is_an_error_not_an_empty_output(tmp_path):
+    """2^62 x 4 elements wrapped to 0: fusor run wrote a header-only .npy for the shape and exited 0."""
+    p = add_model(tmp_path)
+    assert_one_line_error(run_fusor("run", p, "--batch", 2 ** 62, "--output-dir", tmp_path / "out"),
+                          "has too many elements")
+    assert not (tmp_path / "out" / "y.npy").exists()
