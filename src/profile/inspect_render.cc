@@ -65,7 +65,9 @@ std::string inspection_text(const ModelInspection& in) {
     for (const auto& [kind, n] : kinds) s << "    " << n << " x " << kind << "\n";
     if (!in.not_fused.empty()) s << "  declined: " << in.not_fused.size() << " (fusor profile lists them)\n";
   }
-  s << (in.supported ? "every op is supported\n" : "some ops are not supported\n");
+  s << (!in.supported             ? "some ops are not supported\n"
+        : in.not_bound.empty()      ? "every op is supported\n"
+                                    : "every op is supported, but the model is not planned at these dims (above)\n");
   return s.str();
 }
 

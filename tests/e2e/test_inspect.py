@@ -65,6 +65,18 @@ def test_unsupported_ops_are_all_listed_and_exit_1(tmp_path):
     assert "flops" not in j and j["not_planned"]
 
 
+def test_a_model_that_does_not_plan_fails_the_gate(tmp_path):
+    """Every op of it is supported, but its opset is past the ones fusor knows."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 30)])
+    onnx.save(model, tmp_path / "model.onnx")
+    r = run_fusor("inspect", tmp_path / "model.onnx")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "not planned" in r.stdout and "not planned at these dims" in r.stdout
+
+
 def test_running_a_model_with_unsupported_ops_names_them_all_in_one_line(tmp_path):
     r = run_fusor("run", two_unsupported_model(tmp_path))
     assert r.returncode == 1

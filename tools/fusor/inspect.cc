@@ -1,5 +1,6 @@
 // fusor inspect: what a model is and whether fusor runs it, without running it. Exits 0 when
-// every op is supported, 1 otherwise (a CI check before deploying a model).
+// every op is supported and the model plans at the given dims, 1 otherwise (a CI check before
+// deploying a model).
 #include <fstream>
 #include <iostream>
 
@@ -32,7 +33,9 @@ void inspect(const InspectArgs& a) {
     f.close();
     if (!f) throw Error("cannot write " + a.json_path);
   }
-  if (!result.supported) throw ExitCode{1};
+  // A model fusor cannot plan (a cycle, missing external data, an opset past the supported ones)
+  // fails the gate as an unsupported op does.
+  if (!result.supported || !result.not_bound.empty()) throw ExitCode{1};
 }
 
 }  // namespace
