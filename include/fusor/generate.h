@@ -54,7 +54,10 @@ struct GenerateOptions {
   int64_t max_new_tokens = 16;      // >= 0
   SamplingOptions sampling;
   std::vector<TokenId> eos_ids;     // a generated one ends with "stop" (and is kept in output_ids)
-  bool ignore_eos = false;          // generate max_new_tokens whatever comes
+  bool ignore_eos = false;          // generate max_new_tokens whatever comes (eos_ids only)
+  // A generated one ends with "stop" even with ignore_eos (vLLM's stop_token_ids); kept in
+  // output_ids, and in the text unless it is a special token.
+  std::vector<TokenId> stop_ids;
   // Ends with "stop" as soon as the text holds one; the text is cut before it (output_ids keep
   // the token that completed it). Needs a tokenizer.
   std::vector<std::string> stop;

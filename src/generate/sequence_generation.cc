@@ -31,6 +31,8 @@ bool SequenceGeneration::accept(std::span<const float> logits, int64_t held, con
   TextStream::Piece piece = text_ ? text_->push(id) : TextStream::Piece{};
   done_ = true;
   if (piece.stopped) result_.finish_reason = FinishReason::Stop;
+  else if (std::find(options_.stop_ids.begin(), options_.stop_ids.end(), id) != options_.stop_ids.end())
+    result_.finish_reason = FinishReason::Stop;
   else if (!options_.ignore_eos && std::find(options_.eos_ids.begin(), options_.eos_ids.end(), id) != options_.eos_ids.end())
     result_.finish_reason = FinishReason::Stop;
   else if (static_cast<int64_t>(result_.output_ids.size()) >= options_.max_new_tokens) result_.finish_reason = FinishReason::Length;

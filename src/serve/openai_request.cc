@@ -34,6 +34,25 @@ void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
   }
   for (const char* name : {"frequency_penalty", "presence_penalty"})
     if (f.number(name).value_or(0.0) != 0.0) not_implemented(name, "other than 0 (use 'repetition_penalty')");
+  // vLLM's extensions fusor does not implement (top_k, ignore_eos, repetition_penalty,
+  // skip_special_tokens and stop_token_ids it does).
+  if (f.integer("min_tokens").value_or(0) != 0) not_implemented("min_tokens", "other than 0");
+  if (f.boolean("include_stop_str_in_output").value_or(false)) not_implemented("include_stop_str_in_output", "true");
+}
+
+// vLLM's stop_token_ids: a list of token ids of the vocabulary.
+std::vector<TokenId> stop_token_ids(const RequestFields& f, const GenerationTarget& model) {
+  const nlohmann::json* list = f.get("stop_token_ids");
+  if (!list) return {};
+  if (!list->is_array()) throw bad("'stop_token_ids' must be a list of token ids", "stop_token_ids");
+  std::vector<TokenId> ids;
+  for (const nlohmann::json& v : *list) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<TokenId>::max())
+      throw bad("'stop_token_ids' must be a list of non-negative integers", "stop_token_ids");
+    ids.push_back(static_cast<TokenId>(v.get<int64_t>()));
+  }
+  if (!ids.empty()) check_prompt_ids(model, ids, "stop_token_ids");
+  return ids;
 }
 
 std::vector<TokenId> ids_of(const nlohmann::json& list) {
@@ -145,6 +164,7 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
     if (!s.empty()) o.stop.push_back(std::move(s));
   if (!o.stop.empty() && !model.tokenizer) throw bad("'stop' needs the model's tokenizer.json", "stop");
   o.ignore_eos = f.boolean("ignore_eos").value_or(false);
+  o.stop_ids = stop_token_ids(f, model);
   o.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
   r.generation.prompt = std::move(prompt);
   return r;

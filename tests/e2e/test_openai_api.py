@@ -126,6 +126,14 @@ def test_stop_string_cuts_the_text(client):
     assert "".join(ch.choices[0].text for ch in streamed) == cut
 
 
+def test_stop_token_ids_end_the_completion_even_with_ignore_eos(client):
+    """vLLM's stop_token_ids: accepted and ignored before."""
+    ids = fusor_generate(prompt_ids(), 12)["output_ids"]
+    k = next(i for i in range(2, len(ids)) if ids[i] not in ids[:i])
+    c = greedy(client, prompt=PROMPT, max_tokens=12, extra_body={"ignore_eos": True, "stop_token_ids": [ids[k]]})
+    assert c.choices[0].finish_reason == "stop" and c.usage.completion_tokens == k + 1
+
+
 def test_seed_reproduces_a_sample(client):
     def sample(seed):
         return client.completions.create(model="llama", prompt=PROMPT, max_tokens=24, temperature=1.0, seed=seed,
@@ -148,6 +156,9 @@ def test_max_tokens_and_eos(client):
     ({"suffix": "x"}, "suffix"),
     ({"frequency_penalty": 0.5}, "frequency_penalty"),
     ({"logit_bias": {"5": 1}}, "logit_bias"),
+    ({"extra_body": {"min_tokens": 4}}, "min_tokens"),  # vLLM's, silently ignored before
+    ({"extra_body": {"include_stop_str_in_output": True}}, "include_stop_str_in_output"),
+    ({"extra_body": {"stop_token_ids": [-1]}}, "stop_token_ids"),
 ])
 def test_refusals(client, kw, field):
     with pytest.raises(openai.BadRequestError) as e:
