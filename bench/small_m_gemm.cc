@@ -3,7 +3,9 @@
 // run by fusor's few-row kernel (PackedGemv, on the transposed "ba" layout that oneDNN's gemm
 // asks for on AVX2), by tiles of single-threaded oneDNN calls on the pool (MatmulTileSplit), by
 // one oneDNN call on its OpenMP team, and by fusor's GEMM on weights it packed itself
-// (PanelGemm). Alternates the four per repeat; prints the medians.
+// (PanelGemm), and by one oneDNN call on weights reordered once into the layout it picks (its
+// brgemm on AVX-512: how fusor's packed MatMul runs there). Alternates the five per repeat;
+// prints the medians.
 //   small_m_gemm [--threads N] [--repeats N] [--rows 2,4,8,16,32] [--model llama|minilm]
 #include <algorithm>
 #include <chrono>
@@ -59,7 +61,8 @@ int main(int argc, char** argv) {
   set_thread_width(threads);
   auto& eng = onednn::engine();
   struct Shape { int64_t k, n; const char* what; };
-  std::printf("%-22s %4s %10s %10s %10s %10s   GFLOP/s\n", "shape", "rows", "few-row", "tiles", "oneDNN", "panels");
+  std::printf("%-22s %4s %10s %10s %10s %10s %10s   GFLOP/s\n", "shape", "rows", "few-row", "tiles", "oneDNN", "panels",
+              "reordered");
   const std::vector<Shape> llama = {{512, 768, "qkv"}, {512, 2752, "gate+up"}, {1376, 512, "down"}, {512, 8192, "lm_head"}};
   const std::vector<Shape> bert = {{384, 1152, "qkv"}, {384, 384, "out"}, {384, 1536, "up"}, {1536, 384, "down"}};
   for (Shape sh : minilm ? bert : llama) {
@@ -91,7 +94,19 @@ int main(int argc, char** argv) {
       dnnl::matmul prim(pd);
       std::vector<std::byte> scratch(std::max(tiles ? tiles->scratch_bytes() : 0, pd.scratchpad_desc().get_size()));
       memory xm(src, eng, x.data()), ym(dst, eng, y.data()), sm(pd.scratchpad_desc(), eng, scratch.data());
-      std::function<void()> runs[4] = {
+      // Weights in the layout oneDNN picks for this M (format any), reordered once per copy.
+      const memory::desc any_w({sh.k, sh.n}, dt::f32, tag::any);
+      dnnl::matmul::primitive_desc packed_pd(dnnl::matmul::desc(src, any_w, dst), eng);
+      dnnl::matmul packed_prim(packed_pd);
+      std::vector<memory> packed_w;
+      for (const memory& plain : wmems) {
+        packed_w.emplace_back(packed_pd.weights_desc(), eng);
+        dnnl::reorder(plain, packed_w.back()).execute(onednn::stream(), const_cast<memory&>(plain), packed_w.back());
+      }
+      onednn::stream().wait();
+      std::vector<std::byte> packed_scratch(packed_pd.scratchpad_desc().get_size());
+      memory psm(packed_pd.scratchpad_desc(), eng, packed_scratch.data());
+      std::function<void()> runs[5] = {
           [&] { if (kernel) kernel->execute(x.data(), w.data() + floats * copy(), nullptr, y.data(), {}); },
           [&] { if (tiles) tiles->execute(x.data(), w.data() + floats * copy(), nullptr, y.data(), {}, scratch); },
           [&] {
@@ -100,16 +115,22 @@ int main(int argc, char** argv) {
                                             {DNNL_ARG_SCRATCHPAD, sm}});
             onednn::stream().wait();
           },
-          [&] { if (!panels.empty()) panels[static_cast<size_t>(copy())].execute(x.data(), nullptr, y.data(), {}, m); }};
+          [&] { if (!panels.empty()) panels[static_cast<size_t>(copy())].execute(x.data(), nullptr, y.data(), {}, m); },
+          [&] {
+            onednn::OmpThreads team(threads);
+            packed_prim.execute(onednn::stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, packed_w[static_cast<size_t>(copy())]},
+                                                   {DNNL_ARG_DST, ym}, {DNNL_ARG_SCRATCHPAD, psm}});
+            onednn::stream().wait();
+          }};
       const int calls = std::max<int>(3, static_cast<int>(4e8 / (2.0 * m * sh.k * sh.n + 2e6)));
-      std::vector<double> t[4];
+      std::vector<double> t[5];
       for (int r = 0; r < repeats; ++r)
-        for (int i = 0; i < 4; ++i) t[i].push_back(seconds_of(runs[i], calls));
+        for (int i = 0; i < 5; ++i) t[i].push_back(seconds_of(runs[i], calls));
       const double flop = 2.0 * m * sh.k * sh.n;
       auto rate = [&](int i, bool ran) { return ran ? flop / median(t[i]) / 1e9 : 0.0; };
-      std::printf("%-8s %5lldx%-6lld %4lld %10.1f %10.1f %10.1f %10.1f\n", sh.what, static_cast<long long>(sh.k),
+      std::printf("%-8s %5lldx%-6lld %4lld %10.1f %10.1f %10.1f %10.1f %10.1f\n", sh.what, static_cast<long long>(sh.k),
                   static_cast<long long>(sh.n), static_cast<long long>(m), rate(0, kernel.has_value()),
-                  rate(1, tiles.has_value()), rate(2, true), rate(3, !panels.empty()));
+                  rate(1, tiles.has_value()), rate(2, true), rate(3, !panels.empty()), rate(4, true));
     }
   }
 }
