@@ -1,7 +1,9 @@
 #include "serve/json_infer.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "serve/classification.h"
 #include "serve/json_dom.h"
 #include "serve/json_tensor_data.h"
 #include "serve/tensor_codec.h"
@@ -115,9 +117,15 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
     if (outs->type() != element_type::ARRAY) throw bad("request 'outputs' must be an array");
     for (element o : items(*outs)) {
       if (o.type() != element_type::OBJECT) throw bad("each of 'outputs' must be an object");
-      bool binary = r.binary_default;
-      if (auto p = field(o, "parameters"); is_object(p)) binary = bool_field(*p, "binary_data").value_or(binary);
-      r.outputs.emplace_back(string_field(o, "name", "output"), binary);
+      HttpInferRequest::Output out{string_field(o, "name", "output"), r.binary_default};
+      if (auto p = field(o, "parameters"); is_object(p)) {
+        out.binary = bool_field(*p, "binary_data").value_or(out.binary);
+        if (auto k = field(*p, "classification")) {
+          if (!is_integer(*k) || integer(*k) < 0) throw bad("output '" + out.name + "': 'classification' must be a count");
+          out.classes = integer(*k);
+        }
+      }
+      r.outputs.push_back(std::move(out));
     }
   }
   return r;
@@ -127,17 +135,20 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
 // the body. Keys keep the sorted order the tree used to give them.
 HttpBody infer_response(const std::string& model, const HttpInferRequest& req, const Signature& sig,
                         const Tensors& outputs) {
-  std::vector<std::pair<std::string, bool>> wanted = req.outputs;
+  std::vector<HttpInferRequest::Output> wanted = req.outputs;
   if (wanted.empty())
-    for (const auto& o : sig.outputs) wanted.emplace_back(o.name, req.binary_default);
+    for (const auto& o : sig.outputs) wanted.push_back({o.name, req.binary_default});
   std::vector<const Tensor*> tensors;
+  std::vector<std::optional<Classes>> classes;  // for outputs asked for as classes
   size_t binary_bytes = 0;
-  for (const auto& [name, as_binary] : wanted) {
-    auto it = outputs.find(name);
-    if (it == outputs.end()) throw bad("unknown output '" + name + "' requested");
+  for (const auto& w : wanted) {
+    auto it = outputs.find(w.name);
+    if (it == outputs.end()) throw bad("unknown output '" + w.name + "' requested");
     tensors.push_back(&it->second);
-    if (as_binary) binary_bytes += it->second.nbytes();
+    classes.push_back(w.classes > 0 ? std::optional(classify(it->second, w.classes, sig.batched, w.name)) : std::nullopt);
+    if (w.binary) binary_bytes += it->second.nbytes();
   }
+  std::vector<std::string> class_bytes(wanted.size());  // the binary form of each classes output
   HttpBody b;
   std::string& out = b.body;
   out.reserve(256 + binary_bytes);
@@ -154,26 +165,43 @@ HttpBody infer_response(const std::string& model, const HttpInferRequest& req, c
   out += ",\"outputs\":[";
   for (size_t i = 0; i < wanted.size(); ++i) {
     const Tensor& t = *tensors[i];
+    const std::optional<Classes>& c = classes[i];
     out += i ? ",{" : "{";
-    if (!wanted[i].second) {
+    if (!wanted[i].binary) {
       out += "\"data\":";
-      append_tensor_data(out, t);
+      if (c) {
+        out += '[';
+        for (size_t j = 0; j < c->items.size(); ++j) {
+          if (j) out += ',';
+          append_quoted(out, c->items[j]);
+        }
+        out += ']';
+      } else {
+        append_tensor_data(out, t);
+      }
       out += ',';
     }
     out += "\"datatype\":";
-    append_quoted(out, triton_dtype(t.dtype()));
+    append_quoted(out, c ? "BYTES" : triton_dtype(t.dtype()));
     out += ",\"name\":";
-    append_quoted(out, wanted[i].first);
-    if (wanted[i].second) out += ",\"parameters\":{\"binary_data_size\":" + std::to_string(t.nbytes()) + "}";
+    append_quoted(out, wanted[i].name);
+    if (wanted[i].binary) {
+      if (c) class_bytes[i] = bytes_contents(c->items);
+      out += ",\"parameters\":{\"binary_data_size\":" + std::to_string(c ? class_bytes[i].size() : t.nbytes()) + "}";
+    }
+    const Dims& dims = c ? c->dims : t.dims();
     out += ",\"shape\":[";
-    for (size_t d = 0; d < t.rank(); ++d) out.append(d ? "," : "").append(std::to_string(t.dims()[d]));
+    for (size_t d = 0; d < dims.size(); ++d) out.append(d ? "," : "").append(std::to_string(dims[d]));
     out += "]}";
   }
   out += "]}";
-  if (binary_bytes) {
+  if (std::any_of(wanted.begin(), wanted.end(), [](const auto& w) { return w.binary; })) {
     b.header_length = out.size();
-    for (size_t i = 0; i < wanted.size(); ++i)
-      if (wanted[i].second) out.append(static_cast<const char*>(tensors[i]->raw()), tensors[i]->nbytes());
+    for (size_t i = 0; i < wanted.size(); ++i) {
+      if (!wanted[i].binary) continue;
+      if (classes[i]) out += class_bytes[i];
+      else out.append(static_cast<const char*>(tensors[i]->raw()), tensors[i]->nbytes());
+    }
   }
   return b;
 }

@@ -15,8 +15,13 @@ struct HttpInferRequest {
   std::string id;
   std::string cls;  // parameters.class; "" for the default class
   Tensors inputs;
-  // Requested outputs by name -> binary? Empty: every output, binary when binary_data_output.
-  std::vector<std::pair<std::string, bool>> outputs;
+  // Requested outputs; empty: every output, binary when binary_data_output.
+  struct Output {
+    std::string name;
+    bool binary = false;
+    int64_t classes = 0;  // > 0: the classification extension's top classes (classification.h)
+  };
+  std::vector<Output> outputs;
   bool binary_default = false;
 };
 

@@ -18,7 +18,7 @@ std::string error_body(const std::string& message);  // {"error":"..."}
 
 inline constexpr const char* kServerVersion = "0.1.0";
 // Extensions this server implements, as server metadata lists them.
-inline const std::vector<std::string> kExtensions = {"binary_tensor_data", "parameters", "model_configuration",
-                                                     "statistics", "generate"};
+inline const std::vector<std::string> kExtensions = {"classification", "binary_tensor_data", "parameters",
+                                                     "model_configuration", "statistics", "generate"};
 
 }  // namespace fusor::serve

@@ -109,6 +109,24 @@ def test_metadata_config_and_health_over_both_protocols(server):
     assert not grpc.is_model_ready("demo", model_version="7")
 
 
+def test_classification_returns_the_top_classes_as_triton_does(server):
+    """tritonclient's class_count was ignored: the whole tensor came back."""
+    ids, mask = np.array([[3, 1, 4], [5, 9, 2]], np.int64), np.ones((2, 3), np.int64)
+    scores = expected(ids, mask).reshape(2, -1)
+    want = [[f"{scores[r, i]:f}:{i}" for i in sorted(range(scores.shape[1]), key=lambda i: (-scores[r, i], i))[:3]]
+            for r in range(2)]
+    http = httpclient.InferenceServerClient(server.url, network_timeout=10)
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    for client, module in ((http, httpclient), (grpc, grpcclient)):
+        kinds = [{"binary_data": True}, {"binary_data": False}] if module is httpclient else [{}]
+        for kind in kinds:
+            out = module.InferRequestedOutput("embeddings", class_count=3, **kind)
+            got = client.infer("demo", text_inputs(module, ids, mask), outputs=[out]).as_numpy("embeddings")
+            text = [[v.decode() if isinstance(v, bytes) else v for v in row] for row in got]  # JSON gives str
+            assert got.shape == (2, 3) and text == want, (module, kind)
+    assert "classification" in http.get_server_metadata()["extensions"]
+
+
 def test_json_sent_as_a_form_is_read_as_json(server):
     """`curl -d @body.json`, as in Triton's examples, sends application/x-www-form-urlencoded;
     httplib refused such bodies past 8 KiB, saying they exceeded the 64 MB limit."""

@@ -1,0 +1,72 @@
+#include "serve/classification.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdint>
+#include <numeric>
+
+#include "serve/status.h"
+
+namespace fusor::serve {
+namespace {
+
+double value_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::Float32: return t.data<float>()[i];
+    case DType::Float64: return t.data<double>()[i];
+    case DType::Int64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DType::Int32: return t.data<int32_t>()[i];
+    case DType::Int8: return t.data<int8_t>()[i];
+    case DType::UInt8: return t.data<uint8_t>()[i];
+    default: return 0;
+  }
+}
+
+bool classifiable(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Int64 || d == DType::Int32 || d == DType::Int8 ||
+         d == DType::UInt8;
+}
+
+}  // namespace
+
+Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output) {
+  if (k < 1) throw RequestError{Code::BadRequest, "output '" + output + "': 'classification' must be 1 or more"};
+  if (!classifiable(scores.dtype()))
+    throw RequestError{Code::BadRequest, "output '" + output + "' is not numeric: it cannot be classified"};
+  const int64_t rows = batched && scores.rank() > 0 ? scores.dims()[0] : 1;
+  const int64_t per_row = rows ? scores.numel() / rows : 0;
+  k = std::min(k, per_row);
+  Classes c;
+  c.dims = batched ? Dims{rows, k} : Dims{k};
+  std::vector<int64_t> order(static_cast<size_t>(per_row));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t base = r * per_row;
+    std::iota(order.begin(), order.end(), 0);
+    // Largest first, NaN last (a strict order even then); equal values in index order.
+    auto key = [&](int64_t i) {
+      const double v = value_at(scores, base + i);
+      return std::isnan(v) ? -std::numeric_limits<double>::infinity() : v;
+    };
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+      const double va = key(a), vb = key(b);
+      return va > vb || (va == vb && a < b);
+    });
+    for (int64_t i = 0; i < k; ++i)
+      c.items.push_back(std::to_string(value_at(scores, base + order[static_cast<size_t>(i)])) + ":" +
+                        std::to_string(order[static_cast<size_t>(i)]));
+  }
+  return c;
+}
+
+std::string bytes_contents(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) {
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    char le[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
+    out.append(le, 4).append(s);
+  }
+  return out;
+}
+
+}  // namespace fusor::serve

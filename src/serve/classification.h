@@ -1,0 +1,24 @@
+// Triton's classification extension: an output requested with a class count K (HTTP
+// "parameters": {"classification": K}, gRPC's "classification" parameter, tritonclient's
+// InferRequestedOutput(name, class_count=K)) comes back as BYTES strings "value:index" of the K
+// largest values of each batch row, largest first: shape [rows, K], or [K] for an unbatched model.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "fusor/tensor.h"
+
+namespace fusor::serve {
+
+struct Classes {
+  Dims dims;
+  std::vector<std::string> items;  // row by row
+};
+
+// Throws RequestError (400) for an output that is not numeric or a K below 1.
+Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output);
+
+// BYTES elements in KServe's raw form: each a 4-byte little-endian length, then its bytes.
+std::string bytes_contents(const std::vector<std::string>& items);
+
+}  // namespace fusor::serve
