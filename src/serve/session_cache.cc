@@ -1,6 +1,7 @@
 #include "serve/session_cache.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/internals.h"
 
@@ -62,7 +63,16 @@ std::map<std::string, Tensor> SessionCache::run(const std::map<std::string, Tens
   auto it = sessions_.find(dims);
   if (it == sessions_.end()) {
     int64_t rows = batched_ && !inputs.empty() && !inputs.begin()->second.dims().empty() ? inputs.begin()->second.dims()[0] : 1;
-    it = sessions_.emplace(dims, engine_.session(dims, options_->for_rows(rows))).first;
+    std::optional<Session> built;
+    try {
+      built.emplace(engine_.session(dims, options_->for_rows(rows)));
+    } catch (const Error& e) {
+      // The model plans at other shapes: one it cannot run at (wav2vec2 given fewer samples than
+      // its first convolution's window) is the request's, a 400.
+      if (e.kind() != ErrorKind::Runtime) throw;
+      throw Error("the model cannot run at these input shapes: " + std::string(e.what()), ErrorKind::InvalidArgument);
+    }
+    it = sessions_.emplace(dims, std::move(*built)).first;
     share_arena(it->second, arena_);
     if (on_build_) on_build_(rows, dims, it->second);
   }

@@ -518,6 +518,12 @@ def test_a_model_without_a_mask_is_not_padded(tmp_path):
             r = client.infer("w2v", [t], timeout=120)
             for name, want in run_ort(model, {"input_values": x}).items():
                 np.testing.assert_allclose(r.as_numpy(name), want, atol=1e-4, rtol=1e-4, err_msg=f"{samples} samples")
+        # Fewer samples than the first convolution's window: the request's fault, not the server's.
+        t = httpclient.InferInput("input_values", [1, 100], "FP32")
+        t.set_data_from_numpy(np.zeros((1, 100), np.float32))
+        with pytest.raises(InferenceServerException, match="cannot run at these input shapes") as e:
+            client.infer("w2v", [t], timeout=120)
+        assert e.value.status() == "400"
         client.close()
     finally:
         assert s.stop() == 0, s.output()
