@@ -158,7 +158,7 @@ TEST(JsonInferTest, RequestDecodesEveryField) {
       R"({"name":"c","datatype":"INT64","shape":[2],"data":[9223372036854775807,18446744073709551615]},)"
       R"({"name":"d","datatype":"BOOL","shape":[2],"data":[true,false]},)"
       R"({"name":"e","datatype":"INT8","shape":[1],"data":[300]}],)"
-      R"("outputs":[{"name":"y"},{"name":"z","parameters":{"binary_data":false}}]})";
+      R"("outputs":[{"name":"y"},{"name":"z","parameters":{"binary_data":false,"classification":3}}]})";
   HttpInferRequest r = parse_infer_request(header + ids, header.size());
   EXPECT_EQ(r.id, "q");
   EXPECT_EQ(r.cls, "bulk");
@@ -170,7 +170,13 @@ TEST(JsonInferTest, RequestDecodesEveryField) {
   EXPECT_EQ(r.inputs.at("c").to_int64_vector(), (std::vector<int64_t>{INT64_MAX, -1}));  // wraps, as before
   EXPECT_EQ(r.inputs.at("d").data<bool>()[0], true);
   EXPECT_EQ(r.inputs.at("e").data<int8_t>()[0], static_cast<int8_t>(300));
-  EXPECT_EQ(r.outputs, (std::vector<std::pair<std::string, bool>>{{"y", true}, {"z", false}}));
+  ASSERT_EQ(r.outputs.size(), 2u);
+  EXPECT_EQ(r.outputs[0].name, "y");
+  EXPECT_TRUE(r.outputs[0].binary);
+  EXPECT_EQ(r.outputs[0].classes, 0);
+  EXPECT_EQ(r.outputs[1].name, "z");
+  EXPECT_FALSE(r.outputs[1].binary);
+  EXPECT_EQ(r.outputs[1].classes, 3);
   EXPECT_EQ(parse_infer_request("\xEF\xBB\xBF{\"id\":\"bom\",\"inputs\":[]}", std::nullopt).id, "bom");
 }
 
