@@ -120,6 +120,20 @@ PlanOptions plan_options(const SessionOptions& options, const InternalSessionOpt
   return po;
 }
 
+// Inputs this small, of integer or boolean type, are the first frozen when a shape or branch
+// needs input values: flags and shape tensors, not data.
+constexpr int64_t kSmallInputElements = 16;
+
+bool is_integer_or_bool(DType t) {
+  switch (t) {
+    case DType::Bool: case DType::Int8: case DType::UInt8: case DType::Int16: case DType::UInt16:
+    case DType::Int32: case DType::UInt32: case DType::Int64: case DType::UInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Session build_session(const Engine& engine, const std::map<std::string, Dims>& input_dims,
                       const SessionOptions& options, const InternalSessionOptions& internal) {
   const PlanOptions po = plan_options(options, internal);
@@ -127,14 +141,27 @@ Session build_session(const Engine& engine, const std::map<std::string, Dims>& i
   try {
     return EngineInternals::session(std::make_unique<Plan>(build_plan(graph, input_dims, po)), options);
   } catch (const DataDependentShape& e) {
-    // Some shape depends on input values (NonZero, Unique, NonMaxSuppression on run-time data,
-    // a computed Reshape target): plan per run with every input frozen. The whole graph then
-    // folds at plan time in reference kernels, so each run with new values costs a plan
-    // (binding, fusion passes, memory plan) and runs no fast kernel; see docs/architecture.md.
+    // Some shape or branch depends on input values: plan per run with inputs frozen. First only
+    // the small integer and boolean ones (a merged decoder's use_cache_branch, a shape tensor):
+    // when that is enough the plan keeps its fast kernels, and runs reuse it while those values
+    // repeat. Otherwise (NonZero, Unique, NonMaxSuppression on run-time data) every input: the
+    // whole graph then folds at plan time in reference kernels, so each run with new values
+    // costs a plan and runs no fast kernel; see docs/architecture.md.
     PlanForInputs plan_for = [graph, input_dims, po](const std::map<std::string, Tensor>& inputs) {
-      PlanOptions frozen = po;
-      for (const auto& [name, value] : inputs) frozen.frozen_inputs.try_emplace(name, value);  // options.frozen_inputs stay
-      return std::make_unique<Plan>(build_plan(graph, input_dims, frozen));
+      auto freeze = [&](auto&& which) {
+        PlanForValues made;
+        PlanOptions frozen = po;
+        for (const auto& [name, value] : inputs)
+          if (which(value) && frozen.frozen_inputs.try_emplace(name, value).second)  // options.frozen_inputs stay
+            made.frozen.push_back(name);
+        made.plan = std::make_unique<Plan>(build_plan(graph, input_dims, frozen));
+        return made;
+      };
+      try {
+        return freeze([](const Tensor& t) { return t.numel() <= kSmallInputElements && is_integer_or_bool(t.dtype()); });
+      } catch (const DataDependentShape&) {
+        return freeze([](const Tensor&) { return true; });
+      }
     };
     return EngineInternals::session_planned_per_run(std::move(plan_for), e.what(), graph, input_dims, options);
   }

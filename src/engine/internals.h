@@ -20,9 +20,15 @@ struct InternalSessionOptions {
   KernelWrapper wrap_fused_kernel;
 };
 
-// Plans the model with every input frozen to `inputs`: how a session planned per run gets each
-// run's plan (see build_session).
-using PlanForInputs = std::function<std::unique_ptr<Plan>(const std::map<std::string, Tensor>& inputs)>;
+// A plan made for some inputs' values, and which inputs it froze (the values a later run must
+// repeat to reuse it).
+struct PlanForValues {
+  std::unique_ptr<Plan> plan;
+  std::vector<std::string> frozen;
+};
+// Plans the model with inputs frozen to their values in `inputs`: how a session planned per run
+// gets each run's plan (see build_session).
+using PlanForInputs = std::function<PlanForValues(const std::map<std::string, Tensor>& inputs)>;
 
 struct EngineInternals {
   static const std::shared_ptr<const Graph>& graph(const Engine& engine);

@@ -18,7 +18,7 @@ struct Session::Impl {
     std::string reason;  // the first shape that needed input values
     std::shared_ptr<const Graph> model;
     std::map<std::string, Dims> dims;
-    std::map<std::string, Tensor> planned_for;  // copies: callers may reuse their buffers
+    std::map<std::string, Tensor> planned_for;  // the frozen inputs' values, copies: callers may reuse their buffers
   };
 
   Impl(std::unique_ptr<Plan> p, const SessionOptions& options)
@@ -77,12 +77,13 @@ void Session::Impl::plan_for_values(const std::map<std::string, Tensor>& inputs)
   }
   for (const auto& [name, t] : inputs)
     if (!p.dims.count(name)) throw Error("model has no input named '" + name + "'", ErrorKind::InvalidArgument);
-  if (plan && std::all_of(inputs.begin(), inputs.end(),
-                          [&](const auto& in) { return same_values(in.second, p.planned_for.at(in.first)); }))
+  if (plan && std::all_of(p.planned_for.begin(), p.planned_for.end(),
+                          [&](const auto& frozen) { return same_values(inputs.at(frozen.first), frozen.second); }))
     return;
+  PlanForValues made = p.plan_for(inputs);
   std::map<std::string, Tensor> values;
-  for (const auto& [name, t] : inputs) values[name] = t.clone();
-  install(p.plan_for(values));
+  for (const std::string& name : made.frozen) values[name] = inputs.at(name).clone();
+  install(std::move(made.plan));
   p.planned_for = std::move(values);
 }
 

@@ -220,6 +220,86 @@ TEST(RefDynamic, SessionPlannedPerRunWhenShapesDependOnInputs) {
   EXPECT_THROW(s.run({{"x", make({2, 3}, {1, 1, 1, 1, 1, 1})}, {"s", make_i64({2}, {6, 1})}}), Error);
 }
 
+// y = use_w ? x W : Concat(x, x) (outputs of different shapes, so the branch taken decides the
+// plan), as a merged decoder's If on use_cache_branch does.
+std::string flag_branch_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("flag_branch");
+  auto io = [](onnx::ValueInfoProto* vi, const char* name, int type, Dims dims) {
+    vi->set_name(name);
+    auto* t = vi->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(type);
+    auto* shape = t->mutable_shape();
+    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+  };
+  io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 4});
+  io(g->add_input(), "use_w", onnx::TensorProto::BOOL, {});
+  io(g->add_output(), "y", onnx::TensorProto::FLOAT, {});
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(4);
+  w->add_dims(4);
+  for (int i = 0; i < 16; ++i) w->add_float_data(i % 5 == 0 ? 1.f : 0.25f * static_cast<float>(i % 3));
+  auto branch = [&](onnx::GraphProto* b, const char* op) {
+    b->set_name(op);
+    auto* n = b->add_node();
+    n->set_op_type(op);
+    n->add_input("x");
+    n->add_input(std::string(op) == "MatMul" ? "W" : "x");
+    n->add_output(std::string("y_") + op);
+    if (std::string(op) == "Concat") {
+      auto* a = n->add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(0);
+    }
+    b->add_output()->set_name(std::string("y_") + op);
+    b->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  };
+  auto* node = g->add_node();
+  node->set_op_type("If");
+  node->set_name("branch");
+  node->add_input("use_w");
+  node->add_output("y");
+  for (auto [name, op] : {std::pair{"then_branch", "MatMul"}, std::pair{"else_branch", "Concat"}}) {
+    auto* a = node->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    branch(a->mutable_g(), op);
+  }
+  std::string bytes;
+  EXPECT_TRUE(m.SerializeToString(&bytes));
+  return bytes;
+}
+
+TEST(RefDynamic, ABranchOnAFlagKeepsItsFastKernelsAndItsPlanWhileTheFlagRepeats) {
+  Engine engine = Engine::load_bytes(flag_branch_model());
+  Session session = engine.session({{"x", {2, 4}}, {"use_w", {}}});
+  EXPECT_FALSE(planned_per_run(session).empty());
+  Tensor on(DType::Bool, {}), off(DType::Bool, {});
+  on.data<bool>()[0] = true;
+  const Tensor x1 = make({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}), x2 = make({2, 4}, {-1, 0, 2, 0.5f, 3, 1, -2, 4});
+  SessionOptions reference;
+  reference.reference = true;
+  Session truth = engine.session({{"x", {2, 4}}, {"use_w", {}}}, reference);
+  auto a = session.run({{"x", x1}, {"use_w", on}});
+  const Plan* planned = &plan_of(session);
+  // Only the flag was frozen: the MatMul runs a kernel instead of folding into a constant.
+  EXPECT_GT(session.kernels_per_inference(), 0u);
+  auto b = session.run({{"x", x2}, {"use_w", on}});
+  EXPECT_EQ(&plan_of(session), planned) << "new x values planned again";
+  EXPECT_EQ(test::values<float>(a.at("y")), test::values<float>(truth.run({{"x", x1}, {"use_w", on}}).at("y")));
+  EXPECT_EQ(test::values<float>(b.at("y")), test::values<float>(truth.run({{"x", x2}, {"use_w", on}}).at("y")));
+  auto c = session.run({{"x", x1}, {"use_w", off}});
+  EXPECT_EQ(c.at("y").dims(), (Dims{4, 4}));
+  EXPECT_EQ(test::values<float>(c.at("y")), test::values<float>(truth.run({{"x", x1}, {"use_w", off}}).at("y")));
+}
+
 TEST(RefDynamic, ProfileSaysTheModelIsPlannedPerRun) {
   Engine engine = Engine::load_bytes(nonzero_reshape_model(false));
   ProfileOptions options;
