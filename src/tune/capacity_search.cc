@@ -41,8 +41,12 @@ Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, c
       if (lowest_fail / best_pass < 1.08) break;  // within the noise of a run
       rate = (best_pass + lowest_fail) / 2;
     } else {
-      // Far below the SLO: climb fast (the prediction can be well off on a busy machine).
-      rate = best_pass > 0 ? rate * (slo_load(p, slo) < 0.5 ? 1.6 : 1.25) : rate * 0.6;
+      // Far below the SLO: climb fast (the prediction can be well off on a busy machine). Before
+      // a pass, back off below what was answered: a prediction from service times alone can be
+      // orders of magnitude high for a model of microseconds, where serving costs dominate.
+      rate = best_pass > 0             ? rate * (slo_load(p, slo) < 0.5 ? 1.6 : 1.25)
+             : p.achieved_qps > 0      ? std::max(0.5, std::min(rate * 0.6, 0.85 * p.achieved_qps))
+                                       : rate * 0.6;
     }
   }
   // Stable: two runs may offer the same rate (offered counts the arrivals actually sent).

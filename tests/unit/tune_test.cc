@@ -297,6 +297,20 @@ TEST(CapacitySearch, RepeatsAreBoundedAndOnlyBeforeTheFirstPass) {
   EXPECT_EQ(none.capacity_qps, 0);
 }
 
+// A model of microseconds: service times predict 2000 qps where serving answers 10 at most. The
+// search backed off by 0.6 per point and never came down to a rate that passed: capacity 0.
+TEST(CapacitySearch, AFailureBacksOffBelowWhatWasAnswered) {
+  std::atomic<bool> stop{false};
+  std::vector<double> rates;
+  auto measure = [&](double rate, double, uint64_t) {
+    rates.push_back(rate);
+    return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
+  };
+  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 0.01, stop, nullptr);
+  EXPECT_GT(c.capacity_qps, 8) << rates.size() << " points, the last at " << rates.back();
+  EXPECT_LE(c.capacity_qps, 10);
+}
+
 TEST(Duration, ParsesMillisecondsSecondsAndMicroseconds) {
   EXPECT_EQ(parse_duration_ms("30ms"), 30);
   EXPECT_EQ(parse_duration_ms("0.03s"), 30);
