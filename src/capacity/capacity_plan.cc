@@ -155,7 +155,13 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
     throw Error("the tuned curve for class " + c.name + " gives no positive capacity");
   // The epsilon keeps an exact fit (700 qps at 70 usable) from rounding up to one more.
   const double usable = p.capacity_qps_per_instance * (1 - req.headroom);
-  p.instances = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(req.qps / usable - 1e-9)));
+  const double instances = std::ceil(req.qps / usable - 1e-9);
+  // A Deployment's replicas are an int32; past that the count also overflowed int64 (1e30 qps
+  // planned 1 instance).
+  if (!(instances <= std::numeric_limits<int32_t>::max()))
+    throw Error("class " + c.name + ": " + two_decimals(req.qps) + " qps at " + two_decimals(usable) +
+                " usable per instance needs more instances than a Deployment's replicas can count");
+  p.instances = std::max<int64_t>(1, static_cast<int64_t>(instances));
   p.per_instance_qps = req.qps / static_cast<double>(p.instances);
   const CurvePoint pr = predict(k.curve, p.per_instance_qps);
   p.utilisation = pr.utilisation;

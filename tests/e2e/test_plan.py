@@ -206,6 +206,10 @@ def test_runtime_errors_exit_1_with_one_line(tuned, tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text(tuned.read_text().replace("p99_ms: 14", "p99_ms: fast"))
     one_line_error(run_fusor("plan", "--tuned", broken, "--qps", 10), "broken.yaml")
+    # The instance count overflowed int64 at 1e30 qps (1 instance planned) and Kubernetes' int32
+    # replicas at 1e20.
+    for qps in ("1e20", "1e30"):
+        one_line_error(run_fusor("plan", "--tuned", tuned, "--qps", qps), "more instances than")
 
 
 @pytest.mark.parametrize("args, fragment", [
