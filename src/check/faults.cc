@@ -130,11 +130,12 @@ FaultSpec parse_fault(const std::string& text) {
 }
 
 KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target) {
-  if (!spec.item.empty()) *target = spec.item;
   return [spec, target](const KernelRequest& r, std::unique_ptr<Kernel> chosen,
                         const Backend& backend) -> std::unique_ptr<Kernel> {
     const Node& node = r.node;
-    if (!target->empty() && node.name != *target) return chosen;
+    // The named item, else the first one the kind applies to (the same in every later plan).
+    const std::string& wanted = spec.item.empty() ? *target : spec.item;
+    if (!wanted.empty() && node.name != wanted) return chosen;
     if (!applies(spec.kind, node, r)) return chosen;
     *target = node.name;
     if (spec.kind == "wrong_epsilon") {

@@ -225,7 +225,7 @@ class Gate {
         break;
       }
     }
-    report.injected_into = *target;
+    report.injected_into = *target;  // "" when no item took the fault
     report.final_fusion = fusion;
     return report;
   }
@@ -472,7 +472,13 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     report.passed = report.passed && r.passed;
     report.final_fusion = r.final_fusion;
     report.rounds += r.rounds;
+    if (report.injected_into.empty()) report.injected_into = r.injected_into;
   }
+  // A fault no plan took would otherwise pass as if it had been caught.
+  if (!options.inject_fault.empty() && report.injected_into.empty())
+    throw Error("--inject-fault " + options.inject_fault + ": no fused item " +
+                    (parse_fault(options.inject_fault).item.empty() ? "" : "of that name ") + "takes that fault",
+                ErrorKind::InvalidArgument);
   if (options.check_packing) {
     if (options.progress) options.progress("packing");
     PackingCheckOptions po;

@@ -127,8 +127,16 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
 def test_custom_output_tolerance_and_bad_spec(tmp_path):
     r, rep, _ = check(tmp_path, "--no-edge-cases", "--tolerance", "last_hidden_state=1e-3,1e-2,100000")
     assert r.returncode == 0 and rep["passed"] is True
-    r = run_fusor("check", model_path("minilm-l6"), "--tolerance", "last_hidden_state=abc")
-    assert r.returncode == 2
+    for bad in ("last_hidden_state=abc", "last_hidden_state=nan,nan", "pooler=1,1"):  # the last: no such output
+        r = run_fusor("check", model_path("minilm-l6"), "--tolerance", bad)
+        assert r.returncode == 2, (bad, r.stderr)
+
+
+def test_a_fault_no_item_takes_is_an_error(tmp_path):
+    """It printed 'fault injected into nope' and passed."""
+    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--no-edge-cases", "--inject-fault", "wrong_epsilon@nope",
+                  timeout=300)
+    assert r.returncode == 1 and "no fused item of that name takes that fault" in r.stderr, r.stderr
 
 
 # gpt2-tiny's mask spans past + new tokens under one symbolic name the gate binds to --seq alone.

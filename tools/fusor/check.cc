@@ -1,5 +1,7 @@
 // fusor check: the precision gate. Exit 0 when the final plan passes (rollbacks listed), 1 when it
 // still fails, 2 for usage errors (CLI11 parse errors, see main.cc).
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -106,8 +108,12 @@ int check(const CheckArgs& a) {
   for (const auto& spec : a.tolerances) {
     auto eq = spec.find('=');
     auto nums = eq == std::string::npos ? std::vector<double>{} : parse_numbers(spec.substr(eq + 1));
-    if (eq == std::string::npos || nums.size() < 2 || nums.size() > 3 || nums[0] < 0 || nums[1] < 0)
+    if (eq == std::string::npos || nums.size() < 2 || nums.size() > 3 ||
+        !std::all_of(nums.begin(), nums.end(), [](double x) { return std::isfinite(x) && x >= 0; }))
       throw CLI::ValidationError("--tolerance", "'" + spec + "' must look like OUTPUT=ATOL,RTOL[,MAX_ULP]");
+    const std::vector<TensorInfo> outs = engine.outputs();
+    if (std::none_of(outs.begin(), outs.end(), [&](const TensorInfo& t) { return t.name == spec.substr(0, eq); }))
+      throw CLI::ValidationError("--tolerance", "'" + spec + "': the model has no output '" + spec.substr(0, eq) + "'");
     Tolerance t{nums[0], nums[1], nums.size() == 3 ? static_cast<int64_t>(nums[2]) : tolerance_for(o.mode).max_ulp};
     o.output_tolerances[spec.substr(0, eq)] = t;
   }
