@@ -75,7 +75,7 @@ def test_a_decoder_is_onboarded_by_generation(tmp_path):
     r = run_fusor("onboard", model_path("llama-tiny"), "--out", out, "--seq", "16", "--lengths", "8-32",
                   "--output-tokens", "8", "--step-tokens", "64", "--max-running", "2", "--prefill-chunks", "0",
                   "--slo", "interactive:ttft=5s,itl=1s", "--slo", "batch:throughput",
-                  "--duration", "0.5", "--measure", "1", "--tokens-per-s", "1000", timeout=900)
+                  "--duration", "0.5", "--measure", "1", "--tokens-per-s", "1000", "--no-baseline", timeout=900)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
     doc = json.loads((out / "onboard.json").read_text())
     tuned = doc["tuned"]
@@ -86,6 +86,8 @@ def test_a_decoder_is_onboarded_by_generation(tmp_path):
     assert plan is not None, "the plan step failed:\n" + r.stderr[-3000:]
     assert plan["generative"]["output_tokens"] == 8 and abs(plan["qps"] - 1000 / 8) < 1e-9
     assert "--tokens-per-s" in doc["commands"][-1] and "--output-tokens 8" in doc["commands"][-2]
+    # onboard's --no-baseline reaches its tune step (it was dropped, and the default measured).
+    assert "--no-baseline" in doc["commands"][-2] and tuned.get("baseline") is None
     check_page(out / "report.html", tmp_path)
     html = (out / "report.html").read_text()
     assert "Time to first token against throughput" in html and "TTFT p99 at capacity" in html

@@ -144,6 +144,7 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   if (!a.tune.max_running.empty()) tune.insert(tune.end(), {"--max-running", a.tune.max_running});
   if (!a.tune.prefill_chunks.empty()) tune.insert(tune.end(), {"--prefill-chunks", a.tune.prefill_chunks});
   if (a.decoder) tune.insert(tune.end(), {"--output-tokens", std::to_string(a.tune.output_tokens)});
+  if (a.tune.no_baseline) tune.push_back("--no-baseline");
   int tune_rc = step("5/6 tune", tune, false);
   if (tune_rc != 0 && !(tune_rc == 130 && fs::exists(p + "tuned.yaml"))) throw Error("tune failed (exit " + std::to_string(tune_rc) + ")");
 
