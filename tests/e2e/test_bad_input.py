@@ -1,5 +1,6 @@
 """Bad input gets a one-line error and exit 1: never a crash, a hang or a traceback."""
 import numpy as np
+import pytest
 import onnx
 from onnx import TensorProto, helper
 
@@ -140,3 +141,10 @@ def test_a_shape_past_int64_is_an_error_not_an_empty_output(tmp_path):
     assert_one_line_error(run_fusor("run", p, "--batch", 2 ** 62, "--output-dir", tmp_path / "out"),
                           "has too many elements")
     assert not (tmp_path / "out" / "y.npy").exists()
+
+
+@pytest.mark.parametrize("command, flag", [("check", "--report"), ("check", "--junit"), ("bench", "--json"),
+                                           ("profile", "--json"), ("inspect", "--json")])
+def test_an_output_file_in_a_missing_folder_fails_before_any_work(tmp_path, command, flag):
+    r = run_fusor(command, add_model(tmp_path), flag, tmp_path / "nodir" / "out.json")
+    assert r.returncode == 2 and f"{flag}: folder" in r.stderr and "does not exist" in r.stderr, r.stderr

@@ -172,7 +172,7 @@ void add_bench_command(CLI::App& app) {
                             .seq_help = "Binds the non-batch symbolic dimensions"});
   cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--json", args->json_path, "Write the results as JSON");
+  cmd->add_option("--json", args->json_path, "Write the results as JSON")->check(writable_file());
   cmd->callback([args] { bench(*args); });
 }
 

@@ -178,8 +178,8 @@ void add_check_command(CLI::App& app) {
   args->model.add_to(*cmd, {.seq = 16});  // the gate's default binding (docs/check.md)
   cmd->get_option("model")->required(false);
   cmd->add_option("--samples", args->samples_dir, "Directory of NAME.npy inputs (or of such directories)");
-  cmd->add_option("--report", args->report_path, "Write the JSON report (docs/check.md)");
-  cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI");
+  cmd->add_option("--report", args->report_path, "Write the JSON report (docs/check.md)")->check(writable_file());
+  cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI")->check(writable_file());
   cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");
   cmd->add_flag("--list-faults", args->list_faults, "Print the fault kinds and exit");
   cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples and shapes");

@@ -17,6 +17,10 @@ void add_inspect_command(CLI::App& app);
 void add_tokenize_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 
+// For an option naming a file the command writes at its end: its folder must exist and it must
+// not be a folder, checked before any work so that a typo does not cost the whole run.
+CLI::Validator writable_file();
+
 // Thrown by a command that ran to completion but must exit non-zero (check: 1 when the plan
 // still fails); main returns the code without printing an error.
 struct ExitCode {

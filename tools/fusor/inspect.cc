@@ -48,7 +48,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")->check(CLI::PositiveNumber);
   cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);
   cmd->add_option("--shape", args->shapes, "Explicit input dims NAME=d0,d1,...")->type_name("NAME=DIMS");
-  cmd->add_option("--json", args->json_path, "Also write the inspection as JSON")->type_name("FILE");
+  cmd->add_option("--json", args->json_path, "Also write the inspection as JSON")->check(writable_file());
   cmd->callback([args] { inspect(*args); });
 }
 

@@ -78,7 +78,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--top", args->top, "Kernels shown in the table");
   cmd->add_flag("--by-shape", args->by_shape, "Split kernel rows by their bound input and output shapes");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
-  cmd->add_option("--json", args->json_path, "Write the report as JSON");
+  cmd->add_option("--json", args->json_path, "Write the report as JSON")->check(writable_file());
   cmd->add_flag("--remeasure", args->remeasure, "Measure the machine ceilings again and refresh the cache");
   cmd->add_flag("--quick", args->quick, "Measure ceilings with small arrays and matrices (fast, less exact)");
   cmd->add_option("--cache-dir", args->cache_dir,
