@@ -69,8 +69,14 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
   // A UTF-8 byte order mark is allowed before the JSON, as it was with the previous parser.
   size_t start = json_len >= 3 && body.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
   element j;
-  if (auto error = parser->parse(body.data() + start, json_len - start).get(j))
-    throw bad(std::string("malformed JSON in the request body: ") + simdjson::error_message(error));
+  if (auto error = parser->parse(body.data() + start, json_len - start).get(j)) {
+    // Python's json.dumps writes NaN and Infinity, which JSON has no literals for (tritonclient
+    // with binary_data=False sends them so).
+    const std::string_view text(body.data() + start, json_len - start);
+    const bool nan = text.find("NaN") != std::string_view::npos || text.find("Infinity") != std::string_view::npos;
+    throw bad(std::string("malformed JSON in the request body: ") + simdjson::error_message(error) +
+              (nan ? " (NaN and Infinity have no JSON literal: send such tensors as binary data)" : ""));
+  }
   if (j.type() != element_type::OBJECT) throw bad("the request body must be a JSON object");
   HttpInferRequest r;
   r.id = string_field(j, "id", "request");

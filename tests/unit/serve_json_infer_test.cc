@@ -188,12 +188,23 @@ struct BadCase {
   std::string message;  // the whole message; a prefix when it ends in ": " (a parser's reason follows)
 };
 
+// Python's json.dumps writes NaN (tritonclient with binary_data=False): the error says what to do.
+TEST(JsonInferTest, ANaNLiteralIsRefusedWithAHint) {
+  try {
+    parse_infer_request(input(R"("datatype":"FP32","shape":[2],"data":[1,NaN])"), std::nullopt);
+    ADD_FAILURE() << "NaN was accepted";
+  } catch (const RequestError& e) {
+    EXPECT_NE(e.message.find("send such tensors as binary data"), std::string::npos) << e.message;
+  }
+}
+
 TEST(JsonInferTest, MalformedRequestsFailWithOneLine400) {
   std::string deep = std::string(40, '[') + "1" + std::string(40, ']');
   const std::vector<BadCase> cases = {
       {"{not json", "", "malformed JSON in the request body: "},
       {"", "", "malformed JSON in the request body: "},
       {R"({"inputs":[]} x)", "", "malformed JSON in the request body: "},
+      {input(R"("datatype":"FP32","shape":[2],"data":[1,NaN])"), "", "malformed JSON in the request body: "},
       {"[]", "", "the request body must be a JSON object"},
       {"{}", "", "the request must have an 'inputs' array"},
       {R"({"inputs":{}})", "", "the request must have an 'inputs' array"},
