@@ -106,6 +106,17 @@ TEST(CapacityPlan, ALooserTargetStopsAtTheLastPointWithoutErrors) {
   EXPECT_EQ(p.instances, 12);  // ceil(1000 / 84)
 }
 
+// The point past the target fell behind (it queued): no interpolation toward it, which had
+// planned more than that setting ever answered (docs/plan.md).
+TEST(CapacityPlan, NoInterpolationTowardAPointThatFellBehind) {
+  TunedRecord r = record();
+  ClassRecord& c = r.classes[1];
+  c.candidates[1].curve[3] = point(120, 100, 10, 24, 0.6);  // 120 offered, 100 answered
+  CapacityPlan p = plan_capacity(r, req(1000));
+  EXPECT_DOUBLE_EQ(p.capacity_qps_per_instance, 80);
+  EXPECT_EQ(p.capacity_basis.find("interpolated"), std::string::npos) << p.capacity_basis;
+}
+
 // A tuner's curve may hold two points at one offered rate (onboard failed on one from a busy run);
 // a curve that goes down is still refused.
 TEST(CapacityPlan, TwoPointsAtOneRateAreAValidCurveButADescentIsNot) {
