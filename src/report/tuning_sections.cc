@@ -295,7 +295,12 @@ std::string plan_section(const std::optional<PlanView>& plan, const std::vector<
     out += html_table({"", ""}, rows, "lr");
     if (!p.manifests.empty()) {
       out += "<p>Kubernetes manifests (Deployment, Service, HPA on the queue metric):</p><ul>";
-      for (const std::string& m : p.manifests) out += "<li>" + link(m) + "</li>";
+      // plan lists the file names; they are in the folder the files list names "k8s".
+      std::string dir;
+      for (const NamedFile& f : files)
+        if (f.what == "k8s") dir = f.path;
+      if (!dir.empty() && dir.back() != '/') dir += '/';
+      for (const std::string& m : p.manifests) out += "<li>" + link(dir + m) + "</li>";
       out += "</ul>";
     }
   }

@@ -2,6 +2,7 @@
 writes a self-contained report that opens cleanly in headless Chromium, with every artifact the
 report links to."""
 import json
+import re
 
 import pytest
 import yaml
@@ -50,6 +51,11 @@ def test_report_opens_offline_without_errors(onboarded, tmp_path):
     check_page(out / "report.html", tmp_path)
     html = (out / "report.html").read_text()
     assert "http://" not in html and "https://" not in html and "<script" not in html
+    # Every link leads to a file beside the report (the manifests' led to the report's folder).
+    links = re.findall(r'href="([^"#]+)"', html)
+    assert any(link.startswith("k8s/") for link in links), links
+    for link in links:
+        assert (out / link).exists(), link
 
 
 def test_render_only_rebuilds_the_report(onboarded):
