@@ -47,3 +47,15 @@ def test_arena_near_lower_bound_and_far_below_naive(model, batch, seq, tmp_path)
     # total: its arena is about 0.4 of naive (half of what it was with the copies; the last
     # convolution's copy went too when GlobalAveragePool learnt to read channels-last).
     assert m["arena_bytes"] <= (0.41 if model == "resnet18" else 0.3) * m["naive_bytes"]
+
+
+def test_each_batch_size_reports_its_own_peak_rss(tmp_path):
+    """bench's peak RSS was the process's high-water mark: batch 1 after batch 8 showed batch 8's."""
+    def peaks(batches):
+        report = tmp_path / f"bench-{batches}.json"
+        r = run_fusor("bench", model_path("resnet18"), "--batch", batches, "--seconds", "0.01", "--warmup", "0",
+                      "--json", report)
+        assert r.returncode == 0, r.stderr
+        return {res["batch"]: res["peak_rss_bytes"] for res in json.loads(report.read_text())["results"]}
+    after_large, alone = peaks("8,1"), peaks("1")
+    assert after_large[1] < after_large[8] and after_large[1] < 1.25 * alone[1], (after_large, alone)
