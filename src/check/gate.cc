@@ -119,7 +119,20 @@ std::optional<Tensor> value_of(const Plan& plan, const Values& values, int id) {
 
 // Runs a fused node's body as its own plan on the captured inputs, with `backend`'s kernels when fast.
 std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels, const Backend* backend) {
-  const Graph& body = *c.node->body;
+  std::shared_ptr<const Graph> graph = c.node->body;
+  // A body read back from an optimized model (a model-local function) has untyped inputs: they
+  // take the captured values' types, as the fused node's inputs had them.
+  for (size_t i = 0; i < graph->inputs.size(); ++i)
+    if (graph->values[static_cast<size_t>(graph->inputs[i])].dtype == DType::Undefined) {
+      auto typed = std::make_shared<Graph>(*graph);
+      for (size_t j = 0; j < typed->inputs.size(); ++j) {
+        Value& v = typed->values[static_cast<size_t>(typed->inputs[j])];
+        if (v.dtype == DType::Undefined) v.dtype = c.inputs[j].dtype();
+      }
+      graph = typed;
+      break;
+    }
+  const Graph& body = *graph;
   PlanOptions po;
   po.kernels = kernels;
   po.backend = backend;
@@ -131,7 +144,7 @@ std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels, const Backe
     if (c.constant[i]) po.frozen_inputs[name] = c.inputs[i];
   }
   try {
-    Plan plan = build_plan(c.node->body, dims, po);
+    Plan plan = build_plan(graph, dims, po);
     return Executor(plan).run(c.inputs);
   } catch (const Error& e) {
     throw Error("fusion item '" + c.node->name + "': running its body: " + e.what());

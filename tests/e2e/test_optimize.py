@@ -3,6 +3,7 @@ symbolic input dims, and computes the original's outputs in fusor and in ONNX Ru
 inlines the functions), also at a batch and length other than the ones it was fused for."""
 import collections
 import re
+import shutil
 
 import onnx
 import pytest
@@ -126,6 +127,16 @@ def test_optimizing_an_optimized_model_keeps_its_items(optimized, tmp_path):
     r = run_fusor("optimize", path, "--seq", 16, "-o", again)
     assert r.returncode == 0, r.stderr
     assert fused_kinds(onnx.load(str(again)), True) == fused_kinds(onnx.load(str(path)), True)
+
+
+def test_the_gate_checks_an_optimized_model(optimized, tmp_path):
+    """Its items' bodies are model-local functions with untyped inputs: running one for the gate
+    failed with 'frozen input ... does not match its bound type'."""
+    path = tmp_path / "minilm-opt.onnx"
+    shutil.copyfile(optimized[0], path)  # the verdict is saved beside the model
+    r = run_fusor("check", path, "--seq", 16, "--no-edge-cases", timeout=600)
+    assert r.returncode == 0 and r.stdout.startswith("PASSED"), r.stdout + r.stderr
+    assert " 0 rolled back" in r.stdout.splitlines()[0]
 
 
 def test_no_fusion_writes_a_plain_model(tmp_path):
