@@ -173,7 +173,7 @@ std::string fusions_section(const CheckView& c, const ProfileView& after) {
   if (!c.fault_injected_into.empty())
     out += "<p class=\"warn\">A fault was injected on purpose into " + html_escape(c.fault_injected_into) +
            " (a fault-injection run): its rollback shows the gate at work.</p>";
-  if (rows.empty()) out += "<p>None: every fusion item passed.</p>";
+  if (rows.empty()) out += "<p>No item was rolled back: every fusion item passed.</p>";
   else
     out += html_table({"item", "kind", "tier", "max abs vs native", "tolerance", "over", "vs truth: fused / native"},
                       rows, "llrrrrr");
