@@ -149,18 +149,21 @@ TEST(RefDynamic, RunTimeValuesThrowDataDependentShape) {
 
 // x float [2, 3] and s int64 [2] -> NonZero(x) -> Transpose -> idx; Reshape(x, s) -> y. Without
 // `reshape`, only x and idx.
+// A graph input or output of `type` and fixed `dims`.
+void io(onnx::ValueInfoProto* vi, const char* name, int type, Dims dims) {
+  vi->set_name(name);
+  auto* t = vi->mutable_type()->mutable_tensor_type();
+  t->set_elem_type(type);
+  auto* shape = t->mutable_shape();
+  for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
+}
+
 std::string nonzero_reshape_model(bool reshape = true) {
   onnx::ModelProto m;
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
   g->set_name("dynamic");
-  auto io = [](onnx::ValueInfoProto* vi, const char* name, int type, Dims dims) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
   io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 3});
   io(g->add_output(), "idx", onnx::TensorProto::INT64, {});
   if (reshape) {
@@ -228,13 +231,6 @@ std::string flag_branch_model() {
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
   g->set_name("flag_branch");
-  auto io = [](onnx::ValueInfoProto* vi, const char* name, int type, Dims dims) {
-    vi->set_name(name);
-    auto* t = vi->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(type);
-    auto* shape = t->mutable_shape();
-    for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
-  };
   io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 4});
   io(g->add_input(), "use_w", onnx::TensorProto::BOOL, {});
   io(g->add_output(), "y", onnx::TensorProto::FLOAT, {});
