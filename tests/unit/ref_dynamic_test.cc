@@ -158,12 +158,18 @@ void io(onnx::ValueInfoProto* vi, const char* name, int type, Dims dims) {
   for (int64_t d : dims) shape->add_dim()->set_dim_value(d);
 }
 
-std::string nonzero_reshape_model(bool reshape = true) {
-  onnx::ModelProto m;
+// The graph of `m`, an opset-13 model.
+onnx::GraphProto* opset13_graph(onnx::ModelProto& m, const char* name) {
   m.set_ir_version(8);
   m.add_opset_import()->set_version(13);
   auto* g = m.mutable_graph();
-  g->set_name("dynamic");
+  g->set_name(name);
+  return g;
+}
+
+std::string nonzero_reshape_model(bool reshape = true) {
+  onnx::ModelProto m;
+  auto* g = opset13_graph(m, "dynamic");
   io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 3});
   io(g->add_output(), "idx", onnx::TensorProto::INT64, {});
   if (reshape) {
@@ -227,10 +233,7 @@ TEST(RefDynamic, SessionPlannedPerRunWhenShapesDependOnInputs) {
 // plan), as a merged decoder's If on use_cache_branch does.
 std::string flag_branch_model() {
   onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(13);
-  auto* g = m.mutable_graph();
-  g->set_name("flag_branch");
+  auto* g = opset13_graph(m, "flag_branch");
   io(g->add_input(), "x", onnx::TensorProto::FLOAT, {2, 4});
   io(g->add_input(), "use_w", onnx::TensorProto::BOOL, {});
   io(g->add_output(), "y", onnx::TensorProto::FLOAT, {});
