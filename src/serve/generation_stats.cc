@@ -95,6 +95,14 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
 
 }  // namespace
 
+std::vector<PendingRequests> generation_pending(const std::vector<GenerativeModel*>& models) {
+  std::vector<PendingRequests> out;
+  for (GenerativeModel* m : models)
+    for (const auto& [cls, c] : m->stats().snapshot())
+      out.push_back({m->name(), cls, static_cast<int64_t>(c.running + c.waiting)});
+  return out;
+}
+
 std::string generation_prometheus_text(const std::vector<GenerativeModel*>& models) {
   if (models.empty()) return "";
   struct Model {

@@ -68,4 +68,7 @@ class GenerationStats {
 // The Prometheus text of every generative model's stats.
 std::string generation_prometheus_text(const std::vector<GenerativeModel*>& models);
 
+// Each generative model's requests waiting or running, per class.
+std::vector<PendingRequests> generation_pending(const std::vector<GenerativeModel*>& models);
+
 }  // namespace fusor::serve

@@ -197,7 +197,8 @@ void HttpServer::inference_routes() {
 
 void HttpServer::metrics_routes() {
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(prometheus_text(models_.all()) + generation_prometheus_text(models_.generative()),
+    res.set_content(prometheus_text(models_.all(), generation_pending(models_.generative())) +
+                        generation_prometheus_text(models_.generative()),
                     "text/plain; version=0.0.4");
   });
 }

@@ -26,7 +26,7 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
 
 }  // namespace
 
-std::string prometheus_text(const std::vector<ServedModel*>& models) {
+std::string prometheus_text(const std::vector<ServedModel*>& models, const std::vector<PendingRequests>& decoders) {
   std::vector<std::pair<ServedModel*, ModelStats::Snapshot>> snaps;
   for (ServedModel* m : models) snaps.emplace_back(m, m->stats().snapshot());
   auto labels = [](const ServedModel* m, const std::string& cls) {
@@ -61,6 +61,9 @@ std::string prometheus_text(const std::vector<ServedModel*>& models) {
          [](const ClassStats& c) { return c.compute_us; });
   family({"nv_inference_pending_request_count", "gauge", "Instantaneous number of pending requests"},
          [](const ClassStats& c) { return c.pending; });
+  for (const PendingRequests& d : decoders)
+    o << "nv_inference_pending_request_count{model=\"" << d.model << "\",version=\"" << kModelVersion << "\",class=\""
+      << d.cls << "\"} " << d.count << "\n";
   family({"fusor_useful_tokens_total", "counter", "Tokens (rows x length) of the requests answered, padding excluded"},
          [](const ClassStats& c) { return c.useful_tokens; });
   family({"fusor_computed_tokens_total", "counter", "Tokens the plans computed for them, padding included"},

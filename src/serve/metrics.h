@@ -15,6 +15,8 @@
 
 namespace fusor::serve {
 
-std::string prometheus_text(const std::vector<ServedModel*>& models);
+// `decoders`: their requests queued or running (generation_pending), shown in the same gauge as
+// the encoders', nv_inference_pending_request_count, which fusor plan's autoscaler watches.
+std::string prometheus_text(const std::vector<ServedModel*>& models, const std::vector<PendingRequests>& decoders = {});
 
 }  // namespace fusor::serve

@@ -14,6 +14,12 @@
 
 namespace fusor::serve {
 
+// A model's requests queued or running in one class, as /metrics' pending gauge shows them.
+struct PendingRequests {
+  std::string model, cls;
+  int64_t count = 0;
+};
+
 // Upper bounds of the latency histogram buckets, in microseconds (+Inf is implicit).
 inline constexpr std::array<double, 14> kLatencyBucketsUs = {100,    250,    500,    1000,    2500,    5000,    10000,
                                                              25000,  50000,  100000, 250000,  500000,  1000000, 5000000};

@@ -253,6 +253,31 @@ def aborted_requests(server):
                if line.startswith("fusor:request_success_total{") and 'finished_reason="abort"' in line)
 
 
+def metric_values(server, name):
+    """The values of `name`'s samples at /metrics, by their label text."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{server.metrics}/metrics") as r:
+        text = r.read().decode()
+    return {line[len(name):].rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line.startswith(name + "{")}
+
+
+def test_the_pending_gauge_counts_a_decoders_requests(server, client):
+    """fusor plan's autoscaler scales on nv_inference_pending_request_count, which had no sample for
+    a decoder: the HPA of a served LLM never scaled."""
+    with ThreadPoolExecutor(3) as pool:
+        streams = [pool.submit(lambda: list(greedy(client, prompt=PROMPT, max_tokens=300, stream=True)))
+                   for _ in range(3)]
+        deadline = time.time() + 30
+        while sum(v for k, v in metric_values(server, "nv_inference_pending_request_count").items()
+                  if 'model="llama"' in k) < 3:
+            assert time.time() < deadline and not all(f.done() for f in streams), "the gauge never counted the streams"
+            time.sleep(0.05)
+        for f in streams:
+            f.result()
+    pending = metric_values(server, "nv_inference_pending_request_count")
+    assert pending and all(v == 0 for k, v in pending.items() if 'model="llama"' in k), pending
+
+
 def post_then_leave(server, path, body, until):
     """POSTs `body` (a dict) over a raw socket, reads until `until` has come, closes the socket
     (a client that leaves) and returns what it read."""
