@@ -50,9 +50,4 @@ bool GenerationStream::finished() const {
   return done_.has_value();
 }
 
-std::optional<GenerationOutcome> GenerationStream::outcome() const {
-  std::lock_guard lock(hub_->mutex());
-  return done_;
-}
-
 }  // namespace fusor::serve

@@ -42,8 +42,6 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   // Waits for on_done; the pieces are dropped (the outcome holds the whole text).
   GenerationOutcome wait_done();
   bool finished() const;
-  // The outcome when on_done has run, without taking anything from the queue.
-  std::optional<GenerationOutcome> outcome() const;
 
  private:
   explicit GenerationStream(std::shared_ptr<StreamHub> hub) : hub_(std::move(hub)) {}

@@ -87,9 +87,6 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
     }
     return;
   }
-  // Refused at once (a bad class, a full queue): a plain error response, not a stream.
-  if (std::optional<GenerationOutcome> early = stream->outcome(); early && !early->status.ok())
-    throw FieldError{early->status.code, early->status.message, ""};
   SseFormat format;
   if (endpoint == OpenAiEndpoint::ChatCompletions)
     format.start = [responder] { return std::vector<std::string>{sse_event(dump_json(responder->role_chunk()))}; };
@@ -107,7 +104,8 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
     events.push_back(sse_event("[DONE]"));
     return events;
   };
-  stream_sse(res, model, id, stream, std::move(format));
+  if (std::optional<GenerationOutcome> early = stream_sse(res, model, id, stream, std::move(format)))
+    throw FieldError{early->status.code, early->status.message, ""};  // failed before its first token
 }
 
 }  // namespace

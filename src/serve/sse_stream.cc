@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <utility>
+
 namespace fusor::serve {
 namespace {
 
@@ -14,6 +16,15 @@ bool write_all(httplib::DataSink& sink, const std::vector<std::string>& events) 
   return true;
 }
 
+// Waits for the first token or the outcome that came before one. The client is not checked
+// meanwhile: no response has begun, and a request waiting in the queue costs no compute.
+GenerationStream::Update first_update(GenerationStream& stream) {
+  std::optional<GenerationStream::Update> first;
+  while (!(first = stream.next(kClientCheck))) {
+  }
+  return std::move(*first);
+}
+
 }  // namespace
 
 std::string sse_event(std::string_view payload) {
@@ -23,8 +34,10 @@ std::string sse_event(std::string_view payload) {
   return e;
 }
 
-void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std::shared_ptr<GenerationStream> stream,
-                SseFormat format) {
+std::optional<GenerationOutcome> stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id,
+                                            std::shared_ptr<GenerationStream> stream, SseFormat format) {
+  auto first = std::make_shared<std::optional<GenerationStream::Update>>(first_update(*stream));
+  if ((*first)->done && !(*first)->done->status.ok()) return (*first)->done;
   auto started = std::make_shared<bool>(false);
   model.stream_opened();  // closed by the releaser, which httplib runs whether or not it streamed
   res.status = 200;
@@ -34,14 +47,14 @@ void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std
       // (aiohttp, requests and the openai client all do), and its compressor holds every event
       // until the stream ends. SSE is UTF-8 by definition, so no charset is needed.
       "text/event-stream",
-      [stream, format, started](size_t, httplib::DataSink& sink) {
+      [stream, format, started, first](size_t, httplib::DataSink& sink) {
         if (!*started) {
           *started = true;
           if (format.start && !write_all(sink, format.start())) return false;
         }
-        std::optional<GenerationStream::Update> u;
-        while (!(u = stream->next(kClientCheck)))
-          if (!sink.is_writable()) return false;  // the client left while its request waited
+        std::optional<GenerationStream::Update> u = std::exchange(*first, std::nullopt);
+        while (!u && !(u = stream->next(kClientCheck)))
+          if (!sink.is_writable()) return false;  // the client left between tokens
         std::vector<std::string> events;
         for (const std::string& p : u->pieces) events.push_back(format.piece(p));
         if (!write_all(sink, events)) return false;
@@ -56,15 +69,14 @@ void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std
         if (!stream->finished()) model.cancel(id);
         model.stream_closed();
       });
+  return std::nullopt;
 }
 
 std::optional<GenerationOutcome> answer_when_done(httplib::Response& res, GenerativeModel& model, uint64_t id,
                                                   std::shared_ptr<GenerationStream> stream, const char* content_type,
                                                   std::function<std::string(const GenerationOutcome&)> body) {
-  std::optional<GenerationStream::Update> first;
-  while (!(first = stream->next(kClientCheck))) {
-  }
-  if (first->done) return first->done;
+  const GenerationStream::Update first = first_update(*stream);
+  if (first.done) return first.done;
   model.stream_opened();  // closed by the releaser, as for a stream: a graceful shutdown waits for it
   res.status = 200;
   res.set_chunked_content_provider(

@@ -26,9 +26,11 @@ struct SseFormat {
   std::function<std::vector<std::string>(const GenerationOutcome&)> end;  // the last events
 };
 
-// Answers `res` with the events of request `id` (already submitted with `stream`'s events).
-void stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id, std::shared_ptr<GenerationStream> stream,
-                SseFormat format);
+// Answers `res` with the events of request `id` (already submitted with `stream`'s events). As
+// answer_when_done, it waits for the first token: a failed outcome before it (a full queue, a
+// queue timeout) is returned for the caller to answer with its status, not as an event of a 200.
+std::optional<GenerationOutcome> stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id,
+                                            std::shared_ptr<GenerationStream> stream, SseFormat format);
 
 // A generation answered whole, for a client that may leave before it is done. The handler waits
 // for the first token: an outcome that comes before it (a refusal, a queue timeout) is returned

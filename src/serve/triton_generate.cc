@@ -66,8 +66,6 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
     }
     return;
   }
-  if (std::optional<GenerationOutcome> early = stream->outcome(); early && !early->status.ok())
-    throw RequestError{early->status.code, early->status.message};
   SseFormat format;
   if (answer->request.include_input)
     format.start = [answer] { return std::vector<std::string>{sse_event(dump_json(answer->body(answer->request.text_input)))}; };
@@ -81,7 +79,8 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
     answer->add_outcome(j, o);
     return std::vector<std::string>{sse_event(dump_json(j))};
   };
-  stream_sse(res, *model, id, stream, std::move(format));
+  if (std::optional<GenerationOutcome> early = stream_sse(res, *model, id, stream, std::move(format)))
+    throw RequestError{early->status.code, early->status.message};  // failed before its first token
 }
 
 }  // namespace

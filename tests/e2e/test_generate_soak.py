@@ -174,3 +174,40 @@ def test_streams_are_not_compressed_for_clients_that_accept_gzip(tmp_path):
         conn.close()
     finally:
         assert served.stop() == 0
+
+
+def test_a_stream_that_times_out_in_the_queue_is_a_503(tmp_path):
+    """The stream's 200 and headers went out before admission, so a queue timeout came as an error
+    event of a successful response (tritonclient and genai-perf counted a success)."""
+    served = Served(tmp_path, """serve:
+  default_class: interactive
+  max_sequences: 2
+  step_tokens: 64
+  kv_cache_tokens: 512
+  classes:
+    interactive: {priority: 0}
+    batch: {priority: 1, timeout_ms: 300}
+""", [("llama", LLAMA)])
+
+    async def run():
+        import aiohttp
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
+            base = f"http://{served.url}"
+            busy = [asyncio.create_task(stream(session, base + "/v1/completions", {
+                "model": "llama", "prompt": [5 + i, 6, 7], "max_tokens": 400, "stream": True, "ignore_eos": True}))
+                for i in range(2)]
+            await asyncio.sleep(0.3)  # both sequences run: the batch class waits past its timeout
+            answers = []
+            for path, body in (("/v2/models/llama/generate_stream", {"text_input": "Hi", "max_tokens": 5}),
+                               ("/v1/completions", {"model": "llama", "prompt": "Hi", "max_tokens": 5, "stream": True})):
+                body = dict(body, parameters={"class": "batch"}) if "text_input" in body else dict(body, fusor_class="batch")
+                async with session.post(base + path, json=body) as resp:
+                    answers.append((resp.status, await resp.text()))
+            await asyncio.gather(*busy)
+            return answers
+
+    try:
+        for status, text in asyncio.run(run()):
+            assert status == 503 and "timeout" in text, (status, text)
+    finally:
+        assert served.stop() == 0, served.output()
