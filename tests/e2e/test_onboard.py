@@ -78,7 +78,8 @@ def test_a_decoder_is_onboarded_by_generation(tmp_path):
     sizes the fleet in tokens per second, and the report shows both. The targets are loose, so
     that a slow or busy machine still has a capacity to plan from (the defaults are unit-tested)."""
     out = tmp_path / "llama"
-    r = run_fusor("onboard", model_path("llama-tiny"), "--out", out, "--seq", "16", "--lengths", "8-32",
+    # The decoder's folder, as fusor serve and generate take it (tune refused a folder).
+    r = run_fusor("onboard", model_path("llama-tiny").parent, "--out", out, "--seq", "16", "--lengths", "8-32",
                   "--output-tokens", "8", "--step-tokens", "64", "--max-running", "2", "--prefill-chunks", "0",
                   "--slo", "interactive:ttft=5s,itl=1s", "--slo", "batch:throughput",
                   "--duration", "0.5", "--measure", "1", "--tokens-per-s", "1000", "--no-baseline", timeout=900)
