@@ -239,10 +239,15 @@ def assert_one_line_error(r, *fragments):
     (["--seq", "-3"], ["--seq"]),
     (["--runs", "0"], ["--runs"]),
     (["--trace", "/nonexistent-dir/trace.json"], ["trace", "/nonexistent-dir/trace.json"]),
-    (["--json", "/nonexistent-dir/p.json"], ["JSON"]),
 ])
 def test_bad_arguments(args, fragments):
     assert_one_line_error(run_fusor("profile", model_path("minilm-l6"), "--quick", *args), *fragments)
+
+
+def test_a_json_report_in_a_missing_folder_is_a_usage_error():
+    """Found before profiling, not after (test_bad_input.py covers the other commands)."""
+    r = run_fusor("profile", model_path("minilm-l6"), "--quick", "--json", "/nonexistent-dir/p.json")
+    assert r.returncode == 2 and "--json: folder /nonexistent-dir does not exist" in r.stderr, r.stderr
 
 
 def test_bad_model_path(tmp_path):

@@ -58,8 +58,9 @@ def test_each_class_gets_measured_generation_limits_within_its_slo(tuned):
     assert chat["slo"]["ttft_p99_ms"] == 2000 and chat["slo"]["itl_p99_ms"] == 500
     for cls in (chat, batch):
         chosen = cls["chosen"]
-        # The grid, or the config's own setting (step 256, 32 running; for batch at chat's step).
-        assert (chosen["step_tokens"], chosen["max_running"]) in {(64, 2), (64, 4), (256, 32), (64, 32)}
+        # The grid, or the config's own setting (step 256, 32 running); batch's grid is at chat's
+        # step, so where chat chose the config's 256, batch may run 2 or 4 there.
+        assert (chosen["step_tokens"], chosen["max_running"]) in {(64, 2), (64, 4), (256, 32), (64, 32), (256, 2), (256, 4)}
         assert chosen["prefill_chunk"] in (16, 0)
         assert chosen["step_tokens"] == chat["chosen"]["step_tokens"]
         assert cls["capacity_qps"] > 0, cls
