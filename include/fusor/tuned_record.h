@@ -88,6 +88,8 @@ struct Slo {
 // behind queues forever). The double form bounds p99_ms alone.
 bool meets(const CurvePoint& p, const Slo& slo);
 bool meets(const CurvePoint& p, double p99_ms);
+// Whether a point had errors or fell behind its offered rate (meets' first two conditions failed).
+bool overloaded(const CurvePoint& p);
 // How many leading points of a curve (ascending offered rate) capacity may rest on: through its
 // last point that meets the SLO before the first that misses a latency target or errors. A point
 // past such a miss never counts, so a lucky sample above a stall cannot raise the capacity. A

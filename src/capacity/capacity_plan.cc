@@ -70,8 +70,7 @@ double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& sl
   const CurvePoint& last = curve[n_good - 1];
   // Not toward a point that had errors or fell behind (it queued: its p99 says nothing of a rate
   // it could carry).
-  const auto overloaded = [](const CurvePoint& p) { return p.errors > 0 || p.achieved_qps < 0.95 * p.offered_qps; };
-  if (!generative && n_good < curve.size() && curve[n_good].p99_ms > target_ms && !overloaded(curve[n_good])) {
+  if (!generative && n_good < curve.size() && curve[n_good].p99_ms > target_ms && !tune::overloaded(curve[n_good])) {
     const CurvePoint& beyond = curve[n_good];
     basis = "interpolated between p99 " + two_decimals(last.p99_ms) + " ms at " + two_decimals(last.offered_qps) +
             " qps and " + two_decimals(beyond.p99_ms) + " ms at " + two_decimals(beyond.offered_qps) + " qps";

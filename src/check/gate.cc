@@ -122,16 +122,13 @@ std::vector<Tensor> run_body(const Capture& c, KernelChoice kernels, const Backe
   std::shared_ptr<const Graph> graph = c.node->body;
   // A body read back from an optimized model (a model-local function) has untyped inputs: they
   // take the captured values' types, as the fused node's inputs had them.
-  for (size_t i = 0; i < graph->inputs.size(); ++i)
-    if (graph->values[static_cast<size_t>(graph->inputs[i])].dtype == DType::Undefined) {
-      auto typed = std::make_shared<Graph>(*graph);
-      for (size_t j = 0; j < typed->inputs.size(); ++j) {
-        Value& v = typed->values[static_cast<size_t>(typed->inputs[j])];
-        if (v.dtype == DType::Undefined) v.dtype = c.inputs[j].dtype();
-      }
-      graph = typed;
-      break;
-    }
+  const auto untyped = [&](int id) { return graph->values[static_cast<size_t>(id)].dtype == DType::Undefined; };
+  if (std::any_of(graph->inputs.begin(), graph->inputs.end(), untyped)) {
+    auto typed = std::make_shared<Graph>(*graph);
+    for (size_t i = 0; i < typed->inputs.size(); ++i)
+      if (untyped(typed->inputs[i])) typed->values[static_cast<size_t>(typed->inputs[i])].dtype = c.inputs[i].dtype();
+    graph = typed;
+  }
   const Graph& body = *graph;
   PlanOptions po;
   po.kernels = kernels;

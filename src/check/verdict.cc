@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
-#include <unistd.h>
 
 #include "check/gate.h"
 #include "io/atomic_file.h"

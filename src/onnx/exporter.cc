@@ -5,7 +5,6 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 

@@ -1,7 +1,6 @@
 #include "profile/ceilings.h"
 
 #include <omp.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>

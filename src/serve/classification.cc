@@ -2,26 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 
 #include "serve/status.h"
 
 namespace fusor::serve {
 namespace {
-
-double value_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::Float32: return t.data<float>()[i];
-    case DType::Float64: return t.data<double>()[i];
-    case DType::Int64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DType::Int32: return t.data<int32_t>()[i];
-    case DType::Int8: return t.data<int8_t>()[i];
-    case DType::UInt8: return t.data<uint8_t>()[i];
-    default: return 0;
-  }
-}
 
 bool classifiable(DType d) {
   return d == DType::Float32 || d == DType::Float64 || d == DType::Int64 || d == DType::Int32 || d == DType::Int8 ||
@@ -45,7 +33,7 @@ Classes classify(const Tensor& scores, int64_t k, bool batched, const std::strin
     std::iota(order.begin(), order.end(), 0);
     // Largest first, NaN last (a strict order even then); equal values in index order.
     auto key = [&](int64_t i) {
-      const double v = value_at(scores, base + i);
+      const double v = scores.scalar_as_double(base + i);
       return std::isnan(v) ? -std::numeric_limits<double>::infinity() : v;
     };
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
@@ -53,7 +41,7 @@ Classes classify(const Tensor& scores, int64_t k, bool batched, const std::strin
       return va > vb || (va == vb && a < b);
     });
     for (int64_t i = 0; i < k; ++i)
-      c.items.push_back(std::to_string(value_at(scores, base + order[static_cast<size_t>(i)])) + ":" +
+      c.items.push_back(std::to_string(scores.scalar_as_double(base + order[static_cast<size_t>(i)])) + ":" +
                         std::to_string(order[static_cast<size_t>(i)]));
   }
   return c;

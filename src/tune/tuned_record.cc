@@ -14,9 +14,9 @@
 
 namespace fusor::tune {
 
-bool meets(const CurvePoint& p, const Slo& slo) {
-  return p.errors == 0 && p.achieved_qps >= 0.95 * p.offered_qps && slo_load(p, slo) <= 1;
-}
+bool overloaded(const CurvePoint& p) { return p.errors > 0 || p.achieved_qps < 0.95 * p.offered_qps; }
+
+bool meets(const CurvePoint& p, const Slo& slo) { return !overloaded(p) && slo_load(p, slo) <= 1; }
 
 bool meets(const CurvePoint& p, double p99_ms) { return meets(p, Slo{.p99_ms = p99_ms}); }
 
