@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include "fusor/error.h"
+#include "serve/connection_threads.h"
 #include "serve/kserve_json.h"
 #include "serve/generation_stats.h"
 #include "serve/metrics.h"
@@ -25,10 +26,11 @@ void send_error(httplib::Response& res, Code code, const std::string& message) {
   res.set_content(error_body(message), kJson);
 }
 
-// Connections served at once. A generation stream holds its thread until its last token, so
-// this bounds concurrent streams (beyond it, connections wait in the listener's backlog): above
-// serve.max_sequences' default with room for queued streams and plain requests.
-constexpr size_t kHttpThreads = 128;
+// Connections served at once (serve/connection_threads.h: a thread each, started as they come).
+// A generation stream or an idle keep-alive connection holds its thread, so this is well above
+// serve.max_sequences' default and perf_analyzer's usual concurrencies; beyond it, connections
+// wait in the listener's backlog.
+constexpr size_t kHttpThreads = 1024;
 // Connections the kernel queues while the listener is busy. Debian's httplib is a compiled
 // library that listens with a backlog of 5, so of 16 streaming clients connecting at once, 8
 // waited for their SYN retry: ~1.1 s to the first token. The kernel caps it at somaxconn.
@@ -42,23 +44,6 @@ void end_counted_request() {
   t_counted_in = nullptr;
 }
 
-// httplib's pool, ending a counted request when its connection ends too: a response whose write
-// failed (a client gone) skips the logger, which ends the others.
-class ConnectionPool : public httplib::TaskQueue {
- public:
-  explicit ConnectionPool(size_t threads) : pool_(threads) {}
-  void enqueue(std::function<void()> connection) override {
-    pool_.enqueue([connection = std::move(connection)] {
-      connection();
-      end_counted_request();
-    });
-  }
-  void shutdown() override { pool_.shutdown(); }
-
- private:
-  httplib::ThreadPool pool_;
-};
-
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
@@ -68,7 +53,8 @@ void send_json(httplib::Response& res, const nlohmann::json& j) {
 
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     : models_(models), server_(std::make_unique<httplib::Server>()) {
-  server_->new_task_queue = [] { return new ConnectionPool(kHttpThreads); };
+  // A response whose write failed (a client gone) skips the logger, which ends the others.
+  server_->new_task_queue = [] { return new ConnectionThreads(kHttpThreads, end_counted_request); };
   // A request counts from its headers (before its body is read) until its response is written.
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
     // `curl -d @body.json` sends JSON as a form, which httplib parses, and refuses as too large

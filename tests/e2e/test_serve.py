@@ -376,6 +376,25 @@ def test_a_busy_client_keeps_its_connection(server):
     assert len(sockets) == 1
 
 
+def test_idle_keep_alive_clients_do_not_stall_new_ones(server):
+    """A connection holds its HTTP thread while idle between requests. The pool had 128 threads,
+    so past 128 idle clients (perf_analyzer at concurrency 200, a fleet of pollers) every new
+    connection waited up to the 30 s keep-alive timeout."""
+    idle = []
+    try:
+        for _ in range(300):
+            host, port = server.url.split(":")
+            c = socket.create_connection((host, int(port)), timeout=10)
+            c.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert c.recv(64).startswith(b"HTTP/1.1 200")
+            idle.append(c)
+        status, body = post(f"{server.url}/v2/models/demo/infer", infer_body(), timeout=10)
+        assert status == 200, body
+    finally:
+        for c in idle:
+            c.close()
+
+
 def test_a_model_that_couples_its_rows_serves_each_request_alone(tmp_path):
     """minilm-l6-int8's DynamicQuantizeLinear takes one scale over its whole input: padded to the
     length bucket, or batched with others, a request's outputs moved by up to 0.3."""
