@@ -47,14 +47,4 @@ Classes classify(const Tensor& scores, int64_t k, bool batched, const std::strin
   return c;
 }
 
-std::string bytes_contents(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& s : items) {
-    const uint32_t n = static_cast<uint32_t>(s.size());
-    char le[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
-    out.append(le, 4).append(s);
-  }
-  return out;
-}
-
 }  // namespace fusor::serve

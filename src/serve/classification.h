@@ -18,7 +18,4 @@ struct Classes {
 // Throws RequestError (400) for an output that is not numeric or a K below 1.
 Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output);
 
-// BYTES elements in KServe's raw form: each a 4-byte little-endian length, then its bytes.
-std::string bytes_contents(const std::vector<std::string>& items);
-
 }  // namespace fusor::serve

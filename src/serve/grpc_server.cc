@@ -2,12 +2,17 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <thread>
+
 #include "fusor/error.h"
 #include "kserve.grpc.pb.h"
-#include "serve/classification.h"
+#include "serve/generation_stream.h"
+#include "serve/grpc_generate.h"
+#include "serve/grpc_infer.h"
+#include "serve/grpc_stream.h"
 #include "serve/kserve_json.h"
 #include "serve/listen_sockets.h"
-#include "serve/tensor_codec.h"
 
 namespace fusor::serve {
 namespace {
@@ -16,27 +21,45 @@ grpc::Status to_grpc(Code code, const std::string& message) {
   return {static_cast<grpc::StatusCode>(grpc_status(code)), message};
 }
 
-// Typed `contents` values -> tensor, for clients that do not send raw_input_contents. Read in
-// place from the message's repeated field.
-Tensor from_contents(const WireTensor& w, const inference::InferTensorContents& c) {
-  auto values = [&](const auto& field) { return from_values(w, std::span(field.data(), field.size())); };
-  if (w.datatype == "FP32") return values(c.fp32_contents());
-  if (w.datatype == "FP64") return values(c.fp64_contents());
-  if (w.datatype == "INT64") return values(c.int64_contents());
-  if (w.datatype == "INT32" || w.datatype == "INT16" || w.datatype == "INT8") return values(c.int_contents());
-  if (w.datatype == "UINT32" || w.datatype == "UINT16" || w.datatype == "UINT8") return values(c.uint_contents());
-  if (w.datatype == "UINT64") return values(c.uint64_contents());
-  if (w.datatype == "BOOL") return values(c.bool_contents());
-  if (w.datatype == "FP16" || w.datatype == "BF16")
-    throw RequestError{Code::BadRequest, "input '" + w.name + "' is " + w.datatype +
-                                             ": KServe has no typed contents for it, send raw_input_contents"};
-  return allocate(w, 0);  // throws for the unsupported datatype
+// How often a stream with nothing to write checks that its client and the server are still there.
+constexpr std::chrono::milliseconds kStreamPoll{100};
+
+void fill_tensor_metadata(inference::ModelMetadataResponse::TensorMetadata* t, const nlohmann::json& j) {
+  t->set_name(j["name"]);
+  t->set_datatype(j["datatype"]);
+  for (int64_t d : j["shape"]) t->add_shape(d);
 }
 
-void fill_tensor_metadata(inference::ModelMetadataResponse::TensorMetadata* t, const TensorInfo& info, bool batched) {
-  t->set_name(info.name);
-  t->set_datatype(triton_dtype(info.dtype));
-  for (size_t i = 0; i < info.dims.size(); ++i) t->add_shape(batched && i == 0 ? -1 : info.dims[i]);
+inference::ModelStreamInferResponse stream_error(const inference::ModelInferRequest& q, const std::string& message) {
+  inference::ModelStreamInferResponse r;
+  r.set_error_message(message);
+  r.mutable_infer_response()->set_model_name(q.model_name());
+  r.mutable_infer_response()->set_id(q.id());
+  return r;
+}
+
+inference::ModelStreamInferResponse streamed(inference::ModelInferResponse r) {
+  inference::ModelStreamInferResponse s;
+  *s.mutable_infer_response() = std::move(r);
+  return s;
+}
+
+// Triton sends a decoupled request's empty final response only to a client that asked for it
+// (tritonclient's enable_empty_final_response; perf_analyzer does, to time each request).
+bool wants_empty_final_response(const inference::ModelInferRequest& q) {
+  auto p = q.parameters().find("triton_enable_empty_final_response");
+  return p != q.parameters().end() && p->second.parameter_choice_case() == inference::InferParameter::kBoolParam &&
+         p->second.bool_param();
+}
+
+// What an encoder's stream response needs of its request: the id and the outputs asked for, not
+// the input data.
+inference::ModelInferRequest without_inputs(const inference::ModelInferRequest& q) {
+  inference::ModelInferRequest light;
+  light.set_model_name(q.model_name());
+  light.set_id(q.id());
+  *light.mutable_outputs() = q.outputs();
+  return light;
 }
 
 void fill_duration(inference::StatisticDuration* d, const nlohmann::json& j) {
@@ -64,7 +87,8 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
                           inference::ModelReadyResponse* r) override {
     // As Triton answers: an unknown model or version is not ready (tritonclient's is_model_ready
     // then returns False instead of raising).
-    const bool known = models_.find(q->name()) && (q->version().empty() || q->version() == kModelVersion);
+    const bool known = (models_.find(q->name()) || models_.find_generative(q->name())) &&
+                       (q->version().empty() || q->version() == kModelVersion);
     r->set_ready(known && models_.ready());
     return grpc::Status::OK;
   }
@@ -78,19 +102,20 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
   grpc::Status ModelMetadata(grpc::ServerContext*, const inference::ModelMetadataRequest* q,
                              inference::ModelMetadataResponse* r) override {
     return guarded([&] {
-      ServedModel& m = model(q->name(), q->version());
-      r->set_name(m.name());
+      const Named n = named(q->name(), q->version());
+      const nlohmann::json j = n.encoder ? model_metadata(*n.encoder) : generative_metadata(*n.decoder);
+      r->set_name(j["name"]);
       r->add_versions(kModelVersion);
-      r->set_platform("fusor_onnx");
-      for (const auto& t : m.signature().inputs) fill_tensor_metadata(r->add_inputs(), t, m.signature().batched);
-      for (const auto& t : m.signature().outputs) fill_tensor_metadata(r->add_outputs(), t, m.signature().batched);
+      r->set_platform(j["platform"]);
+      for (const auto& t : j["inputs"]) fill_tensor_metadata(r->add_inputs(), t);
+      for (const auto& t : j["outputs"]) fill_tensor_metadata(r->add_outputs(), t);
     });
   }
   grpc::Status ModelConfig(grpc::ServerContext*, const inference::ModelConfigRequest* q,
                            inference::ModelConfigResponse* r) override {
     return guarded([&] {
-      ServedModel& m = model(q->name(), q->version());
-      nlohmann::json j = model_config(m);  // one source for both protocols
+      const Named n = named(q->name(), q->version());
+      const nlohmann::json j = n.encoder ? model_config(*n.encoder) : generative_config(*n.decoder);  // as over HTTP
       auto* c = r->mutable_config();
       c->set_name(j["name"]);
       c->set_platform(j["platform"]);
@@ -106,6 +131,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
         in->set_name(t["name"]);
         in->set_data_type(dtype(t));
         for (int64_t d : t["dims"]) in->add_dims(d);
+        in->set_optional(t.value("optional", false));
       }
       for (const auto& t : j["output"]) {
         auto* out = c->add_output();
@@ -114,9 +140,11 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
         for (int64_t d : t["dims"]) out->add_dims(d);
       }
       auto* g = c->add_instance_group();
-      g->set_name(m.name());
+      g->set_name(j["name"]);
       g->set_kind(inference::ModelInstanceGroup::KIND_CPU);
-      g->set_count(static_cast<int>(m.contexts()));
+      g->set_count(j["instance_group"][0]["count"].get<int>());
+      if (j.contains("model_transaction_policy"))
+        c->mutable_model_transaction_policy()->set_decoupled(j["model_transaction_policy"]["decoupled"]);
       if (j.contains("dynamic_batching")) {
         auto* b = c->mutable_dynamic_batching();
         for (int64_t p : j["dynamic_batching"]["preferred_batch_size"]) b->add_preferred_batch_size(static_cast<int>(p));
@@ -127,11 +155,17 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
   grpc::Status ModelStatistics(grpc::ServerContext*, const inference::ModelStatisticsRequest* q,
                                inference::ModelStatisticsResponse* r) override {
     return guarded([&] {
-      std::vector<ServedModel*> ms = q->name().empty() ? models_.all() : std::vector{&model(q->name(), q->version())};
-      for (ServedModel* m : ms) {
-        nlohmann::json j = model_stats(*m);
+      std::vector<nlohmann::json> docs;
+      if (q->name().empty()) {
+        for (ServedModel* m : models_.all()) docs.push_back(model_stats(*m));
+        for (GenerativeModel* g : models_.generative()) docs.push_back(generative_stats(*g));
+      } else {
+        const Named n = named(q->name(), q->version());
+        docs.push_back(n.encoder ? model_stats(*n.encoder) : generative_stats(*n.decoder));
+      }
+      for (const nlohmann::json& j : docs) {
         auto* s = r->add_model_stats();
-        s->set_name(m->name());
+        s->set_name(j["name"]);
         s->set_version(kModelVersion);
         s->set_last_inference(j["last_inference"]);
         s->set_inference_count(j["inference_count"]);
@@ -154,73 +188,143 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       }
     });
   }
-  grpc::Status ModelInfer(grpc::ServerContext*, const inference::ModelInferRequest* q,
+  grpc::Status ModelInfer(grpc::ServerContext* ctx, const inference::ModelInferRequest* q,
                           inference::ModelInferResponse* r) override {
     return guarded([&] {
-      ServedModel& m = model(q->model_name(), q->model_version());
+      const Named n = named(q->model_name(), q->model_version());
       if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
-      Tensors inputs;
-      bool raw = q->raw_input_contents_size() > 0;
-      if (raw && q->raw_input_contents_size() != q->inputs_size())
-        throw RequestError{Code::BadRequest, "raw_input_contents has " + std::to_string(q->raw_input_contents_size()) +
-                                                 " entries for " + std::to_string(q->inputs_size()) + " inputs"};
-      for (int i = 0; i < q->inputs_size(); ++i) {
-        const auto& in = q->inputs(i);
-        WireTensor w{in.name(), in.datatype(), {in.shape().begin(), in.shape().end()}};
-        if (inputs.count(w.name)) throw RequestError{Code::BadRequest, "input '" + w.name + "' is given twice"};
-        inputs[w.name] = raw ? from_raw(w, q->raw_input_contents(i).data(), q->raw_input_contents(i).size())
-                             : from_contents(w, in.contents());
-      }
-      std::string cls;
-      if (auto p = q->parameters().find("class"); p != q->parameters().end()) {
-        if (p->second.parameter_choice_case() != inference::InferParameter::kStringParam)
-          throw RequestError{Code::BadRequest, "parameter 'class' must be a string"};
-        cls = p->second.string_param();
-      }
-      Completion c = m.infer_sync(std::move(inputs), cls);
+      if (n.decoder) return generate_whole(*n.decoder, *ctx, *q, *r);
+      EncoderRequest e = read_encoder_request(*q);
+      Completion c = n.encoder->infer_sync(std::move(e.inputs), e.cls);
       if (!c.status.ok()) throw RequestError{c.status.code, c.status.message};
-      r->set_model_name(m.name());
-      r->set_model_version(kModelVersion);
-      r->set_id(q->id());
-      std::vector<std::pair<std::string, int64_t>> wanted;  // name, classes (0: the tensor)
-      for (const auto& o : q->outputs()) {
-        int64_t classes = 0;
-        if (auto p = o.parameters().find("classification"); p != o.parameters().end()) {
-          if (p->second.parameter_choice_case() != inference::InferParameter::kInt64Param || p->second.int64_param() < 0)
-            throw RequestError{Code::BadRequest, "output '" + o.name() + "': 'classification' must be a count"};
-          classes = p->second.int64_param();
-        }
-        wanted.emplace_back(o.name(), classes);
-      }
-      if (wanted.empty())
-        for (const auto& o : m.signature().outputs) wanted.emplace_back(o.name, 0);
-      for (const auto& [name, classes] : wanted) {
-        auto it = c.outputs.find(name);
-        if (it == c.outputs.end()) throw RequestError{Code::BadRequest, "unknown output '" + name + "' requested"};
-        const Tensor& t = it->second;
-        auto* out = r->add_outputs();
-        out->set_name(name);
-        if (classes > 0) {
-          const Classes top = classify(t, classes, m.signature().batched, name);
-          out->set_datatype("BYTES");
-          for (int64_t d : top.dims) out->add_shape(d);
-          r->add_raw_output_contents(bytes_contents(top.items));
-          continue;
-        }
-        out->set_datatype(triton_dtype(t.dtype()));
-        for (int64_t d : t.dims()) out->add_shape(d);
-        r->add_raw_output_contents(static_cast<const char*>(t.raw()), t.nbytes());
-      }
+      fill_encoder_response(*n.encoder, *q, c.outputs, *r);
     });
   }
 
+  // Triton's streaming extension: requests in, each answered when ready (an encoder's outputs;
+  // a generation's tokens, one response each, when its "stream" input is true), errors as
+  // error_message responses that leave the stream open.
+  grpc::Status ModelStreamInfer(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>* stream) override {
+    auto out = std::make_shared<StreamResponses>();
+    std::atomic<bool> reads_ended{false};
+    std::thread reader([&] {
+      inference::ModelInferRequest q;
+      while (stream->Read(&q)) start_streamed(q, out);
+      reads_ended = true;
+    });
+    for (;;) {
+      if (std::optional<inference::ModelStreamInferResponse> r = out->next(kStreamPoll)) {
+        const bool sent = stream->Write(*r);
+        out->written();
+        if (!sent) break;  // the client is gone
+        continue;
+      }
+      if (ctx->IsCancelled()) break;
+      // Everything answered, and the client has closed its side, or the server drains: a client
+      // keeping an idle stream open would otherwise hold a graceful shutdown forever.
+      if (out->idle() && (reads_ended || !models_.ready())) break;
+    }
+    if (!reads_ended) ctx->TryCancel();  // ends the reader's Read
+    reader.join();
+    out->end();
+    return grpc::Status::OK;
+  }
+
  private:
-  ServedModel& model(const std::string& name, const std::string& version) {
-    ServedModel* m = models_.find(name);
-    if (!m) throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
+  // The model a call names: an encoder (batched tensors) or a decoder (generation).
+  struct Named {
+    ServedModel* encoder = nullptr;
+    GenerativeModel* decoder = nullptr;
+  };
+  Named named(const std::string& name, const std::string& version) {
+    const Named n{models_.find(name), models_.find_generative(name)};
+    if (!n.encoder && !n.decoder) throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
     if (!version.empty() && version != kModelVersion)
       throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + version + "'"};
-    return *m;
+    return n;
+  }
+  TensorGenerateRequest read_generation(GenerativeModel& g, const inference::ModelInferRequest& q) {
+    try {
+      return read_generate_request(q, target_of(g));
+    } catch (const RequestError& e) {
+      g.refused("", e.code);
+      throw;
+    }
+  }
+
+  // A generation answered whole, on a unary ModelInfer; cancelled if the client leaves first.
+  void generate_whole(GenerativeModel& g, grpc::ServerContext& ctx, const inference::ModelInferRequest& q,
+                      inference::ModelInferResponse& r) {
+    GenerateResponses answer(g.name(), q, read_generation(g, q));
+    if (answer.request().stream)
+      throw RequestError{Code::BadRequest, "'stream' asks for a response per token: call ModelStreamInfer"};
+    auto stream = GenerationStream::create(g.stream_hub());
+    const uint64_t id = g.submit(GenerationRequest(answer.request().request.generation), stream->events());
+    std::optional<GenerationOutcome> outcome;
+    while (!outcome) {
+      if (std::optional<GenerationStream::Update> u = stream->next(kStreamPoll); u && u->done) outcome = u->done;
+      else if (ctx.IsCancelled()) g.cancel(id);
+    }
+    if (!outcome->status.ok()) throw RequestError{outcome->status.code, outcome->status.message};
+    const TritonGenerateRequest& t = answer.request().request;
+    r = answer.last((t.include_input ? t.text_input : "") + outcome->result.text, *outcome, false);
+  }
+
+  // Begins one request read from a stream; its answers go to `out`. Never throws.
+  void start_streamed(const inference::ModelInferRequest& q, const std::shared_ptr<StreamResponses>& out) {
+    Named n;
+    try {
+      n = named(q.model_name(), q.model_version());
+      if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+    } catch (const RequestError& e) {
+      return out->push(out->begin(), stream_error(q, e.message), true);
+    }
+    const uint64_t k = out->begin(n.decoder);
+    try {
+      if (n.decoder) return start_streamed_generation(*n.decoder, q, out, k);
+      EncoderRequest e = read_encoder_request(q);
+      ServedModel* m = n.encoder;
+      n.encoder->infer(std::move(e.inputs), e.cls, [out, k, m, q = without_inputs(q)](Completion c) {
+        if (!c.status.ok()) return out->push(k, stream_error(q, c.status.message), true);
+        inference::ModelStreamInferResponse r;
+        try {
+          fill_encoder_response(*m, q, c.outputs, *r.mutable_infer_response());
+        } catch (const RequestError& e) {
+          return out->push(k, stream_error(q, e.message), true);
+        }
+        out->push(k, std::move(r), true);
+      });
+    } catch (const RequestError& e) {
+      out->push(k, stream_error(q, e.message), true);
+    } catch (const std::exception& e) {
+      out->push(k, stream_error(q, e.what()), true);
+    }
+  }
+
+  void start_streamed_generation(GenerativeModel& g, const inference::ModelInferRequest& q,
+                                 const std::shared_ptr<StreamResponses>& out, uint64_t k) {
+    auto answer = std::make_shared<GenerateResponses>(g.name(), q, read_generation(g, q));
+    const TritonGenerateRequest& t = answer->request().request;
+    const bool per_token = answer->request().stream, empty_final = wants_empty_final_response(q);
+    if (per_token && t.include_input) out->push(k, streamed(answer->piece(t.text_input, true)), false);
+    GenerationEvents events;
+    if (per_token)
+      events.on_token = [out, k, answer](TokenId, std::string_view text) {
+        if (!text.empty()) out->push(k, streamed(answer->piece(std::string(text), true)), false);
+      };
+    else
+      events.on_token = [](TokenId, std::string_view) {};
+    events.on_done = [out, k, answer, per_token, empty_final, q = without_inputs(q)](const GenerationOutcome& o) {
+      if (!o.status.ok()) return out->push(k, stream_error(q, o.status.message), true);
+      const TritonGenerateRequest& t = answer->request().request;
+      const std::string text = per_token ? "" : (t.include_input ? t.text_input : "") + o.result.text;
+      inference::ModelInferResponse last = answer->last(text, o, true);
+      if (last.outputs_size() == 0 && !empty_final) return out->end_silently(k);
+      out->push(k, streamed(std::move(last)), true);
+    };
+    out->started(k, g.submit(GenerationRequest(t.generation), std::move(events)));
   }
   template <class F>
   grpc::Status guarded(F&& f) {

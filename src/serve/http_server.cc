@@ -116,13 +116,22 @@ HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::inference_routes() {
   auto& s = *server_;
-  auto model = [this](const httplib::Request& req) -> ServedModel& {
+  // The model a route names: an encoder, or a decoder (generative; nullptr for the other).
+  auto named = [this](const httplib::Request& req) -> std::pair<ServedModel*, GenerativeModel*> {
     const std::string& name = req.matches[1];
-    ServedModel* m = models_.find(name);
-    if (!m) throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
+    std::pair<ServedModel*, GenerativeModel*> n{models_.find(name), models_.find_generative(name)};
+    if (!n.first && !n.second) throw RequestError{Code::NotFound, "unknown model '" + name + "'"};
     if (req.matches.size() > 2 && req.matches[2].matched && req.matches[2] != kModelVersion)
       throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + std::string(req.matches[2]) + "'"};
-    return *m;
+    return n;
+  };
+  auto model = [named](const httplib::Request& req) -> ServedModel& {
+    auto [encoder, decoder] = named(req);
+    if (!encoder)
+      throw RequestError{Code::BadRequest, "model '" + decoder->name() +
+                                               "' is a generative model: use its /generate or /generate_stream, "
+                                               "/v1/completions, or gRPC ModelStreamInfer"};
+    return *encoder;
   };
   const std::string m = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
   s.Get("/v2/health/live", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
@@ -134,16 +143,24 @@ void HttpServer::inference_routes() {
   s.Get("/v2/models/stats", [this](const httplib::Request&, httplib::Response& res) {
     nlohmann::json all = nlohmann::json::array();
     for (ServedModel* sm : models_.all()) all.push_back(model_stats(*sm));
+    for (GenerativeModel* g : models_.generative()) all.push_back(generative_stats(*g));
     send_json(res, {{"model_stats", all}});
   });
-  s.Get(m, [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_metadata(model(req))); });
-  s.Get(m + "/ready", [this, model](const httplib::Request& req, httplib::Response& res) {
-    model(req);
+  s.Get(m, [named](const httplib::Request& req, httplib::Response& res) {
+    auto [encoder, decoder] = named(req);
+    send_json(res, encoder ? model_metadata(*encoder) : generative_metadata(*decoder));
+  });
+  s.Get(m + "/ready", [this, named](const httplib::Request& req, httplib::Response& res) {
+    named(req);
     res.status = models_.ready() ? 200 : 503;
   });
-  s.Get(m + "/config", [model](const httplib::Request& req, httplib::Response& res) { send_json(res, model_config(model(req))); });
-  s.Get(m + "/stats", [model](const httplib::Request& req, httplib::Response& res) {
-    send_json(res, {{"model_stats", {model_stats(model(req))}}});
+  s.Get(m + "/config", [named](const httplib::Request& req, httplib::Response& res) {
+    auto [encoder, decoder] = named(req);
+    send_json(res, encoder ? model_config(*encoder) : generative_config(*decoder));
+  });
+  s.Get(m + "/stats", [named](const httplib::Request& req, httplib::Response& res) {
+    auto [encoder, decoder] = named(req);
+    send_json(res, {{"model_stats", {encoder ? model_stats(*encoder) : generative_stats(*decoder)}}});
   });
   s.Post(m + "/infer", [this, model](const httplib::Request& req, httplib::Response& res) {
     ServedModel& sm = model(req);

@@ -31,10 +31,8 @@ void store_storage(const Tensor& t, std::span<const V> values) {
   }
 }
 
-// Validates datatype and shape; returns the element count.
-int64_t checked_numel(const WireTensor& w, DType& t) {
-  t = dtype_from_triton(w.datatype);
-  if (t == DType::Undefined) throw bad("input '" + w.name + "' has unsupported datatype '" + w.datatype + "'");
+// Validates the shape; returns its element count.
+int64_t element_count(const WireTensor& w) {
   int64_t n = 1;
   for (int64_t d : w.shape) {
     if (d < 0) throw bad("input '" + w.name + "' has a negative dimension in shape " + shape_string(w.shape));
@@ -42,6 +40,13 @@ int64_t checked_numel(const WireTensor& w, DType& t) {
       throw bad("input '" + w.name + "' shape " + shape_string(w.shape) + " is too large");
   }
   return n;
+}
+
+// Validates datatype and shape; returns the element count.
+int64_t checked_numel(const WireTensor& w, DType& t) {
+  t = dtype_from_triton(w.datatype);
+  if (t == DType::Undefined) throw bad("input '" + w.name + "' has unsupported datatype '" + w.datatype + "'");
+  return element_count(w);
 }
 
 }  // namespace
@@ -94,5 +99,34 @@ template Tensor from_values(const WireTensor&, std::span<const uint64_t>);
 template Tensor from_values(const WireTensor&, std::span<const float>);
 template Tensor from_values(const WireTensor&, std::span<const double>);
 template Tensor from_values(const WireTensor&, std::span<const bool>);
+
+std::string bytes_contents(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) {
+    const uint32_t n = static_cast<uint32_t>(s.size());
+    char le[4] = {static_cast<char>(n), static_cast<char>(n >> 8), static_cast<char>(n >> 16), static_cast<char>(n >> 24)};
+    out.append(le, 4).append(s);
+  }
+  return out;
+}
+
+std::vector<std::string> bytes_items(const WireTensor& w, const void* data, size_t bytes) {
+  const int64_t n = element_count(w);
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::vector<std::string> items;
+  size_t at = 0;
+  while (at < bytes) {
+    if (bytes - at < 4) throw bad("input '" + w.name + "': BYTES data ends inside an element's 4-byte length");
+    const size_t len = p[at] | p[at + 1] << 8 | p[at + 2] << 16 | static_cast<size_t>(p[at + 3]) << 24;
+    at += 4;
+    if (len > bytes - at) throw bad("input '" + w.name + "': a BYTES element's length runs past the data");
+    items.emplace_back(reinterpret_cast<const char*>(p + at), len);
+    at += len;
+  }
+  if (static_cast<int64_t>(items.size()) != n)
+    throw bad("input '" + w.name + "' has " + std::to_string(items.size()) + " BYTES elements; shape " +
+              shape_string(w.shape) + " needs " + std::to_string(n));
+  return items;
+}
 
 }  // namespace fusor::serve

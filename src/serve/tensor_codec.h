@@ -26,4 +26,9 @@ Tensor from_raw(const WireTensor& w, const void* data, size_t bytes);
 template <class V>
 Tensor from_values(const WireTensor& w, std::span<const V> values);
 
+// BYTES elements in KServe's raw form: each a 4-byte little-endian length, then its bytes.
+std::string bytes_contents(const std::vector<std::string>& items);
+// The elements of a raw BYTES tensor; RequestError unless they are exactly its shape's count.
+std::vector<std::string> bytes_items(const WireTensor& w, const void* data, size_t bytes);
+
 }  // namespace fusor::serve
