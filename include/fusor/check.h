@@ -227,12 +227,18 @@ struct Verdict {
   std::string config_key;  // the fusion switches, disabled list and mode it was checked with
   bool passed = false;
   std::vector<std::string> rolled_back;
+  std::string evidence;  // what it was checked on ("samples DIR", "generated samples"), for messages
 };
 
 std::string model_file_hash(const std::string& model_path);
 std::string verdict_config_key(const FusionConfig& fusion);
 
 std::optional<Verdict> load_verdict(const std::string& model_path, const FusionConfig& fusion);
+// `fresh` with the rollbacks of the saved verdict for the same model and config added, so that a
+// later check on weaker evidence (fewer or gentler samples) cannot fuse again an item an earlier
+// one rolled back. `kept`: the rollbacks added, and the saved verdict's evidence.
+Verdict keep_saved_rollbacks(const std::string& model_path, Verdict fresh, std::vector<std::string>& kept,
+                             std::string& kept_from);
 // Returns the path written; throws fusor::Error when neither place can be written.
 std::string save_verdict(const std::string& model_path, const Verdict& verdict);
 

@@ -1,5 +1,6 @@
 #include "fusor/check.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -148,7 +149,8 @@ std::optional<Verdict> load_verdict(const std::string& model_path, const FusionC
         write_atomically(p, stamped);  // best effort: a read-only folder only costs the next load a hash
       }
       const auto& v = j["verdicts"][key];
-      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{})};
+      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{}),
+                     v.value("evidence", std::string())};
     } catch (const nlohmann::json::exception&) {
       continue;  // a damaged file (a field of the wrong type) is ignored, as an unparsable one is
     }
@@ -164,9 +166,38 @@ std::string save_verdict(const std::string& model_path, const Verdict& verdict) 
     if (!same_model) j = {{"model_hash", verdict.model_hash}, {"verdicts", nlohmann::json::object()}};
     j["model_stamp"] = model_stamp(model_path, external_data_files(model_path));
     j["verdicts"][verdict.config_key] = {{"passed", verdict.passed}, {"rolled_back", verdict.rolled_back}};
+    if (!verdict.evidence.empty()) j["verdicts"][verdict.config_key]["evidence"] = verdict.evidence;
     if (write_atomically(p, j)) return p.string();
   }
   throw Error("cannot save the precision verdict beside '" + model_path + "' or in the cache folder");
+}
+
+Verdict keep_saved_rollbacks(const std::string& model_path, Verdict fresh, std::vector<std::string>& kept,
+                             std::string& kept_from) {
+  kept.clear();
+  std::optional<Verdict> saved;
+  for (const fs::path& p : places(model_path)) {
+    const nlohmann::json j = read_json(p);
+    try {
+      if (j.value("model_hash", "") != fresh.model_hash || !j.contains("verdicts") ||
+          !j["verdicts"].contains(fresh.config_key))
+        continue;
+      const auto& v = j["verdicts"][fresh.config_key];
+      saved = Verdict{fresh.model_hash, fresh.config_key, v.value("passed", false),
+                      v.value("rolled_back", std::vector<std::string>{}), v.value("evidence", std::string())};
+      break;
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+  }
+  if (!saved) return fresh;
+  for (const std::string& item : saved->rolled_back)
+    if (std::find(fresh.rolled_back.begin(), fresh.rolled_back.end(), item) == fresh.rolled_back.end()) {
+      fresh.rolled_back.push_back(item);
+      kept.push_back(item);
+    }
+  kept_from = saved->evidence.empty() ? "an earlier check" : saved->evidence;
+  return fresh;
 }
 
 void apply_precision_verdict(const Engine& engine, const std::string& model_path, FusionConfig& fusion,
@@ -197,7 +228,7 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
                       "--shape NAME=...) or set fusion.precision_check: off",
                   e.kind());
     }
-    v = Verdict{model_file_hash(model_path), verdict_config_key(fusion), r.passed, r.rolled_back};
+    v = Verdict{model_file_hash(model_path), verdict_config_key(fusion), r.passed, r.rolled_back, "generated samples"};
     std::string where = save_verdict(model_path, *v);
     if (progress) progress("precision verdict saved to " + where);
   }

@@ -82,6 +82,27 @@ TEST_F(SavedVerdict, IsFoundByStampThenByContent) {
   EXPECT_TRUE(load_verdict(model_, fusion));
 }
 
+// A check on stronger samples rolled an item back; a later check on generated samples, which
+// never show the problem, passed it and replaced the verdict: the item fused again.
+TEST_F(SavedVerdict, ALaterCheckKeepsTheSavedRollbacks) {
+  const FusionConfig fusion;
+  const std::string key = verdict_config_key(fusion), hash = model_file_hash(model_);
+  save_verdict(model_, {hash, key, true, {"layernorm"}, "samples s_offset"});
+  std::vector<std::string> kept;
+  std::string from;
+  Verdict merged = keep_saved_rollbacks(model_, {hash, key, true, {"gelu"}, "generated samples"}, kept, from);
+  EXPECT_EQ(merged.rolled_back, (std::vector<std::string>{"gelu", "layernorm"}));
+  EXPECT_EQ(kept, std::vector<std::string>{"layernorm"});
+  EXPECT_EQ(from, "samples s_offset");
+  save_verdict(model_, merged);
+  EXPECT_EQ(load_verdict(model_, fusion)->rolled_back, merged.rolled_back);
+
+  FusionConfig other = fusion;  // another config's verdict is its own
+  other.fuse_attention = false;
+  keep_saved_rollbacks(model_, {hash, verdict_config_key(other), true, {}, ""}, kept, from);
+  EXPECT_TRUE(kept.empty());
+}
+
 TEST_F(SavedVerdict, ADamagedFileIsIgnored) {
   const FusionConfig fusion;
   const std::string key = verdict_config_key(fusion);

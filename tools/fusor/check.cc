@@ -21,7 +21,7 @@ struct CheckArgs {
   std::string samples_dir, report_path, junit_path, fault;
   std::vector<std::string> tolerances;  // NAME=ATOL,RTOL[,ULP]
   std::string edge_seqs = "1", edge_batch;
-  bool list_faults = false, no_edge_cases = false;
+  bool list_faults = false, no_edge_cases = false, replace_verdict = false;
 };
 
 // "1e-4,1e-3,64" -> {1e-4, 1e-3, 64}; empty on any malformed number.
@@ -162,7 +162,17 @@ int check(const CheckArgs& a) {
   if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
   // Only an unmodified plan's verdict is worth keeping: not one with a deliberate fault in it.
   if (a.fault.empty()) {
-    Verdict v{model_file_hash(a.model.model), verdict_config_key(o.fusion), r.passed, r.rolled_back};
+    Verdict v{model_file_hash(a.model.model), verdict_config_key(o.fusion), r.passed, r.rolled_back,
+              a.samples_dir.empty() ? "generated samples" : "samples " + a.samples_dir};
+    std::vector<std::string> kept;
+    std::string kept_from;
+    if (!a.replace_verdict) v = keep_saved_rollbacks(a.model.model, std::move(v), kept, kept_from);
+    if (!kept.empty()) {
+      std::string items;
+      for (const std::string& k : kept) items += (items.empty() ? "" : ", ") + k;
+      std::cout << "  kept the saved verdict's rollback of " << items << " (checked on " << kept_from
+                << "), which this check passed: --replace-verdict drops it\n";
+    }
     std::cout << "  verdict saved to " << save_verdict(a.model.model, v) << "\n";
   }
   if (!a.report_path.empty()) write_file(a.report_path, check_report_json(r), "report");
@@ -183,6 +193,8 @@ void add_check_command(CLI::App& app) {
   cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");
   cmd->add_flag("--list-faults", args->list_faults, "Print the fault kinds and exit");
   cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples and shapes");
+  cmd->add_flag("--replace-verdict", args->replace_verdict,
+                 "Save this check's verdict alone: by default a saved verdict's rollbacks are kept");
   cmd->add_option("--edge-seq", args->edge_seqs, "Sequence lengths also checked (tier 4), e.g. 1,512; default 1");
   cmd->add_option("--edge-batch", args->edge_batch, "Batch sizes also checked (tier 4), e.g. the largest bucket");
   cmd->add_option("--tolerance", args->tolerances, "Per-output tolerance OUTPUT=ATOL,RTOL[,MAX_ULP] (repeatable)");

@@ -92,9 +92,12 @@ class GroupNormKernel final : public Kernel {
   std::string name() const override { return std::string(silu_ ? "groupnorm_silu_f32_" : "groupnorm_f32_") + kIsa; }
 
  private:
-  // (v - mean) * a + b, then SiLU.
-  V normalized(V v, V mean, V a, V b) const {
-    const V t = hn::MulAdd(hn::Sub(v, mean), a, b);
+  // Statistics are taken about an origin, the group's first value: v - mean = (v - origin) -
+  // centre. With a large common offset (x = 1e4 + noise), a float sum of v loses the noise's
+  // bits, and a mean held in one float is off by half its ulp, which shifts every output by that.
+  // ((v - origin) - centre) * a + b, then SiLU.
+  V normalized(V v, V origin, V centre, V a, V b) const {
+    const V t = hn::MulAdd(hn::Sub(hn::Sub(v, origin), centre), a, b);
     return silu_ ? simd::silu(t) : t;
   }
 
@@ -108,47 +111,54 @@ class GroupNormKernel final : public Kernel {
     });
   }
 
-  // Per-channel sums of f(x, lane means) over the item's blocks, into `sums`.
+  // Per-channel sums of f(x, origin, centre) over the item's blocks (each channel's origin and
+  // centre in lanes), into `sums`.
   template <class F>
-  void channel_sums(const float* x, const float* means, float* sums, F&& f) const {
+  void channel_sums(const float* x, const float* origin, const float* centre, float* sums, F&& f) const {
     const D d;
     for (int64_t b = 0; b < block_items_; ++b) {
       const float* xb = x + b * kBlock * spatial_;
-      const V m = hn::LoadU(d, means + b * kBlock);
+      const V o = hn::LoadU(d, origin + b * kBlock), c = hn::LoadU(d, centre + b * kBlock);
       V acc = hn::Zero(d);
-      for (int64_t i = 0; i < spatial_; ++i) acc = hn::Add(acc, f(hn::LoadU(d, xb + i * kBlock), m));
+      for (int64_t i = 0; i < spatial_; ++i) acc = hn::Add(acc, f(hn::LoadU(d, xb + i * kBlock), o, c));
       hn::StoreU(acc, d, sums + b * kBlock);
     }
   }
 
-  // Each channel's group statistic: the sum over the group's channels of `sums`, / its elements.
-  void group_average(float* sums, int64_t channels) const {
+  // Each channel's group statistic: the sum over the group's channels of `values`, / `divisor`.
+  void group_average(float* values, int64_t channels, int64_t divisor) const {
     const int64_t per_group = channels_ / groups_;
     for (int64_t g = 0; g < channels; g += per_group) {
       float total = 0;
-      for (int64_t c = g; c < g + per_group; ++c) total += sums[c];
-      for (int64_t c = g; c < g + per_group; ++c) sums[c] = total / static_cast<float>(per_group * spatial_);
+      for (int64_t c = g; c < g + per_group; ++c) total += values[c];
+      for (int64_t c = g; c < g + per_group; ++c) values[c] = total / static_cast<float>(divisor);
     }
   }
 
   void normalize_blocks(const float* x, float* y, int64_t first) const {
     const D d;
     const int64_t channels = block_items_ * kBlock;
-    std::array<float, kMaxItemChannels> mean{}, var{}, a{};
-    channel_sums(x, mean.data(), mean.data(), [](V v, V) { return v; });
-    group_average(mean.data(), channels);
-    channel_sums(x, mean.data(), var.data(), [](V v, V m) {
-      const V c = hn::Sub(v, m);
-      return hn::Mul(c, c);
+    const int64_t per_group = channels_ / groups_;
+    std::array<float, kMaxItemChannels> origin{}, centre{}, var{}, a{};
+    // Each channel's origin: its group's first value (the first channel's, at position 0).
+    for (int64_t c = 0; c < channels; ++c) {
+      const int64_t g0 = c - c % per_group;
+      origin[c] = x[g0 / kBlock * kBlock * spatial_ + g0 % kBlock];
+    }
+    channel_sums(x, origin.data(), centre.data(), centre.data(), [](V v, V o, V) { return hn::Sub(v, o); });
+    group_average(centre.data(), channels, per_group * spatial_);
+    channel_sums(x, origin.data(), centre.data(), var.data(), [](V v, V o, V c) {
+      const V t = hn::Sub(hn::Sub(v, o), c);
+      return hn::Mul(t, t);
     });
-    group_average(var.data(), channels);
+    group_average(var.data(), channels, per_group * spatial_);
     for (int64_t c = 0; c < channels; ++c) a[c] = scale_[static_cast<size_t>(first + c)] / std::sqrt(var[c] + eps_);
     for (int64_t b = 0; b < block_items_; ++b) {
-      const V vm = hn::LoadU(d, mean.data() + b * kBlock), va = hn::LoadU(d, a.data() + b * kBlock);
-      const V vb = hn::LoadU(d, shift_.data() + first + b * kBlock);
+      const V vo = hn::LoadU(d, origin.data() + b * kBlock), vc = hn::LoadU(d, centre.data() + b * kBlock);
+      const V va = hn::LoadU(d, a.data() + b * kBlock), vb = hn::LoadU(d, shift_.data() + first + b * kBlock);
       const float* xb = x + b * kBlock * spatial_;
       float* yb = y + b * kBlock * spatial_;
-      simd::map1(xb, yb, kBlock * spatial_, [&](V v) { return normalized(v, vm, va, vb); });
+      simd::map1(xb, yb, kBlock * spatial_, [&](V v) { return normalized(v, vo, vc, va, vb); });
     }
   }
 
@@ -156,10 +166,10 @@ class GroupNormKernel final : public Kernel {
   void normalize_group(const float* xg, float* yg, int64_t first, int64_t count) const {
     const D d;
     const int64_t n = count * spatial_;
-    const float mean = sum_of(xg, n, [](V v) { return v; }) / static_cast<float>(n);
-    const V vm = hn::Set(d, mean);
+    const V origin = hn::Set(d, xg[0]);
+    const V centre = hn::Set(d, sum_of(xg, n, [&](V v) { return hn::Sub(v, origin); }) / static_cast<float>(n));
     const float var = sum_of(xg, n, [&](V v) {
-      const V c = hn::Sub(v, vm);
+      const V c = hn::Sub(hn::Sub(v, origin), centre);
       return hn::Mul(c, c);
     }) / static_cast<float>(n);
     const float rstd = 1.f / std::sqrt(var + eps_);
@@ -168,7 +178,7 @@ class GroupNormKernel final : public Kernel {
       const V b = hn::Set(d, shift_[static_cast<size_t>(first + c)]);
       const float* xc = xg + c * spatial_;
       float* yc = yg + c * spatial_;
-      simd::map1(xc, yc, spatial_, [&](V v) { return normalized(v, vm, a, b); });
+      simd::map1(xc, yc, spatial_, [&](V v) { return normalized(v, origin, centre, a, b); });
     }
   }
 
