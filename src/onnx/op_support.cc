@@ -64,6 +64,7 @@ std::optional<Op> op_for_node(const std::string& domain, const std::string& op_t
 std::string unsupported_reason(const std::string& domain, const std::string& op_type) {
   if (domain == kFusorDomain || is_expanded_contrib_op(domain == "ai.onnx" ? "" : domain, op_type)) return "";
   if (domain == kOnnxMlDomain && !op_for_node(domain, op_type)) return "not an ai.onnx.ml operator fusor implements";
+  if (domain == kOrtContribDomain) return std::string("not a ") + kOrtContribDomain + " operator fusor implements";
   if (!domain.empty() && domain != "ai.onnx" && domain != kOnnxMlDomain) return "domain '" + domain + "' is not supported";
   if (op_type == "Constant" && domain != kOnnxMlDomain) return "";
   auto op = op_for_node(domain, op_type);

@@ -94,3 +94,39 @@ def test_bad_inspect_input_is_one_line(tmp_path):
         r = run_fusor(*args)
         assert r.returncode == 1, (args, r.stdout, r.stderr)
         assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("fusor: error: "), r.stderr
+
+
+def position_table_model(tmp_path, positions=6):
+    """x [1, seq, 4] + a learned position table of `positions` rows, as CLIP's text encoder has 77."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "seq", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "seq", 4])
+    table = helper.make_tensor("positions", TensorProto.FLOAT, [1, positions, 4], [0.5] * positions * 4)
+    graph = helper.make_graph([helper.make_node("Add", ["x", "positions"], ["y"])], "g", [x], [y], [table])
+    path = tmp_path / "positions.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_model_that_cannot_take_the_default_length_says_to_give_one(tmp_path):
+    path = position_table_model(tmp_path)
+    for command in (("run", path, "--output-dir", tmp_path / "out"), ("optimize", path, "-o", tmp_path / "o.onnx")):
+        r = run_fusor(*command)
+        assert r.returncode == 1
+        assert "cannot broadcast" in r.stderr and "--seq's default, 128: give --seq N" in r.stderr, r.stderr
+    r = run_fusor("inspect", path)
+    assert r.returncode == 1 and "--seq's default, 128" in r.stdout, r.stdout
+    assert run_fusor("run", path, "--seq", "6", "--output-dir", tmp_path / "out").returncode == 0
+    r = run_fusor("run", path, "--seq", "7", "--output-dir", tmp_path / "out")
+    assert r.returncode == 1 and "default" not in r.stderr  # a length the user gave is not a default
+
+
+def test_an_unimplemented_contrib_op_is_named_as_such_not_its_domain(tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("QLinearSoftmax", ["x"], ["y"], domain="com.microsoft")
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
+    r = run_fusor("inspect", path)
+    assert "not a com.microsoft operator fusor implements" in r.stdout, r.stdout
+    assert "domain 'com.microsoft' is not supported" not in r.stdout

@@ -113,7 +113,7 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
   auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   const SessionOptions options = a.model.session_options(engine, a.model.model);
-  Session session = engine.session(dims, options);
+  Session session = at_default_dims_explained(engine, a.model, [&] { return engine.session(dims, options); });
   for (int i = 0; i < a.warmup; ++i) session.run(feeds);
   const Timed t = timed_runs(a, "batch " + std::to_string(batch), [&] { session.run(feeds); });
   const std::vector<double>& latencies_ms = t.latencies_ms;

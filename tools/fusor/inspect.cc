@@ -16,6 +16,7 @@ struct InspectArgs {
   std::string model, json_path;
   std::vector<std::string> shapes;
   int64_t batch = 1, seq = 128;
+  bool seq_given = false;
 };
 
 void inspect(const InspectArgs& a) {
@@ -33,6 +34,9 @@ void inspect(const InspectArgs& a) {
     f.close();
     if (!f) throw Error("cannot write " + a.json_path);
   }
+  if (!result.not_bound.empty() && result.supported && !a.seq_given && a.shapes.empty())
+    std::cout << "the inputs' symbolic lengths were bound to --seq's default, " << a.seq
+              << ": give --seq N or --shape NAME=DIMS that the model takes\n";
   // A model fusor cannot plan (a cycle, missing external data, an opset past the supported ones)
   // fails the gate as an unsupported op does.
   if (!result.supported || !result.not_bound.empty()) throw ExitCode{1};
@@ -46,10 +50,14 @@ void add_inspect_command(CLI::App& app) {
       "inspect", "Inputs, opsets, op support, parameters, FLOPs and fusion of a model, without running it");
   cmd->add_option("model", args->model, "ONNX model file")->required()->type_name("MODEL");
   cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);
+  CLI::Option* seq =
+      cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);
   cmd->add_option("--shape", args->shapes, "Explicit input dims NAME=d0,d1,...")->type_name("NAME=DIMS");
   cmd->add_option("--json", args->json_path, "Also write the inspection as JSON")->check(writable_file());
-  cmd->callback([args] { inspect(*args); });
+  cmd->callback([args, seq] {
+    args->seq_given = seq->count() > 0;
+    inspect(*args);
+  });
 }
 
 }  // namespace fusor::cli

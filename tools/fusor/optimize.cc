@@ -31,7 +31,9 @@ void optimize(const OptimizeArgs& a) {
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   auto dims = bind_dims(engine, a.model.parsed_shapes(), a.model.batch(), a.model.seq);
-  OptimizeResult r = optimize_to_onnx(engine, dims, a.model.session_options(engine, a.model.model), a.output);
+  OptimizeResult r = at_default_dims_explained(engine, a.model, [&] {
+    return optimize_to_onnx(engine, dims, a.model.session_options(engine, a.model.model), a.output);
+  });
   if (!r.baked_items.empty())
     std::cerr << "fusor: warning: " << r.baked_items.size() << " items (first: " << r.baked_items.front()
               << ") hold values computed for the bound dims, so the inputs are written with fixed shapes; for a "

@@ -54,7 +54,7 @@ void profile(const ProfileArgs& a) {
   po.by_shape = a.by_shape;
   po.session = a.model.session_options(engine, a.model.model);
   std::fprintf(stderr, "profiling: %d warm-up + %d runs...\n", po.warmup, po.runs);
-  ProfileReport report = profile_model(engine, dims, po, ceilings);
+  ProfileReport report = at_default_dims_explained(engine, a.model, [&] { return profile_model(engine, dims, po, ceilings); });
 
   std::cout << profile_table(report, a.top);
   if (trace_file) {

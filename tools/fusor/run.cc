@@ -49,6 +49,27 @@ void summarize(const std::string& name, const Tensor& t, const std::string& path
             << (finite ? "" : "  (contains NaN/Inf)") << "  -> " << path << "\n";
 }
 
+// Each output's file name (without .npy): its name, with / \\ and : made _. A name that needs no
+// change keeps its own file; one that maps onto a taken name ("y:0" beside "y_0") gets a number.
+std::map<std::string, std::string> output_files(const std::map<std::string, Tensor>& outputs) {
+  auto safe = [](std::string name) {
+    for (char& c : name)
+      if (c == '/' || c == '\\' || c == ':') c = '_';
+    return name;
+  };
+  std::map<std::string, std::string> files;
+  std::set<std::string> taken;
+  for (const auto& [name, t] : outputs)
+    if (safe(name) == name) taken.insert(files[name] = name);
+  for (const auto& [name, t] : outputs) {
+    if (files.count(name)) continue;
+    std::string file = safe(name);
+    for (int n = 2; !taken.insert(file).second; ++n) file = safe(name) + "_" + std::to_string(n);
+    files[name] = file;
+  }
+  return files;
+}
+
 void run(const RunArgs& a) {
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
@@ -59,7 +80,8 @@ void run(const RunArgs& a) {
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
 
-  Session session = engine.session(dims, a.model.session_options(engine, a.model.model));
+  Session session = at_default_dims_explained(
+      engine, a.model, [&] { return engine.session(dims, a.model.session_options(engine, a.model.model)); });
   auto outputs = session.run(feeds);
 
   std::error_code ec;
@@ -67,15 +89,9 @@ void run(const RunArgs& a) {
   if (ec) throw Error("cannot create the output folder '" + a.output_dir + "': " + ec.message());
   std::cout << a.model.model << ": " << engine.node_count() << " nodes, " << session.kernels_per_inference()
             << " kernels (" << (a.model.reference ? "reference" : "fast") << " executor)\n";
-  std::set<std::string> files;
+  const std::map<std::string, std::string> files = output_files(outputs);
   for (const auto& [name, t] : outputs) {
-    std::string file = name;
-    for (char& c : file)
-      if (c == '/' || c == '\\' || c == ':') c = '_';
-    // Two names may map to one file ("a/b" and "a_b"): the later one gets a number.
-    const std::string base = file;
-    for (int n = 2; !files.insert(file).second; ++n) file = base + "_" + std::to_string(n);
-    std::string path = (std::filesystem::path(a.output_dir) / (file + ".npy")).string();
+    std::string path = (std::filesystem::path(a.output_dir) / (files.at(name) + ".npy")).string();
     write_npy(path, t);
     summarize(name, t, path);
   }
