@@ -77,6 +77,9 @@ struct Graph {
   std::vector<int> outputs;
   int64_t opset = 0;         // default-domain opset
   size_t source_node_count = 0;  // nodes in the ONNX file, Constant nodes included
+  // The model's metadata_props (key, value), which the exporter writes back: quantization tools
+  // and converters record provenance there (onnx.quant.pre_process, onnx.infer).
+  std::vector<std::pair<std::string, std::string>> metadata;
 
   int add_value(Value v);
   int find_value(const std::string& name) const;  // -1 when absent

@@ -81,6 +81,11 @@ class Exporter {
     model_.set_ir_version(ir_version_for(g.opset));
     model_.set_producer_name("fusor");
     model_.set_domain("");
+    for (const auto& [key, value] : g.metadata) {
+      auto* m = model_.add_metadata_props();
+      m->set_key(key);
+      m->set_value(value);
+    }
     add_opsets(model_.mutable_opset_import(), g.opset);
     auto& gp = *model_.mutable_graph();
     gp.set_name(g.name.empty() ? "fusor" : g.name);

@@ -150,6 +150,7 @@ class Importer {
     graph.name = g.name();
     graph.opset = opset_;
     graph.source_node_count = static_cast<size_t>(g.node_size());
+    for (const auto& m : model_.metadata_props()) graph.metadata.emplace_back(m.key(), m.value());
     for (auto& init : *model_.mutable_graph()->mutable_initializer()) {
       Value v;
       v.name = init.name();

@@ -163,3 +163,14 @@ def test_bad_input(tmp_path):
     one_line_error(run_fusor("optimize", bad, "-o", tmp_path / "o.onnx"), "not a valid ONNX")
     r = run_fusor("optimize", model_path("minilm-l6"))  # no -o
     assert r.returncode != 0 and "--output" in r.stderr
+
+
+def test_the_models_metadata_props_are_kept(tmp_path):
+    """ONNX Runtime's quantizer records its provenance in metadata_props (onnx.quant.pre_process);
+    optimize dropped them."""
+    source = model_path("resnet18-int8")
+    out = tmp_path / "opt.onnx"
+    r = run_fusor("optimize", source, "-o", out)
+    assert r.returncode == 0, r.stderr
+    props = lambda p: {m.key: m.value for m in onnx.load(p, load_external_data=False).metadata_props}
+    assert props(source) and props(out) == props(source)
