@@ -5,6 +5,9 @@ import shutil
 from pathlib import Path
 import xml.etree.ElementTree as ET
 
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 import pytest
 
 from conftest import model_path, run_fusor
@@ -17,6 +20,28 @@ def check(tmp_path, *extra, timeout=300):
     r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--report", report, "--junit", junit, *extra,
                   timeout=timeout)
     return r, (json.loads(report.read_text()) if report.exists() else None), junit
+
+
+def layernorm_tail_model(tmp_path):
+    """Two fusion items, checked in a second: a decomposed LayerNorm (`layernorm`) over
+    x [batch, seq, 32], then y + tanh(0.5 y) (`elementwise`)."""
+    rng = np.random.default_rng(0)
+    consts = {"two": np.float32(2), "eps": np.float32(1e-5), "g": rng.standard_normal(32).astype(np.float32),
+              "b": rng.standard_normal(32).astype(np.float32), "k": np.float32(0.5)}
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]), helper.make_node("Sub", ["x", "m"], ["c"]),
+             helper.make_node("Pow", ["c", "two"], ["p"]), helper.make_node("ReduceMean", ["p"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["c", "s"], ["n"]), helper.make_node("Mul", ["n", "g"], ["ng"]),
+             helper.make_node("Add", ["ng", "b"], ["y"]), helper.make_node("Mul", ["y", "k"], ["z1"]),
+             helper.make_node("Tanh", ["z1"], ["z2"]), helper.make_node("Add", ["z2", "y"], ["out"])]
+    x, out = (helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq", 32]) for n in ("x", "out"))
+    graph = helper.make_graph(nodes, "ln", [x], [out],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "ln.onnx"
+    onnx.save(model, path)
+    return path
 
 
 def test_clean_model_passes_with_every_item_kept(tmp_path):
@@ -137,6 +162,19 @@ def test_a_fault_no_item_takes_is_an_error(tmp_path):
     r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--no-edge-cases", "--inject-fault", "wrong_epsilon@nope",
                   timeout=300)
     assert r.returncode == 1 and "no fused item of that name takes that fault" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fault", ["reduced_precision", "stale_buffer"])
+def test_edge_shapes_fault_the_same_item(tmp_path, fault):
+    """Each edge shape's gate picked the first item still fused: the faulted one rolled back, it
+    faulted and rolled back the healthy `elementwise` too, while the report blamed `layernorm`."""
+    report = tmp_path / "check.json"
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--inject-fault", fault, "--report", report, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    assert rep["fault_injected_into"] == "layernorm" and rep["rolled_back"] == ["layernorm"], rep["rolled_back"]
+    assert any(o["sample"].startswith("shape x=[1, 1, 32]") for o in rep["outputs"])
+    assert [i["status"] for i in rep["items"] if i["name"] == "elementwise"] == ["kept"]
 
 
 # gpt2-tiny's mask spans past + new tokens under one symbolic name the gate binds to --seq alone.
