@@ -111,11 +111,26 @@ def test_fault_without_item_goes_to_the_first_that_fits(tmp_path):
     assert rep["rolled_back"] == [rep["fault_injected_into"]] and rep["fault_injected_into"].endswith("layernorm")
 
 
-@pytest.mark.parametrize("args", [["--inject-fault", "flip_bits"], ["--inject-fault", "wrong_epsilon@"], []])
-def test_usage_errors_exit_2(args):
+@pytest.mark.parametrize("args,message", [
+    (["--inject-fault", "flip_bits"], "unknown fault kind"),
+    (["--inject-fault", "wrong_epsilon@"], "names no item"),
+    ([], "give a MODEL"),
+    # Exit 1 is a failed gate: these exited 1 too, some only after the whole gate had run.
+    (["--seq", "0"], "--seq: '0' must be a positive integer"),
+    (["--batch", "0"], "--batch: '0' must be a positive integer"),
+    (["--edge-seq", "abc"], "--edge-seq: 'abc' must be a comma-separated list of positive integers"),
+    (["--edge-seq", "0"], "--edge-seq: '0'"),
+    (["--edge-batch", "0"], "--edge-batch: '0'"),
+    (["--samples", "/nonexistent"], "--samples: Directory does not exist: /nonexistent"),
+    (["--shape", "y=1,8"], "--shape names 'y', which is not a model input"),
+    (["--shape", "input_ids=1,0"], "--shape input_ids"),
+    (["--inject-fault", "stale_buffer@nope"], "no fusion item 'nope' takes stale_buffer; the items that do: elementwise, embeddings."),
+])
+def test_usage_errors_exit_2(args, message):
     extra = [model_path("minilm-l6")] if args else []
-    r = run_fusor("check", *extra, *args)
+    r = run_fusor("check", *extra, *args, timeout=120)
     assert r.returncode == 2, (r.returncode, r.stderr)
+    assert message in r.stderr and "round 1" not in r.stderr, r.stderr
 
 
 def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
@@ -152,16 +167,20 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
 def test_custom_output_tolerance_and_bad_spec(tmp_path):
     r, rep, _ = check(tmp_path, "--no-edge-cases", "--tolerance", "last_hidden_state=1e-3,1e-2,100000")
     assert r.returncode == 0 and rep["passed"] is True
-    for bad in ("last_hidden_state=abc", "last_hidden_state=nan,nan", "pooler=1,1"):  # the last: no such output
+    # pooler: no such output; 1e30 ULP was cast to int64 (undefined), 2.5 truncated.
+    for bad in ("last_hidden_state=abc", "last_hidden_state=nan,nan", "pooler=1,1", "last_hidden_state=1,1,1e30",
+                "last_hidden_state=1,1,2.5"):
         r = run_fusor("check", model_path("minilm-l6"), "--tolerance", bad)
         assert r.returncode == 2, (bad, r.stderr)
 
 
-def test_a_fault_no_item_takes_is_an_error(tmp_path):
-    """It printed 'fault injected into nope' and passed."""
-    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--no-edge-cases", "--inject-fault", "wrong_epsilon@nope",
-                  timeout=300)
-    assert r.returncode == 1 and "no fused item of that name takes that fault" in r.stderr, r.stderr
+def test_a_fault_no_item_takes_is_a_usage_error_found_before_the_gate(tmp_path):
+    """It printed 'fault injected into nope' and passed; then it ran the whole gate and exited 1."""
+    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--inject-fault", "wrong_epsilon@embeddings.elementwise",
+                  timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "no fusion item 'embeddings.elementwise' takes wrong_epsilon; the items that do: embeddings.layernorm" in r.stderr
+    assert "round 1" not in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("fault", ["reduced_precision", "stale_buffer"])
