@@ -44,6 +44,11 @@ def layernorm_tail_model(tmp_path):
     return path
 
 
+def save_sample(folder, x):
+    folder.mkdir(parents=True)
+    np.save(folder / "x.npy", x.astype(np.float32))
+
+
 def test_clean_model_passes_with_every_item_kept(tmp_path):
     r, rep, junit = check(tmp_path)
     assert r.returncode == 0, r.stderr
@@ -194,6 +199,16 @@ def test_edge_shapes_fault_the_same_item(tmp_path, fault):
     assert rep["fault_injected_into"] == "layernorm" and rep["rolled_back"] == ["layernorm"], rep["rolled_back"]
     assert any(o["sample"].startswith("shape x=[1, 1, 32]") for o in rep["outputs"])
     assert [i["status"] for i in rep["items"] if i["name"] == "elementwise"] == ["kept"]
+
+
+def test_samples_of_different_shapes_name_the_sample(tmp_path):
+    rng = np.random.default_rng(1)
+    save_sample(tmp_path / "s" / "a", rng.standard_normal((1, 4, 32)))
+    save_sample(tmp_path / "s" / "b", rng.standard_normal((2, 7, 32)))
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--samples", tmp_path / "s", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"sample '{tmp_path / 's' / 'b'}': x.npy is [2, 7, 32], sample '{tmp_path / 's' / 'a'}' has [1, 4, 32]: " \
+           "samples must share their shapes" in r.stderr, r.stderr
 
 
 # gpt2-tiny's mask spans past + new tokens under one symbolic name the gate binds to --seq alone.

@@ -58,6 +58,7 @@ std::string joined(const std::vector<std::string>& names) {
 }
 
 // A directory of NAME.npy files is one sample; a directory of directories is one sample each.
+// The gate binds one shape, so every sample must have the first one's.
 std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, const std::string& dir) {
   namespace fs = std::filesystem;
   auto one = [&](const fs::path& d) {
@@ -78,7 +79,14 @@ std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, co
   std::sort(subdirs.begin(), subdirs.end());
   if (subdirs.empty()) return {one(dir)};
   std::vector<std::map<std::string, Tensor>> out;
-  for (const auto& d : subdirs) out.push_back(one(d));
+  for (const auto& d : subdirs) {
+    out.push_back(one(d));
+    for (const auto& [name, t] : out.back())
+      if (t.dims() != out.front().at(name).dims())
+        throw Error("sample '" + d.string() + "': " + name + ".npy is " + dims_to_string(t.dims()) + ", sample '" +
+                    subdirs.front().string() + "' has " + dims_to_string(out.front().at(name).dims()) +
+                    ": samples must share their shapes");
+  }
   return out;
 }
 
