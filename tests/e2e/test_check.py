@@ -201,6 +201,20 @@ def test_edge_shapes_fault_the_same_item(tmp_path, fault):
     assert [i["status"] for i in rep["items"] if i["name"] == "elementwise"] == ["kept"]
 
 
+def test_edge_shapes_are_checked_with_samples(tmp_path):
+    """--samples silently dropped --edge-seq and --edge-batch: no shape was checked but the samples'."""
+    save_sample(tmp_path / "s", np.random.default_rng(1).standard_normal((1, 4, 32)))
+    report = tmp_path / "check.json"
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--samples", tmp_path / "s", "--edge-seq", "1,64",
+                  "--edge-batch", 8, "--report", report, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    shapes = {o["sample"].rsplit(", ", 1)[0] for o in rep["outputs"]}
+    # Bound as without --samples: --batch 1 and --seq 16 unless given.
+    assert {"shape x=[1, 1, 32]", "shape x=[1, 64, 32]", "shape x=[8, 16, 32]"} < shapes, shapes
+    assert "sample0" in rep["samples"]
+
+
 def test_samples_of_different_shapes_name_the_sample(tmp_path):
     rng = np.random.default_rng(1)
     save_sample(tmp_path / "s" / "a", rng.standard_normal((1, 4, 32)))

@@ -137,12 +137,18 @@ int check(const CheckArgs& a) {
   const int64_t batch = a.model.batch(), seq = a.model.seq;
   o.dims = as_usage_error([&] { return bind_dims(engine, shapes, batch, seq); });
   o.edge_cases = !a.no_edge_cases;
-  if (o.edge_cases && a.samples_dir.empty()) {
-    for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
-      if (s != seq) o.edge_dims.push_back(bind_dims(engine, given, batch, s));
+  if (o.edge_cases) {
+    // --samples sets the main shape only: the edge shapes run on generated samples, bound from
+    // --shape, --batch and --seq as without it, so a check on real data still covers them.
+    auto add_edge = [&](int64_t b, int64_t s) {
+      auto dims = as_usage_error([&] { return bind_dims(engine, given, b, s); });
+      if (dims != o.dims && std::find(o.edge_dims.begin(), o.edge_dims.end(), dims) == o.edge_dims.end())
+        o.edge_dims.push_back(dims);
+    };
+    if (!a.edge_seqs.empty())
+      for (int64_t s : parse_int_list(a.edge_seqs, "--edge-seq")) add_edge(batch, s);
     if (!a.edge_batch.empty())
-      for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
-        if (b != batch) o.edge_dims.push_back(bind_dims(engine, given, b, seq));
+      for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch")) add_edge(b, seq);
   }
   for (const auto& spec : a.tolerances) {
     auto [name, tolerance] = parse_tolerance(spec, o.mode);
