@@ -146,7 +146,7 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     verdicts = Path(str(model) + ".fusor-verdicts.json")
     saved = json.loads(verdicts.read_text())
     (key, verdict), = saved["verdicts"].items()
-    assert verdict == {"passed": True, "rolled_back": []} and "mode=strict" in key
+    assert verdict == {"passed": True, "rolled_back": [], "evidence": "generated samples"} and "mode=strict" in key
 
     # run/profile apply the saved rollbacks: pretend the gate had rolled one item back.
     verdict["rolled_back"] = ["embeddings.layernorm"]
