@@ -212,6 +212,11 @@ struct FaultSpec {
 };
 // Parses "KIND[@item]"; throws fusor::Error naming the known kinds for an unknown one.
 FaultSpec parse_fault(const std::string& text);
+// The fusion items that fault `kind` fits in the plan `fusion` makes at `dims`, in plan order (a
+// KIND without @item goes into the first): what an @item may name. Nothing when the plan depends
+// on input values and so is only made at a run (docs/architecture.md).
+std::optional<std::vector<std::string>> fault_targets(const Engine& engine, const std::map<std::string, Dims>& dims,
+                                                      const FusionConfig& fusion, const std::string& kind);
 
 // ---- the saved verdict
 // The precision gate's verdict, saved beside the model so that run, bench, profile and serve

@@ -34,15 +34,18 @@ def check(model, samples=None, config=None, batch=1, seq=16, shapes=None, edge_c
     unless save_verdict is False. samples: None (generated) or a list of {input name: array}."""
     path, engine = _model(model)
     cfg = load_config(config)
-    shapes = {k: list(v) for k, v in (shapes or {}).items()}
+    given = {k: list(v) for k, v in (shapes or {}).items()}
     sample_list = [{k: np.ascontiguousarray(v) for k, v in s.items()} for s in (samples or [])]
+    shapes = dict(given)
     if sample_list:
         shapes.update({k: list(v.shape) for k, v in sample_list[0].items()})
     dims = engine.bind_dims(shapes, batch, seq)
     edge_dims = []
-    if edge_cases and not sample_list:
-        edge_dims += [engine.bind_dims(shapes, batch, s) for s in edge_seqs if s != seq]
-        edge_dims += [engine.bind_dims(shapes, b, seq) for b in edge_batches if b != batch]
+    if edge_cases:  # as fusor check: on generated samples, bound as without `samples`
+        for edge in [engine.bind_dims(given, batch, s) for s in edge_seqs] + \
+                    [engine.bind_dims(given, b, seq) for b in edge_batches]:
+            if edge != dims and edge not in edge_dims:
+                edge_dims.append(edge)
     report = _fusor.check(engine, path, cfg, dims, sample_list, edge_cases, edge_dims, save_verdict, progress)
     return json.loads(report)
 

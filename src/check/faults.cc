@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/internals.h"
 #include "ir/graph.h"
 #include "kernels/backend.h"
 #include "passes/fused_kinds.h"
@@ -127,6 +128,22 @@ FaultSpec parse_fault(const std::string& text) {
   }
   if (at != std::string::npos && spec.item.empty()) throw Error("--inject-fault '" + text + "' names no item after '@'");
   return spec;
+}
+
+std::optional<std::vector<std::string>> fault_targets(const Engine& engine, const std::map<std::string, Dims>& dims,
+                                                      const FusionConfig& fusion, const std::string& kind) {
+  std::vector<std::string> names;
+  InternalSessionOptions internal;
+  internal.wrap_fused_kernel = [&](const KernelRequest& r, std::unique_ptr<Kernel> chosen, const Backend&) {
+    if (applies(kind, r.node, r) && std::find(names.begin(), names.end(), r.node.name) == names.end())
+      names.push_back(r.node.name);
+    return chosen;
+  };
+  SessionOptions options;
+  options.fusion = fusion;
+  Session session = build_session(engine, dims, options, internal);
+  if (!planned_per_run(session).empty()) return std::nullopt;
+  return names;
 }
 
 KernelWrapper make_fault_injector(const FaultSpec& spec, std::shared_ptr<std::string> target) {

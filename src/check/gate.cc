@@ -454,6 +454,10 @@ CheckReport run_precision_gate(const Engine& engine, const CheckOptions& options
     edge.edge_cases = false;
     edge.edge_dims.clear();
     edge.fusion = report.final_fusion;
+    // One faulted item per run: an edge gate left to pick "the first that fits" would fault a
+    // healthy item once the faulted one is rolled back, and roll that one back too.
+    if (!report.injected_into.empty())
+      edge.inject_fault = parse_fault(options.inject_fault).kind + "@" + report.injected_into;
     std::string label = dims.empty() ? "" : dims.begin()->first + "=" + dims_to_string(dims.begin()->second);
     // A shape the model itself does not take (an audio model's single sample) is no edge of it:
     // the reference plan, which fusion does not touch, cannot be built there either.

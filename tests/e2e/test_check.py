@@ -5,6 +5,9 @@ import shutil
 from pathlib import Path
 import xml.etree.ElementTree as ET
 
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
 import pytest
 
 from conftest import model_path, run_fusor
@@ -17,6 +20,33 @@ def check(tmp_path, *extra, timeout=300):
     r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--report", report, "--junit", junit, *extra,
                   timeout=timeout)
     return r, (json.loads(report.read_text()) if report.exists() else None), junit
+
+
+def layernorm_tail_model(tmp_path):
+    """Two fusion items, checked in a second: a decomposed LayerNorm (`layernorm`) over
+    x [batch, seq, 32], then y + tanh(0.5 y) (`elementwise`)."""
+    rng = np.random.default_rng(0)
+    consts = {"two": np.float32(2), "eps": np.float32(1e-5), "g": rng.standard_normal(32).astype(np.float32),
+              "b": rng.standard_normal(32).astype(np.float32), "k": np.float32(0.5)}
+    nodes = [helper.make_node("ReduceMean", ["x"], ["m"], axes=[-1]), helper.make_node("Sub", ["x", "m"], ["c"]),
+             helper.make_node("Pow", ["c", "two"], ["p"]), helper.make_node("ReduceMean", ["p"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["s"]),
+             helper.make_node("Div", ["c", "s"], ["n"]), helper.make_node("Mul", ["n", "g"], ["ng"]),
+             helper.make_node("Add", ["ng", "b"], ["y"]), helper.make_node("Mul", ["y", "k"], ["z1"]),
+             helper.make_node("Tanh", ["z1"], ["z2"]), helper.make_node("Add", ["z2", "y"], ["out"])]
+    x, out = (helper.make_tensor_value_info(n, TensorProto.FLOAT, ["batch", "seq", 32]) for n in ("x", "out"))
+    graph = helper.make_graph(nodes, "ln", [x], [out],
+                              [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "ln.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def save_sample(folder, x):
+    folder.mkdir(parents=True)
+    np.save(folder / "x.npy", x.astype(np.float32))
 
 
 def test_clean_model_passes_with_every_item_kept(tmp_path):
@@ -86,11 +116,26 @@ def test_fault_without_item_goes_to_the_first_that_fits(tmp_path):
     assert rep["rolled_back"] == [rep["fault_injected_into"]] and rep["fault_injected_into"].endswith("layernorm")
 
 
-@pytest.mark.parametrize("args", [["--inject-fault", "flip_bits"], ["--inject-fault", "wrong_epsilon@"], []])
-def test_usage_errors_exit_2(args):
+@pytest.mark.parametrize("args,message", [
+    (["--inject-fault", "flip_bits"], "unknown fault kind"),
+    (["--inject-fault", "wrong_epsilon@"], "names no item"),
+    ([], "give a MODEL"),
+    # Exit 1 is a failed gate: these exited 1 too, some only after the whole gate had run.
+    (["--seq", "0"], "--seq: '0' must be a positive integer"),
+    (["--batch", "0"], "--batch: '0' must be a positive integer"),
+    (["--edge-seq", "abc"], "--edge-seq: 'abc' must be a comma-separated list of positive integers"),
+    (["--edge-seq", "0"], "--edge-seq: '0'"),
+    (["--edge-batch", "0"], "--edge-batch: '0'"),
+    (["--samples", "/nonexistent"], "--samples: Directory does not exist: /nonexistent"),
+    (["--shape", "y=1,8"], "--shape names 'y', which is not a model input"),
+    (["--shape", "input_ids=1,0"], "--shape input_ids"),
+    (["--inject-fault", "stale_buffer@nope"], "no fusion item 'nope' takes stale_buffer; the items that do: elementwise, embeddings."),
+])
+def test_usage_errors_exit_2(args, message):
     extra = [model_path("minilm-l6")] if args else []
-    r = run_fusor("check", *extra, *args)
+    r = run_fusor("check", *extra, *args, timeout=120)
     assert r.returncode == 2, (r.returncode, r.stderr)
+    assert message in r.stderr and "round 1" not in r.stderr, r.stderr
 
 
 def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
@@ -101,7 +146,7 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     verdicts = Path(str(model) + ".fusor-verdicts.json")
     saved = json.loads(verdicts.read_text())
     (key, verdict), = saved["verdicts"].items()
-    assert verdict == {"passed": True, "rolled_back": []} and "mode=strict" in key
+    assert verdict == {"passed": True, "rolled_back": [], "evidence": "generated samples"} and "mode=strict" in key
 
     # run/profile apply the saved rollbacks: pretend the gate had rolled one item back.
     verdict["rolled_back"] = ["embeddings.layernorm"]
@@ -127,16 +172,57 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
 def test_custom_output_tolerance_and_bad_spec(tmp_path):
     r, rep, _ = check(tmp_path, "--no-edge-cases", "--tolerance", "last_hidden_state=1e-3,1e-2,100000")
     assert r.returncode == 0 and rep["passed"] is True
-    for bad in ("last_hidden_state=abc", "last_hidden_state=nan,nan", "pooler=1,1"):  # the last: no such output
+    # pooler: no such output; 1e30 ULP was cast to int64 (undefined), 2.5 truncated.
+    for bad in ("last_hidden_state=abc", "last_hidden_state=nan,nan", "pooler=1,1", "last_hidden_state=1,1,1e30",
+                "last_hidden_state=1,1,2.5"):
         r = run_fusor("check", model_path("minilm-l6"), "--tolerance", bad)
         assert r.returncode == 2, (bad, r.stderr)
 
 
-def test_a_fault_no_item_takes_is_an_error(tmp_path):
-    """It printed 'fault injected into nope' and passed."""
-    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--no-edge-cases", "--inject-fault", "wrong_epsilon@nope",
-                  timeout=300)
-    assert r.returncode == 1 and "no fused item of that name takes that fault" in r.stderr, r.stderr
+def test_a_fault_no_item_takes_is_a_usage_error_found_before_the_gate(tmp_path):
+    """It printed 'fault injected into nope' and passed; then it ran the whole gate and exited 1."""
+    r = run_fusor("check", model_path("minilm-l6"), "--seq", 8, "--inject-fault", "wrong_epsilon@embeddings.elementwise",
+                  timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "no fusion item 'embeddings.elementwise' takes wrong_epsilon; the items that do: embeddings.layernorm" in r.stderr
+    assert "round 1" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fault", ["reduced_precision", "stale_buffer"])
+def test_edge_shapes_fault_the_same_item(tmp_path, fault):
+    """Each edge shape's gate picked the first item still fused: the faulted one rolled back, it
+    faulted and rolled back the healthy `elementwise` too, while the report blamed `layernorm`."""
+    report = tmp_path / "check.json"
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--inject-fault", fault, "--report", report, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    assert rep["fault_injected_into"] == "layernorm" and rep["rolled_back"] == ["layernorm"], rep["rolled_back"]
+    assert any(o["sample"].startswith("shape x=[1, 1, 32]") for o in rep["outputs"])
+    assert [i["status"] for i in rep["items"] if i["name"] == "elementwise"] == ["kept"]
+
+
+def test_edge_shapes_are_checked_with_samples(tmp_path):
+    """--samples silently dropped --edge-seq and --edge-batch: no shape was checked but the samples'."""
+    save_sample(tmp_path / "s", np.random.default_rng(1).standard_normal((1, 4, 32)))
+    report = tmp_path / "check.json"
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--samples", tmp_path / "s", "--edge-seq", "1,64",
+                  "--edge-batch", 8, "--report", report, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(report.read_text())
+    shapes = {o["sample"].rsplit(", ", 1)[0] for o in rep["outputs"]}
+    # Bound as without --samples: --batch 1 and --seq 16 unless given.
+    assert {"shape x=[1, 1, 32]", "shape x=[1, 64, 32]", "shape x=[8, 16, 32]"} < shapes, shapes
+    assert "sample0" in rep["samples"]
+
+
+def test_samples_of_different_shapes_name_the_sample(tmp_path):
+    rng = np.random.default_rng(1)
+    save_sample(tmp_path / "s" / "a", rng.standard_normal((1, 4, 32)))
+    save_sample(tmp_path / "s" / "b", rng.standard_normal((2, 7, 32)))
+    r = run_fusor("check", layernorm_tail_model(tmp_path), "--samples", tmp_path / "s", timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert f"sample '{tmp_path / 's' / 'b'}': x.npy is [2, 7, 32], sample '{tmp_path / 's' / 'a'}' has [1, 4, 32]: " \
+           "samples must share their shapes" in r.stderr, r.stderr
 
 
 # gpt2-tiny's mask spans past + new tokens under one symbolic name the gate binds to --seq alone.

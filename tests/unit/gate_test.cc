@@ -143,6 +143,25 @@ TEST_P(GateRollsBack, ExactlyTheFaultyItemAndTheSettledPlanMatchesTheReference) 
   EXPECT_EQ(item_names(settled.fused), others);
 }
 
+// Each edge shape is a gate of its own: it once built its own fault target and, the faulted item
+// rolled back, faulted and rolled back the first healthy item still fused.
+TEST(Gate, AnEdgeShapeFaultsTheSameItemAsTheMainGate) {
+  static const Engine engine = test::engine_of(*two_layers());
+  for (const char* kind : {"reduced_precision", "stale_buffer"}) {
+    CheckOptions o;
+    o.fusion = items_under_test();
+    o.dims = kDims;
+    o.edge_cases = false;  // the edge shapes alone
+    o.edge_dims = {{{"x", {1, 1, kWidth}}}, {{"x", {4, 8, kWidth}}}};
+    o.inject_fault = kind;
+    CheckReport report = run_precision_gate(engine, o);
+    EXPECT_FALSE(report.injected_into.empty()) << kind;
+    EXPECT_EQ(report.rolled_back, std::vector<std::string>{report.injected_into}) << kind;
+    EXPECT_EQ(report.final_fusion.disabled, std::vector<std::string>{report.injected_into}) << kind;
+    EXPECT_TRUE(report.passed) << kind;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Planted, GateRollsBack,
                          ::testing::Values(PlantedFault{"wrong_epsilon", "layer1.layernorm"},
                                            PlantedFault{"dropped_bias", "layer0.layernorm"},

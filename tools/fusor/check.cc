@@ -40,10 +40,27 @@ std::vector<double> parse_numbers(const std::string& text) {
   return out;
 }
 
+// check's exit 1 is a failed gate, so a mistake in its arguments that only the model shows (a
+// --shape naming no input, a sample of the wrong dtype) must still exit 2, as a usage error.
+template <typename F>
+auto as_usage_error(F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw CLI::ValidationError(e.what());
+  }
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 // A directory of NAME.npy files is one sample; a directory of directories is one sample each.
+// The gate binds one shape, so every sample must have the first one's.
 std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, const std::string& dir) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw Error("--samples '" + dir + "' is not a directory");
   auto one = [&](const fs::path& d) {
     std::map<std::string, Tensor> feeds;
     for (const TensorInfo& in : engine.inputs()) {
@@ -56,14 +73,35 @@ std::vector<std::map<std::string, Tensor>> read_samples(const Engine& engine, co
     }
     return feeds;
   };
-  std::vector<std::map<std::string, Tensor>> out;
   std::vector<fs::path> subdirs;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.is_directory()) subdirs.push_back(e.path());
   std::sort(subdirs.begin(), subdirs.end());
-  if (subdirs.empty()) out.push_back(one(dir));
-  for (const auto& d : subdirs) out.push_back(one(d));
+  if (subdirs.empty()) return {one(dir)};
+  std::vector<std::map<std::string, Tensor>> out;
+  for (const auto& d : subdirs) {
+    out.push_back(one(d));
+    for (const auto& [name, t] : out.back())
+      if (t.dims() != out.front().at(name).dims())
+        throw Error("sample '" + d.string() + "': " + name + ".npy is " + dims_to_string(t.dims()) + ", sample '" +
+                    subdirs.front().string() + "' has " + dims_to_string(out.front().at(name).dims()) +
+                    ": samples must share their shapes");
+  }
   return out;
+}
+
+// "NAME=ATOL,RTOL[,MAX_ULP]" -> the output's name and tolerance; without MAX_ULP, the mode's.
+std::pair<std::string, Tolerance> parse_tolerance(const std::string& spec, PrecisionCheck mode) {
+  auto eq = spec.find('=');
+  auto nums = eq == std::string::npos ? std::vector<double>{} : parse_numbers(spec.substr(eq + 1));
+  if (eq == std::string::npos || nums.size() < 2 || nums.size() > 3 ||
+      !std::all_of(nums.begin(), nums.end(), [](double x) { return std::isfinite(x) && x >= 0; }))
+    throw CLI::ValidationError("--tolerance", "'" + spec + "' must look like OUTPUT=ATOL,RTOL[,MAX_ULP]");
+  // A count of ULPs is an int64: a fraction or a value past its range has no meaning (and no cast).
+  if (nums.size() == 3 && (nums[2] != std::floor(nums[2]) || nums[2] >= 0x1p63))
+    throw CLI::ValidationError("--tolerance", "'" + spec + "': MAX_ULP must be a non-negative integer below 2^63");
+  const int64_t max_ulp = nums.size() == 3 ? static_cast<int64_t>(nums[2]) : tolerance_for(mode).max_ulp;
+  return {spec.substr(0, eq), Tolerance{nums[0], nums[1], max_ulp}};
 }
 
 void write_file(const std::string& path, const std::string& text, const char* what) {
@@ -90,32 +128,43 @@ int check(const CheckArgs& a) {
   o.mode = a.model.config.fusion.precision_check == PrecisionCheck::Off ? PrecisionCheck::Strict
                                                                          : a.model.config.fusion.precision_check;
   o.fusion = a.model.config.fusion;
-  auto shapes = a.model.parsed_shapes();
+  const auto given = as_usage_error([&] { return a.model.parsed_shapes(); });
+  auto shapes = given;
   if (!a.samples_dir.empty()) {
-    o.samples = read_samples(engine, a.samples_dir);
+    o.samples = as_usage_error([&] { return read_samples(engine, a.samples_dir); });
     for (const auto& [name, t] : o.samples[0]) shapes[name] = t.dims();
   }
   const int64_t batch = a.model.batch(), seq = a.model.seq;
-  o.dims = bind_dims(engine, shapes, batch, seq);
+  o.dims = as_usage_error([&] { return bind_dims(engine, shapes, batch, seq); });
   o.edge_cases = !a.no_edge_cases;
-  if (o.edge_cases && a.samples_dir.empty()) {
-    for (int64_t s : a.edge_seqs.empty() ? std::vector<int64_t>{} : parse_int_list(a.edge_seqs, "--edge-seq"))
-      if (s != seq) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), batch, s));
+  if (o.edge_cases) {
+    // --samples sets the main shape only: the edge shapes run on generated samples, bound from
+    // --shape, --batch and --seq as without it, so a check on real data still covers them.
+    auto add_edge = [&](int64_t b, int64_t s) {
+      auto dims = as_usage_error([&] { return bind_dims(engine, given, b, s); });
+      if (dims != o.dims && std::find(o.edge_dims.begin(), o.edge_dims.end(), dims) == o.edge_dims.end())
+        o.edge_dims.push_back(dims);
+    };
+    if (!a.edge_seqs.empty())
+      for (int64_t s : parse_int_list(a.edge_seqs, "--edge-seq")) add_edge(batch, s);
     if (!a.edge_batch.empty())
-      for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch"))
-        if (b != batch) o.edge_dims.push_back(bind_dims(engine, a.model.parsed_shapes(), b, seq));
+      for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch")) add_edge(b, seq);
   }
   for (const auto& spec : a.tolerances) {
-    auto eq = spec.find('=');
-    auto nums = eq == std::string::npos ? std::vector<double>{} : parse_numbers(spec.substr(eq + 1));
-    if (eq == std::string::npos || nums.size() < 2 || nums.size() > 3 ||
-        !std::all_of(nums.begin(), nums.end(), [](double x) { return std::isfinite(x) && x >= 0; }))
-      throw CLI::ValidationError("--tolerance", "'" + spec + "' must look like OUTPUT=ATOL,RTOL[,MAX_ULP]");
+    auto [name, tolerance] = parse_tolerance(spec, o.mode);
     const std::vector<TensorInfo> outs = engine.outputs();
-    if (std::none_of(outs.begin(), outs.end(), [&](const TensorInfo& t) { return t.name == spec.substr(0, eq); }))
-      throw CLI::ValidationError("--tolerance", "'" + spec + "': the model has no output '" + spec.substr(0, eq) + "'");
-    Tolerance t{nums[0], nums[1], nums.size() == 3 ? static_cast<int64_t>(nums[2]) : tolerance_for(o.mode).max_ulp};
-    o.output_tolerances[spec.substr(0, eq)] = t;
+    if (std::none_of(outs.begin(), outs.end(), [&](const TensorInfo& t) { return t.name == name; }))
+      throw CLI::ValidationError("--tolerance", "'" + spec + "': the model has no output '" + name + "'");
+    o.output_tolerances[name] = tolerance;
+  }
+  if (!a.fault.empty()) {  // an item no fault can go into is known from the plan, before the gate runs
+    const FaultSpec spec = parse_fault(a.fault);
+    if (auto targets = fault_targets(engine, o.dims, o.fusion, spec.kind)) {
+      if (targets->empty()) throw CLI::ValidationError("--inject-fault", "no fusion item takes " + spec.kind);
+      if (!spec.item.empty() && std::find(targets->begin(), targets->end(), spec.item) == targets->end())
+        throw CLI::ValidationError("--inject-fault", "no fusion item '" + spec.item + "' takes " + spec.kind +
+                                                         "; the items that do: " + joined(*targets));
+    }
   }
   o.inject_fault = a.fault;
   o.model_file = a.model.model;
@@ -168,9 +217,7 @@ int check(const CheckArgs& a) {
     std::string kept_from;
     if (!a.replace_verdict) v = keep_saved_rollbacks(a.model.model, std::move(v), kept, kept_from);
     if (!kept.empty()) {
-      std::string items;
-      for (const std::string& k : kept) items += (items.empty() ? "" : ", ") + k;
-      std::cout << "  kept the saved verdict's rollback of " << items << " (checked on " << kept_from
+      std::cout << "  kept the saved verdict's rollback of " << joined(kept) << " (checked on " << kept_from
                 << "), which this check passed: --replace-verdict drops it\n";
     }
     std::cout << "  verdict saved to " << save_verdict(a.model.model, v) << "\n";
@@ -187,7 +234,11 @@ void add_check_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("check", "Precision gate: check every fusion item, roll back the ones that fail");
   args->model.add_to(*cmd, {.seq = 16});  // the gate's default binding (docs/check.md)
   cmd->get_option("model")->required(false);
-  cmd->add_option("--samples", args->samples_dir, "Directory of NAME.npy inputs (or of such directories)");
+  // ModelArgs' own parsers exit 1, which here would read as a failed gate.
+  cmd->get_option("--seq")->check(positive_integers(Count::One));
+  cmd->get_option("--batch")->check(positive_integers(Count::One));
+  cmd->add_option("--samples", args->samples_dir, "Directory of NAME.npy inputs (or of such directories)")
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--report", args->report_path, "Write the JSON report (docs/check.md)")->check(writable_file());
   cmd->add_option("--junit", args->junit_path, "Write JUnit XML for CI")->check(writable_file());
   cmd->add_option("--inject-fault", args->fault, "Swap in a wrong fused kernel: KIND[@item]");
@@ -195,8 +246,10 @@ void add_check_command(CLI::App& app) {
   cmd->add_flag("--no-edge-cases", args->no_edge_cases, "Skip the tier-4 edge-case samples and shapes");
   cmd->add_flag("--replace-verdict", args->replace_verdict,
                  "Save this check's verdict alone: by default a saved verdict's rollbacks are kept");
-  cmd->add_option("--edge-seq", args->edge_seqs, "Sequence lengths also checked (tier 4), e.g. 1,512; default 1");
-  cmd->add_option("--edge-batch", args->edge_batch, "Batch sizes also checked (tier 4), e.g. the largest bucket");
+  cmd->add_option("--edge-seq", args->edge_seqs, "Sequence lengths also checked (tier 4), e.g. 1,512; default 1")
+      ->check(positive_integers(Count::ListOrNone));
+  cmd->add_option("--edge-batch", args->edge_batch, "Batch sizes also checked (tier 4), e.g. the largest bucket")
+      ->check(positive_integers(Count::List));
   cmd->add_option("--tolerance", args->tolerances, "Per-output tolerance OUTPUT=ATOL,RTOL[,MAX_ULP] (repeatable)");
   cmd->callback([args] {
     int code = check(*args);

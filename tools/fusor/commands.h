@@ -21,6 +21,12 @@ void add_generate_command(CLI::App& app);
 // not be a folder, checked before any work so that a typo does not cost the whole run.
 CLI::Validator writable_file();
 
+// For an option taking positive integers: one ("16"), a list ("1,512"), or a list that may be
+// empty (""). A malformed value is a usage error (exit 2), found before any work; fusor check
+// needs this for --seq and --batch too, where ModelArgs' own parsers exit 1 like a failed gate.
+enum class Count { One, List, ListOrNone };
+CLI::Validator positive_integers(Count count);
+
 // Thrown by a command that ran to completion but must exit non-zero (check: 1 when the plan
 // still fails); main returns the code without printing an error.
 struct ExitCode {

@@ -81,29 +81,36 @@ SessionOptions ModelArgs::session_options(const Engine& engine, const std::strin
   return o;
 }
 
-std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream s(text);
-  std::string item;
-  while (std::getline(s, item, ',')) {
+  for (std::string item; std::getline(s, item, ',');) {
     try {
       size_t used = 0;
       long long v = std::stoll(item, &used);
-      if (used != item.size() || v <= 0) throw std::invalid_argument(item);
+      if (used != item.size() || v <= 0) return std::nullopt;
       out.push_back(v);
     } catch (const std::logic_error&) {
-      throw Error(what + ": '" + text + "' must be a comma-separated list of positive integers",
-                  ErrorKind::InvalidArgument);
+      return std::nullopt;
     }
   }
-  if (out.empty()) throw Error(what + ": empty list", ErrorKind::InvalidArgument);
+  if (out.empty()) return std::nullopt;
   return out;
 }
 
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+  auto v = positive_integers_in(text);
+  if (!v)
+    throw Error(what + ": '" + text + "' must be a comma-separated list of positive integers",
+                ErrorKind::InvalidArgument);
+  return *v;
+}
+
 int64_t one_positive(const std::string& text, const std::string& what) {
-  auto v = parse_int_list(text, what);
-  if (v.size() != 1) throw Error(what + ": '" + text + "' must be one positive integer");
-  return v[0];
+  auto v = positive_integers_in(text);
+  if (!v || v->size() != 1)
+    throw Error(what + ": '" + text + "' must be a positive integer", ErrorKind::InvalidArgument);
+  return v->front();
 }
 
 std::map<std::string, Dims> ModelArgs::parsed_shapes() const {

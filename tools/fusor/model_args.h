@@ -2,6 +2,7 @@
 // fusor serve takes its --config and --threads from here too.
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -84,7 +85,9 @@ auto at_default_dims_explained(const Engine& engine, const ModelArgs& args, F&& 
   }
 }
 
-// "1,8,32" -> {1, 8, 32}; every value must be a positive integer.
+// "1,8,32" -> {1, 8, 32}; nothing unless every value is a positive integer.
+std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text);
+// The same, throwing fusor::Error that names `what` on a malformed list.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
 // "8" -> 8; exactly one positive integer.
 int64_t one_positive(const std::string& text, const std::string& what);
