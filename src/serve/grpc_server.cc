@@ -122,7 +122,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       c->set_backend(j["backend"]);
       c->set_max_batch_size(j["max_batch_size"].get<int>());
       auto dtype = [](const nlohmann::json& t) {
-        inference::DataType d;
+        inference::DataType d = inference::TYPE_INVALID;
         inference::DataType_Parse(t["data_type"].get<std::string>(), &d);
         return d;
       };
