@@ -203,6 +203,8 @@ constexpr ContribOp kContribOps[] = {
     {"QLinearGlobalAveragePool", false, contrib::qlinear_global_average_pool},
     {"QLinearAveragePool", false, contrib::qlinear_average_pool},
     {"QLinearConcat", false, contrib::qlinear_concat},
+    {"QLinearSoftmax", false, contrib::qlinear_softmax},
+    {"QGemm", false, contrib::qgemm},
     {"MatMulIntegerToFloat", false, contrib::matmul_integer_to_float},
     {"DynamicQuantizeMatMul", false, contrib::dynamic_quantize_matmul},
     {"MatMulNBits", false, contrib::matmul_nbits},

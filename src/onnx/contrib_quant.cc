@@ -115,6 +115,46 @@ void qlinear_concat(ContribExpander&, NodeBuilder& b) {
   b.add("QuantizeLinear", {y, b.in(0), b.in(1)}, {}, b.out(0));
 }
 
+// (X, X_scale, X_zp, Y_scale, Y_zp) -> Q(Softmax(DQ(X))). Attribute `opset` is the opset of the
+// Softmax it replaced: before 13, Softmax normalized over every axis from `axis` on (X seen as 2-D).
+void qlinear_softmax(ContribExpander&, NodeBuilder& b) {
+  b.expect_inputs(4, 5);
+  const int64_t axis = b.attr_int("axis", -1), opset = b.attr_int("opset", 0);
+  if (opset <= 0) b.invalid("attribute 'opset' (the replaced Softmax's) is required");
+  auto x = dequantize(b, 0);
+  std::string y;
+  if (opset >= 13) {
+    y = b.add("Softmax", {x}, {NodeBuilder::attr("axis", axis)});
+  } else {
+    auto flat = b.add("Flatten", {x}, {NodeBuilder::attr("axis", axis)});
+    y = b.add("Reshape", {b.add("Softmax", {flat}, {NodeBuilder::attr("axis", int64_t{1})}), b.add("Shape", {x})});
+  }
+  quantize(b, y, 3, b.in(0));
+}
+
+// (A, a_scale, a_zp, B, b_scale, b_zp, C?, y_scale?, y_zp?) -> alpha * (DQ(A)' DQ(B)' + C * a_scale
+// * b_scale), quantized with y_scale when given, else float. C is int32 in the product's scale (per
+// column of B where b_scale is), and alpha scales it too (as ONNX Runtime computes it).
+void qgemm(ContribExpander&, NodeBuilder& b) {
+  b.expect_inputs(6, 9);
+  b.require_inputs({0, 1, 3, 4});
+  const int64_t trans_a = b.attr_int("transA", 0), trans_b = b.attr_int("transB", 0);
+  const float alpha = b.attr_float("alpha", 1.f);
+  // B's per-column scale runs along its N axis: 1 as stored, 0 when transposed.
+  std::vector<std::string> b_inputs{b.in(3), b.in(4)};
+  if (b.has_in(5)) b_inputs.push_back(b.in(5));
+  auto b_float = b.add("DequantizeLinear", b_inputs, {NodeBuilder::attr("axis", trans_b ? int64_t{0} : int64_t{1})});
+  std::vector<std::string> gemm_inputs{dequantize(b, 0), b_float};
+  if (b.has_in(6))
+    gemm_inputs.push_back(b.add("Mul", {b.cast(b.in(6), onnx::TensorProto::FLOAT), b.add("Mul", {b.in(1), b.in(4)})}));
+  const bool quantized = b.has_in(7);
+  auto y = b.add("Gemm", gemm_inputs,
+                 {NodeBuilder::attr("alpha", alpha), NodeBuilder::attr("beta", alpha), NodeBuilder::attr("transA", trans_a),
+                  NodeBuilder::attr("transB", trans_b)},
+                 quantized ? "" : b.out(0));
+  if (quantized) quantize(b, y, 7, b.in(0));
+}
+
 // (A, B, a_scale, b_scale, a_zp?, b_zp?, bias?) -> MatMulInteger * (a_scale * b_scale) + bias.
 void matmul_integer_to_float(ContribExpander&, NodeBuilder& b) {
   b.expect_inputs(4, 7);

@@ -15,6 +15,8 @@ void qlinear_leaky_relu(ContribExpander& ex, NodeBuilder& b);
 void qlinear_global_average_pool(ContribExpander& ex, NodeBuilder& b);
 void qlinear_average_pool(ContribExpander& ex, NodeBuilder& b);
 void qlinear_concat(ContribExpander& ex, NodeBuilder& b);
+void qlinear_softmax(ContribExpander& ex, NodeBuilder& b);
+void qgemm(ContribExpander& ex, NodeBuilder& b);
 void matmul_integer_to_float(ContribExpander& ex, NodeBuilder& b);
 void dynamic_quantize_matmul(ContribExpander& ex, NodeBuilder& b);
 void matmul_nbits(ContribExpander& ex, NodeBuilder& b);

@@ -75,6 +75,31 @@ def qlinear_concat(dtype, shapes, axis):
     return one_node("QLinearConcat", inputs, ["y"], feeds, consts, axis=axis)
 
 
+def qlinear_softmax(dtype, shape, axis, opset):
+    consts = {"xs": scale(0.08), "xz": zp(dtype, 5), "ys": scale(1 / 256),
+              "yz": zp(dtype, -128 if dtype == np.int8 else 0)}
+    model, feeds = one_node("QLinearSoftmax", ["x", "xs", "xz", "ys", "yz"], ["y"], {"x": q(dtype, *shape)}, consts,
+                            axis=axis)
+    # Its `opset` attribute (the replaced Softmax's) shares a name with one_node's model opset.
+    model.graph.node[0].attribute.append(helper.make_attribute("opset", opset))
+    return model, feeds
+
+
+def qgemm(a_dtype, b_dtype, m, k, n, trans_b, per_column, bias, quantized_output, alpha=1.0):
+    """ORT's QOperator form of Gemm: C is int32 in A_scale * B_scale, and alpha scales it too."""
+    consts = {"as": scale(0.02), "az": zp(a_dtype, 7), "b": q(b_dtype, *((n, k) if trans_b else (k, n)), key=1),
+              "bs": (np.abs(f(n, key=2)) * 0.01 + 0.001) if per_column else scale(0.015),
+              "bz": q(b_dtype, n, key=3) if per_column else zp(b_dtype, 3)}
+    inputs = ["a", "as", "az", "b", "bs", "bz"]
+    if bias:
+        consts["c"] = rng("c", n).integers(-3000, 3000, n).astype(np.int32)
+        inputs.append("c")
+    if quantized_output:
+        consts["ys"], consts["yz"] = scale(0.05), zp(a_dtype, 11)
+        inputs += ([] if bias else [""]) + ["ys", "yz"]
+    return one_node("QGemm", inputs, ["y"], {"a": q(a_dtype, m, k)}, consts, alpha=alpha, transB=int(trans_b))
+
+
 def matmul_integer_to_float(a_dtype, b_dtype, m_shape, k, n, per_column, zero_points, bias):
     consts = {"b": q(b_dtype, k, n, key=1), "as": scale(0.02),
               "bs": (np.abs(f(n, key=2)) * 0.01 + 0.001) if per_column else scale(0.015)}
@@ -174,6 +199,12 @@ CASES = {
                                                                 kernel_shape=[3, 2], channels_last=1),
     "QLinearConcat-u8": lambda: qlinear_concat(u8, [(2, 3, 4), (2, 1, 4), (2, 5, 4)], axis=1),
     "QLinearConcat-i8-last-axis": lambda: qlinear_concat(i8, [(3, 2), (3, 5)], axis=-1),
+    "QLinearSoftmax-u8-last-axis": lambda: qlinear_softmax(u8, (2, 3, 17), axis=-1, opset=13),
+    "QLinearSoftmax-i8-opset11-middle-axis": lambda: qlinear_softmax(i8, (2, 3, 5), axis=1, opset=11),
+    "QLinearSoftmax-u8-opset13-middle-axis": lambda: qlinear_softmax(u8, (2, 4, 3), axis=1, opset=13),
+    "QGemm-u8s8-per-column-trans-b": lambda: qgemm(u8, i8, 3, 32, 10, True, True, True, True),
+    "QGemm-u8u8-float-alpha": lambda: qgemm(u8, u8, 4, 16, 6, False, False, True, False, alpha=0.5),
+    "QGemm-s8s8-no-bias": lambda: qgemm(i8, i8, 2, 24, 5, False, True, False, True, alpha=2.0),
     "MatMulIntegerToFloat-u8s8-per-column": lambda: matmul_integer_to_float(u8, i8, (2, 3), 8, 5, True, True, True),
     "MatMulIntegerToFloat-s8s8-per-column": lambda: matmul_integer_to_float(i8, i8, (3,), 20, 4, True, True, True),
     "MatMulIntegerToFloat-u8u8": lambda: matmul_integer_to_float(u8, u8, (4,), 16, 6, False, True, False),
@@ -194,7 +225,7 @@ CASES = {
 
 
 # uint8 activations times int8 weights: ONNX Runtime's answer is exact only with VNNI.
-U8S8_CASES = {"MatMulIntegerToFloat-u8s8-per-column", "MatMulIntegerToFloat-no-zero-points-bias",
+U8S8_CASES = {"MatMulIntegerToFloat-u8s8-per-column", "QGemm-u8s8-per-column-trans-b", "MatMulIntegerToFloat-no-zero-points-bias",
               "DynamicQuantizeMatMul-s8-per-column", "DynamicQuantizeMatMul-s8-zero-point-bias"}
 
 
