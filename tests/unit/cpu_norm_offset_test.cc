@@ -8,7 +8,7 @@
 #include <random>
 
 #include "kernels/cpu/backend.h"
-#include "passes/fused_kinds.h"
+#include "group_norm_graph.h"
 
 namespace fusor {
 namespace {
@@ -76,14 +76,7 @@ TEST(NormWithOffset, GroupNormKeepsTheNoiseOfALargeOffset) {
   const Dims dims = {1, 32, 64, 64};
   for (int64_t groups : {32, 8}) {
     SCOPED_TRACE(groups);
-    Node node;
-    node.name = "gn";
-    node.op = Op::Fused;
-    node.op_type = fused_kind_name(FusedKind::GroupNorm);
-    node.domain = "fusor";
-    node.attrs = {{"groups", groups}, {"epsilon", 1e-5f}};
-    node.inputs = {0, 1, 2, 3, 4};
-    node.outputs = {5};
+    const Node node = test::fused_group_norm_node(groups, false);
     const Tensor x = offset_values(dims, 1e4, 2);
     const Tensor y = run(node, {x, filled({groups}, 1.f), filled({groups}, 0.f), filled({32, 1, 1}, 1.f),
                                 filled({32, 1, 1}, 0.f)});

@@ -52,14 +52,7 @@ TEST(GroupNormKernel, ChannelBlockedLayoutGivesTheRowMajorResult) {
   const Dims dims = {2, 32, 5, 7};
   for (int64_t groups : {8, 2, 1}) {
     SCOPED_TRACE(groups);
-    Node node;
-    node.name = "gn";
-    node.op = Op::Fused;
-    node.op_type = fused_kind_name(FusedKind::GroupNorm);
-    node.domain = "fusor";
-    node.attrs = {{"groups", groups}, {"epsilon", 1e-5f}, {"activation", std::string("silu")}};
-    node.inputs = {0, 1, 2, 3, 4};
-    node.outputs = {5};
+    const Node node = test::fused_group_norm_node(groups, true);
     std::vector<Tensor> in = {test::group_norm_values(dims, 2.0f, 3.0f), test::group_norm_values({groups}, 0.3f, 1.0f),
                               test::group_norm_values({groups}, 0.2f, 0.1f), test::group_norm_values({32, 1, 1}, 0.5f, 1.0f),
                               test::group_norm_values({32, 1, 1}, 0.4f, 0.0f)};

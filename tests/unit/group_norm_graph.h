@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "graph_builder.h"
+#include "passes/fused_kinds.h"
 
 namespace fusor::test {
 
@@ -21,6 +22,21 @@ inline Tensor group_norm_values(Dims dims, float scale, float offset) {
   Tensor t(DType::Float32, std::move(dims));
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::cos(0.61f * static_cast<float>(i)) * scale + offset;
   return t;
+}
+
+// The fused GroupNorm node fuse_group_norm makes (inputs x, gamma, beta per group, scale and shift
+// per channel), for tests of its kernel alone.
+inline Node fused_group_norm_node(int64_t groups, bool silu) {
+  Node node;
+  node.name = "gn";
+  node.op = Op::Fused;
+  node.op_type = fused_kind_name(FusedKind::GroupNorm);
+  node.domain = "fusor";
+  node.attrs = {{"groups", groups}, {"epsilon", 1e-5f}};
+  if (silu) node.attrs["activation"] = std::string("silu");
+  node.inputs = {0, 1, 2, 3, 4};
+  node.outputs = {5};
+  return node;
 }
 
 inline std::shared_ptr<const Graph> group_norm_graph(const GroupNormSpec& s = {}) {
