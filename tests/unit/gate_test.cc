@@ -151,7 +151,11 @@ TEST(Gate, AnEdgeShapeFaultsTheSameItemAsTheMainGate) {
     CheckOptions o;
     o.fusion = items_under_test();
     o.dims = kDims;
-    o.edge_cases = false;  // the edge shapes alone
+    // Edge-case samples too: on "zeros", layer1's LayerNorm normalizes nearly constant rows, which
+    // amplify the faulted layer0's small drift in its inputs. That drift is inherited, and layer1
+    // was rolled back for it (tier 2) before block checks compared with the native kernels' own
+    // outputs from the same inputs.
+    o.edge_cases = true;
     o.edge_dims = {{{"x", {1, 1, kWidth}}}, {{"x", {4, 8, kWidth}}}};
     o.inject_fault = kind;
     CheckReport report = run_precision_gate(engine, o);
