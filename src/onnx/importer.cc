@@ -1,6 +1,7 @@
 #include "onnx/importer.h"
 
 #include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
 #include <cstring>
@@ -578,6 +579,27 @@ Graph import_model(onnx::ModelProto& model, const std::string& base_dir) {
   if (!model.has_graph()) throw Error("model has no graph");
   return Importer(model, base_dir).run();
 }
+
+// A contrib op's expansion needs a rank the model's value_info does not give (an ORT-optimized
+// model keeps few): parsed again (import moved the weights out of the first copy), with ONNX's
+// own shape inference filling value_info, it is imported once more. Models that import as they
+// are never pay for the inference.
+template <class Parse>
+Graph import_inferring_shapes_if_needed(Parse&& parse, const std::string& base_dir) {
+  onnx::ModelProto model = parse();
+  try {
+    return import_model(model, base_dir);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::UnsupportedOp || !std::strstr(e.what(), "not known at import")) throw;
+  }
+  model = parse();
+  try {
+    onnx::shape_inference::InferShapes(model);
+  } catch (const std::exception&) {
+    // what it inferred before it stopped is kept; the import says what is still missing
+  }
+  return import_model(model, base_dir);
+}
 const char* kNotOnnx = "model is not a valid ONNX protobuf (truncated or corrupt)";
 // What the import rejects without a kind of its own is a fault of the model.
 Error model_error(const std::string& message, const Error& cause) {
@@ -588,9 +610,13 @@ Error model_error(const std::string& message, const Error& cause) {
 Graph import_onnx_bytes(const std::string& bytes, const std::string& base_dir) {
   try {
     if (bytes.empty()) throw Error("model file is empty");
-    onnx::ModelProto model;
-    if (!model.ParseFromString(bytes)) throw Error(kNotOnnx);
-    return import_model(model, base_dir);
+    return import_inferring_shapes_if_needed(
+        [&] {
+          onnx::ModelProto model;
+          if (!model.ParseFromString(bytes)) throw Error(kNotOnnx);
+          return model;
+        },
+        base_dir);
   } catch (const Error& e) {
     throw model_error(e.what(), e);
   }
@@ -603,11 +629,15 @@ Graph import_onnx_file(const std::string& path) {
   if (fs::is_directory(path, ec)) throw Error("model path is a directory: " + path, ErrorKind::InvalidArgument);
   try {
     if (fs::file_size(path, ec) == 0) throw Error("model file is empty");
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw Error("cannot open model file", ErrorKind::InvalidArgument);
-    onnx::ModelProto model;  // parsed straight from the stream: no second copy of the file
-    if (!model.ParseFromIstream(&f)) throw Error(kNotOnnx);
-    return import_model(model, fs::path(path).parent_path().string());
+    return import_inferring_shapes_if_needed(
+        [&] {
+          std::ifstream f(path, std::ios::binary);
+          if (!f) throw Error("cannot open model file", ErrorKind::InvalidArgument);
+          onnx::ModelProto model;  // parsed straight from the stream: no second copy of the file
+          if (!model.ParseFromIstream(&f)) throw Error(kNotOnnx);
+          return model;
+        },
+        fs::path(path).parent_path().string());
   } catch (const Error& e) {
     throw model_error(path + ": " + e.what(), e);
   }

@@ -105,6 +105,19 @@ def rotary(rank=3, interleaved=0, rotary_dim=0, positions=None):
     return one_node("RotaryEmbedding", ["x", "position_ids", "cos", "sin"], ["y"], feeds, consts, **attrs)
 
 
+def behind_transpose(model_feeds):
+    """x reaches the node through a Transpose, with no value_info: its rank is ONNX shape
+    inference's to find (ORT's optimizer keeps little value_info; GPT-NeoX's partial rotary input
+    comes out of a Slice)."""
+    model, feeds = model_feeds
+    x = feeds.pop("x")
+    feeds["x_bsnd"] = np.ascontiguousarray(x.transpose(0, 2, 1, 3))
+    model.graph.node[0].input[0] = "x_nsd"
+    model.graph.node.insert(0, helper.make_node("Transpose", ["x_bsnd"], ["x_nsd"], perm=[0, 2, 1, 3]))
+    model.graph.input[0].CopyFrom(helper.make_tensor_value_info("x_bsnd", TensorProto.FLOAT, feeds["x_bsnd"].shape))
+    return model, feeds
+
+
 def gqa(packed=False, do_rotary=0, lengths=(S, S), **attrs):
     feeds = {"q": rand(B, S, (N + 2 * KV) * D if packed else N * D) * 0.5}
     if not packed:
@@ -179,6 +192,7 @@ CASES = {
     "RotaryEmbedding-4d-interleaved": lambda: rotary(rank=4, interleaved=1),
     "RotaryEmbedding-partial": lambda: rotary(rotary_dim=4),
     "RotaryEmbedding-partial-interleaved-4d": lambda: rotary(rank=4, interleaved=1, rotary_dim=4),
+    "RotaryEmbedding-4d-rank-by-shape-inference": lambda: behind_transpose(rotary(rank=4, rotary_dim=4)),
     "RotaryEmbedding-offset": lambda: rotary(positions=np.array([3], np.int64)),
     "GroupQueryAttention": lambda: gqa(),
     "GroupQueryAttention-packed-rotary": lambda: gqa(packed=True, do_rotary=1),
