@@ -151,11 +151,12 @@ int check(const CheckArgs& a) {
       for (int64_t b : parse_int_list(a.edge_batch, "--edge-batch")) add_edge(b, seq);
   }
   for (const auto& spec : a.tolerances) {
-    auto [name, tolerance] = parse_tolerance(spec, o.mode);
+    const auto parsed = parse_tolerance(spec, o.mode);  // not a structured binding: clang 14 cannot capture one
+    const std::string& name = parsed.first;
     const std::vector<TensorInfo> outs = engine.outputs();
     if (std::none_of(outs.begin(), outs.end(), [&](const TensorInfo& t) { return t.name == name; }))
       throw CLI::ValidationError("--tolerance", "'" + spec + "': the model has no output '" + name + "'");
-    o.output_tolerances[name] = tolerance;
+    o.output_tolerances[name] = parsed.second;
   }
   if (!a.fault.empty()) {  // an item no fault can go into is known from the plan, before the gate runs
     const FaultSpec spec = parse_fault(a.fault);
