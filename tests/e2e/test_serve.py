@@ -13,16 +13,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from conftest import FUSOR, model_path
 from ort_compare import make_inputs, run_ort
-from serve_util import Served, free_ports, get, post
+from serve_util import Served, free_ports, get, post, tiny_model
 
 TWO_CLASSES = """
 serve:
@@ -553,17 +551,7 @@ def test_a_model_without_a_mask_is_not_padded(tmp_path):
 def test_config_with_the_gate_on_gates_a_model_without_a_verdict_before_serving(tmp_path):
     """docs/check.md: with --config and precision_check on, a model with no saved verdict for that
     config is gated first and its verdict saved beside it; the next start reuses the verdict."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
-    rng = np.random.default_rng(0)
-    weights = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
-               numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")]
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"], name="mm"),
-             helper.make_node("Add", ["xw", "b"], ["xwb"], name="bias"),
-             helper.make_node("Relu", ["xwb"], ["y"], name="relu")]
-    model = tmp_path / "tiny.onnx"
-    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], weights),
-                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    model = tiny_model(tmp_path)
     verdicts = Path(str(model) + ".fusor-verdicts.json")
 
     for first in (True, False):
