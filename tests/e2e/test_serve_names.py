@@ -1,9 +1,12 @@
-"""Model and traffic-class names come from users: any of them shows in /metrics as valid
-Prometheus text."""
+"""Model and traffic-class names come from users: ones HTTP cannot route, or given twice, are
+refused at start; any other shows in /metrics as valid Prometheus text."""
 import re
+import subprocess
 
-from conftest import MODELS
-from serve_util import Served, get, tiny_model
+import pytest
+
+from conftest import FUSOR, MODELS
+from serve_util import Served, free_ports, get, tiny_model
 
 # A sample line of the Prometheus text format: labels are name="value" with \\, \" and \n the only
 # escapes, so a raw quote, backslash or newline in a value breaks the line.
@@ -34,3 +37,33 @@ def test_metrics_escape_names_in_label_values(tmp_path):
         assert models == {encoder, decoder} and classes == {cls}
     finally:
         assert s.stop() == 0, s.output()
+
+
+def serve_fails(models):
+    """`fusor serve` with these --model NAME=PATH: its exit code and the last line it wrote. It
+    must fail at once; one that serves is killed by the timeout."""
+    http, grpc, metrics = free_ports(3)
+    args = [FUSOR, "serve", "--http", http, "--grpc", grpc, "--metrics", metrics]
+    for name, path in models:
+        args += ["--model", f"{name}={path}"]
+    r = subprocess.run(list(map(str, args)), capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stderr.strip().splitlines()[-1]
+
+
+def test_a_name_given_twice_is_refused_at_start(tmp_path):
+    model = tiny_model(tmp_path)
+    for second in (model, MODELS / "llama-tiny"):  # two encoders; an encoder and a decoder
+        code, last = serve_fails([("a", model), ("a", second)])
+        assert code != 0 and last == "fusor: error: model name 'a' is given twice; each model needs its own"
+
+
+@pytest.mark.parametrize("name,why", [
+    ("a/b", "contains '/'"),
+    ("stats", "is reserved"),
+    ("..", "is a path step"),
+    ("a\nb", "contains a control character"),
+])
+def test_a_name_http_cannot_route_is_refused_at_start(tmp_path, name, why):
+    code, last = serve_fails([(name, tiny_model(tmp_path))])
+    shown = name.replace("\n", "\\x0a")
+    assert code != 0 and last.startswith(f"fusor: error: model name '{shown}' {why}"), last
