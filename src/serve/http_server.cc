@@ -229,8 +229,12 @@ void HttpServer::stop() {
   // Idle keep-alive connections would hold their threads, and so the join, for the keep-alive
   // timeout (listen_sockets.h). Once every request has its answer written they are told to
   // close; earlier, httplib would take a closed reading side for a client gone and drop the
-  // answer. Each connection serves at most one more request after stop(), so this ends.
-  while (requests_in_flight_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // answer. Each connection serves at most one more request after stop(), but a client may
+  // trickle that request's body forever (and a request not read in full by now gets 503 anyway):
+  // past kDrainLimit the rest are cut off.
+  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+  while (requests_in_flight_ > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop_reading_connections_on(port_);
   thread_.join();
 }

@@ -336,6 +336,27 @@ def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
         assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
 
 
+def test_sigterm_exits_while_a_client_trickles_its_body(tmp_path):
+    """A byte every 2 s never hits the 10 s read timeout, and shutdown waited for that request
+    forever. It now waits at most its drain limit (30 s, docs/serve.md), then cuts it off."""
+    s = Served(tmp_path)
+    slow = socket.create_connection(("127.0.0.1", s.http), timeout=10)
+    slow.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    start = time.time()
+    try:
+        while s.proc.poll() is None and time.time() - start < 45:
+            slow.sendall(b" ")
+            time.sleep(2)
+    except OSError:
+        pass  # the server cut the connection off
+    took = time.time() - start
+    slow.close()  # which ends that request: the old server exited only now
+    assert s.stop(timeout=5) == 0, s.output()
+    assert took < 40, f"the server exited {took:.0f} s after SIGTERM, once the client closed"
+
+
 def test_sigterm_exits_at_once_while_clients_hold_idle_connections(tmp_path):
     """Clients keep their connections open between requests (tritonclient, Prometheus). The
     listeners' threads waited out the 30 s keep-alive timeout on them, so SIGTERM took 30 s, past
