@@ -176,6 +176,29 @@ def test_http_status_codes_for_model_and_extension_errors(server):
     assert code == 400
 
 
+def test_conflicting_content_lengths_are_refused_and_the_connection_closed(server):
+    """With the first Content-Length (0) httplib read no body, and the next 'request' on the
+    connection was this body: a GET smuggled past any proxy that framed by the second."""
+    smuggled = b"GET /v2/models/stats HTTP/1.1\r\nHost: x\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", server.http), timeout=10)
+    s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+              + f"Content-Length: {len(smuggled)}\r\n\r\n".encode())
+    time.sleep(0.3)  # answered before the body arrives, as a proxy would forward it later
+    try:
+        s.sendall(smuggled)
+    except OSError:
+        pass  # closed already
+    reply = b""
+    try:
+        while chunk := s.recv(65536):  # the server closes the connection after its one answer
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"conflicting Content-Length" in reply, reply
+    assert reply.count(b"HTTP/1.1 ") == 1, reply
+
+
 def test_grpc_errors_have_matching_status_codes(server):
     grpc = grpcclient.InferenceServerClient(server.grpc_url)
     ids = np.ones((1, 3), np.int64)
