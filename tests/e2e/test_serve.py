@@ -199,6 +199,34 @@ def test_conflicting_content_lengths_are_refused_and_the_connection_closed(serve
     assert reply.count(b"HTTP/1.1 ") == 1, reply
 
 
+def test_shared_memory_inputs_are_refused_as_unsupported(server):
+    body = json.loads(infer_body())
+    body["inputs"][0]["parameters"] = {"shared_memory_region": "r", "shared_memory_byte_size": 24}
+    code, text = post(f"{server.url}/v2/models/demo/infer", json.dumps(body).encode())
+    assert code == 501 and "shared memory is not supported" in json.loads(text)["error"], text
+    ids = np.ones((1, 3), np.int64)
+    inputs = text_inputs(grpcclient, ids, ids)
+    inputs[0].set_shared_memory("r", 24)  # ignored: the input read as empty
+    with pytest.raises(InferenceServerException) as e:
+        grpcclient.InferenceServerClient(server.grpc_url).infer("demo", inputs, client_timeout=10)
+    assert "UNIMPLEMENTED" in e.value.status() and "shared memory is not supported" in e.value.message()
+
+
+def test_grpc_input_with_typed_and_raw_contents_is_refused(server):
+    """Raw won, silently; Triton refuses the request."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+    q = service_pb2.ModelInferRequest(model_name="demo")
+    for name in ("input_ids", "attention_mask"):
+        q.inputs.add(name=name, datatype="INT64", shape=[1, 3])
+        q.raw_input_contents.append(np.ones(3, np.int64).tobytes())
+    q.inputs[0].contents.int64_contents.extend([2, 2, 2])
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        with pytest.raises(grpc.RpcError) as e:
+            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(q, timeout=10)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "raw_input_contents" in e.value.details()
+
+
 def test_grpc_errors_have_matching_status_codes(server):
     grpc = grpcclient.InferenceServerClient(server.grpc_url)
     ids = np.ones((1, 3), np.int64)
