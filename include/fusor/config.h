@@ -18,7 +18,7 @@
 //   fold_constants: true
 //   serve:                           # fusor serve only; docs/serve.md
 //     default_class: default
-//     execution_contexts: 1          # positive integer
+//     execution_contexts: 1          # positive integer, at most kMaxExecutionContexts
 //     max_body_bytes: 67108864       # positive integer
 //     seq_bucket: 16                 # positive integer
 //     pad_values: {attention_mask: 0}
@@ -138,6 +138,11 @@ struct MatrixEntry {
 
   bool operator==(const MatrixEntry&) const = default;
 };
+
+// serve.execution_contexts' cap. A context is a worker thread per model with its own plans and
+// arenas: past the machine's cores more add memory, not speed, and tens of thousands of threads
+// failed to start (the process aborted).
+inline constexpr int64_t kMaxExecutionContexts = 1024;
 
 struct ServeConfig {
   std::string default_class = "default";     // requests without a "class" parameter

@@ -60,9 +60,15 @@ class RunningServer {
   std::unique_ptr<Server> server_;
 };
 
+// Throws fusor::Error naming the first name HTTP could not route to one model: empty, "." or
+// "..", with a '/' or a control character, "stats" (GET /v2/models/stats is every model's
+// statistics), or a name given twice (decoders and encoders share the URLs). start_server checks
+// it; `fusor serve` also checks before it loads anything.
+void check_model_names(const std::vector<std::string>& names);
+
 // Loads nothing: serves the given engines, each with `config.execution_contexts` contexts of
 // `threads_per_context` threads; listen.max_body_bytes is taken from config.max_body_bytes.
-// Throws fusor::Error when a port cannot be bound.
+// Throws fusor::Error when a port cannot be bound or a name is refused (check_model_names).
 RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& config, int threads_per_context,
                            Listen listen);
 

@@ -50,6 +50,7 @@ struct Key {
   Kind kind;
   bool& (*flag)(Config&) = nullptr;      // Kind::Bool only
   int64_t& (*count)(Config&) = nullptr;  // Kind::Count only
+  int64_t max = INT64_MAX;                // Kind::Count only: the largest value accepted
 };
 
 // The schema. Sections come before their keys; "a.b" is key b inside section a.
@@ -68,7 +69,8 @@ const Key kKeys[] = {
     {"fold_constants", Kind::Bool, [](Config& c) -> bool& { return c.fold_constants; }},
     {"serve", Kind::Section},
     {"serve.default_class", Kind::Name},
-    {"serve.execution_contexts", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.execution_contexts; }},
+    {"serve.execution_contexts", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.execution_contexts; },
+     kMaxExecutionContexts},
     {"serve.max_body_bytes", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_body_bytes; }},
     {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
     {"serve.packing", Kind::Bool, [](Config& c) -> bool& { return c.serve.packing; }},
@@ -278,7 +280,7 @@ class Parser {
         case Kind::Number: config.batch_window_ms = parse_non_negative(value, at, path); break;
         case Kind::Precision: config.fusion.precision_check = parse_precision(value, at, path); break;
         case Kind::NameList: config.fusion.disabled = parse_names(value, at, path); break;
-        case Kind::Count: k->count(config) = parse_count(value, at, path, 1); break;
+        case Kind::Count: k->count(config) = parse_count(value, at, path, 1, k->max); break;
         case Kind::Name:
           config.serve.default_class = parse_name(value, at, path);
           default_class_mark_ = at;
@@ -314,14 +316,16 @@ class Parser {
     }
   }
 
-  int64_t parse_count(const YAML::Node& v, const YAML::Mark& at, const std::string& path, int64_t min) const {
+  int64_t parse_count(const YAML::Node& v, const YAML::Mark& at, const std::string& path, int64_t min,
+                      int64_t max = INT64_MAX) const {
     if (is_plain(v)) {
       const std::string& s = v.Scalar();
       int64_t x = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-      if (ec == std::errc() && end == s.data() + s.size() && x >= min) return x;
+      if (ec == std::errc() && end == s.data() + s.size() && x >= min && x <= max) return x;
     }
-    fail(at, "'" + path + "' must be " + (min > 0 ? "a positive" : "a non-negative") + " integer, got " + described(v) +
+    fail(at, "'" + path + "' must be " + (min > 0 ? "a positive" : "a non-negative") + " integer" +
+                 (max < INT64_MAX ? " of at most " + std::to_string(max) : "") + ", got " + described(v) +
                  quoted_note(v));
   }
 

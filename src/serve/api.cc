@@ -16,6 +16,9 @@ void RunningServer::shutdown() {
 
 RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& config, int threads_per_context,
                            Listen listen) {
+  std::vector<std::string> names;
+  for (const ModelToServe& m : models) names.push_back(m.name);
+  check_model_names(names);
   std::vector<std::unique_ptr<ServedModel>> served;
   std::vector<std::unique_ptr<GenerativeModel>> generative;
   for (ModelToServe& m : models) {

@@ -20,8 +20,12 @@ Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelSt
     : config_(config), sig_(std::move(sig)), run_(std::move(run)), run_packed_(std::move(run_packed)), stats_(stats),
       on_context_start_(std::move(on_context_start)), contexts_(std::max<int64_t>(1, config_.execution_contexts)) {
   for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}, {}});
-  for (int64_t i = 0; i < contexts_; ++i)
-    workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
+  try {
+    for (int64_t i = 0; i < contexts_; ++i) workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
+  } catch (...) {  // a thread that could not start: the started ones must end before ~thread
+    drain();
+    throw;
+  }
 }
 
 Batcher::~Batcher() { drain(); }

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "serve/generative_model.h"
+#include "serve/prometheus_label.h"
 
 namespace fusor::serve {
 
@@ -87,7 +88,7 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
     std::ostringstream le;
     if (i < kGenerationBucketsS.size()) le << kGenerationBucketsS[i];
     else le << "+Inf";
-    o << name << "_bucket{" << labels << ",le=\"" << le.str() << "\"} " << cumulative << "\n";
+    o << name << "_bucket{" << labels << "," << prometheus_label("le", le.str()) << "} " << cumulative << "\n";
   }
   o << name << "_sum{" << labels << "} " << h.sum << "\n";
   o << name << "_count{" << labels << "} " << h.count << "\n";
@@ -113,7 +114,7 @@ std::string generation_prometheus_text(const std::vector<GenerativeModel*>& mode
   std::vector<Model> snaps;
   for (GenerativeModel* m : models) snaps.push_back({m, m->stats().snapshot(), m->load()});
   auto labels = [](const GenerativeModel* m, const std::string& cls) {
-    return "model_name=\"" + m->name() + "\",class=\"" + cls + "\"";
+    return prometheus_label("model_name", m->name()) + "," + prometheus_label("class", cls);
   };
   std::ostringstream o;
   auto header = [&](const char* name, const char* type, const char* help) {
@@ -157,7 +158,7 @@ std::string generation_prometheus_text(const std::vector<GenerativeModel*>& mode
       for (const auto& [cls, c] : s.classes)
         for (const char* reason : reasons) {
           auto it = (c.*counts).find(reason);
-          o << name << "{" << labels(s.model, cls) << "," << label << "=\"" << reason << "\"} "
+          o << name << "{" << labels(s.model, cls) << "," << prometheus_label(label, reason) << "} "
             << (it == (c.*counts).end() ? 0 : it->second) << "\n";
         }
   };
@@ -168,7 +169,7 @@ std::string generation_prometheus_text(const std::vector<GenerativeModel*>& mode
   header("fusor:kv_cache_usage_perc", "gauge", "Fraction of the KV cache's blocks in use (0..1)");
   for (const Model& s : snaps) {
     const KvCacheStats& kv = s.load.cache;
-    o << "fusor:kv_cache_usage_perc{model_name=\"" << s.model->name() << "\"} "
+    o << "fusor:kv_cache_usage_perc{" << prometheus_label("model_name", s.model->name()) << "} "
       << (kv.blocks > 0 ? static_cast<double>(kv.blocks_used) / static_cast<double>(kv.blocks) : 0.0) << "\n";
   }
   return o.str();

@@ -27,6 +27,10 @@ Tensor from_contents(const WireTensor& w, const inference::InferTensorContents& 
 }  // namespace
 
 std::vector<GrpcInput> grpc_inputs(const inference::ModelInferRequest& q) {
+  // First: an input in shared memory has no raw_input_contents entry, so the count check below
+  // would call it a malformed request.
+  for (const auto& in : q.inputs())
+    if (in.parameters().count(kSharedMemoryRegion)) throw shared_memory_refused(in.name());
   const bool raw = q.raw_input_contents_size() > 0;
   if (raw && q.raw_input_contents_size() != q.inputs_size())
     throw RequestError{Code::BadRequest, "raw_input_contents has " + std::to_string(q.raw_input_contents_size()) +
@@ -36,6 +40,9 @@ std::vector<GrpcInput> grpc_inputs(const inference::ModelInferRequest& q) {
   for (int i = 0; i < q.inputs_size(); ++i) {
     const auto& in = q.inputs(i);
     if (!names.insert(in.name()).second) throw RequestError{Code::BadRequest, "input '" + in.name() + "' is given twice"};
+    // As Triton: which of the two holds the values would be a guess.
+    if (raw && in.has_contents())
+      throw RequestError{Code::BadRequest, "input '" + in.name() + "' has typed contents and raw_input_contents; send one"};
     inputs.push_back({{in.name(), in.datatype(), {in.shape().begin(), in.shape().end()}},
                       raw ? &q.raw_input_contents(i) : nullptr,
                       &in.contents()});

@@ -17,8 +17,9 @@ struct GrpcInput {
   const inference::InferTensorContents* contents = nullptr;
 };
 
-// The request's inputs in order; 400 for a repeated name or a raw_input_contents count that is
-// not the input count.
+// The request's inputs in order; 400 for a repeated name, a raw_input_contents count that is
+// not the input count, or an input with typed contents beside raw_input_contents; 501 for one
+// in shared memory.
 std::vector<GrpcInput> grpc_inputs(const inference::ModelInferRequest& q);
 Tensor grpc_tensor(const GrpcInput& in);
 // A BYTES input's elements.

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <optional>
 
 #include <httplib.h>
 
@@ -26,6 +27,19 @@ void send_error(httplib::Response& res, Code code, const std::string& message) {
   res.set_content(error_body(message), kJson);
 }
 
+// httplib keeps a connection open after any answer it writes in full; only a write that reports
+// failure makes it close one. So this answer goes out through a provider that writes it whole,
+// then reports failure.
+void send_error_and_close(httplib::Response& res, Code code, const std::string& message) {
+  res.status = http_status(code);
+  res.set_header("Connection", "close");
+  res.set_content_provider(error_body(message).size(), kJson,
+                           [body = error_body(message)](size_t offset, size_t length, httplib::DataSink& sink) {
+                             sink.write(body.data() + offset, length);
+                             return false;
+                           });
+}
+
 // Connections served at once (serve/connection_threads.h: a thread each, started as they come).
 // A generation stream or an idle keep-alive connection holds its thread, so this is well above
 // serve.max_sequences' default and perf_analyzer's usual concurrencies; beyond it, connections
@@ -44,6 +58,25 @@ void end_counted_request() {
   t_counted_in = nullptr;
 }
 
+// Content-Length given twice (or as a list) with different values. Which one ends the body is
+// what request smuggling exploits: a proxy and this server would each frame it their own way, so
+// RFC 9112 (6.3) makes it an error. httplib would read the first.
+bool has_conflicting_lengths(const httplib::Request& req) {
+  std::optional<std::string> first;
+  auto [begin, end] = req.headers.equal_range("Content-Length");
+  for (auto h = begin; h != end; ++h)
+    for (size_t at = 0; at <= h->second.size();) {
+      size_t comma = std::min(h->second.find(',', at), h->second.size());
+      std::string value = h->second.substr(at, comma - at);
+      value.erase(0, value.find_first_not_of(" \t"));
+      value.erase(value.find_last_not_of(" \t") + 1);
+      if (!first) first = value;
+      else if (value != *first) return true;
+      at = comma + 1;
+    }
+  return false;
+}
+
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
@@ -56,7 +89,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
   // A response whose write failed (a client gone) skips the logger, which ends the others.
   server_->new_task_queue = [] { return new ConnectionThreads(kHttpThreads, end_counted_request); };
   // A request counts from its headers (before its body is read) until its response is written.
-  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response&) {
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     // `curl -d @body.json` sends JSON as a form, which httplib parses, and refuses as too large
     // past 8 KiB. No route takes forms, so the body is read as it is (httplib's request is not
     // const; this handler is its one hook before the body is read).
@@ -66,6 +99,11 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     end_counted_request();
     t_counted_in = &requests_in_flight_;
     ++requests_in_flight_;
+    if (has_conflicting_lengths(req)) {
+      // Where its body ends is unknown, so nothing after it on this connection can be read.
+      send_error_and_close(res, Code::BadRequest, "the request has conflicting Content-Length headers");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server_->set_logger([](const httplib::Request&, const httplib::Response&) { end_counted_request(); });
@@ -86,7 +124,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
   // the openai SDK) reconnected every fifth request. Idle connections still end after the timeout.
   server_->set_keep_alive_max_count(100000);
   server_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a handler's own {"error": ...}
+    if (!res.body.empty() || res.content_provider_) return;  // a handler's own {"error": ...}
     if (res.status == 413)
       return send_error(res, Code::BadRequest,
                         "request body exceeds the limit of " + std::to_string(max_body_bytes) +
@@ -229,8 +267,12 @@ void HttpServer::stop() {
   // Idle keep-alive connections would hold their threads, and so the join, for the keep-alive
   // timeout (listen_sockets.h). Once every request has its answer written they are told to
   // close; earlier, httplib would take a closed reading side for a client gone and drop the
-  // answer. Each connection serves at most one more request after stop(), so this ends.
-  while (requests_in_flight_ > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // answer. Each connection serves at most one more request after stop(), but a client may
+  // trickle that request's body forever (and a request not read in full by now gets 503 anyway):
+  // past kDrainLimit the rest are cut off.
+  const auto deadline = std::chrono::steady_clock::now() + kDrainLimit;
+  while (requests_in_flight_ > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop_reading_connections_on(port_);
   thread_.join();
 }

@@ -100,13 +100,15 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
     }
     if (r.inputs.count(w.name)) throw bad("input '" + w.name + "' is given twice");
     std::optional<size_t> binary_size;
-    if (auto p = field(in, "parameters"); is_object(p))
+    if (auto p = field(in, "parameters"); is_object(p)) {
+      if (field(*p, kSharedMemoryRegion)) throw shared_memory_refused(w.name);
       if (auto b = field(*p, "binary_data_size")) {
         uint64_t size;
         if (b->get_uint64().get(size))  // also refuses negative integers and reals
           throw bad("input '" + w.name + "' binary_data_size must be a non-negative integer");
         binary_size = size;
       }
+    }
     if (binary_size) {
       if (*binary_size > body.size() - offset)
         throw bad("input '" + w.name + "' binary_data_size " + std::to_string(*binary_size) + " runs past the body");

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "serve/kserve_json.h"
+#include "serve/prometheus_label.h"
 
 namespace fusor::serve {
 namespace {
@@ -18,7 +19,7 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
   for (size_t i = 0; i < h.counts.size(); ++i) {
     cumulative += h.counts[i];
     std::string le = i < kLatencyBucketsUs.size() ? std::to_string(static_cast<int64_t>(kLatencyBucketsUs[i])) : "+Inf";
-    o << name << "_bucket{" << labels << ",le=\"" << le << "\"} " << cumulative << "\n";
+    o << name << "_bucket{" << labels << "," << prometheus_label("le", le) << "} " << cumulative << "\n";
   }
   o << name << "_sum{" << labels << "} " << static_cast<uint64_t>(h.sum) << "\n";
   o << name << "_count{" << labels << "} " << h.count << "\n";
@@ -29,14 +30,15 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
 std::string prometheus_text(const std::vector<ServedModel*>& models, const std::vector<PendingRequests>& decoders) {
   std::vector<std::pair<ServedModel*, ModelStats::Snapshot>> snaps;
   for (ServedModel* m : models) snaps.emplace_back(m, m->stats().snapshot());
-  auto labels = [](const ServedModel* m, const std::string& cls) {
-    return "model=\"" + m->name() + "\",version=\"" + kModelVersion + "\",class=\"" + cls + "\"";
+  auto labels = [](const std::string& model, const std::string& cls) {
+    return prometheus_label("model", model) + "," + prometheus_label("version", kModelVersion) + "," +
+           prometheus_label("class", cls);
   };
   std::ostringstream o;
   auto family = [&](const Family& f, auto value) {
     o << "# HELP " << f.name << " " << f.help << "\n# TYPE " << f.name << " " << f.type << "\n";
     for (auto& [m, s] : snaps)
-      for (const auto& [cls, c] : s.classes) o << f.name << "{" << labels(m, cls) << "} " << value(c) << "\n";
+      for (const auto& [cls, c] : s.classes) o << f.name << "{" << labels(m->name(), cls) << "} " << value(c) << "\n";
   };
   family({"nv_inference_request_success", "counter", "Number of successful inference requests"},
          [](const ClassStats& c) { return c.success; });
@@ -46,7 +48,7 @@ std::string prometheus_text(const std::vector<ServedModel*>& models, const std::
     for (const auto& [cls, c] : s.classes)
       for (const char* reason : {"bad_request", "unavailable", "internal"}) {
         auto it = c.failures.find(reason);
-        o << "nv_inference_request_failure{" << labels(m, cls) << ",reason=\"" << reason << "\"} "
+        o << "nv_inference_request_failure{" << labels(m->name(), cls) << "," << prometheus_label("reason", reason) << "} "
           << (it == c.failures.end() ? 0 : it->second) << "\n";
       }
   family({"nv_inference_count", "counter", "Number of inferences performed (rows, padding excluded)"},
@@ -62,8 +64,7 @@ std::string prometheus_text(const std::vector<ServedModel*>& models, const std::
   family({"nv_inference_pending_request_count", "gauge", "Instantaneous number of pending requests"},
          [](const ClassStats& c) { return c.pending; });
   for (const PendingRequests& d : decoders)
-    o << "nv_inference_pending_request_count{model=\"" << d.model << "\",version=\"" << kModelVersion << "\",class=\""
-      << d.cls << "\"} " << d.count << "\n";
+    o << "nv_inference_pending_request_count{" << labels(d.model, d.cls) << "} " << d.count << "\n";
   family({"fusor_useful_tokens_total", "counter", "Tokens (rows x length) of the requests answered, padding excluded"},
          [](const ClassStats& c) { return c.useful_tokens; });
   family({"fusor_computed_tokens_total", "counter", "Tokens the plans computed for them, padding included"},
@@ -74,11 +75,11 @@ std::string prometheus_text(const std::vector<ServedModel*>& models, const std::
   o << "# HELP nv_inference_request_latency_us Inference request latency in microseconds\n"
        "# TYPE nv_inference_request_latency_us histogram\n";
   for (auto& [m, s] : snaps)
-    for (const auto& [cls, c] : s.classes) histogram(o, "nv_inference_request_latency_us", labels(m, cls), c.request_latency);
+    for (const auto& [cls, c] : s.classes) histogram(o, "nv_inference_request_latency_us", labels(m->name(), cls), c.request_latency);
   o << "# HELP nv_inference_queue_latency_us Inference queue latency in microseconds\n"
        "# TYPE nv_inference_queue_latency_us histogram\n";
   for (auto& [m, s] : snaps)
-    for (const auto& [cls, c] : s.classes) histogram(o, "nv_inference_queue_latency_us", labels(m, cls), c.queue_latency);
+    for (const auto& [cls, c] : s.classes) histogram(o, "nv_inference_queue_latency_us", labels(m->name(), cls), c.queue_latency);
   return o.str();
 }
 

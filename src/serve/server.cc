@@ -58,7 +58,7 @@ void Server::shutdown() {
   // Generation streams first: the listener's stop would cut a stream mid-way, so every accepted
   // generation finishes and its stream writes its last event before the listeners stop.
   for (GenerativeModel* m : models_.generative()) m->drain();
-  for (GenerativeModel* m : models_.generative()) m->wait_streams_closed(std::chrono::seconds(30));
+  for (GenerativeModel* m : models_.generative()) m->wait_streams_closed(kDrainLimit);
   // Both listeners wait for their in-flight requests, which the batchers still serve.
   std::thread grpc_stop([this] {
     if (grpc_) grpc_->stop();

@@ -3,6 +3,7 @@
 // answer every accepted request, then return.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "serve/served_model.h"
 
 namespace fusor::serve {
+
+// How long shutdown waits for accepted work to finish before it cuts it off: open generation
+// streams, then HTTP requests in flight (a client trickling its body would be waited for forever).
+inline constexpr std::chrono::seconds kDrainLimit{30};
 
 // The served models: encoders (and other tensor models) behind the KServe batcher, and decoders
 // behind the generation scheduler. A name belongs to one of them.

@@ -1,6 +1,6 @@
 // Request tensors from the wire, shared by HTTP and gRPC: a declared name, datatype and shape
 // plus raw little-endian bytes (Triton's binary extension, gRPC raw_input_contents) or typed
-// values (JSON "data", gRPC contents). Every check throws RequestError (400); nothing here trusts
+// values (JSON "data", gRPC contents). Every check throws RequestError (400 unless said); nothing here trusts
 // a declared size before comparing it with what arrived, and nothing is allocated before then.
 #pragma once
 #include <span>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fusor/tensor.h"
+#include "serve/status.h"
 
 namespace fusor::serve {
 
@@ -30,5 +31,10 @@ Tensor from_values(const WireTensor& w, std::span<const V> values);
 std::string bytes_contents(const std::vector<std::string>& items);
 // The elements of a raw BYTES tensor; RequestError unless they are exactly its shape's count.
 std::vector<std::string> bytes_items(const WireTensor& w, const void* data, size_t bytes);
+
+// Triton's shared-memory parameter on an input: fusor registers no regions, so such an input is
+// refused (501) rather than read as if its values had come inline.
+inline constexpr const char* kSharedMemoryRegion = "shared_memory_region";
+RequestError shared_memory_refused(const std::string& input);
 
 }  // namespace fusor::serve

@@ -1,22 +1,39 @@
 """Starts `fusor serve` on free loopback ports for a test and stops it with SIGTERM."""
 import os
+import random
 import signal
 import socket
 import subprocess
 import time
 import urllib.request
 
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
 from conftest import FUSOR
 
 
 def free_ports(n):
     """n distinct ports that were free just now: the sockets stay bound until all are picked, or
-    the kernel may hand the same port out twice."""
+    the kernel may hand the same port out twice. FUSOR_TEST_PORTS=FIRST-LAST keeps them in that
+    range (a machine shared with other servers); unset, the kernel picks."""
+    first, _, last = os.environ.get("FUSOR_TEST_PORTS", "0-0").partition("-")
+    candidates = None
+    if int(first):
+        ports = list(range(int(first), int(last) + 1))
+        random.shuffle(ports)  # a port another test just left may still be in TIME_WAIT
+        candidates = iter(ports)
     socks = []
     try:
-        for _ in range(n):
-            socks.append(socket.socket())
-            socks[-1].bind(("127.0.0.1", 0))
+        while len(socks) < n:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", next(candidates) if candidates else 0))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
         for s in socks:
@@ -105,3 +122,19 @@ def get(url, timeout=30):
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
+
+
+def tiny_model(folder):
+    """A small float model, y = relu(x @ w + b) over [batch, 8], saved as folder/tiny.onnx."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"], name="mm"),
+             helper.make_node("Add", ["xw", "b"], ["xwb"], name="bias"),
+             helper.make_node("Relu", ["xwb"], ["y"], name="relu")]
+    model = folder / "tiny.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], weights),
+                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    return model

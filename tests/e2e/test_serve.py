@@ -13,16 +13,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
 from conftest import FUSOR, model_path
 from ort_compare import make_inputs, run_ort
-from serve_util import Served, free_ports, get, post
+from serve_util import Served, free_ports, get, post, tiny_model
 
 TWO_CLASSES = """
 serve:
@@ -176,6 +174,57 @@ def test_http_status_codes_for_model_and_extension_errors(server):
     assert code == 501 and "error" in json.loads(text)
     code, text = post(f"{server.url}/v2/models/demo/infer", b"{}", headers={"Inference-Header-Content-Length": "9999"})
     assert code == 400
+
+
+def test_conflicting_content_lengths_are_refused_and_the_connection_closed(server):
+    """With the first Content-Length (0) httplib read no body, and the next 'request' on the
+    connection was this body: a GET smuggled past any proxy that framed by the second."""
+    smuggled = b"GET /v2/models/stats HTTP/1.1\r\nHost: x\r\n\r\n"
+    s = socket.create_connection(("127.0.0.1", server.http), timeout=10)
+    s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+              + f"Content-Length: {len(smuggled)}\r\n\r\n".encode())
+    time.sleep(0.3)  # answered before the body arrives, as a proxy would forward it later
+    try:
+        s.sendall(smuggled)
+    except OSError:
+        pass  # closed already
+    reply = b""
+    try:
+        while chunk := s.recv(65536):  # the server closes the connection after its one answer
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"conflicting Content-Length" in reply, reply
+    assert reply.count(b"HTTP/1.1 ") == 1, reply
+
+
+def test_shared_memory_inputs_are_refused_as_unsupported(server):
+    body = json.loads(infer_body())
+    body["inputs"][0]["parameters"] = {"shared_memory_region": "r", "shared_memory_byte_size": 24}
+    code, text = post(f"{server.url}/v2/models/demo/infer", json.dumps(body).encode())
+    assert code == 501 and "shared memory is not supported" in json.loads(text)["error"], text
+    ids = np.ones((1, 3), np.int64)
+    inputs = text_inputs(grpcclient, ids, ids)
+    inputs[0].set_shared_memory("r", 24)  # ignored: the input read as empty
+    with pytest.raises(InferenceServerException) as e:
+        grpcclient.InferenceServerClient(server.grpc_url).infer("demo", inputs, client_timeout=10)
+    assert "UNIMPLEMENTED" in e.value.status() and "shared memory is not supported" in e.value.message()
+
+
+def test_grpc_input_with_typed_and_raw_contents_is_refused(server):
+    """Raw won, silently; Triton refuses the request."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+    q = service_pb2.ModelInferRequest(model_name="demo")
+    for name in ("input_ids", "attention_mask"):
+        q.inputs.add(name=name, datatype="INT64", shape=[1, 3])
+        q.raw_input_contents.append(np.ones(3, np.int64).tobytes())
+    q.inputs[0].contents.int64_contents.extend([2, 2, 2])
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        with pytest.raises(grpc.RpcError) as e:
+            service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(q, timeout=10)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "raw_input_contents" in e.value.details()
 
 
 def test_grpc_errors_have_matching_status_codes(server):
@@ -336,6 +385,27 @@ def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
         time.sleep(0.4)  # all six are queued, waiting for the 1 s window
         assert s.stop(timeout=30) == 0, s.output()
         assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
+
+
+def test_sigterm_exits_while_a_client_trickles_its_body(tmp_path):
+    """A byte every 2 s never hits the 10 s read timeout, and shutdown waited for that request
+    forever. It now waits at most its drain limit (30 s, docs/serve.md), then cuts it off."""
+    s = Served(tmp_path)
+    slow = socket.create_connection(("127.0.0.1", s.http), timeout=10)
+    slow.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    start = time.time()
+    try:
+        while s.proc.poll() is None and time.time() - start < 45:
+            slow.sendall(b" ")
+            time.sleep(2)
+    except OSError:
+        pass  # the server cut the connection off
+    took = time.time() - start
+    slow.close()  # which ends that request: the old server exited only now
+    assert s.stop(timeout=5) == 0, s.output()
+    assert took < 40, f"the server exited {took:.0f} s after SIGTERM, once the client closed"
 
 
 def test_sigterm_exits_at_once_while_clients_hold_idle_connections(tmp_path):
@@ -553,17 +623,7 @@ def test_a_model_without_a_mask_is_not_padded(tmp_path):
 def test_config_with_the_gate_on_gates_a_model_without_a_verdict_before_serving(tmp_path):
     """docs/check.md: with --config and precision_check on, a model with no saved verdict for that
     config is gated first and its verdict saved beside it; the next start reuses the verdict."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])
-    rng = np.random.default_rng(0)
-    weights = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "w"),
-               numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b")]
-    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"], name="mm"),
-             helper.make_node("Add", ["xw", "b"], ["xwb"], name="bias"),
-             helper.make_node("Relu", ["xwb"], ["y"], name="relu")]
-    model = tmp_path / "tiny.onnx"
-    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], weights),
-                                opset_imports=[helper.make_opsetid("", 17)]), model)
+    model = tiny_model(tmp_path)
     verdicts = Path(str(model) + ".fusor-verdicts.json")
 
     for first in (True, False):

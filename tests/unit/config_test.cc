@@ -388,6 +388,10 @@ TEST(Config, ServeSectionErrorsNameTheKey) {
   EXPECT_CONFIG_ERROR("serve:\n  default_class: bulk\n",
                       "config.yaml:2:18: 'serve.default_class' is 'bulk', which is not in serve.classes (default)");
   EXPECT_CONFIG_ERROR("serve:\n  seq_bucket: 0\n", "config.yaml:2:15: 'serve.seq_bucket' must be a positive integer, got '0'");
+  // A thread per context: 100000 of them aborted the server as it started.
+  EXPECT_CONFIG_ERROR("serve:\n  execution_contexts: 100000\n",
+                      "config.yaml:2:23: 'serve.execution_contexts' must be a positive integer of at most 1024, got '100000'");
+  EXPECT_EQ(parse_config("serve:\n  execution_contexts: 1024\n", "c.yaml").serve.execution_contexts, kMaxExecutionContexts);
   EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {max_batch: 2, preferred_batch_sizes: [1, 4]}}\n",
                       "config.yaml:2:54: 'serve.classes.a.preferred_batch_sizes' must not exceed max_batch (2)");
   EXPECT_CONFIG_ERROR("serve:\n  classes: {a: {max_bacth: 2}}\n",

@@ -41,14 +41,21 @@ void serve_command(const ServeArgs& a) {
     models.push_back({name, std::move(engine), options, path});
   };
   if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model(), "");
+  std::vector<std::pair<std::string, std::string>> named;  // NAME, PATH
   for (const auto& spec : a.models) {
     auto eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       throw Error("--model '" + spec + "' must look like NAME=PATH");
+    named.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+  }
+  // Before any model loads (or runs the precision gate): a refused name fails at once.
+  std::vector<std::string> names;
+  for (const auto& [name, path] : named) names.push_back(name);
+  serve::check_model_names(names);
+  for (auto [name, path] : named) {
     // A folder is a decoder's (model.onnx or genai_config.json's file beside its configs).
-    std::string path = spec.substr(eq + 1);
     if (std::filesystem::is_directory(path)) path = DecoderSpec::model_file_of(path);
-    add(spec.substr(0, eq), Engine::load(path), path);
+    add(name, Engine::load(path), path);
   }
   const serve::Listen& listen = a.listen;
   serve::RunningServer server = serve::start_server(std::move(models), config, per_context, listen);
