@@ -118,15 +118,21 @@ def test_a_model_that_cannot_take_the_default_length_says_to_give_one(tmp_path):
     assert run_fusor("run", path, "--seq", "6", "--output-dir", tmp_path / "out").returncode == 0
     r = run_fusor("run", path, "--seq", "7", "--output-dir", tmp_path / "out")
     assert r.returncode == 1 and "default" not in r.stderr  # a length the user gave is not a default
+    static = position_table_model(tmp_path, positions=3)  # [1, seq, 4] made [1, 5, 4]: no length to bind
+    m = onnx.load(static)
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 5
+    onnx.save(m, static)
+    r = run_fusor("inspect", static)
+    assert r.returncode == 1 and "cannot broadcast" in r.stdout and "--seq's default" not in r.stdout, r.stdout
 
 
 def test_an_unimplemented_contrib_op_is_named_as_such_not_its_domain(tmp_path):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    node = helper.make_node("QLinearSoftmax", ["x"], ["y"], domain="com.microsoft")
+    node = helper.make_node("QAttention", ["x"], ["y"], domain="com.microsoft")
     path = tmp_path / "m.onnx"
     onnx.save(helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=[
         helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]), path)
     r = run_fusor("inspect", path)
-    assert "not a com.microsoft operator fusor implements" in r.stdout, r.stdout
+    assert "QAttention" in r.stdout and "not a com.microsoft operator fusor implements" in r.stdout, r.stdout
     assert "domain 'com.microsoft' is not supported" not in r.stdout

@@ -34,7 +34,11 @@ void inspect(const InspectArgs& a) {
     f.close();
     if (!f) throw Error("cannot write " + a.json_path);
   }
-  if (!result.not_bound.empty() && result.supported && !a.seq_given && a.shapes.empty())
+  bool symbolic_length = false;  // a dimension past the batch that --seq binds
+  for (const InspectedTensor& in : result.inputs)
+    for (size_t i = 1; i < in.dims.size(); ++i)
+      symbolic_length = symbolic_length || in.dims[i].find_first_not_of("0123456789") != std::string::npos;
+  if (!result.not_bound.empty() && result.supported && symbolic_length && !a.seq_given && a.shapes.empty())
     std::cout << "the inputs' symbolic lengths were bound to --seq's default, " << a.seq
               << ": give --seq N or --shape NAME=DIMS that the model takes\n";
   // A model fusor cannot plan (a cycle, missing external data, an opset past the supported ones)
