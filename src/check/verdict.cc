@@ -122,6 +122,27 @@ std::string hash_for(const std::string& model_path, const nlohmann::json& j, std
   return computed->hash;
 }
 
+// The first saved verdict for config `key` in the verdict files whose model hash equals what
+// `hash_of(file, its json)` says the model's hash is. A damaged file (a field of the wrong type) is
+// ignored, as an unparsable one is.
+template <class HashOf>
+std::optional<Verdict> find_saved_verdict(const std::string& model_path, const std::string& key, HashOf hash_of) {
+  for (const fs::path& p : places(model_path)) {
+    const nlohmann::json j = read_json(p);
+    try {
+      if (!j.contains("verdicts") || !j["verdicts"].is_object() || !j["verdicts"].contains(key)) continue;
+      const std::string hash = hash_of(p, j);
+      if (j.value("model_hash", "") != hash) continue;
+      const auto& v = j["verdicts"][key];
+      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{}),
+                     v.value("evidence", std::string())};
+    } catch (const nlohmann::json::exception&) {
+      continue;
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string model_file_hash(const std::string& model_path) { return hash_model(model_path).hash; }
@@ -135,27 +156,16 @@ std::string verdict_config_key(const FusionConfig& f) {
 }
 
 std::optional<Verdict> load_verdict(const std::string& model_path, const FusionConfig& fusion) {
-  const std::string key = verdict_config_key(fusion);
   std::optional<HashedModel> computed;
-  for (const fs::path& p : places(model_path)) {
-    const nlohmann::json j = read_json(p);
-    try {
-      if (!j.contains("verdicts") || !j["verdicts"].is_object() || !j["verdicts"].contains(key)) continue;
-      const std::string hash = hash_for(model_path, j, computed);
-      if (j.value("model_hash", "") != hash) continue;
-      if (computed) {  // vouched for by content: keep the stamps for next time
-        nlohmann::json stamped = j;
-        stamped["model_stamp"] = model_stamp(model_path, computed->external);
-        write_atomically(p, stamped);  // best effort: a read-only folder only costs the next load a hash
-      }
-      const auto& v = j["verdicts"][key];
-      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{}),
-                     v.value("evidence", std::string())};
-    } catch (const nlohmann::json::exception&) {
-      continue;  // a damaged file (a field of the wrong type) is ignored, as an unparsable one is
+  return find_saved_verdict(model_path, verdict_config_key(fusion), [&](const fs::path& p, const nlohmann::json& j) {
+    const std::string hash = hash_for(model_path, j, computed);
+    if (computed && j.value("model_hash", "") == hash) {  // vouched for by content: keep the stamps for next time
+      nlohmann::json stamped = j;
+      stamped["model_stamp"] = model_stamp(model_path, computed->external);
+      write_atomically(p, stamped);  // best effort: a read-only folder only costs the next load a hash
     }
-  }
-  return std::nullopt;
+    return hash;
+  });
 }
 
 std::string save_verdict(const std::string& model_path, const Verdict& verdict) {
@@ -175,21 +185,8 @@ std::string save_verdict(const std::string& model_path, const Verdict& verdict) 
 Verdict keep_saved_rollbacks(const std::string& model_path, Verdict fresh, std::vector<std::string>& kept,
                              std::string& kept_from) {
   kept.clear();
-  std::optional<Verdict> saved;
-  for (const fs::path& p : places(model_path)) {
-    const nlohmann::json j = read_json(p);
-    try {
-      if (j.value("model_hash", "") != fresh.model_hash || !j.contains("verdicts") ||
-          !j["verdicts"].contains(fresh.config_key))
-        continue;
-      const auto& v = j["verdicts"][fresh.config_key];
-      saved = Verdict{fresh.model_hash, fresh.config_key, v.value("passed", false),
-                      v.value("rolled_back", std::vector<std::string>{}), v.value("evidence", std::string())};
-      break;
-    } catch (const nlohmann::json::exception&) {
-      continue;
-    }
-  }
+  const std::optional<Verdict> saved = find_saved_verdict(
+      model_path, fresh.config_key, [&](const fs::path&, const nlohmann::json&) { return fresh.model_hash; });
   if (!saved) return fresh;
   for (const std::string& item : saved->rolled_back)
     if (std::find(fresh.rolled_back.begin(), fresh.rolled_back.end(), item) == fresh.rolled_back.end()) {

@@ -17,20 +17,11 @@ void StreamResponses::started(uint64_t request, uint64_t generation_id) {
   if (auto it = open_.find(request); it != open_.end()) it->second.generation_id = generation_id;
 }
 
-void StreamResponses::push(uint64_t request, inference::ModelStreamInferResponse r, bool last) {
+void StreamResponses::push(uint64_t request, std::optional<inference::ModelStreamInferResponse> r, bool last) {
   {
     std::lock_guard lock(mutex_);
     if (ended_) return;
     queue_.push_back({request, std::move(r), last});
-  }
-  queued_.notify_one();
-}
-
-void StreamResponses::end_silently(uint64_t request) {
-  {
-    std::lock_guard lock(mutex_);
-    if (ended_) return;
-    queue_.push_back({request, std::nullopt, true});
   }
   queued_.notify_one();
 }

@@ -26,9 +26,10 @@ class StreamResponses {
   uint64_t begin(GenerativeModel* generation = nullptr);
   // The generation's id, for a cancel if the call ends first.
   void started(uint64_t request, uint64_t generation_id);
-  void push(uint64_t request, inference::ModelStreamInferResponse r, bool last);
+  // No response `r`: the request ends without one (`last` must be true).
+  void push(uint64_t request, std::optional<inference::ModelStreamInferResponse> r, bool last);
   // Ends a request without a response (Triton drops an empty final one the client did not ask for).
-  void end_silently(uint64_t request);
+  void end_silently(uint64_t request) { push(request, std::nullopt, true); }
 
   // Waits up to `wait` for the next response to write; written() must follow each one.
   std::optional<inference::ModelStreamInferResponse> next(std::chrono::milliseconds wait);
