@@ -36,7 +36,7 @@ int64_t Batcher::max_batch() const {
   return sig_.batched ? m : 0;
 }
 
-void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
+void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done, ClientGone gone) {
   const std::string& name = cls_name.empty() ? config_.default_class : cls_name;
   auto q = std::find_if(queues_.begin(), queues_.end(), [&](const Queue& x) { return x.name == name; });
   auto reject = [&](Code code, const std::string& message) {
@@ -64,7 +64,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done) {
     draining = draining_;
     if (!draining && static_cast<int64_t>(q->waiting.size()) < q->cls.max_queue_size) {
       stats_.queued(name);
-      q->waiting.push_back({std::move(inputs), std::move(shape), Clock::now(), {}, std::move(done), &*q, name});
+      q->waiting.push_back({std::move(inputs), std::move(shape), Clock::now(), {}, std::move(done), std::move(gone), &*q, name});
       if (q->cls.adaptive_window) q->arrivals.arrived(q->waiting.back().shape.group, q->waiting.back().arrived);
       cv_.notify_one();
       return;
@@ -86,22 +86,24 @@ void Batcher::drain() {
   for (auto& w : workers) w.join();
 }
 
-Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake) {
+Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake) {
   using ms = std::chrono::duration<double, std::milli>;
   const int64_t idle = contexts_ - running_;  // this context among them
   Queue* best = nullptr;
   for (Queue& q : queues_) {
     auto& w = q.waiting;
-    if (q.cls.timeout_ms > 0) {  // 0: requests never time out
-      auto late = [&](const Request& r) { return ms(now - r.arrived).count() > q.cls.timeout_ms; };
-      for (auto& r : w)
-        if (late(r)) {
-          r.dispatched = now;
-          r.taken = true;
-          expired.push_back(std::move(r));
-        }
-      w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+    bool any_dropped = false;
+    for (auto& r : w) {
+      Status why;
+      if (r.gone && r.gone()) why = {Code::Cancelled, "the client cancelled the request"};
+      else if (q.cls.timeout_ms > 0 && ms(now - r.arrived).count() > q.cls.timeout_ms)  // 0: never times out
+        why = {Code::Unavailable, "timed out in the queue of class '" + q.name + "'; retry later"};
+      if (why.ok()) continue;
+      r.dispatched = now;
+      r.taken = any_dropped = true;
+      dropped.push_back({std::move(r), std::move(why)});
     }
+    if (any_dropped) w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
     if (w.empty()) continue;
     const Request& oldest = w.front();
     int64_t rows = 0, tokens = 0;
@@ -162,19 +164,17 @@ void Batcher::work(size_t context) {
   if (on_context_start_) on_context_start_(context);
   std::unique_lock lock(mu_);
   while (true) {
-    std::vector<Request> expired;
+    std::vector<Dropped> dropped;
     auto now = Clock::now();
     auto wake = now + std::chrono::hours(1);
-    Batch batch = take_ready(now, expired, wake);
+    Batch batch = take_ready(now, dropped, wake);
     if (batch.queue) ++running_;
     note_holds(now);
     bool more = std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return !q.waiting.empty(); });
-    if (!expired.empty() || batch.queue) {
+    if (!dropped.empty() || batch.queue) {
       if (more) cv_.notify_one();  // another idle context may take the next ready batch
       lock.unlock();
-      for (auto& r : expired)
-        complete(r.queue_name, r,
-                 {{Code::Unavailable, "timed out in the queue of class '" + r.queue_name + "'; retry later"}, {}});
+      for (auto& d : dropped) complete(d.request.queue_name, d.request, {std::move(d.status), {}});
       if (batch.queue) run(context, batch.requests);
       lock.lock();
       if (batch.queue) --running_;

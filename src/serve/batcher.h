@@ -49,6 +49,9 @@ struct Completion {
   Tensors outputs;
 };
 using Done = std::function<void(Completion)>;
+// Whether the request's client has gone (a cancelled or expired gRPC call): polled by the batcher,
+// which drops the request unrun if it is still waiting.
+using ClientGone = std::function<bool()>;
 
 // Runs one assembled batch on execution context `context` (0..N-1). Called only from that
 // context's own thread. May throw; the batcher then retries the batch's requests one by one, so a
@@ -69,8 +72,9 @@ class Batcher {
 
   // Queues a request for class `cls` ("" = the default class). `done` runs exactly once: from a
   // worker, or right here when the request is rejected (unknown class, too many rows, queue
-  // full, draining).
-  void submit(Tensors inputs, const std::string& cls, Done done);
+  // full, draining). A request whose `gone` says so by the time a batch would take it is
+  // answered Cancelled without running.
+  void submit(Tensors inputs, const std::string& cls, Done done, ClientGone gone = {});
   // Stops accepting, finishes every queued request, joins the workers. Idempotent.
   void drain();
 
@@ -85,6 +89,7 @@ class Batcher {
     RequestShape shape;
     Clock::time_point arrived, dispatched;
     Done done;
+    ClientGone gone;
     const Queue* queue = nullptr;
     std::string queue_name;
     bool taken = false;  // left its queue (set before the move, so the moved-from entry is erased)
@@ -101,9 +106,14 @@ class Batcher {
   };
 
   void work(size_t context);
-  // With mu_ held, by an idle context: the next batch to run, or none; fills `expired` with
-  // timed-out requests and `wake` with when something next becomes due.
-  Batch take_ready(Clock::time_point now, std::vector<Request>& expired, Clock::time_point& wake);
+  // A request taken from its queue unrun, and its answer.
+  struct Dropped {
+    Request request;
+    Status status;
+  };
+  // With mu_ held, by an idle context: the next batch to run, or none; fills `dropped` with
+  // timed-out and cancelled requests and `wake` with when something next becomes due.
+  Batch take_ready(Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake);
   // With mu_ held, after take_ready: which group of each class is now held back at an idle
   // context for a batch-mate (the time its arrival estimate learns from).
   void note_holds(Clock::time_point now);

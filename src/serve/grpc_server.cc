@@ -195,7 +195,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
       if (n.decoder) return generate_whole(*n.decoder, *ctx, *q, *r);
       EncoderRequest e = read_encoder_request(*q);
-      Completion c = n.encoder->infer_sync(std::move(e.inputs), e.cls);
+      Completion c = n.encoder->infer_sync(std::move(e.inputs), e.cls, [ctx] { return ctx->IsCancelled(); });
       if (!c.status.ok()) throw RequestError{c.status.code, c.status.message};
       fill_encoder_response(*n.encoder, *q, c.outputs, *r);
     });
@@ -295,7 +295,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
           return out->push(k, stream_error(q, e.message), true);
         }
         out->push(k, std::move(r), true);
-      });
+      }, [out] { return out->ended(); });
     } catch (const RequestError& e) {
       out->push(k, stream_error(q, e.message), true);
     } catch (const std::exception& e) {

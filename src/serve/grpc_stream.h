@@ -6,6 +6,7 @@
 // A generation counts as an open stream of its model (GenerativeModel::stream_opened) until its
 // last response is written or the call ends, so that a graceful shutdown lets it finish.
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -39,6 +40,8 @@ class StreamResponses {
   // The call ends: generations still running are cancelled and their streams closed; later
   // pushes are dropped.
   void end();
+  // The call has ended (any thread; requests still queued in a batcher are then dropped).
+  bool ended() const { return ended_.load(); }
 
  private:
   struct Request {
@@ -58,7 +61,7 @@ class StreamResponses {
   std::optional<Queued> writing_;
   std::map<uint64_t, Request> open_;  // begun, last response not yet written
   uint64_t next_request_ = 0;
-  bool ended_ = false;
+  std::atomic<bool> ended_{false};  // also read without the mutex, by ended()
 };
 
 }  // namespace fusor::serve

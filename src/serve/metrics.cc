@@ -46,7 +46,7 @@ std::string prometheus_text(const std::vector<ServedModel*>& models, const std::
        "# TYPE nv_inference_request_failure counter\n";
   for (auto& [m, s] : snaps)
     for (const auto& [cls, c] : s.classes)
-      for (const char* reason : {"bad_request", "unavailable", "internal"}) {
+      for (const char* reason : {"bad_request", "unavailable", "internal", "cancelled"}) {
         auto it = c.failures.find(reason);
         o << "nv_inference_request_failure{" << labels(m->name(), cls) << "," << prometheus_label("reason", reason) << "} "
           << (it == c.failures.end() ? 0 : it->second) << "\n";

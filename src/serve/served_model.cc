@@ -1,6 +1,7 @@
 #include "serve/served_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <future>
@@ -101,10 +102,19 @@ void ServedModel::prebuild_packed_plans(int threads_per_context) {
 
 ServedModel::~ServedModel() { batcher_->drain(); }
 
-Completion ServedModel::infer_sync(Tensors inputs, const std::string& cls) {
+Completion ServedModel::infer_sync(Tensors inputs, const std::string& cls, const ClientGone& gone) {
   auto promise = std::make_shared<std::promise<Completion>>();
   auto future = promise->get_future();
-  infer(std::move(inputs), cls, [promise](Completion c) { promise->set_value(std::move(c)); });
+  auto left = std::make_shared<std::atomic<bool>>(false);
+  infer(std::move(inputs), cls, [promise](Completion c) { promise->set_value(std::move(c)); },
+        [left] { return left->load(std::memory_order_relaxed); });
+  if (!gone) return future.get();
+  constexpr auto kPoll = std::chrono::milliseconds(20);
+  while (future.wait_for(kPoll) != std::future_status::ready)
+    if (gone()) {
+      left->store(true, std::memory_order_relaxed);
+      return {{Code::Cancelled, "the client cancelled the request"}, {}};
+    }
   return future.get();
 }
 

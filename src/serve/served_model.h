@@ -36,9 +36,14 @@ class ServedModel {
   // Which session options (fusion config) each batch-size bucket uses (serve.matrix).
   const OptionsMatrix& options_matrix() const { return *matrix_; }
 
-  void infer(Tensors inputs, const std::string& cls, Done done) { batcher_->submit(std::move(inputs), cls, std::move(done)); }
-  // infer() for a protocol thread that waits for the answer (the batcher always answers).
-  Completion infer_sync(Tensors inputs, const std::string& cls);
+  void infer(Tensors inputs, const std::string& cls, Done done, ClientGone gone = {}) {
+    batcher_->submit(std::move(inputs), cls, std::move(done), std::move(gone));
+  }
+  // infer() for a protocol thread that waits for the answer (the batcher always answers). With
+  // `gone`, the thread asks it while waiting, and once the client has gone answers Cancelled
+  // itself, leaving the batcher to drop the request unless it is already running. `gone` is only
+  // called on this thread (gRPC's ServerContext belongs to its handler).
+  Completion infer_sync(Tensors inputs, const std::string& cls, const ClientGone& gone = {});
   void drain() { batcher_->drain(); }
 
  private:

@@ -10,6 +10,7 @@ int http_status(Code c) {
     case Code::Unavailable: return 503;
     case Code::Unsupported: return 501;
     case Code::Internal: return 500;
+    case Code::Cancelled: return 499;  // nginx's "client closed request": no client reads it
   }
   return 500;
 }
@@ -22,6 +23,7 @@ int grpc_status(Code c) {
     case Code::Unavailable: return 14;  // UNAVAILABLE
     case Code::Unsupported: return 12;  // UNIMPLEMENTED
     case Code::Internal: return 13;     // INTERNAL
+    case Code::Cancelled: return 1;     // CANCELLED
   }
   return 13;
 }
@@ -44,6 +46,7 @@ const char* code_name(Code c) {
     case Code::Unavailable: return "unavailable";
     case Code::Unsupported: return "unsupported";
     case Code::Internal: return "internal";
+    case Code::Cancelled: return "cancelled";
   }
   return "?";
 }

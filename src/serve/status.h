@@ -14,6 +14,7 @@ enum class Code {
   Unavailable,  // queue full, timed out, or shutting down                503 / UNAVAILABLE
   Unsupported,  // a feature fusor does not serve (e.g. shared memory)   501 / UNIMPLEMENTED
   Internal,     // the model failed to run                                500 / INTERNAL
+  Cancelled,    // the client left before its request ran                 499 / CANCELLED
 };
 
 struct Status {

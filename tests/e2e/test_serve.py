@@ -336,6 +336,43 @@ serve:
         assert s.stop() == 0
 
 
+def test_a_grpc_request_its_client_gave_up_on_is_not_computed(tmp_path):
+    """A gRPC client that gives up while its request waits in a batch window (a deadline that
+    passes, a stream it cancels) is answered CANCELLED, and the request never runs: the server
+    used to compute it anyway and count it a success."""
+    s = Served(tmp_path, """
+serve:
+  classes:
+    default: {batch_window_ms: 1500, adaptive_window: false, max_batch: 8}
+""")
+    try:
+        client = grpcclient.InferenceServerClient(s.grpc_url)
+        ids = np.ones((1, 4), np.int64)
+        with pytest.raises(InferenceServerException) as e:
+            client.infer("demo", text_inputs(grpcclient, ids, ids), client_timeout=0.3)
+        assert "DEADLINE_EXCEEDED" in e.value.status()
+        client.start_stream(callback=lambda result, error: None)
+        client.async_stream_infer("demo", text_inputs(grpcclient, ids, ids))
+        time.sleep(0.3)
+        client.stop_stream(cancel_requests=True)
+        labels = 'model="demo",version="1",class="default"'
+        deadline = time.time() + 10
+        while time.time() < deadline:  # both are dropped once their window closes
+            metrics = get(f"127.0.0.1:{s.metrics}/metrics")[1].decode()
+            if f'nv_inference_request_failure{{{labels},reason="cancelled"}} 2' in metrics:
+                break
+            time.sleep(0.2)
+        assert f'nv_inference_request_failure{{{labels},reason="cancelled"}} 2' in metrics
+        assert f"nv_inference_exec_count{{{labels}}} 0" in metrics
+        assert f"nv_inference_request_success{{{labels}}} 0" in metrics
+        # A patient client on the same server is still answered.
+        r = client.infer("demo", text_inputs(grpcclient, ids, ids), client_timeout=30)
+        np.testing.assert_array_equal(r.as_numpy("embeddings"), expected(ids, ids))
+        client.close()
+    finally:
+        assert s.stop() == 0
+
+
 def test_metrics_have_triton_names_per_class_and_histograms(server):
     code, text = get(f"127.0.0.1:{server.metrics}/metrics")
     assert code == 200

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <set>
 #include <future>
 #include <thread>
 
@@ -37,6 +38,7 @@ Tensors request(std::vector<int64_t> ids) {
 struct FakeModel {
   std::mutex mu;
   std::vector<Dims> batches;
+  std::set<int64_t> ids_seen;  // every id of every batch
   std::chrono::milliseconds delay{0};
   Tensors operator()(size_t, const Tensors& in) {
     const Tensor& ids = in.at("input_ids");
@@ -44,6 +46,7 @@ struct FakeModel {
     {
       std::lock_guard lock(mu);
       batches.push_back(ids.dims());
+      for (int64_t i = 0; i < ids.numel(); ++i) ids_seen.insert(ids.data<int64_t>()[i]);
     }
     std::this_thread::sleep_for(delay);
     Tensor out(DType::Float32, ids.dims());
@@ -88,10 +91,10 @@ struct Harness {
     model.delay = delay;
     batcher = std::make_unique<Batcher>(c, text_signature(), std::ref(model), stats);
   }
-  std::future<Completion> submit(std::vector<int64_t> ids, const std::string& cls = "") {
+  std::future<Completion> submit(std::vector<int64_t> ids, const std::string& cls = "", ClientGone gone = {}) {
     auto p = std::make_shared<std::promise<Completion>>();
     auto f = p->get_future();
-    batcher->submit(request(std::move(ids)), cls, [p](Completion c) { p->set_value(std::move(c)); });
+    batcher->submit(request(std::move(ids)), cls, [p](Completion c) { p->set_value(std::move(c)); }, std::move(gone));
     return f;
   }
 };
@@ -253,6 +256,23 @@ TEST(ServeBatcher, FullQueueAndTimeoutAnswerUnavailable) {
   EXPECT_NE(timed_out.status.message.find("timed out"), std::string::npos) << timed_out.status.message;
   std::lock_guard lock(h.model.mu);
   EXPECT_TRUE(h.model.batches.empty()) << "neither request reached the model";
+}
+
+TEST(ServeBatcher, ARequestWhoseClientLeftWhileWaitingIsDroppedUnrun) {
+  Harness h(batch_class_waits());
+  auto left = std::make_shared<std::atomic<bool>>(false);
+  auto gone = h.submit({1, 2}, "batch", [left] { return left->load(); });
+  auto stays = h.submit({3, 4}, "batch", [] { return false; });
+  *left = true;  // while both wait for the window
+  h.batcher->drain();
+  const Completion dropped = gone.get();
+  EXPECT_EQ(dropped.status.code, Code::Cancelled);
+  EXPECT_EQ(values(stays.get()), (std::vector<float>{3, 4}));
+  std::lock_guard lock(h.model.mu);
+  EXPECT_EQ(h.model.batches.size(), 1u);
+  EXPECT_EQ(h.model.ids_seen.count(1) + h.model.ids_seen.count(2), 0u) << "the dropped request ran";
+  EXPECT_EQ(h.model.ids_seen.count(3) + h.model.ids_seen.count(4), 2u);
+  EXPECT_EQ(h.stats.snapshot().classes.at("batch").failures.at("cancelled"), 1u);
 }
 
 TEST(ServeBatcher, RejectsUnknownClassTooManyRowsAndBadShapes) {
