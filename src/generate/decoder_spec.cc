@@ -169,7 +169,8 @@ void check_inputs(DecoderSpec& spec, const std::vector<TensorInfo>& inputs, cons
 std::string DecoderSpec::model_file_of(const std::string& path) {
   std::error_code ec;
   fs::path file = path;
-  if (fs::is_directory(file, ec)) {
+  const bool folder = fs::is_directory(file, ec);
+  if (folder) {
     const json genai = read_json(file / "genai_config.json");
     std::string name = "model.onnx";
     if (genai.is_object() && genai.contains("model") && genai["model"].is_object()) {
@@ -179,7 +180,10 @@ std::string DecoderSpec::model_file_of(const std::string& path) {
     }
     file /= name;
   }
-  if (!fs::is_regular_file(file, ec)) throw Error("cannot read " + file.string(), ErrorKind::InvalidArgument);
+  if (!fs::is_regular_file(file, ec))
+    throw Error(folder ? "the folder " + path + " holds no " + file.filename().string() + ": give the .onnx file"
+                       : "cannot read " + file.string(),
+                ErrorKind::InvalidArgument);
   return file.string();
 }
 

@@ -116,6 +116,21 @@ def test_good_model_runs(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), x + x)
 
 
+@pytest.mark.parametrize("command", ["run", "inspect", "profile", "optimize", "check", "bench"])
+def test_a_model_folder_is_read_as_its_model_onnx(tmp_path, command):
+    """Every command takes a folder holding model.onnx, as serve, generate and tune do (run and
+    the others answered 'model path is a directory'); a folder without one names what is missing."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    add_model(folder)
+    extra = {"optimize": ["-o", tmp_path / "fused.onnx"], "bench": ["--batch", "1", "--seconds", "0.05"],
+             "profile": ["--runs", "1"]}
+    r = run_fusor(command, folder, *extra.get(command, []))
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "empty").mkdir()
+    assert_one_line_error(run_fusor(command, tmp_path / "empty", *extra.get(command, [])), "holds no model.onnx")
+
+
 def test_outputs_whose_names_map_to_one_file_get_a_file_each(tmp_path):
     """DIR/<output name>.npy: the output named a_b keeps a_b.npy; a/b, made a_b, gets a number."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])

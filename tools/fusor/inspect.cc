@@ -52,7 +52,10 @@ void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand(
       "inspect", "Inputs, opsets, op support, parameters, FLOPs and fusion of a model, without running it");
-  cmd->add_option("model", args->model, "ONNX model file")->required()->type_name("MODEL");
+  cmd->add_option("model", args->model, "ONNX model file, or a folder holding model.onnx")
+      ->required()
+      ->type_name("MODEL")
+      ->transform(model_folder_to_file());
   cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")->check(CLI::PositiveNumber);
   CLI::Option* seq =
       cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);

@@ -2,16 +2,20 @@
 
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdio>
 #include <sstream>
 
 #include "fusor/check.h"
+#include "fusor/decoder.h"
 #include "fusor/threads.h"
 
 namespace fusor::cli {
 
 void ModelArgs::add_to(CLI::App& cmd, const DimFlags& dims) {
-  cmd.add_option("model", model, "ONNX model file")->required();
+  cmd.add_option("model", model, "ONNX model file, or a folder holding model.onnx")
+      ->required()
+      ->transform(model_folder_to_file());
   cmd.add_option("--shape", shapes, "Input shape, NAME=d0,d1,... (repeatable)");
   cmd.add_option("--threads", threads, "Threads (OpenMP, shared with oneDNN)")->check(CLI::Range(1, 1024));
   cmd.add_flag("--reference", reference, "Use the plain reference kernels (the ground truth)");
@@ -140,6 +144,16 @@ std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::
 
 void ModelArgs::apply_threads() const {
   if (threads > 0) set_compute_threads(threads);
+}
+
+CLI::Validator model_folder_to_file() {
+  return CLI::Validator(
+      [](std::string& path) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(path, ec)) path = DecoderSpec::model_file_of(path);
+        return std::string();
+      },
+      "", "model folder");
 }
 
 }  // namespace fusor::cli

@@ -85,6 +85,11 @@ auto at_default_dims_explained(const Engine& engine, const ModelArgs& args, F&& 
   }
 }
 
+// A MODEL argument's transform: a folder becomes the model file in it (model.onnx, or the decoder
+// file its genai_config.json names), as fusor serve and generate take one; a file stays as given.
+// A folder without one fails while parsing, as a one-line fusor::Error.
+CLI::Validator model_folder_to_file();
+
 // "1,8,32" -> {1, 8, 32}; nothing unless every value is a positive integer.
 std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text);
 // The same, throwing fusor::Error that names `what` on a malformed list.

@@ -224,12 +224,7 @@ void add_onboard_command(CLI::App& app) {
   cmd->add_option("--headroom", args->headroom, "Capacity kept free for peaks")->check(CLI::Range(0.0, 0.95))->capture_default_str();
   cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
   cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
-  cmd->callback([args] {
-    // A folder is a decoder's, as fusor serve and generate take it (model.onnx in it).
-    if (std::filesystem::is_directory(args->tune.model.model))
-      args->tune.model.model = DecoderSpec::model_file_of(args->tune.model.model);
-    onboard(*args);
-  });
+  cmd->callback([args] { onboard(*args); });
 }
 
 }  // namespace fusor::cli

@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "commands.h"
-#include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "fusor/profile.h"
 #include "fusor/threads.h"
@@ -247,11 +246,7 @@ void add_tune_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("tune", "Tune batch windows per traffic class and fusion per batch size under SLOs");
   args->add_to(*cmd);
   cmd->add_option("-o,--output", *out, "Where to write the tuned config (YAML)")->required();
-  cmd->callback([args, out] {
-    // A folder is a decoder's, as fusor serve and generate take it (model.onnx in it).
-    if (std::filesystem::is_directory(args->model.model)) args->model.model = DecoderSpec::model_file_of(args->model.model);
-    tune_command(*args, *out);
-  });
+  cmd->callback([args, out] { tune_command(*args, *out); });
 }
 
 }  // namespace fusor::cli
