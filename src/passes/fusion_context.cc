@@ -60,7 +60,10 @@ bool FusionContext::fuse(const std::string& pass, const std::vector<int>& nodes,
     names_by_group_[key] = name;
   }
   if (std::find(config_.disabled.begin(), config_.disabled.end(), name) != config_.disabled.end()) {
-    decline(pass, nodes, "item '" + name + "' is disabled in the config (fusion.disabled)");
+    // apply_precision_verdict adds the saved verdict's rollbacks to the same list.
+    decline(pass, nodes,
+            "item '" + name + "' is disabled: rolled back by the saved precision verdict (fusor check) or " +
+                "listed in the config's fusion.disabled");
     return false;
   }
   FusionItem item{name, kind, pass, {}, intermediate_bytes_saved(graph_, binding_, nodes)};
