@@ -203,7 +203,7 @@ TEST(FusionConfig, DisabledItemIsNotFusedAndNamesStayStable) {
   off.disabled = {name};
   Plan disabled = test::fast_plan(g, kDims, off);
   EXPECT_EQ(count_kind(disabled, "LayerNorm"), 0u);
-  EXPECT_TRUE(declined_with(disabled, "disabled in the config"));
+  EXPECT_TRUE(declined_with(disabled, "fusion.disabled"));
   FusionConfig none;
   set_every_switch(none, false);
   EXPECT_EQ(test::fast_plan(g, kDims, none).steps.size(), 9u);
