@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "fusor/error.h"
 #include "ir/float8.h"
 #include "ir/half.h"
 
@@ -119,10 +120,17 @@ std::vector<Tensors> split(const Signature& sig, const Tensors& outputs, const s
     auto it = outputs.find(name);
     if (it == outputs.end()) continue;
     const Tensor& all = it->second;
-    if (!sig.batched || all.rank() == 0) {
+    // Unbatched, a scalar, or one request that ran unpadded (runs_alone): the output is its own.
+    if (!sig.batched || all.rank() == 0 || (parts.size() == 1 && !sig.runs_alone.empty())) {
       for (auto& r : result) r[name] = all;
       continue;
     }
+    int64_t rows = 0;
+    for (const Part& p : parts) rows += p.shape.rows;
+    if (all.dims()[0] < rows)  // never read past it: the model's axis 0 was not the batch after all
+      throw Error("output '" + name + "' has " + dims_to_string(all.dims()) + " for a batch of " +
+                      std::to_string(rows) + " rows: its axis 0 is not the batch",
+                  ErrorKind::Runtime);
     int seq_axis = sig.output_seq_axis[o];
     size_t es = dtype_size(all.dtype());
     int64_t row_elems = all.numel() / all.dims()[0];

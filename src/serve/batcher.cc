@@ -220,7 +220,9 @@ std::vector<Tensors> Batcher::run_padded(size_t context, const std::vector<Reque
     seq = std::max(seq, r.shape.seq);
     useful += tokens_of(r.shape);
   }
-  const int64_t batch_rows = padded_rows(q.cls, sig_.batched, rows), batch_seq = padded_seq(seq, sig_.seq_bucket(config_.seq_bucket));
+  // A model that couples rows (runs_alone) gets no padding rows either: they would be batch-mates.
+  const int64_t batch_rows = padded_rows(q.cls, sig_.batched && sig_.runs_alone.empty(), rows);
+  const int64_t batch_seq = padded_seq(seq, sig_.seq_bucket(config_.seq_bucket));
   auto t0 = Clock::now();
   Tensors out = run_(context, assemble(sig_, parts, batch_rows, batch_seq, config_.pad_values));
   auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();

@@ -9,15 +9,25 @@
 
 #include "engine/internals.h"
 #include "kernels/cpu/thread_pool.h"
+#include "serve/row_coupling.h"
 
 namespace fusor::serve {
 namespace {
 
-// Why the model's outputs for one row depend on the other rows of its batch, or "".
-std::string couples_rows(const Graph& g) {
+// Why the model's outputs for one row depend on the other rows of its batch, or "", as far as
+// its graph and declared shapes tell; rows_coupled_in_a_probe then runs it to find the rest.
+std::string couples_rows(const Graph& g, const Signature& sig) {
   for (const Node& n : g.nodes)
     if (n.op == Op::DynamicQuantizeLinear)
       return n.describe() + " takes one scale over its whole input";
+  const std::string batch = sig.inputs.empty() || sig.inputs[0].symbols.empty() ? "" : sig.inputs[0].symbols[0];
+  for (const TensorInfo& out : sig.outputs) {
+    if (out.dims.empty()) continue;  // a scalar is shared by the batch's requests
+    const std::string symbol = out.symbols.empty() ? "" : out.symbols[0];
+    if (out.dims[0] >= 0 || (!batch.empty() && !symbol.empty() && symbol != batch))
+      return "output '" + out.name + "' has axis 0 " + (out.dims[0] >= 0 ? std::to_string(out.dims[0]) : symbol) +
+             ", not the inputs' batch " + (batch.empty() ? "axis" : batch);
+  }
   return "";
 }
 
@@ -33,7 +43,8 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
                          int threads_per_context)
     : name_(std::move(name)), engine_(std::move(engine)), sig_(Signature::of(engine_.inputs(), engine_.outputs())), config_(config),
       stats_(class_names(config)), matrix_(std::make_shared<OptionsMatrix>(OptionsMatrix::of(config, options))) {
-  sig_.runs_alone = couples_rows(graph_of(engine_));
+  if (sig_.batched) sig_.runs_alone = couples_rows(graph_of(engine_), sig_);
+  if (sig_.batched && sig_.runs_alone.empty()) sig_.runs_alone = rows_coupled_in_a_probe(engine_, options);
   if (!sig_.runs_alone.empty())
     std::fprintf(stderr, "fusor serve: model %s: each request runs alone, unpadded: %s, so batch-mates would change it\n",
                  name_.c_str(), sig_.runs_alone.c_str());

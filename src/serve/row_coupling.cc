@@ -1,0 +1,75 @@
+#include "serve/row_coupling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "fusor/error.h"
+
+namespace fusor::serve {
+namespace {
+
+constexpr int64_t kProbeLength = 16;  // the other symbolic dims: short, as the precision gate's
+
+// Row `r` of `t` along axis 0, as a tensor of one row.
+Tensor row_of(const Tensor& t, int64_t r) {
+  Dims dims = t.dims();
+  dims[0] = 1;
+  Tensor row(t.dtype(), dims);
+  std::memcpy(row.raw(), static_cast<const std::byte*>(t.raw()) + r * row.nbytes(), row.nbytes());
+  return row;
+}
+
+// How `together` (a row of the batch's output) differs from `alone`, or "" when it does not:
+// float32 within 1e-3 of alone's scale (kernels may differ between batch sizes by rounding),
+// other types exactly.
+std::string difference(const Tensor& together, const Tensor& alone) {
+  if (together.dims() != alone.dims()) return "shape " + dims_to_string(together.dims()) + " against " + dims_to_string(alone.dims());
+  if (together.dtype() != DType::Float32)
+    return std::memcmp(together.raw(), alone.raw(), alone.nbytes()) == 0 ? "" : "different values";
+  const float* a = alone.data<float>();
+  const float* b = together.data<float>();
+  float scale = 0, worst = 0;
+  for (int64_t i = 0; i < alone.numel(); ++i) {
+    scale = std::max(scale, std::abs(a[i]));
+    const float d = std::abs(a[i] - b[i]);
+    worst = std::isnan(d) && !(std::isnan(a[i]) && std::isnan(b[i])) ? INFINITY : std::max(worst, d);
+  }
+  if (worst <= 1e-3f * (1 + scale)) return "";
+  std::ostringstream why;
+  why << std::setprecision(3) << "values off by " << worst << " (largest alone " << scale << ")";
+  return why.str();
+}
+
+}  // namespace
+
+std::string rows_coupled_in_a_probe(const Engine& engine, const SessionOptions& options) {
+  try {
+    const auto two_dims = engine.bind_dims({}, 2, kProbeLength);
+    const auto one_dims = engine.bind_dims({}, 1, kProbeLength);
+    const auto two = engine.sample_inputs(two_dims, 1);
+    Session both = engine.session(two_dims, options);
+    const auto together = both.run(two);
+    Session one = engine.session(one_dims, options);
+    for (int64_t r = 0; r < 2; ++r) {
+      std::map<std::string, Tensor> inputs;
+      for (const auto& [name, t] : two) inputs[name] = row_of(t, r);
+      const auto alone = one.run(inputs);
+      for (const auto& [name, out] : alone) {
+        const Tensor& all = together.at(name);
+        if (all.rank() == 0 && out.rank() == 0) continue;  // a scalar is shared, not split
+        if (all.rank() == 0 || all.dims()[0] != 2)
+          return "output '" + name + "' has " + dims_to_string(all.dims()) + " for a batch of 2 rows";
+        if (std::string d = difference(row_of(all, r), out); !d.empty())
+          return "output '" + name + "' of a row run beside another differs from the row alone: " + d;
+      }
+    }
+  } catch (const Error&) {
+    return "";  // shapes the model does not take: its requests will say what it does take
+  }
+  return "";
+}
+
+}  // namespace fusor::serve

@@ -1,0 +1,18 @@
+// Whether a batched model's rows are independent, found by running it: two sample rows as one
+// batch against each row alone. Stacking requests along axis 0 is only right for a model whose
+// every output row depends on its own input row: one that centres over axis 0, a sequence-first
+// export (softmax over axis 0), or an output whose axis 0 is not the batch (detections) would
+// hand a request values of its batch-mates, or of its padding. Such a model runs each request
+// alone, unpadded (Signature::runs_alone).
+#pragma once
+#include <string>
+
+#include "fusor/engine.h"
+
+namespace fusor::serve {
+
+// Why batch-mates change a row's outputs ("" when the probe's rows agree, or when the model
+// cannot run the probe's sample shapes: then nothing is known against batching).
+std::string rows_coupled_in_a_probe(const Engine& engine, const SessionOptions& options);
+
+}  // namespace fusor::serve

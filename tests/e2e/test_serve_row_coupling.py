@@ -1,0 +1,81 @@
+"""Models whose leading dynamic axis is not a batch of independent rows: requests must get the
+answers they would get alone (ONNX Runtime's), never their batch-mates' values, their padding's,
+or bytes past an output. fusor serve stacked any model whose inputs all had a symbolic axis 0."""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+import tritonclient.http as httpclient
+from onnx import TensorProto as T, helper as h, numpy_helper
+
+from serve_util import Served
+
+CONFIG = """
+fusion: {precision_check: off}
+serve:
+  classes:
+    default: {batch_window_ms: 200, adaptive_window: false, max_batch: 64}
+"""
+
+
+def save(folder, name, nodes, inputs, outputs, inits=()):
+    graph = h.make_graph(nodes, name, inputs, outputs, initializer=list(inits))
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
+    path = folder / f"{name}.onnx"
+    onnx.save(model, path)
+    return path
+
+
+def models(folder):
+    x = lambda *dims: h.make_tensor_value_info("X", T.FLOAT, list(dims))  # noqa: E731
+    y = lambda *dims: h.make_tensor_value_info("Y", T.FLOAT, list(dims))  # noqa: E731
+    half = numpy_helper.from_array(np.array(0.5, np.float32), "half")
+    return {
+        # a point set centred over axis 0: couples rows, declared shapes look batched
+        "center": save(folder, "center", [h.make_node("ReduceMean", ["X"], ["m"], axes=[0]),
+                                          h.make_node("Sub", ["X", "m"], ["Y"])], [x("N", 3)], [y("N", 3)]),
+        # sequence first (batch_first=False): softmax over axis 0
+        "seqfirst": save(folder, "seqfirst", [h.make_node("Softmax", ["X"], ["Y"], axis=0)],
+                         [x("S", "B", 4)], [y("S", "B", 4)]),
+        # detections: an output whose axis 0 is its own count
+        "dets": save(folder, "dets", [h.make_node("Greater", ["X", "half"], ["g"]), h.make_node("NonZero", ["g"], ["nz"]),
+                                      h.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
+                                      h.make_node("Cast", ["t"], ["Y"], to=T.FLOAT)],
+                     [x("B", 8)], [y("K", 2)], [half]),
+        # a pool over axis 0 to one row (a bigger output read past its end)
+        "pool": save(folder, "pool", [h.make_node("ReduceMax", ["X"], ["Y"], axes=[0])], [x("N", 4096)], [y(1, 4096)]),
+    }
+
+
+def infer(url, model, x):
+    client = httpclient.InferenceServerClient(url, network_timeout=30)
+    t = httpclient.InferInput("X", list(x.shape), "FP32")
+    t.set_data_from_numpy(x)
+    return client.infer(model, [t]).as_numpy("Y")
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rows")
+    paths = models(folder)
+    s = Served(folder, CONFIG, models=paths.items())
+    yield s, paths
+    assert s.stop() == 0, s.output()
+
+
+@pytest.mark.parametrize("model, shape", [("center", (3, 3)), ("seqfirst", (3, 1, 4)), ("dets", (3, 8)),
+                                          ("pool", (3, 4096))])
+def test_each_request_gets_its_own_answer_beside_others(served, model, shape):
+    s, paths = served
+    rng = np.random.default_rng(0)
+    requests = [rng.random(shape, np.float32) + 10 * i for i in range(4)]
+    with ThreadPoolExecutor(4) as pool:  # all in one batch window
+        answers = list(pool.map(lambda x: infer(s.url, model, x), requests))
+    session = ort.InferenceSession(str(paths[model]), providers=["CPUExecutionProvider"])
+    for x, got in zip(requests, answers):
+        want = session.run(None, {"X": x})[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)  # the bug: off by 0.1-8
+    assert f"model {model}: each request runs alone, unpadded" in s.output()
