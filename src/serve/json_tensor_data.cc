@@ -4,6 +4,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <utility>
 
 #include "ir/half.h"
 #include "serve/json_dom.h"
@@ -54,11 +55,23 @@ void fill_tensor(const WireTensor& w, const element& data, const Tensor& t) {
       return static_cast<T>(e.get_double().value_unsafe());
     });
   } else {
-    // Integers above INT64_MAX wrap, as they always have; 1.0 is not an integer.
+    // A value the type cannot hold is refused, not wrapped (2^64 - 1 read as INT64 was -1, an id
+    // Gather takes as the last row); 1.0 is not an integer.
+    auto out_of_range = [&](const std::string& v) {
+      return bad("input '" + w.name + "' data holds " + v + ", which " + w.datatype + " cannot hold");
+    };
     fill(data, out, [&](const element& e) {
       switch (e.type()) {
-        case element_type::INT64: return static_cast<T>(e.get_int64().value_unsafe());
-        case element_type::UINT64: return static_cast<T>(static_cast<int64_t>(e.get_uint64().value_unsafe()));
+        case element_type::INT64: {
+          const int64_t v = e.get_int64().value_unsafe();
+          if (!std::in_range<T>(v)) throw out_of_range(std::to_string(v));
+          return static_cast<T>(v);
+        }
+        case element_type::UINT64: {  // simdjson's type for values above INT64_MAX only
+          const uint64_t v = e.get_uint64().value_unsafe();
+          if (!std::in_range<T>(v)) throw out_of_range(std::to_string(v));
+          return static_cast<T>(v);
+        }
         default: throw wrong();
       }
     });

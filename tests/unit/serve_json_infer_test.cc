@@ -135,6 +135,22 @@ TEST(JsonInferTest, ResponseKeepsItsLayoutAndAppendsBinaryOutputsAfterTheHeader)
   EXPECT_EQ(b.body.substr(*b.header_length), raw + raw);
 }
 
+// They wrapped: 2^64 - 1 as INT64 was -1 (an id Gather takes as the last row), 300 as INT8 was 44.
+TEST(JsonInferTest, AnIntegerItsTypeCannotHoldIsRefused) {
+  for (const auto& [type, value] : std::vector<std::pair<std::string, std::string>>{
+           {"INT64", "18446744073709551615"}, {"INT8", "300"}, {"UINT8", "-1"}, {"INT32", "2147483648"},
+           {"UINT64", "-5"}}) {
+    const std::string body = R"({"inputs":[{"name":"x","datatype":")" + type + R"(","shape":[2],"data":[1,)" + value + "]}]}";
+    try {
+      parse_infer_request(body, std::nullopt);
+      FAIL() << type << " took " << value;
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.code, Code::BadRequest);
+      EXPECT_NE(e.message.find(value + ", which " + type + " cannot hold"), std::string::npos) << e.message;
+    }
+  }
+}
+
 TEST(JsonInferTest, ResponseNamesAnUnknownOutput) {
   HttpInferRequest req;
   req.outputs = {{"nope", false}};
@@ -155,9 +171,9 @@ TEST(JsonInferTest, RequestDecodesEveryField) {
       R"({"id":"q","parameters":{"class":"bulk","binary_data_output":true},"inputs":[)"
       R"({"name":"a","datatype":"INT64","shape":[2],"parameters":{"binary_data_size":16}},)"
       R"({"name":"b","datatype":"FP32","shape":[2,2],"data":[[1,2.5],[-3e2,18446744073709551615]]},)"
-      R"({"name":"c","datatype":"INT64","shape":[2],"data":[9223372036854775807,18446744073709551615]},)"
+      R"({"name":"c","datatype":"INT64","shape":[2],"data":[9223372036854775807,-9223372036854775808]},)"
       R"({"name":"d","datatype":"BOOL","shape":[2],"data":[true,false]},)"
-      R"({"name":"e","datatype":"INT8","shape":[1],"data":[300]}],)"
+      R"({"name":"e","datatype":"INT8","shape":[1],"data":[-128]}],)"
       R"("outputs":[{"name":"y"},{"name":"z","parameters":{"binary_data":false,"classification":3}}]})";
   HttpInferRequest r = parse_infer_request(header + ids, header.size());
   EXPECT_EQ(r.id, "q");
@@ -167,9 +183,9 @@ TEST(JsonInferTest, RequestDecodesEveryField) {
   const Tensor& b = r.inputs.at("b");
   EXPECT_EQ(b.dims(), (Dims{2, 2}));
   EXPECT_EQ(std::vector<float>(b.data<float>(), b.data<float>() + 4), (std::vector<float>{1, 2.5f, -300, 1.8446744e19f}));
-  EXPECT_EQ(r.inputs.at("c").to_int64_vector(), (std::vector<int64_t>{INT64_MAX, -1}));  // wraps, as before
+  EXPECT_EQ(r.inputs.at("c").to_int64_vector(), (std::vector<int64_t>{INT64_MAX, INT64_MIN}));
   EXPECT_EQ(r.inputs.at("d").data<bool>()[0], true);
-  EXPECT_EQ(r.inputs.at("e").data<int8_t>()[0], static_cast<int8_t>(300));
+  EXPECT_EQ(r.inputs.at("e").data<int8_t>()[0], -128);
   ASSERT_EQ(r.outputs.size(), 2u);
   EXPECT_EQ(r.outputs[0].name, "y");
   EXPECT_TRUE(r.outputs[0].binary);
