@@ -66,13 +66,25 @@ def profile(model, batch=1, seq=128, shapes=None, runs=10, warmup=2, config=None
 def optimize(model, output_path, batch=1, seq=128, shapes=None, config=None) -> dict:
     """Writes the fused model as ONNX to `output_path` (docs/optimize.md); returns what was fused
     and declined, and whether the inputs kept their symbolic dims."""
+    path, engine = _model(model)
+    options = _options(engine, path, config, gate_if_missing=config is not None)
+    return write_optimized(engine, options, output_path, batch, seq, shapes)
+
+
+def check_writable(output_path) -> str:
+    """The path as a str; Fail when its folder does not exist."""
     output_path = os.fspath(output_path)
     parent = os.path.dirname(output_path)
     if parent and not os.path.isdir(parent):
         raise _fusor.Fail(f"cannot write model file '{output_path}': folder {parent} does not exist")
-    path, engine = _model(model)
+    return output_path
+
+
+def write_optimized(engine, options, output_path, batch=1, seq=128, shapes=None) -> dict:
+    """The engine's plan with these session options, for one binding of its dims, written as
+    ONNX: optimize() and a session's optimized_model_filepath."""
+    output_path = check_writable(output_path)
     dims = engine.bind_dims({k: list(v) for k, v in (shapes or {}).items()}, batch, seq)
-    options = _options(engine, path, config, gate_if_missing=config is not None)
     return _fusor.optimize(engine, dims, options, output_path)
 
 

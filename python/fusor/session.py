@@ -82,9 +82,9 @@ class InferenceSession:
         self._input_by_name = {i.name: i for i in self._inputs}
         self._output_names = [o.name for o in self._outputs]
         self._cache = PlanCache(opts._plan_cache_size())
-        if opts.optimized_model_filepath and self._model_path is not None:
-            from fusor.pipeline import optimize
-            optimize(self._model_path, opts.optimized_model_filepath, config=opts._config())
+        self._optimized_model_path = None  # set while the file waits for the first run's shapes
+        if opts.optimized_model_filepath:
+            self._write_optimized_model(opts.optimized_model_filepath, None)
 
     # ---- what the model is
 
@@ -152,6 +152,20 @@ class InferenceSession:
 
     # ---- inside
 
+    def _write_optimized_model(self, path, dims) -> None:
+        """As ONNX Runtime: the graph this session runs, at its own level, and no gate. fusor plans
+        for concrete shapes: batch 1, seq 128, or where the model cannot take those (an audio
+        model's length), the first run's shapes."""
+        from fusor.pipeline import check_writable, write_optimized
+        path = check_writable(path)
+        try:
+            write_optimized(self._engine, self._options, path, shapes=dims)
+            self._optimized_model_path = None
+        except _fusor.Error:
+            if dims is not None:
+                raise
+            self._optimized_model_path = path
+
     def _check_output_names(self, output_names) -> list:
         if not output_names:
             return self._output_names
@@ -180,6 +194,8 @@ class InferenceSession:
             self._check_feeds(feeds)
             dims = {name: list(a.shape) for name, a in feeds.items()}
             context = self._cache.plan(lambda: self._engine.session(dims, self._options))
+            if self._optimized_model_path is not None:
+                self._write_optimized_model(self._optimized_model_path, dims)
         try:
             return call(context)
         finally:

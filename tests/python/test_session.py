@@ -242,11 +242,36 @@ def test_intra_op_threads_set_the_process_budget(tiny_model):
     _fusor.set_compute_threads(before)
 
 
-def test_optimized_model_filepath_writes_the_fused_model(tiny_model, tmp_path):
+@pytest.mark.parametrize("level, fused", [(fusor.GraphOptimizationLevel.ORT_DISABLE_ALL, False),
+                                          (fusor.GraphOptimizationLevel.ORT_ENABLE_ALL, True)])
+def test_optimized_model_filepath_writes_the_sessions_graph_and_runs_no_gate(tiny_model, tmp_path, level, fused):
+    import onnx
     options = fusor.SessionOptions()
-    options.optimized_model_filepath = str(tmp_path / "fused.onnx")
+    options.graph_optimization_level = level
+    options.optimized_model_filepath = str(tmp_path / "written.onnx")
     fusor.InferenceSession(tiny_model, options)
-    assert (tmp_path / "fused.onnx").stat().st_size > 0
+    nodes = len(onnx.load(str(tmp_path / "written.onnx")).graph.node)
+    assert (nodes < 5) == fused, nodes
+    # As ONNX Runtime: nothing beside the user's model (the gate would save its verdict there).
+    assert sorted(p.name for p in tiny_model.parent.iterdir()) == ["model.onnx"]
+
+
+def test_optimized_model_filepath_waits_for_a_shape_the_model_takes(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    # A kernel wider than seq 128, the default binding: as an audio model's first convolution.
+    w = numpy_helper.from_array(np.ones((1, 1, 200), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, "samples"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = fusor.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "written.onnx")
+    session = fusor.InferenceSession(model.SerializeToString(), options)
+    assert not (tmp_path / "written.onnx").exists()
+    (y,) = session.run(None, {"x": np.ones((1, 1, 300), np.float32)})
+    assert y.shape == (1, 1, 101)
+    assert onnx.load(str(tmp_path / "written.onnx")).graph.node[0].op_type == "Conv"
 
 
 def test_run_options_and_version():
