@@ -237,9 +237,24 @@ def _as_array(value, arg=None) -> np.ndarray:
             want = np.dtype(arg.dtype)
         except TypeError:
             return array  # not a numeric type: the check after says what the input takes
+        # Ints into any integer type, if they fit (numpy keeps ints past 64 bits as objects).
+        ints = array.dtype.kind in "biu" or (array.dtype.kind == "O" and all(isinstance(v, int) for v in array.flat))
+        if ints and want.kind in "iu":
+            _check_ints_fit(array, want, arg.name)
+            return array.astype(want)
         if np.can_cast(array.dtype, want, casting="same_kind"):
             return array.astype(want)
     return array
+
+
+def _check_ints_fit(array: np.ndarray, want: np.dtype, name: str) -> None:
+    if array.size == 0:
+        return
+    low, high, limits = int(array.min()), int(array.max()), np.iinfo(want)
+    if low < limits.min or high > limits.max:
+        bad = low if low < limits.min else high
+        raise _fusor.InvalidArgument(f"input '{name}' is {want.name}, which cannot hold {bad} "
+                                     f"(its range is [{limits.min}, {limits.max}])")
 
 
 def _dtype_name(array: np.ndarray) -> str:

@@ -112,6 +112,26 @@ def test_python_numbers_take_the_inputs_type(tiny_model):
         session.run(None, {"x": [["a"] * 16]})
 
 
+def identity_model(elem_type, dims):
+    from onnx import helper
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", elem_type, dims)],
+                              [helper.make_tensor_value_info("y", elem_type, dims)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32"])
+def test_python_ints_take_any_integer_inputs_type_where_they_fit(dtype):
+    from onnx import helper
+    session = fusor.InferenceSession(identity_model(helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), [2]))
+    (y,) = session.run(None, {"x": [1, 2]})
+    assert y.dtype == np.dtype(dtype) and y.tolist() == [1, 2]
+    limits = np.iinfo(dtype)
+    for outside in (limits.max + 1, limits.min - 1):
+        with pytest.raises(fusor.InvalidArgument, match=rf"input 'x' is {dtype}, which cannot hold {outside}"):
+            session.run(None, {"x": [0, outside]})
+
+
 def test_feeds_in_any_order_share_one_plan(minilm):
     session = fusor.InferenceSession(minilm)
     feed = minilm_feed(1, 9)
