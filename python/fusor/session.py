@@ -167,6 +167,11 @@ class InferenceSession:
             self._optimized_model_path = path
 
     def _check_output_names(self, output_names) -> list:
+        if output_names is None:
+            return self._output_names
+        if isinstance(output_names, (str, bytes)) or not hasattr(output_names, "__iter__"):  # as ONNX Runtime
+            raise TypeError(f"output_names must be None or a list of output names, not {type(output_names).__name__}")
+        output_names = list(output_names)
         if not output_names:
             return self._output_names
         for n in output_names:
@@ -207,9 +212,10 @@ class InferenceSession:
         for name in feeds:
             if name not in self._input_by_name:
                 raise _fusor.InvalidArgument(f"model has no input named '{name}'")
+        missing = [arg.name for arg in self._inputs if arg.name not in feeds]
+        if missing:  # ONNX Runtime's words, and a ValueError as there
+            raise _fusor.MissingInput(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
         for arg in self._inputs:
-            if arg.name not in feeds:
-                raise _fusor.InvalidArgument(f"missing input '{arg.name}'")
             array = feeds[arg.name]
             dtype = _dtype_name(array)
             declared = arg._dims if arg.shape is not None else None

@@ -154,11 +154,25 @@ def test_output_names_select_and_unknown_ones_fail(tiny_model):
     assert len(session.run(["y"], {"x": x})) == 1
     with pytest.raises(fusor.InvalidArgument, match="model has no output named 'z'"):
         session.run(["z"], {"x": x})
+    assert len(session.run(("y",), {"x": x})) == 1 and len(session.run([], {"x": x})) == 1
+    for not_a_list in ("y", 5):  # as ONNX Runtime: a TypeError, not a string's characters as names
+        with pytest.raises(TypeError, match="output_names must be None or a list"):
+            session.run(not_a_list, {"x": x})
+
+
+def test_a_missing_input_is_a_value_error_as_in_onnx_runtime(minilm):
+    session = fusor.InferenceSession(minilm)
+    feed = minilm_feed(1, 4)
+    del feed["attention_mask"], feed["token_type_ids"]
+    with pytest.raises(ValueError, match=r"Required inputs \(\['attention_mask', 'token_type_ids'\]\) are missing "
+                                         r"from input feed \(\['input_ids'\]\)") as e:
+        session.run(None, feed)
+    assert isinstance(e.value, fusor.InvalidArgument)
 
 
 @pytest.mark.parametrize("feed, message", [
     ({"input": np.zeros((1, 16), np.float32)}, "model has no input named 'input'"),
-    ({}, "missing input 'x'"),
+    ({}, r"Required inputs \(\['x'\]\) are missing from input feed \(\[\]\)"),
     ({"x": np.zeros((1, 16), np.float64)}, r"input 'x' must be float32 \[batch, 16\], got float64 \[1, 16\]"),
     ({"x": np.zeros((1, 15), np.float32)}, r"input 'x' must be float32 \[batch, 16\], got float32 \[1, 15\]"),
     ({"x": np.zeros((16,), np.float32)}, r"input 'x' must be float32 \[batch, 16\], got float32 \[16\]"),
@@ -210,6 +224,10 @@ def test_session_providers_and_unavailable_ones_warn(tiny_model):
     assert any("CUDAExecutionProvider" in str(w.message) for w in caught)
     assert session.get_providers() == ["CPUExecutionProvider"]
     assert session.get_provider_options() == {"CPUExecutionProvider": {}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one name as a string is that name, not its characters
+        assert fusor.InferenceSession(tiny_model, providers="CPUExecutionProvider").get_providers() == \
+            ["CPUExecutionProvider"]
     session.set_providers(["CPUExecutionProvider"], [{"arena_extend_strategy": "kSameAsRequested"}])
     assert session.get_provider_options() == {"CPUExecutionProvider": {"arena_extend_strategy": "kSameAsRequested"}}
     assert fusor.InferenceSession(tiny_model).get_providers() == ["CPUExecutionProvider"]
@@ -307,3 +325,10 @@ def test_onnx_runtime_exception_names():
     with pytest.raises(state.InvalidProtobuf):
         fusor.InferenceSession(b"\x08")
     assert state.RuntimeException is state.EngineError is state.EPFail is fusor.Fail
+    # Every exception class ONNX Runtime's module has (1.2x), so `except` clauses naming them evaluate.
+    for name in ["DeviceReset", "EPFail", "EngineError", "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf",
+                 "ModelLoadCanceled", "ModelLoaded", "ModelRequiresCompilation", "NoModel", "NoSuchFile", "NotFound",
+                 "NotImplemented", "RuntimeException"]:
+        assert issubclass(getattr(state, name), fusor.Error), name
+    with pytest.raises(state.NoSuchFile):
+        fusor.InferenceSession("no-such-model.onnx")
