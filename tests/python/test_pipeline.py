@@ -112,3 +112,20 @@ def test_generate_with_temperature_0_is_greedy_whatever_else_is_given():
         assert got["output_ids"] == greedy, knobs
     with pytest.raises(fusor.InvalidArgument, match="seed"):
         fusor.generate(model, prompt="def main():", max_new_tokens=2, seed=-1)
+
+
+def test_generate_takes_numpy_seeds_no_stop_and_one_eos_id_and_names_a_wrong_argument():
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    args = dict(prompt="def main():", max_new_tokens=3, temperature=0.8, ignore_eos=True)
+    want = fusor.generate(model, seed=3, **args)["output_ids"]
+    for seed in (np.int64(3), np.uint64(3)):
+        assert fusor.generate(model, seed=seed, **args)["output_ids"] == want, type(seed)
+    assert fusor.generate(model, seed=3, stop=None, eos_ids=np.int64(2), **args)["output_ids"] == want
+    for wrong, message in [(dict(max_new_tokens=2**63), r"max_new_tokens must be an integer in \[0, 2\*\*63\), not"),
+                           (dict(seed=1.5), r"seed must be an integer in \[0, 2\*\*64\), not 1.5"),
+                           (dict(eos_ids=[-1]), r"eos_ids must be an integer in \[0, 2\*\*31\)"),
+                           (dict(prompt="a\ud800"), "prompt is not UTF-8 text: surrogates not allowed at index 1"),
+                           (dict(stop=["\udc00"]), "stop is not UTF-8 text")]:
+        with pytest.raises(fusor.InvalidArgument, match=message):
+            fusor.generate(model, **{**args, **wrong})
