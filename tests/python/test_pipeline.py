@@ -71,6 +71,7 @@ def test_bench_is_the_cli_bench_json(tiny_model):
         fusor.bench(tiny_model.parent / "missing" / "model.onnx", seconds=0.1)
 
 
+
 def test_generate_matches_the_cli(tmp_path):
     from conftest import model_path
     model = model_path("llama-tiny").parent
@@ -112,6 +113,22 @@ def test_generate_with_temperature_0_is_greedy_whatever_else_is_given():
         assert got["output_ids"] == greedy, knobs
     with pytest.raises(fusor.InvalidArgument, match="seed"):
         fusor.generate(model, prompt="def main():", max_new_tokens=2, seed=-1)
+
+
+def test_ctrl_c_stops_generate_at_once_not_after_the_last_token():
+    import os
+    import signal
+    import threading
+    import time
+    from conftest import model_path
+    model = model_path("gpt2-tiny").parent
+    sent = []
+    timer = threading.Timer(0.5, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    # About 2.5 s for the 500 tokens on a 2-core machine; the check for signals runs every 50 ms.
+    with pytest.raises(KeyboardInterrupt):
+        fusor.generate(model, prompt_ids=[1, 2, 3], max_new_tokens=500, ignore_eos=True)
+    assert time.monotonic() - sent[0] < 1.0
 
 
 def test_generate_takes_numpy_seeds_no_stop_and_one_eos_id_and_names_a_wrong_argument():
