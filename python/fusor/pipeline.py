@@ -119,11 +119,19 @@ def bench(model, batch=(1,), seq=128, shapes=None, seconds=3.0, warmup=3, thread
             cmd += ["--config", cfg]
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
-            lines = [ln for ln in done.stderr.splitlines() if ln.strip()] or ["exit %d" % done.returncode]
-            message = lines[-1].removeprefix("fusor: error: ")
-            raise _fusor.InvalidArgument(message) if done.returncode == 2 else _fusor.Fail(message)
+            raise _cli_error(done)
         with open(out) as f:
             return json.load(f)
+
+
+def _cli_error(done: subprocess.CompletedProcess) -> Exception:
+    """The CLI's error line as an exception: InvalidArgument for a usage error (exit 2) or one
+    naming a flag ("--batch: '0' must be ..."), else Fail."""
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and ln != "Run with --help for more information."]
+    errors = [ln.removeprefix("fusor: error: ") for ln in lines if ln.startswith("fusor: error: ")]
+    message = (errors or lines or [f"fusor bench exited with {done.returncode}"])[-1]
+    usage = done.returncode == 2 or message.startswith("--")
+    return _fusor.InvalidArgument(message) if usage else _fusor.Fail(message)
 
 
 def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature=None, top_k=None, top_p=None,
