@@ -16,7 +16,8 @@ namespace fusor::python {
 namespace py = pybind11;
 
 // Fail, InvalidArgument, InvalidGraph, NotImplemented (ONNX Runtime's names), all under
-// fusor._fusor.Error, and a translator that raises them for fusor::Error by kind.
+// fusor._fusor.Error, and a translator that raises them for fusor::Error by kind; MissingInput,
+// an InvalidArgument and a ValueError, is raised by the Python package.
 void bind_errors(py::module_& m);
 void bind_engine(py::module_& m);
 void bind_pipeline(py::module_& m);

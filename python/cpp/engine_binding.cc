@@ -111,17 +111,6 @@ void bind_engine(py::module_& m) {
       .def_readwrite("reorder", &SessionOptions::reorder)
       .def_readwrite("fusion", &SessionOptions::fusion);
 
-  // The precision gate's saved verdict for a model file joins fusion.disabled, as in fusor run.
-  m.def(
-      "apply_precision_verdict",
-      [](const Engine& engine, const std::string& model_path, SessionOptions& options, bool gate_if_missing) {
-        if (!options.fusion || options.reference) return;
-        py::gil_scoped_release release;
-        apply_precision_verdict(engine, model_path, *options.fusion, gate_if_missing,
-                                [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); });
-      },
-      py::arg("engine"), py::arg("model_path"), py::arg("options"), py::arg("gate_if_missing") = false);
-
   py::class_<Session>(m, "Session")
       .def("run", &run_session, py::arg("feeds"), "{name: C-contiguous array} -> {output name: array}")
       .def("run_into", &run_session_into, py::arg("feeds"), py::arg("outputs"))
@@ -163,6 +152,18 @@ void bind_engine(py::module_& m) {
             return out;
           },
           py::arg("input_dims"), py::arg("seed") = 0);
+
+  // The precision gate's saved verdict for a model file joins fusion.disabled, as in fusor run.
+  // Bound after Engine, so that its signature names fusor._fusor.Engine.
+  m.def(
+      "apply_precision_verdict",
+      [](const Engine& engine, const std::string& model_path, SessionOptions& options, bool gate_if_missing) {
+        if (!options.fusion || options.reference) return;
+        py::gil_scoped_release release;
+        apply_precision_verdict(engine, model_path, *options.fusion, gate_if_missing,
+                                [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); });
+      },
+      py::arg("engine"), py::arg("model_path"), py::arg("options"), py::arg("gate_if_missing") = false);
 
   m.def("compute_threads", &compute_threads);
   m.def("set_compute_threads", &set_compute_threads, py::arg("n"));

@@ -47,6 +47,9 @@ void bind_errors(py::module_& m) {
   classes.invalid_graph = add_class(m, "InvalidGraph", base, "The model is not a valid ONNX model fusor can load.");
   classes.not_implemented =
       add_class(m, "NotImplemented", base, "A valid model needs an op, opset or dtype fusor does not implement.");
+  // ONNX Runtime raises ValueError for a feed that lacks inputs: `except ValueError` keeps working.
+  py::object missing_bases = py::make_tuple(py::handle(classes.invalid_argument), py::handle(PyExc_ValueError));
+  add_class(m, "MissingInput", missing_bases.ptr(), "The input feed lacks inputs the model needs (also a ValueError).");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

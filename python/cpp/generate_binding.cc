@@ -1,5 +1,7 @@
 // Text generation with a decoder export (include/fusor/generate.h), as fusor generate --json: the
-// result as a dict with the CLI's fields. The decoder loop runs with the GIL released.
+// result as a dict with the CLI's fields. The decoder loop runs with the GIL released, taking it
+// back between tokens only to let Ctrl-C through.
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -33,6 +35,19 @@ std::optional<Tokenizer> tokenizer_for(const GenerateArgs& a, const DecoderSpec&
   return std::nullopt;
 }
 
+// The per-token callback: Python's signal handlers run at most every 50 ms (the GIL is taken only
+// then); one that raises (KeyboardInterrupt on Ctrl-C) ends generation with its exception, which
+// otherwise would wait for the last token.
+TokenCallback signal_check() {
+  using Clock = std::chrono::steady_clock;
+  return [last = Clock::now()](TokenId, std::string_view) mutable {
+    if (Clock::now() - last < std::chrono::milliseconds(50)) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    last = Clock::now();
+  };
+}
+
 py::dict generate_text(const Engine& engine, const std::string& model_file, GenerateArgs a,
                        const SessionOptions& options) {
   const DecoderSpec spec = DecoderSpec::describe(engine, model_file);
@@ -45,7 +60,7 @@ py::dict generate_text(const Engine& engine, const std::string& model_file, Gene
   {
     py::gil_scoped_release release;
     DecoderStep decoder(engine, spec, options);
-    r = generate(decoder, prompt, a.options, tokenizer ? &*tokenizer : nullptr);
+    r = generate(decoder, prompt, a.options, tokenizer ? &*tokenizer : nullptr, signal_check());
   }
   auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };
   return py::dict(py::arg("prompt_ids") = prompt, py::arg("output_ids") = r.output_ids, py::arg("text") = r.text,

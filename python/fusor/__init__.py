@@ -9,7 +9,7 @@ The package speaks ONNX Runtime's Python API, so existing code runs with the imp
 and adds the rest of fusor's pipeline as functions returning plain Python objects (the CLI's JSON):
 check (the precision gate), profile, optimize, bench and generate. docs/python.md says what differs.
 """
-from fusor._fusor import Error, Fail, InvalidArgument, InvalidGraph, NotImplemented  # noqa: A004
+from fusor._fusor import Error, Fail, InvalidArgument, InvalidGraph, MissingInput, NotImplemented  # noqa: A004
 from fusor.io_binding import IOBinding, OrtValue
 from fusor.options import ExecutionMode, ExecutionOrder, GraphOptimizationLevel, RunOptions, SessionOptions
 from fusor.pipeline import bench, check, generate, optimize, profile
@@ -29,7 +29,7 @@ def set_default_logger_severity(severity: int) -> None:
 
 
 __all__ = [
-    "Error", "Fail", "InvalidArgument", "InvalidGraph", "NotImplemented",
+    "Error", "Fail", "InvalidArgument", "InvalidGraph", "MissingInput", "NotImplemented",
     "InferenceSession", "NodeArg", "ModelMetadata", "IOBinding", "OrtValue",
     "SessionOptions", "RunOptions", "GraphOptimizationLevel", "ExecutionMode", "ExecutionOrder",
     "get_available_providers", "get_all_providers", "get_device",

@@ -2,6 +2,7 @@
 dicts and lists: check (the precision gate, `fusor check --report`), profile (`fusor profile
 --json`), optimize (`fusor optimize`'s result) and bench (`fusor bench --json`)."""
 import json
+import operator
 import os
 import shutil
 import subprocess
@@ -66,13 +67,25 @@ def profile(model, batch=1, seq=128, shapes=None, runs=10, warmup=2, config=None
 def optimize(model, output_path, batch=1, seq=128, shapes=None, config=None) -> dict:
     """Writes the fused model as ONNX to `output_path` (docs/optimize.md); returns what was fused
     and declined, and whether the inputs kept their symbolic dims."""
+    path, engine = _model(model)
+    options = _options(engine, path, config, gate_if_missing=config is not None)
+    return write_optimized(engine, options, output_path, batch, seq, shapes)
+
+
+def check_writable(output_path) -> str:
+    """The path as a str; Fail when its folder does not exist."""
     output_path = os.fspath(output_path)
     parent = os.path.dirname(output_path)
     if parent and not os.path.isdir(parent):
         raise _fusor.Fail(f"cannot write model file '{output_path}': folder {parent} does not exist")
-    path, engine = _model(model)
+    return output_path
+
+
+def write_optimized(engine, options, output_path, batch=1, seq=128, shapes=None) -> dict:
+    """The engine's plan with these session options, for one binding of its dims, written as
+    ONNX: optimize() and a session's optimized_model_filepath."""
+    output_path = check_writable(output_path)
     dims = engine.bind_dims({k: list(v) for k, v in (shapes or {}).items()}, batch, seq)
-    options = _options(engine, path, config, gate_if_missing=config is not None)
     return _fusor.optimize(engine, dims, options, output_path)
 
 
@@ -106,11 +119,19 @@ def bench(model, batch=(1,), seq=128, shapes=None, seconds=3.0, warmup=3, thread
             cmd += ["--config", cfg]
         done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
-            lines = [ln for ln in done.stderr.splitlines() if ln.strip()] or ["exit %d" % done.returncode]
-            message = lines[-1].removeprefix("fusor: error: ")
-            raise _fusor.InvalidArgument(message) if done.returncode == 2 else _fusor.Fail(message)
+            raise _cli_error(done)
         with open(out) as f:
             return json.load(f)
+
+
+def _cli_error(done: subprocess.CompletedProcess) -> Exception:
+    """The CLI's error line as an exception: InvalidArgument for a usage error (exit 2) or one
+    naming a flag ("--batch: '0' must be ..."), else Fail."""
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and ln != "Run with --help for more information."]
+    errors = [ln.removeprefix("fusor: error: ") for ln in lines if ln.startswith("fusor: error: ")]
+    message = (errors or lines or [f"fusor bench exited with {done.returncode}"])[-1]
+    usage = done.returncode == 2 or message.startswith("--")
+    return _fusor.InvalidArgument(message) if usage else _fusor.Fail(message)
 
 
 def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature=None, top_k=None, top_p=None,
@@ -118,23 +139,55 @@ def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature
              config=None) -> dict:
     """Text after a prompt with a decoder export (docs/generate.md), as `fusor generate --json`:
     prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Greedy unless a sampling
-    knob is given (a temperature of 0 is greedy); stop is a string or a list of them; model is a
-    model.onnx or its folder."""
+    knob is given (a temperature of 0 is greedy); stop is None, a string or a list of them; eos_ids
+    is None (the model configs'), one id or a list of them; model is a model.onnx or its folder."""
     if (prompt is None) == (prompt_ids is None):
         raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
-    if max_new_tokens < 0:
-        raise _fusor.InvalidArgument("max_new_tokens must be 0 or more")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise _fusor.InvalidArgument(f"seed must be an integer in [0, 2**64), not {seed!r}")
+    max_new_tokens = _integer("max_new_tokens", max_new_tokens, 2**63)
+    seed = _integer("seed", seed, 2**64)
+    if prompt is not None:
+        _check_text("prompt", prompt)
+    if prompt_ids is not None:
+        prompt_ids = _token_ids("prompt_ids", prompt_ids)
+    if eos_ids is not None:  # one id, as --eos-id takes it, or a list of them
+        eos_ids = _token_ids("eos_ids", [eos_ids] if _is_integer(eos_ids) else eos_ids)
+    stop = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)  # one string, not its characters
+    for s in stop:
+        _check_text("stop", s)
     model_file = _fusor.decoder_model_file(os.fspath(model))
     engine = _fusor.Engine.load(model_file)
     options = _options(engine, model_file, config, gate_if_missing=config is not None)
     # A temperature of 0 is greedy whatever else is given, as `fusor serve` reads it.
     do_sample = temperature != 0 if temperature is not None else top_k is not None or top_p is not None
-    if isinstance(stop, str):  # one stop string, not its characters
-        stop = [stop]
-    return _fusor.generate(engine, model_file, prompt, None if prompt_ids is None else list(prompt_ids),
-                           max_new_tokens, do_sample, temperature or 1.0, top_k or 0,
-                           1.0 if top_p is None else top_p, repetition_penalty, seed, list(stop), ignore_eos,
-                           None if eos_ids is None else list(eos_ids), options,
-                           "" if tokenizer is None else os.fspath(tokenizer))
+    return _fusor.generate(engine, model_file, prompt, prompt_ids, max_new_tokens, do_sample, temperature or 1.0,
+                           top_k or 0, 1.0 if top_p is None else top_p, repetition_penalty, seed, stop, ignore_eos,
+                           eos_ids, options, "" if tokenizer is None else os.fspath(tokenizer))
+
+
+# generate()'s arguments, checked here so that a wrong one is an InvalidArgument naming it, not
+# pybind11's list of the C++ signature.
+
+def _is_integer(value) -> bool:
+    """A Python or numpy integer, not a bool."""
+    return not isinstance(value, bool) and hasattr(value, "__index__")
+
+
+def _integer(name: str, value, end: int) -> int:
+    if _is_integer(value) and 0 <= operator.index(value) < end:
+        return operator.index(value)
+    raise _fusor.InvalidArgument(f"{name} must be an integer in [0, 2**{end.bit_length() - 1}), not {value!r}")
+
+
+def _token_ids(name: str, ids) -> list:
+    if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
+        raise _fusor.InvalidArgument(f"{name} must be a list of token ids, not {ids!r}")
+    return [_integer(name, i, 2**31) for i in ids]
+
+
+def _check_text(name: str, text) -> None:
+    if not isinstance(text, str):
+        raise _fusor.InvalidArgument(f"{name} must be a str, not {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise _fusor.InvalidArgument(f"{name} is not UTF-8 text: {e.reason} at index {e.start}") from None

@@ -20,8 +20,10 @@ def get_device() -> str:
 def resolve(providers, provider_options) -> tuple:
     """(providers, provider_options) as InferenceSession takes them -> ([CPU], [CPU's options]).
 
-    providers: None, or a list of names or (name, options) pairs; provider_options: None or a list
-    of dicts, one per provider."""
+    providers: None, one name, or a list of names or (name, options) pairs; provider_options: None
+    or a list of dicts, one per provider."""
+    if isinstance(providers, str):  # ONNX Runtime reads its characters, then falls back to the CPU
+        providers = [providers]
     names, options = [], []
     for i, p in enumerate(providers or []):
         name, opts = (p[0], dict(p[1])) if isinstance(p, (tuple, list)) else (p, {})

@@ -82,9 +82,9 @@ class InferenceSession:
         self._input_by_name = {i.name: i for i in self._inputs}
         self._output_names = [o.name for o in self._outputs]
         self._cache = PlanCache(opts._plan_cache_size())
-        if opts.optimized_model_filepath and self._model_path is not None:
-            from fusor.pipeline import optimize
-            optimize(self._model_path, opts.optimized_model_filepath, config=opts._config())
+        self._optimized_model_path = None  # set while the file waits for the first run's shapes
+        if opts.optimized_model_filepath:
+            self._write_optimized_model(opts.optimized_model_filepath, None)
 
     # ---- what the model is
 
@@ -152,7 +152,26 @@ class InferenceSession:
 
     # ---- inside
 
+    def _write_optimized_model(self, path, dims) -> None:
+        """As ONNX Runtime: the graph this session runs, at its own level, and no gate. fusor plans
+        for concrete shapes: batch 1, seq 128, or where the model cannot take those (an audio
+        model's length), the first run's shapes."""
+        from fusor.pipeline import check_writable, write_optimized
+        path = check_writable(path)
+        try:
+            write_optimized(self._engine, self._options, path, shapes=dims)
+            self._optimized_model_path = None
+        except _fusor.Error:
+            if dims is not None:
+                raise
+            self._optimized_model_path = path
+
     def _check_output_names(self, output_names) -> list:
+        if output_names is None:
+            return self._output_names
+        if isinstance(output_names, (str, bytes)) or not hasattr(output_names, "__iter__"):  # as ONNX Runtime
+            raise TypeError(f"output_names must be None or a list of output names, not {type(output_names).__name__}")
+        output_names = list(output_names)
         if not output_names:
             return self._output_names
         for n in output_names:
@@ -180,6 +199,8 @@ class InferenceSession:
             self._check_feeds(feeds)
             dims = {name: list(a.shape) for name, a in feeds.items()}
             context = self._cache.plan(lambda: self._engine.session(dims, self._options))
+            if self._optimized_model_path is not None:
+                self._write_optimized_model(self._optimized_model_path, dims)
         try:
             return call(context)
         finally:
@@ -191,9 +212,10 @@ class InferenceSession:
         for name in feeds:
             if name not in self._input_by_name:
                 raise _fusor.InvalidArgument(f"model has no input named '{name}'")
+        missing = [arg.name for arg in self._inputs if arg.name not in feeds]
+        if missing:  # ONNX Runtime's words, and a ValueError as there
+            raise _fusor.MissingInput(f"Required inputs ({missing}) are missing from input feed ({list(feeds)}).")
         for arg in self._inputs:
-            if arg.name not in feeds:
-                raise _fusor.InvalidArgument(f"missing input '{arg.name}'")
             array = feeds[arg.name]
             dtype = _dtype_name(array)
             declared = arg._dims if arg.shape is not None else None
@@ -221,9 +243,24 @@ def _as_array(value, arg=None) -> np.ndarray:
             want = np.dtype(arg.dtype)
         except TypeError:
             return array  # not a numeric type: the check after says what the input takes
+        # Ints into any integer type, if they fit (numpy keeps ints past 64 bits as objects).
+        ints = array.dtype.kind in "biu" or (array.dtype.kind == "O" and all(isinstance(v, int) for v in array.flat))
+        if ints and want.kind in "iu":
+            _check_ints_fit(array, want, arg.name)
+            return array.astype(want)
         if np.can_cast(array.dtype, want, casting="same_kind"):
             return array.astype(want)
     return array
+
+
+def _check_ints_fit(array: np.ndarray, want: np.dtype, name: str) -> None:
+    if array.size == 0:
+        return
+    low, high, limits = int(array.min()), int(array.max()), np.iinfo(want)
+    if low < limits.min or high > limits.max:
+        bad = low if low < limits.min else high
+        raise _fusor.InvalidArgument(f"input '{name}' is {want.name}, which cannot hold {bad} "
+                                     f"(its range is [{limits.min}, {limits.max}])")
 
 
 def _dtype_name(array: np.ndarray) -> str:

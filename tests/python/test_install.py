@@ -29,3 +29,9 @@ def test_cli_is_on_path():
     done = subprocess.run(["fusor", "--help"], capture_output=True, text=True, env=env)
     assert done.returncode == 0 and "fusor" in done.stdout
     assert fusor.pipeline.cli_path() == os.path.join(sysconfig.get_path("scripts"), "fusor")
+
+
+def test_signatures_name_the_python_classes():
+    # A function bound before a class it takes shows the C++ name (fusor::Engine) instead.
+    for function in [_fusor.apply_precision_verdict, _fusor.generate, _fusor.optimize, _fusor.check]:
+        assert "fusor::" not in function.__doc__, function.__doc__

@@ -38,7 +38,7 @@ def test_raw_pointers_and_outputs_fusor_allocates(tiny_model):
     binding.synchronize_outputs()
     assert_close(binding.copy_outputs_to_cpu()[0], want)
     binding.clear_binding_inputs()
-    with pytest.raises(fusor.InvalidArgument, match="missing input 'x'"):
+    with pytest.raises(fusor.MissingInput, match=r"Required inputs \(\['x'\]\) are missing"):
         session.run_with_iobinding(binding)
 
 

@@ -71,6 +71,15 @@ def test_bench_is_the_cli_bench_json(tiny_model):
         fusor.bench(tiny_model.parent / "missing" / "model.onnx", seconds=0.1)
 
 
+@pytest.mark.parametrize("wrong, message", [(dict(seconds=-1), "--seconds: Value -1 not in range"),
+                                            (dict(batch=0), "--batch: '0' must be a comma-separated list"),
+                                            (dict(shapes={"x": [0, 16]}), "--shape x: '0,16' must be")])
+def test_bench_gives_the_clis_message_for_a_wrong_argument(tiny_model, wrong, message):
+    with pytest.raises(fusor.InvalidArgument, match=message) as e:
+        fusor.bench(tiny_model, **{"seconds": 0.1, **wrong})
+    assert "--help" not in str(e.value)
+
+
 def test_generate_matches_the_cli(tmp_path):
     from conftest import model_path
     model = model_path("llama-tiny").parent
@@ -112,3 +121,36 @@ def test_generate_with_temperature_0_is_greedy_whatever_else_is_given():
         assert got["output_ids"] == greedy, knobs
     with pytest.raises(fusor.InvalidArgument, match="seed"):
         fusor.generate(model, prompt="def main():", max_new_tokens=2, seed=-1)
+
+
+def test_ctrl_c_stops_generate_at_once_not_after_the_last_token():
+    import os
+    import signal
+    import threading
+    import time
+    from conftest import model_path
+    model = model_path("gpt2-tiny").parent
+    sent = []
+    timer = threading.Timer(0.5, lambda: (sent.append(time.monotonic()), os.kill(os.getpid(), signal.SIGINT)))
+    timer.start()
+    # About 2.5 s for the 500 tokens on a 2-core machine; the check for signals runs every 50 ms.
+    with pytest.raises(KeyboardInterrupt):
+        fusor.generate(model, prompt_ids=[1, 2, 3], max_new_tokens=500, ignore_eos=True)
+    assert time.monotonic() - sent[0] < 1.0
+
+
+def test_generate_takes_numpy_seeds_no_stop_and_one_eos_id_and_names_a_wrong_argument():
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    args = dict(prompt="def main():", max_new_tokens=3, temperature=0.8, ignore_eos=True)
+    want = fusor.generate(model, seed=3, **args)["output_ids"]
+    for seed in (np.int64(3), np.uint64(3)):
+        assert fusor.generate(model, seed=seed, **args)["output_ids"] == want, type(seed)
+    assert fusor.generate(model, seed=3, stop=None, eos_ids=np.int64(2), **args)["output_ids"] == want
+    for wrong, message in [(dict(max_new_tokens=2**63), r"max_new_tokens must be an integer in \[0, 2\*\*63\), not"),
+                           (dict(seed=1.5), r"seed must be an integer in \[0, 2\*\*64\), not 1.5"),
+                           (dict(eos_ids=[-1]), r"eos_ids must be an integer in \[0, 2\*\*31\)"),
+                           (dict(prompt="a\ud800"), "prompt is not UTF-8 text: surrogates not allowed at index 1"),
+                           (dict(stop=["\udc00"]), "stop is not UTF-8 text")]:
+        with pytest.raises(fusor.InvalidArgument, match=message):
+            fusor.generate(model, **{**args, **wrong})
