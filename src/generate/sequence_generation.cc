@@ -14,8 +14,12 @@ SequenceGeneration::SequenceGeneration(std::span<const TokenId> prompt, const Ge
   if (!options.stop.empty() && !tokenizer) throw Error("stop strings need a tokenizer", ErrorKind::InvalidArgument);
   if (tokenizer) text_.emplace(*tokenizer, options.skip_special_tokens, options.stop);
   done_ = options.max_new_tokens == 0;
-  history_.reserve(prompt.size() + static_cast<size_t>(options.max_new_tokens));
-  result_.output_ids.reserve(static_cast<size_t>(options.max_new_tokens));
+  // No more room than the context leaves: max_new_tokens may be "as many as fit" (2^62 threw
+  // vector::reserve's length_error).
+  const int64_t room = context_length > 0 ? context_length - static_cast<int64_t>(prompt.size()) + 1 : 4096;
+  const auto expected = static_cast<size_t>(std::clamp<int64_t>(options.max_new_tokens, 0, std::max<int64_t>(room, 0)));
+  history_.reserve(prompt.size() + expected);
+  result_.output_ids.reserve(expected);
 }
 
 bool SequenceGeneration::accept(std::span<const float> logits, int64_t held, const TokenCallback& on_token) {

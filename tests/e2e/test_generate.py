@@ -323,6 +323,9 @@ def test_prompt_beyond_the_context_length_is_an_error():
 def test_generation_stops_when_the_context_is_full():
     out = greedy("gpt2-tiny", [5] * 510, 8)
     assert len(out["output_ids"]) == 2 and out["finish_reason"] == "length"
+    # "As many as fit": room was reserved for every one of them (vector::reserve threw).
+    out = greedy("gpt2-tiny", [5] * 510, 2**62)
+    assert len(out["output_ids"]) == 2 and out["finish_reason"] == "length"
 
 
 @pytest.mark.parametrize("args,says", [
