@@ -61,8 +61,12 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
     };
     contexts_.push_back(std::make_unique<SessionCache>(engine_, matrix_, sig_.batched, log));
   }
-  // Packed serving when the model packs (one session at a token bucket proves it).
-  if (std::optional<PackedSession> probe = probe_packing(engine_, config, options, not_packed_reason_)) {
+  // Packed serving when the model packs (one session at a token bucket proves it), and its
+  // requests may share a run at all.
+  std::optional<PackedSession> probe;
+  if (sig_.runs_alone.empty()) probe = probe_packing(engine_, config, options, not_packed_reason_);
+  else not_packed_reason_ = "each request runs alone";
+  if (probe) {
     std::fprintf(stderr, "fusor serve: model %s: packed serving, batches fill by tokens, plans per %lld-token step\n",
                  name_.c_str(), static_cast<long long>(config.token_bucket));
     for (size_t i = 0; i < contexts_.size(); ++i) {
