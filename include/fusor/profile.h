@@ -50,7 +50,7 @@ std::string cpu_model();
 struct ProfileOptions {
   std::string model;       // reported as given
   int64_t batch = 1;       // reported; samples per inference in throughput_per_s
-  int64_t seq = 0;         // reported
+  int64_t seq = 0;         // reported (0: the model has no length to bind)
   int runs = 10;           // profiled runs
   int warmup = 2;          // untimed runs first
   bool by_shape = false;   // kernel rows split by bound shapes ("kernel [in] x [in] -> [out]")

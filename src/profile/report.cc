@@ -122,8 +122,9 @@ std::string profile_json(const ProfileReport& r) {
 
 std::string profile_table(const ProfileReport& r, size_t top) {
   std::string out;
-  out += format("%s  batch %lld  seq %lld  %d threads  %d runs after %d warm-up\n", r.model.c_str(),
-                static_cast<long long>(r.batch), static_cast<long long>(r.seq), r.threads, r.runs, r.warmup);
+  const std::string seq = r.seq > 0 ? format("  seq %lld", static_cast<long long>(r.seq)) : "";
+  out += format("%s  batch %lld%s  %d threads  %d runs after %d warm-up\n", r.model.c_str(),
+                static_cast<long long>(r.batch), seq.c_str(), r.threads, r.runs, r.warmup);
   out += format("ceilings: copy %.1f GB/s, sgemm %.1f GFLOP/s, balance %.1f FLOP/B (%s%s)\n", r.ceilings.copy_gbps,
                 r.ceilings.sgemm_gflops, r.ceilings.balance(), r.ceilings.cached ? "cached" : "measured",
                 r.ceilings.quick ? ", quick" : "");

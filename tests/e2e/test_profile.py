@@ -202,8 +202,10 @@ def test_minilm_batch_scales_flops_and_by_shape(tmp_path):
 
 
 def test_resnet18_profile(tmp_path):
-    _, p, trace = profile(tmp_path, "resnet18", "--batch", 1, "--no-fusion", runs=2)
+    r, p, trace = profile(tmp_path, "resnet18", "--batch", 1, "--no-fusion", runs=2)
     check_report(p, trace, runs=2)
+    # An image has no length: the header said "seq 128", which bound nothing.
+    assert p["seq"] == 0 and " seq " not in r.stdout.splitlines()[0], r.stdout.splitlines()[0]
     ops = {o["name"]: o for o in p["ops"]}
     assert ops["Conv"]["calls"] == 20
     # Conv: 2 * (C/group * kh * kw) per output element + bias; ResNet-18 is ~1.82 GMAC.

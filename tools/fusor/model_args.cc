@@ -146,6 +146,13 @@ void ModelArgs::apply_threads() const {
   if (threads > 0) set_compute_threads(threads);
 }
 
+bool has_symbolic_length(const Engine& engine) {
+  for (const TensorInfo& in : engine.inputs())
+    for (size_t i = 1; i < in.dims.size(); ++i)
+      if (in.dims[i] < 0) return true;
+  return false;
+}
+
 CLI::Validator model_folder_to_file() {
   return CLI::Validator(
       [](std::string& path) {

@@ -66,6 +66,9 @@ struct ModelArgs {
 std::map<std::string, Dims> bind_dims(const Engine& engine, const std::map<std::string, Dims>& shapes, int64_t batch,
                                       int64_t seq);
 
+// Whether an input has a symbolic dimension past its first: one --seq binds.
+bool has_symbolic_length(const Engine& engine);
+
 // Runs `plan` (building a session at dims bind_dims gave). A model that cannot run at --seq's
 // default (CLIP's text encoder holds 77 positions; 128 fails to broadcast) gets the error with a
 // note that the length was a default and how to give one.
@@ -75,10 +78,7 @@ auto at_default_dims_explained(const Engine& engine, const ModelArgs& args, F&& 
     return plan();
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::UnsupportedOp || args.seq_given || !args.shapes.empty()) throw;
-    bool symbolic_length = false;
-    for (const TensorInfo& in : engine.inputs())
-      for (size_t i = 1; i < in.dims.size(); ++i) symbolic_length = symbolic_length || in.dims[i] < 0;
-    if (!symbolic_length) throw;
+    if (!has_symbolic_length(engine)) throw;
     throw Error(std::string(e.what()) + " (the inputs' symbolic lengths were bound to --seq's default, " +
                     std::to_string(args.seq) + ": give --seq N or --shape NAME=DIMS that the model takes)",
                 e.kind());

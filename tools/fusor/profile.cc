@@ -48,7 +48,7 @@ void profile(const ProfileArgs& a) {
   ProfileOptions po;
   po.model = a.model.model;
   po.batch = batch;
-  po.seq = seq;
+  po.seq = has_symbolic_length(engine) ? seq : 0;  // an image model has no length to report
   po.runs = runs;
   po.warmup = a.warmup;
   po.by_shape = a.by_shape;
