@@ -137,8 +137,8 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
   }
   if (!(req.qps > 0) || !std::isfinite(req.qps))
     throw Error("--qps must be a positive number, got " + two_decimals(req.qps));
-  if (!(req.headroom >= 0 && req.headroom < 0.95))
-    throw Error("--headroom must be in [0, 0.95), got " + two_decimals(req.headroom));
+  if (!headroom_in_range(req.headroom))
+    throw Error("--headroom must be in [0, " + two_decimals(kMaxHeadroom) + "), got " + two_decimals(req.headroom));
   if (!(req.cost_per_hour >= 0) || !std::isfinite(req.cost_per_hour))
     throw Error("--cost-per-hour must be a non-negative number");
   if (req.p99_ms && !(*req.p99_ms > 0 && std::isfinite(*req.p99_ms))) throw Error("--p99 must be a positive duration");

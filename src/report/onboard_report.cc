@@ -87,6 +87,7 @@ ComparisonInputs comparison_inputs(const ProfileView& after, const std::optional
   inputs.flops_per_inference = after.model_flops / static_cast<double>(std::max<int64_t>(1, after.batch));
   inputs.peak_gflops = after.sgemm_gflops;
   inputs.cost_per_hour = plan ? plan->cost_per_hour : 0;
+  inputs.planned = plan.has_value();
   return inputs;
 }
 

@@ -113,9 +113,11 @@ TEST(OnboardReport, ComparisonComesFromTheCapacityPoints) {
   EXPECT_NE(table.find("throughput at the SLO"), std::string::npos);
   EXPECT_NE(table.find("+114% (2.14x)"), std::string::npos);
 
-  const Comparison no_cost = compare_to_baseline(record, {flops, peak, 0});
+  const Comparison no_cost = compare_to_baseline(record, {flops, peak, 0, true});
   EXPECT_FALSE(no_cost.rows[5].tuned);
   EXPECT_EQ(no_cost.rows[5].note, "set --cost-per-hour");
+  // Without a plan (its step failed) a cost was perhaps given: the plan is what is missing.
+  EXPECT_EQ(compare_to_baseline(record, {flops, peak, 0, false}).rows[5].note, "no capacity plan was made");
 }
 
 TEST(OnboardReport, EscapesEveryText) {
