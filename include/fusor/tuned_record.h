@@ -110,8 +110,8 @@ double slo_load(const CurvePoint& p, const Slo& slo);
 // that contradict each other are replaced by their mean), as latency is under growing load.
 std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo);
 // The point a curve's latencies are read at: the one its measured capacity came from, the last
-// of the good prefix (of two runs that offered one rate, the one that met the SLO), or the
-// curve's first point when none did; null for an empty curve.
+// of the good prefix (of two runs that offered one rate, the one that met the SLO); null when no
+// point met the SLO, for a setting without capacity has no figures "at capacity".
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo);
 
 struct Setting {

@@ -56,7 +56,7 @@ struct Side {
 Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
   Side s;
   s.capacity = c.capacity_qps;
-  const Candidate* k = chosen_or_first(c);
+  const Candidate* k = c.capacity_qps > 0 ? chosen_or_first(c) : nullptr;  // no capacity: nothing "at capacity"
   if (const CurvePoint* p = k ? tune::capacity_point(k->curve, c.slo) : nullptr) {
     s.p50 = p->p50_ms;
     s.p99 = p->p99_ms;

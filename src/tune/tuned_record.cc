@@ -69,9 +69,8 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
 }
 
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo) {
-  if (curve.empty()) return nullptr;
   const size_t n = good_prefix(curve, slo);
-  return &curve[n > 0 ? n - 1 : 0];
+  return n > 0 ? &curve[n - 1] : nullptr;
 }
 
 const Candidate* ClassRecord::chosen_candidate() const {
