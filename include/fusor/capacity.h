@@ -20,6 +20,11 @@
 
 namespace fusor::capacity {
 
+// Headroom is a fraction of capacity kept free, in [0, kMaxHeadroom): at 0.95 an instance would
+// plan for a twentieth of what it was measured to carry.
+inline constexpr double kMaxHeadroom = 0.95;
+constexpr bool headroom_in_range(double h) { return h >= 0 && h < kMaxHeadroom; }
+
 struct PlanRequest {
   double qps = 0;                 // total rate to serve, > 0
   // A generative record (a decoder): the rate may be given as generated tokens per second

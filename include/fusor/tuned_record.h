@@ -90,12 +90,15 @@ bool meets(const CurvePoint& p, const Slo& slo);
 bool meets(const CurvePoint& p, double p99_ms);
 // Whether a point had errors or fell behind its offered rate (meets' first two conditions failed).
 bool overloaded(const CurvePoint& p);
-// How many leading points of a curve (ascending offered rate) capacity may rest on: through its
-// last point that meets the SLO before the first that misses a latency target or errors. A point
-// past such a miss never counts, so a lucky sample above a stall cannot raise the capacity. A
-// point that only fell behind the offered rate ends the run unless a higher rate kept up: a short
-// run's count of answers is noisy by a few arrivals, and a setting that carries a rate carries
-// every lower one.
+// How many leading points of a curve (ascending offered rate) capacity may rest on: through the
+// highest point that meets the SLO itself where the curve's trend (slo_load_trend) is still within
+// it, and before the first point with errors. One run's p99 is noisy, so single points decide
+// nothing against their neighbours: a lucky sample above slower rates is pooled with them and
+// cannot raise the capacity unless they average within the target, and one slow sample at a low
+// rate does not hide the faster rates above it. A point that only fell behind the offered rate
+// ends nothing either, but capacity never rests on one: a short run's count of answers is noisy
+// by a few arrivals, and a setting that carries a rate carries every lower one. Tune's capacity
+// at its SLO and plan's at any --p99 both follow this rule.
 size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo);
 // The highest offered rate of the good prefix; 0 when it is empty.
 double measured_capacity(const std::vector<CurvePoint>& curve, const Slo& slo);
@@ -103,9 +106,12 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
 // How close a point runs to its SLO: the largest of measured p99 / target over the targets the
 // SLO sets (0 when it sets none). Below 0.5 the search climbs fast.
 double slo_load(const CurvePoint& p, const Slo& slo);
+// Each point's slo_load made non-decreasing in offered rate (isotonic regression: adjacent points
+// that contradict each other are replaced by their mean), as latency is under growing load.
+std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo);
 // The point a curve's latencies are read at: the one its measured capacity came from, the last
-// of the good prefix (of two runs that offered one rate, the one that met the SLO), or the
-// curve's first point when none did; null for an empty curve.
+// of the good prefix (of two runs that offered one rate, the one that met the SLO); null when no
+// point met the SLO, for a setting without capacity has no figures "at capacity".
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo);
 
 struct Setting {

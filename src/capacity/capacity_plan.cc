@@ -43,9 +43,10 @@ std::string slo_text(const tune::Slo& slo) {
   return out.empty() ? "no latency bound" : out;
 }
 
-// The highest rate within `slo`; sets `basis` to the points it rests on. Between the last good
-// point and a first bad one past the p99 target alone, p99 is interpolated; a generative curve
-// (whose targets include the first token and the gaps) ends at its last good point.
+// The highest rate within `slo` (tune::good_prefix, the tuner's own rule); sets `basis` to the
+// points it rests on. Between that point and the next one, past the p99 target alone, p99 is
+// interpolated; a generative curve (whose targets include the first token and the gaps) ends at
+// the point.
 double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& slo, std::string& basis) {
   const auto& curve = k.curve;
   const double target_ms = slo.p99_ms > 0 ? slo.p99_ms : std::numeric_limits<double>::infinity();
@@ -57,6 +58,11 @@ double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& sl
                 two_decimals(curve[0].offered_qps) + " req/s) has TTFT p99 " + two_decimals(curve[0].ttft_p99_ms) +
                 " ms, ITL p99 " + two_decimals(curve[0].itl_p99_ms) + " ms, " + std::to_string(curve[0].errors) + " errors");
   if (n_good == 0) {
+    auto alone = std::find_if(curve.rbegin(), curve.rend(), [&](const CurvePoint& p) { return tune::meets(p, slo); });
+    if (alone != curve.rend())
+      throw Error("the tuned curve for class " + c.name + " has no rate within " + target + " that its other points bear out: " +
+                  two_decimals(alone->offered_qps) + " qps met it alone (p99 " + two_decimals(alone->p99_ms) +
+                  " ms), above lower rates that missed it or had errors");
     auto best = std::min_element(curve.begin(), curve.end(),
                                  [](const CurvePoint& a, const CurvePoint& b) { return a.p99_ms < b.p99_ms; });
     if (best->p99_ms > target_ms)
@@ -78,8 +84,8 @@ double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& sl
   }
   double cap = last.offered_qps;
   basis = n_good == curve.size()
-              ? "every measured point is within " + target + "; the highest is " + two_decimals(cap) + " qps"
-              : "the last point within " + target + " that keeps up without errors: " + two_decimals(cap) + " qps";
+              ? "the highest measured rate is within " + target + ": " + two_decimals(cap) + " qps"
+              : "the highest point within " + target + " that keeps up without errors: " + two_decimals(cap) + " qps";
   // The tuner's own verdict bounds an unmeasured rise when its SLO is the target or looser.
   const bool tighter = target_ms <= (c.slo.p99_ms > 0 ? c.slo.p99_ms : std::numeric_limits<double>::infinity());
   if (k.capacity_qps > 0 && k.capacity_qps < cap && tighter) {
@@ -131,8 +137,8 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
   }
   if (!(req.qps > 0) || !std::isfinite(req.qps))
     throw Error("--qps must be a positive number, got " + two_decimals(req.qps));
-  if (!(req.headroom >= 0 && req.headroom < 0.95))
-    throw Error("--headroom must be in [0, 0.95), got " + two_decimals(req.headroom));
+  if (!headroom_in_range(req.headroom))
+    throw Error("--headroom must be in [0, " + two_decimals(kMaxHeadroom) + "), got " + two_decimals(req.headroom));
   if (!(req.cost_per_hour >= 0) || !std::isfinite(req.cost_per_hour))
     throw Error("--cost-per-hour must be a non-negative number");
   if (req.p99_ms && !(*req.p99_ms > 0 && std::isfinite(*req.p99_ms))) throw Error("--p99 must be a positive duration");

@@ -3,11 +3,11 @@
 // Nothing here is estimated from a model of the server: capacity, utilisation and latency are
 // linear interpolations between measured points, and never extrapolate beyond the last one.
 //
-//   capacity  = the highest offered rate at which p99 <= target: between the last good point
-//               (p99 within, no errors, achieved >= 0.95 x offered) and the first one beyond
-//               the target, p99 is interpolated linearly; when every point is good, the highest
-//               measured rate (no more than the candidate's capacity_qps if the target is the
-//               SLO's or tighter).
+//   capacity  = the highest offered rate at which p99 <= target: the highest good point
+//               (p99 within, no errors, achieved >= 0.95 x offered) where the curve's trend is
+//               within too (tune::good_prefix); between it and the next one, beyond the target,
+//               p99 is interpolated linearly; at the highest measured rate, no more than the
+//               candidate's capacity_qps if the target is the SLO's or tighter.
 //   instances = ceil(qps / (capacity x (1 - headroom))), at least 1.
 //   predicted = utilisation, p50, p99 interpolated at qps / instances; below the first point,
 //               utilisation scales from 0 and the latencies are the first point's.

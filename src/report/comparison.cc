@@ -56,7 +56,7 @@ struct Side {
 Side side_of(const ClassRecord& c, const ComparisonInputs& in) {
   Side s;
   s.capacity = c.capacity_qps;
-  const Candidate* k = chosen_or_first(c);
+  const Candidate* k = c.capacity_qps > 0 ? chosen_or_first(c) : nullptr;  // no capacity: nothing "at capacity"
   if (const CurvePoint* p = k ? tune::capacity_point(k->curve, c.slo) : nullptr) {
     s.p50 = p->p50_ms;
     s.p99 = p->p99_ms;
@@ -117,7 +117,7 @@ Comparison compare_to_baseline(const TunedRecord& record, const ComparisonInputs
   out.rows.push_back(make_row("utilisation at capacity", b.utilisation, t.utilisation, Better::Higher, percent));
   if (b.utilisation && t.utilisation) out.rows.back().change = percent(*b.utilisation) + " -> " + percent(*t.utilisation);
   out.rows.push_back(make_row("cost per million inferences", b.cost_per_million, t.cost_per_million, Better::Lower, dollars));
-  if (in.cost_per_hour <= 0) out.rows.back().note = "set --cost-per-hour";
+  if (in.cost_per_hour <= 0) out.rows.back().note = in.planned ? "set --cost-per-hour" : "no capacity plan was made";
   return out;
 }
 

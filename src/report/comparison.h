@@ -18,7 +18,8 @@ namespace fusor::report {
 struct ComparisonInputs {
   double flops_per_inference = 0;  // one request's FLOPs (profile model_flops / batch); 0: unknown
   double peak_gflops = 0;          // the machine's compute ceiling (profile sgemm_gflops); 0: unknown
-  double cost_per_hour = 0;        // one instance; 0: not given
+  double cost_per_hour = 0;        // one instance; 0: not given, or no plan
+  bool planned = false;            // a capacity plan was made (the cost comes with it)
 };
 
 struct ComparisonRow {

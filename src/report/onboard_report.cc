@@ -63,8 +63,14 @@ std::string verdict(const Comparison& cmp, const CheckView& check, const Profile
     v = "Tuned: <b>" + fixed_decimals(cmp.throughput_ratio, 2) + "x</b> the default's throughput" + slo + " (" +
         significant_digits(c->capacity_qps, 4) + " vs " + significant_digits(b.capacity_qps, 4) + " requests/s)";
   } else if (c) {
-    v = "Tuned: " + significant_digits(c->capacity_qps, 4) + " requests/s" + slo + " (" +
-        html_escape(cmp.note.empty() ? "the baseline met no point of the SLO" : cmp.note) + ")";
+    // No ratio: no baseline (the note says so), or a side that met the SLO at no measured rate.
+    const double base = record.baseline ? record.baseline->capacity_qps : 0;
+    const std::string why = !cmp.note.empty()     ? cmp.note
+                            : c->capacity_qps > 0 ? "the default met the SLO at no measured rate"
+                            : base > 0 ? "the tuned setting met the SLO at no measured rate; the default held it at " +
+                                             significant_digits(base, 4) + " requests/s"
+                                       : "neither the tuned setting nor the default met the SLO at any measured rate";
+    v = "Tuned: " + significant_digits(c->capacity_qps, 4) + " requests/s" + slo + " (" + html_escape(why) + ")";
   } else {
     v = "Nothing was tuned";
   }
@@ -87,6 +93,7 @@ ComparisonInputs comparison_inputs(const ProfileView& after, const std::optional
   inputs.flops_per_inference = after.model_flops / static_cast<double>(std::max<int64_t>(1, after.batch));
   inputs.peak_gflops = after.sgemm_gflops;
   inputs.cost_per_hour = plan ? plan->cost_per_hour : 0;
+  inputs.planned = plan.has_value();
   return inputs;
 }
 

@@ -258,7 +258,8 @@ std::string plan_section(const std::optional<PlanView>& plan, const std::vector<
   };
   std::string out = "<section id=\"plan\"><h2>8. Capacity plan and files</h2>";
   if (!plan) {
-    out += "<p>No capacity plan was made (give fusor onboard a target rate with --qps).</p>";
+    out += "<p>No capacity plan was made: the plan step failed (its message is in onboard's output, and its command "
+           "among the commands below).</p>";
   } else {
     const PlanView& p = *plan;
     Setting setting{p.batch_window_ms, p.max_batch, p.execution_contexts};

@@ -27,13 +27,35 @@ double slo_load(const CurvePoint& p, const Slo& slo) {
   return load;
 }
 
-size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo) {
-  size_t n = 0;
-  for (size_t i = 0; i < curve.size(); ++i) {
-    const bool only_fell_behind = curve[i].errors == 0 && slo_load(curve[i], slo) <= 1;
-    if (meets(curve[i], slo)) n = i + 1;
-    else if (!only_fell_behind) break;
+std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  struct Block {
+    double sum;
+    size_t n;
+  };
+  std::vector<Block> blocks;  // pool adjacent violators: merge while a block's mean exceeds the next one's
+  for (const CurvePoint& p : curve) {
+    blocks.push_back({slo_load(p, slo), 1});
+    while (blocks.size() > 1) {
+      const Block b = blocks.back();
+      Block& a = blocks[blocks.size() - 2];
+      if (a.sum * static_cast<double>(b.n) <= b.sum * static_cast<double>(a.n)) break;
+      a.sum += b.sum, a.n += b.n;
+      blocks.pop_back();
+    }
   }
+  std::vector<double> trend;
+  for (const Block& b : blocks) trend.insert(trend.end(), b.n, b.sum / static_cast<double>(b.n));
+  return trend;
+}
+
+size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  size_t end = 0;  // the first point with errors: nothing from there counts or shapes the trend
+  while (end < curve.size() && curve[end].errors == 0) ++end;
+  const std::vector<CurvePoint> usable(curve.begin(), curve.begin() + static_cast<std::ptrdiff_t>(end));
+  const std::vector<double> trend = slo_load_trend(usable, slo);
+  size_t n = 0;
+  for (size_t i = 0; i < end && trend[i] <= 1; ++i)
+    if (meets(curve[i], slo)) n = i + 1;
   return n;
 }
 
@@ -47,9 +69,8 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms) {
 }
 
 const CurvePoint* capacity_point(const std::vector<CurvePoint>& curve, const Slo& slo) {
-  if (curve.empty()) return nullptr;
   const size_t n = good_prefix(curve, slo);
-  return &curve[n > 0 ? n - 1 : 0];
+  return n > 0 ? &curve[n - 1] : nullptr;
 }
 
 const Candidate* ClassRecord::chosen_candidate() const {

@@ -214,23 +214,36 @@ std::vector<ServiceTimes> time_packed_layouts(Run& run) {
   return out;
 }
 
-// The fusion options that pass the precision gate, in fusion_options' order ("all" first).
+// The fusion options that pass the precision gate, in fusion_options' order ("all" first). A gate
+// that runs first runs at the request's dims: an audio model takes only its own lengths. Throws
+// when none passes, saying whether the gate failed them or could not run at all (no verdict).
 std::vector<FusionOption> gated_options(Run& run) {
   std::vector<FusionOption> options;
+  std::string could_not_run;  // the reason, while no option has reached a verdict
+  bool any_verdict = false;
   for (FusionOption option : fusion_options(run.o.base.fusion)) {
     if (run.stop.load()) break;
     run.status("gating fusion option " + option.name);
+    const FusionConfig asked = option.fusion;
     try {
-      apply_precision_verdict(run.engine, run.o.model_path, option.fusion, true);
+      apply_precision_verdict(run.engine, run.o.model_path, option.fusion, true, {}, run.o.request);
       options.push_back(option);
+      any_verdict = true;
       run.progress.note("tune: fusion option " + option.name + ": passes the gate" +
                         (option.fusion.disabled.empty() ? ""
                                                         : fmt(" (%g item(s) rolled back)", option.fusion.disabled.size())));
     } catch (const Error& e) {
-      run.progress.note("tune: fusion option " + option.name + " dropped: " + e.what());
+      const bool failed = load_verdict(run.o.model_path, asked).has_value();
+      any_verdict = any_verdict || failed;
+      if (!failed && could_not_run.empty()) could_not_run = e.what();
+      run.progress.note("tune: fusion option " + option.name + (failed ? " dropped: " : " dropped, not gated: ") +
+                        e.what());
     }
     run.advance(5, "gated " + option.name);
   }
+  if (options.empty() && !run.stop.load())
+    throw Error(any_verdict ? "no fusion option passes the precision gate"
+                            : "no fusion option could be gated: " + could_not_run);
   return options;
 }
 
@@ -467,7 +480,6 @@ TuneResult tune(const Engine& engine, const TuneOptions& given, Progress& progre
   base_session.mem_reuse = o.base.mem_reuse;
   base_session.reorder = o.base.kernel.reorder_for_coalesce;
   const std::vector<FusionOption> options = gated_options(run);
-  if (options.empty() && !stop.load()) throw Error("no fusion option passes the precision gate");
   const MatrixChoice choice = choose_matrix(options, time_options(run, options, base_session), run.rows);
   if (!stop.load() && !options.empty()) note_choice(run, choice, options.front().name);
   rec.matrix = choice.timings;

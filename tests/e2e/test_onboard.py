@@ -4,6 +4,9 @@ report links to."""
 import json
 import re
 
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+import onnx
 import pytest
 import yaml
 
@@ -66,6 +69,43 @@ def test_render_only_rebuilds_the_report(onboarded):
     assert r.returncode == 0, r.stderr
     after = (out / "report.html").read_text()
     assert after == before
+
+
+def tiny_model(tmp_path):
+    """x[batch, 16] @ W -> relu: answers in microseconds, so onboarding it takes seconds."""
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((16, 8)).astype(np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Relu", ["m"], ["y"])],
+                              "tiny", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 8])], [w])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_a_headroom_plan_refuses_is_refused_before_any_step(tmp_path):
+    r = run_fusor("onboard", tiny_model(tmp_path), "--out", tmp_path / "o", "--headroom", "0.95", "--slo", "a:p99=1s",
+                  "--windows", "0", "--max-batch", "1", "--duration", "0.2", "--measure", "1", "--no-baseline",
+                  timeout=300)
+    assert r.returncode == 2 and "--headroom: must be a number in [0, 0.95)" in r.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_failed_plan_step_fails_onboard_and_the_report_says_so(tmp_path):
+    """No point meets p99 <= 1 us, so plan has no capacity to size: onboard still writes its
+    report, which names the failed step instead of asking for --qps or --cost-per-hour, and links
+    no manifests folder; then it exits 1."""
+    out = tmp_path / "o"
+    r = run_fusor("onboard", tiny_model(tmp_path), "--out", out, "--slo", "interactive:p99=0.001ms", "--windows", "0",
+                  "--max-batch", "1", "--duration", "0.2", "--measure", "1", "--no-baseline", "--cost-per-hour", "1",
+                  timeout=300)
+    assert r.returncode == 1 and "the plan step failed (exit 1): the report has no capacity plan" in r.stderr, r.stderr
+    doc = json.loads((out / "onboard.json").read_text())
+    assert doc["plan"] is None and "k8s" not in doc["files"] and not (out / "k8s").exists()
+    html = (out / "report.html").read_text()
+    assert "the plan step failed" in html and "--qps" not in html.split("The commands onboard ran")[0]
+    assert "set --cost-per-hour" not in html and "set --cost-per-hour" not in r.stdout
+    for link in re.findall(r'href="([^"#]+)"', html):
+        assert (out / link).exists(), link
 
 
 def test_a_missing_model_fails_in_one_line(tmp_path):

@@ -3,7 +3,9 @@ read, every number in it is a measurement that meets its SLO, Ctrl-C keeps the b
 far, a recorded trace can replace Poisson arrivals, mixed lengths tune MiniLM's token budget, and bad
 arguments fail in one line."""
 import math
+import os
 import re
+import shutil
 import signal
 import subprocess
 
@@ -172,6 +174,28 @@ def test_mixed_lengths_sweep_the_token_budget(tmp_path):
         # Between 4 and 16 useful tokens per answered request.
         assert 4 * p["achieved_qps"] * 0.9 <= p["useful_tokens_per_s"] <= 16 * p["achieved_qps"] * 1.1, p
     assert "max_batch_tokens" in r.stdout
+
+
+def test_the_gate_run_first_takes_the_request_length(tmp_path):
+    """wav2vec2 takes audio of many samples, not the gate's default 16: the gate that tune runs
+    first (no verdict saved yet) binds the request's --seq, so every fusion option is gated. At a
+    length the model cannot take, the options are said to be ungated, not failed."""
+    shutil.copyfile(model_path("wav2vec2-tiny"), tmp_path / "model.onnx")
+    env = {**os.environ, "FUSOR_CACHE_DIR": str(tmp_path / "cache")}  # no verdict saved elsewhere
+
+    def tune(seq):
+        return subprocess.run([FUSOR, "tune", tmp_path / "model.onnx", "--seq", seq, "--slo", "a:p99=2s",
+                               "--windows", "0", "--max-batch", "1", "--duration", "0.2", "--measure", "1",
+                               "--no-baseline", "-o", tmp_path / "t.yaml"],
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    short = tune("10")
+    assert short.returncode == 1 and "fusion option all dropped, not gated" in short.stderr
+    assert "fusor: error: no fusion option could be gated: " in short.stderr
+    r = tune("16000")
+    assert r.returncode == 0, r.stderr
+    for option in ("all", "no-attention", "none"):
+        assert f"tune: fusion option {option}: passes the gate" in r.stderr
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -113,9 +113,11 @@ TEST(OnboardReport, ComparisonComesFromTheCapacityPoints) {
   EXPECT_NE(table.find("throughput at the SLO"), std::string::npos);
   EXPECT_NE(table.find("+114% (2.14x)"), std::string::npos);
 
-  const Comparison no_cost = compare_to_baseline(record, {flops, peak, 0});
+  const Comparison no_cost = compare_to_baseline(record, {flops, peak, 0, true});
   EXPECT_FALSE(no_cost.rows[5].tuned);
   EXPECT_EQ(no_cost.rows[5].note, "set --cost-per-hour");
+  // Without a plan (its step failed) a cost was perhaps given: the plan is what is missing.
+  EXPECT_EQ(compare_to_baseline(record, {flops, peak, 0, false}).rows[5].note, "no capacity plan was made");
 }
 
 TEST(OnboardReport, EscapesEveryText) {
@@ -272,6 +274,31 @@ TEST(OnboardReport, EmptyPartsRenderWithoutCrashing) {
   const std::string bare = onboard_report_html(doc);
   EXPECT_EQ(fusor::test::markup_problem(bare), "");
   EXPECT_NE(bare.find("No class was tuned."), std::string::npos);
+}
+
+// No point of the tuned setting met the SLO (capacity 0), while the default held it at 70 qps:
+// the verdict says which side failed, and the tuned side has no figures "at capacity" (they were
+// read at its first point, which failed the SLO).
+TEST(OnboardReport, ATunedSettingWithoutCapacityHasNoFiguresAtCapacity) {
+  json doc = fixture();
+  json& cls = doc["tuned"]["classes"][0];
+  cls["capacity_qps"] = 0.0;
+  for (json& k : cls["candidates"]) k["capacity_qps"] = 0.0;
+  for (const bool points_failed : {false, true}) {  // the record's capacity alone, or its points too
+    if (points_failed)
+      for (json& k : cls["candidates"])
+        for (json& p : k["curve"]) p["p99_ms"] = 500.0;
+    const std::string html = onboard_report_html(doc);
+    EXPECT_NE(html.find("the tuned setting met the SLO at no measured rate; the default held it at 70 requests/s"),
+              std::string::npos);
+    EXPECT_EQ(html.find("the baseline met no point"), std::string::npos);
+    const Comparison c = onboard_comparison(doc);
+    for (const ComparisonRow& row : c.rows)
+      if (row.measure.find("at capacity") != std::string::npos || row.measure == "compute efficiency") {
+        EXPECT_FALSE(row.tuned) << row.measure;
+        EXPECT_TRUE(row.baseline) << row.measure;
+      }
+  }
 }
 
 TEST(OnboardReport, ZeroCostAsksForIt) {

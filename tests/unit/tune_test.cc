@@ -211,6 +211,25 @@ TEST(Curve, CapacityIsTheLastPointOfTheLeadingRunThatMeetsTheTarget) {
   EXPECT_EQ(measured_capacity(curve, 40), 0);
 }
 
+// wav2vec2's curve as tune measured it at 50 ms (onboard): p99 jumps about between runs. Judged
+// by the trend, not point by point, a slow sample at 244 qps does not hide 333 qps within 30 ms,
+// and 333's lucky 7.8 ms does not carry it within 25 ms, where the three average 26.5 ms.
+TEST(Curve, CapacityFollowsTheTrendOfNoisyPoints) {
+  std::vector<CurvePoint> curve = {{244, 244, 3, 36.6, 0.4, 1, 0}, {318, 318, 9, 35.1, 0.7, 1, 0},
+                                   {333, 333, 2, 7.8, 0.3, 1, 0},  {357, 357, 5, 51.1, 0.6, 1, 0},
+                                   {414, 414, 106, 184, 0.9, 3, 0}};
+  EXPECT_EQ(measured_capacity(curve, 50), 333);
+  EXPECT_EQ(measured_capacity(curve, 30), 333);
+  EXPECT_EQ(capacity_point(curve, Slo{.p99_ms = 30}), &curve[2]);
+  EXPECT_EQ(measured_capacity(curve, 25), 0);
+  const std::vector<double> trend = slo_load_trend(curve, Slo{.p99_ms = 10});
+  EXPECT_NEAR(trend[0], 2.65, 1e-9);
+  EXPECT_NEAR(trend[2], 2.65, 1e-9);
+  EXPECT_NEAR(trend[3], 5.11, 1e-9);
+  curve[1].errors = 1;  // errors end the walk, whatever is measured above
+  EXPECT_EQ(measured_capacity(curve, 50), 244);
+}
+
 // A generative point meets its SLO only when the first token and the gaps are both within their
 // targets; a p99 of 0 bounds nothing.
 TEST(Curve, GenerativePointsMeetTheirFirstTokenAndInterTokenTargets) {
@@ -245,7 +264,7 @@ TEST(Curve, CapacityPointIsWhereTheCapacityWasMeasured) {
   std::swap(curve[1], curve[2]);  // the run that fell behind first: the one that met the SLO still counts
   EXPECT_EQ(measured_capacity(curve, slo), 20);
   EXPECT_EQ(capacity_point(curve, slo), &curve[2]);
-  EXPECT_EQ(capacity_point(curve, Slo{.p99_ms = 10}), &curve[0]);  // nothing met it: the first point
+  EXPECT_EQ(capacity_point(curve, Slo{.p99_ms = 10}), nullptr);  // nothing met it: no capacity to read at
   EXPECT_EQ(capacity_point({}, slo), nullptr);
 }
 

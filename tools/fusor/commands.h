@@ -27,6 +27,10 @@ CLI::Validator writable_file();
 enum class Count { One, List, ListOrNone };
 CLI::Validator positive_integers(Count count);
 
+// For --headroom (plan, onboard): a number in [0, 0.95) (capacity::headroom_in_range), so that
+// onboard refuses what its plan step would, before any work.
+CLI::Validator headroom_fraction();
+
 // Thrown by a command that ran to completion but must exit non-zero (check: 1 when the plan
 // still fails); main returns the code without printing an error.
 struct ExitCode {

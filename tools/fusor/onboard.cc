@@ -161,6 +161,8 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
 // The onboard document (docs/onboard.md) from the steps' outputs in `dir`.
 json onboard_document(const std::string& model, const tune::TunedRecord& record, const fs::path& dir, bool planned,
                       const json& commands) {
+  json files = {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}};
+  if (planned) files["k8s"] = "k8s/";  // a failed plan writes no manifests
   json request = json::object();
   for (const auto& [name, dims] : record.request) request[name] = dims;
   return {{"model", model},
@@ -172,7 +174,7 @@ json onboard_document(const std::string& model, const tune::TunedRecord& record,
           {"tuned", json::parse(tune::tuned_record_json_text(record))},
           {"plan", planned ? read_json(dir / "plan.json") : json(nullptr)},
           {"commands", commands},
-          {"files", {{"tuned", "tuned.yaml"}, {"optimized", "model.fused.onnx"}, {"check", "check.json"}, {"k8s", "k8s/"}}}};
+          {"files", files}};
 }
 
 void onboard(const OnboardArgs& a) {
@@ -207,6 +209,7 @@ void onboard(const OnboardArgs& a) {
   std::printf("\n%s\n%s", tuned_summary(record).c_str(), report::onboard_comparison_table(doc.dump()).c_str());
   std::printf("report: %s\n", (dir / "report.html").c_str());
   if (record.interrupted) throw ExitCode{130};
+  if (plan_rc != 0) throw Error("the plan step failed (exit " + std::to_string(plan_rc) + "): the report has no capacity plan");
 }
 
 }  // namespace
@@ -221,7 +224,9 @@ void add_onboard_command(CLI::App& app) {
   cmd->add_option("--qps", args->qps, "Traffic to plan capacity for")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--tokens-per-s", args->tokens_per_s, "A decoder: generated tokens per second to plan capacity for")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--headroom", args->headroom, "Capacity kept free for peaks")->check(CLI::Range(0.0, 0.95))->capture_default_str();
+  cmd->add_option("--headroom", args->headroom, "Fraction of capacity kept free for peaks, in [0, 0.95)")
+      ->check(headroom_fraction())
+      ->capture_default_str();
   cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
   cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
   cmd->callback([args] { onboard(*args); });

@@ -84,17 +84,7 @@ void add_plan_command(CLI::App& app) {
           "DURATION"));
   cmd->add_option("--headroom", args->request.headroom, "Fraction of capacity kept free, in [0, 0.95)")
       ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            try {
-              size_t used = 0;
-              double h = std::stod(text, &used);
-              if (used == text.size() && h >= 0 && h < 0.95) return std::string();
-            } catch (const std::exception&) {
-            }
-            return "must be a number in [0, 0.95), got '" + text + "'";
-          },
-          "[0, 0.95)"));
+      ->check(headroom_fraction());
   cmd->add_option("--cost-per-hour", args->request.cost_per_hour, "Cost of one instance per hour (0: not shown)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--k8s", args->k8s_dir, "Write Kubernetes and KServe manifests into this directory")->type_name("DIR");
