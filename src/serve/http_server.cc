@@ -10,6 +10,7 @@
 
 #include "fusor/error.h"
 #include "serve/connection_threads.h"
+#include "serve/json_content_type.h"
 #include "serve/kserve_json.h"
 #include "serve/generation_stats.h"
 #include "serve/metrics.h"
@@ -20,11 +21,10 @@
 namespace fusor::serve {
 namespace {
 
-constexpr const char* kJson = "application/json";
 
 void send_error(httplib::Response& res, Code code, const std::string& message) {
   res.status = http_status(code);
-  res.set_content(error_body(message), kJson);
+  res.set_content(error_body(message), kJsonContentType);
 }
 
 // httplib keeps a connection open after any answer it writes in full; only a write that reports
@@ -33,7 +33,7 @@ void send_error(httplib::Response& res, Code code, const std::string& message) {
 void send_error_and_close(httplib::Response& res, Code code, const std::string& message) {
   res.status = http_status(code);
   res.set_header("Connection", "close");
-  res.set_content_provider(error_body(message).size(), kJson,
+  res.set_content_provider(error_body(message).size(), kJsonContentType,
                            [body = error_body(message)](size_t offset, size_t length, httplib::DataSink& sink) {
                              sink.write(body.data() + offset, length);
                              return false;
@@ -79,7 +79,7 @@ bool has_conflicting_lengths(const httplib::Request& req) {
 
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
-  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
+  res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJsonContentType);
 }
 
 }  // namespace
@@ -222,7 +222,7 @@ void HttpServer::inference_routes() {
     if (b.header_length) res.set_header("Inference-Header-Content-Length", std::to_string(*b.header_length));
     // httplib's set_content copies its argument; a response body can be megabytes, so move it.
     res.body = std::move(b.body);
-    res.set_header("Content-Type", b.header_length ? "application/octet-stream" : kJson);
+    res.set_header("Content-Type", b.header_length ? "application/octet-stream" : kJsonContentType);
   });
   add_openai_routes(s, models_);
   add_triton_generate_routes(s, models_);

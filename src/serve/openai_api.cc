@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "serve/generation_stream.h"
+#include "serve/json_content_type.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
 #include "serve/sse_stream.h"
@@ -10,11 +11,10 @@
 namespace fusor::serve {
 namespace {
 
-constexpr const char* kJson = "application/json";
 
 void send_error(httplib::Response& res, const FieldError& e) {
   res.status = http_status(e.code);
-  res.set_content(dump_json(openai_error_json(e)), kJson);
+  res.set_content(dump_json(openai_error_json(e)), kJsonContentType);
 }
 
 // Runs a handler, answering whatever it throws in OpenAI's error shape.
@@ -80,10 +80,10 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
     auto body = [responder](const GenerationOutcome& o) {
       return dump_json(o.status.ok() ? responder->full(o) : error_event(o.status));
     };
-    if (std::optional<GenerationOutcome> early = answer_when_done(res, model, id, stream, kJson, body)) {
+    if (std::optional<GenerationOutcome> early = answer_when_done(res, model, id, stream, kJsonContentType, body)) {
       if (!early->status.ok()) throw FieldError{early->status.code, early->status.message, ""};
       res.status = 200;
-      res.set_content(body(*early), kJson);
+      res.set_content(body(*early), kJsonContentType);
     }
     return;
   }
@@ -121,10 +121,10 @@ void add_openai_routes(httplib::Server& server, Models& models) {
   server.Get("/v1/models", guarded([ms](const httplib::Request&, httplib::Response& res) {
                nlohmann::json data = nlohmann::json::array();
                for (GenerativeModel* m : ms->generative()) data.push_back(model_card(*m));
-               res.set_content(dump_json({{"object", "list"}, {"data", data}}), kJson);
+               res.set_content(dump_json({{"object", "list"}, {"data", data}}), kJsonContentType);
              }));
   server.Get("/v1/models/(.+)", guarded([ms](const httplib::Request& req, httplib::Response& res) {
-               res.set_content(dump_json(model_card(find_model(*ms, req.matches[1]))), kJson);
+               res.set_content(dump_json(model_card(find_model(*ms, req.matches[1]))), kJsonContentType);
              }));
   server.Get("/health", [ms](const httplib::Request&, httplib::Response& res) { res.status = ms->ready() ? 200 : 503; });
 }

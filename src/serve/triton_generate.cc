@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "serve/generation_stream.h"
+#include "serve/json_content_type.h"
 #include "serve/json_infer.h"
 #include "serve/kserve_json.h"
 #include "serve/openai_response.h"
@@ -59,10 +60,10 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
       answer->add_outcome(j, o);
       return dump_json(j);
     };
-    if (std::optional<GenerationOutcome> early = answer_when_done(res, *model, id, stream, "application/json", body)) {
+    if (std::optional<GenerationOutcome> early = answer_when_done(res, *model, id, stream, kJsonContentType, body)) {
       if (!early->status.ok()) throw RequestError{early->status.code, early->status.message};
       res.status = 200;
-      res.set_content(body(*early), "application/json");
+      res.set_content(body(*early), kJsonContentType);
     }
     return;
   }
