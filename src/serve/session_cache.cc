@@ -72,10 +72,17 @@ std::map<std::string, Tensor> SessionCache::run(const std::map<std::string, Tens
       if (e.kind() != ErrorKind::Runtime) throw;
       throw Error("the model cannot run at these input shapes: " + std::string(e.what()), ErrorKind::InvalidArgument);
     }
+    if (sessions_.size() >= kMaxSessions) {
+      auto oldest = std::min_element(last_used_.begin(), last_used_.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+      sessions_.erase(oldest->first);
+      last_used_.erase(oldest);
+    }
     it = sessions_.emplace(dims, std::move(*built)).first;
     share_arena(it->second, arena_);
     if (on_build_) on_build_(rows, dims, it->second);
   }
+  last_used_[dims] = ++runs_;
   return it->second.run(inputs);
 }
 

@@ -1,8 +1,11 @@
 // One execution context's sessions, one per concrete set of input dims (a batch bucket and a
 // padded sequence length), created on first use and kept: plans are built per shape, and
-// building one costs far more than running it. They run one at a time, so they share one arena,
+// building one costs far more than running it. At most kMaxSessions are kept, the least recently
+// used going first: a model whose requests are never padded (an audio model's samples) met a
+// new length with nearly every request, and its plans grew without bound (800 of them, 1.8 GB). They run one at a time, so they share one arena,
 // the largest's (runtime/shared_arena.h). Not thread-safe: one cache per context thread.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,6 +49,8 @@ class SessionCache {
   using OnBuild = std::function<void(int64_t rows, const std::map<std::string, Dims>& dims, const Session& session)>;
   SessionCache(const Engine& engine, std::shared_ptr<const OptionsMatrix> options, bool batched, OnBuild on_build = {})
       : engine_(engine), options_(std::move(options)), batched_(batched), on_build_(std::move(on_build)) {}
+  static constexpr size_t kMaxSessions = 128;
+
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs);
   size_t size() const { return sessions_.size(); }
   const std::map<std::map<std::string, Dims>, Session>& sessions() const { return sessions_; }
@@ -57,6 +62,8 @@ class SessionCache {
   OnBuild on_build_;
   std::shared_ptr<SharedArena> arena_ = std::make_shared<SharedArena>();  // every session's
   std::map<std::map<std::string, Dims>, Session> sessions_;
+  std::map<std::map<std::string, Dims>, uint64_t> last_used_;  // per session: the run that last took it
+  uint64_t runs_ = 0;
 };
 
 }  // namespace fusor::serve

@@ -97,5 +97,23 @@ TEST(ServeMatrix, BatchOfOneAndBatchOfEightRunDifferentlyFusedSessions) {
   EXPECT_GT(items.at(8), 0u) << "batches of 8 run with the default fusion: the chain fuses";
 }
 
+// A model whose requests are never padded meets a new shape with nearly every request: its
+// plans were kept forever (an audio model's grew past 1.8 GB).
+TEST(ServeSessionCache, KeepsTheMostRecentlyUsedSessionsUpToItsLimit) {
+  Engine engine = Engine::load_bytes(chain_model());
+  auto matrix = std::make_shared<OptionsMatrix>(OptionsMatrix::of(ServeConfig{}, SessionOptions{}));
+  SessionCache cache(engine, matrix, true);
+  const int64_t shapes = SessionCache::kMaxSessions + 8;
+  for (int64_t rows = 1; rows <= shapes; ++rows) {
+    Tensors in = request(rows);
+    expect_chain_output(in, cache.run(in).at("y"));
+    if (rows % 4 == 0) cache.run(request(1));  // the first shape stays in use
+  }
+  EXPECT_EQ(cache.size(), SessionCache::kMaxSessions);
+  EXPECT_EQ(cache.sessions().count({{"x", Dims{1, 4}}}), 1u) << "the shape in use was evicted";
+  EXPECT_EQ(cache.sessions().count({{"x", Dims{2, 4}}}), 0u) << "the oldest unused shape was kept";
+  EXPECT_EQ(cache.sessions().count({{"x", Dims{shapes, 4}}}), 1u);
+}
+
 }  // namespace
 }  // namespace fusor::serve
