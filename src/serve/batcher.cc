@@ -40,7 +40,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done, Cli
   const std::string& name = cls_name.empty() ? config_.default_class : cls_name;
   auto q = std::find_if(queues_.begin(), queues_.end(), [&](const Queue& x) { return x.name == name; });
   auto reject = [&](Code code, const std::string& message) {
-    if (q != queues_.end()) stats_.finished(name, code, false, 0, 0, 0);
+    refused(name, code);
     done({{code, message}, {}});
   };
   if (q == queues_.end()) {
@@ -73,6 +73,11 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done, Cli
   if (draining) return reject(Code::Unavailable, "the server is shutting down");
   reject(Code::Unavailable, "the queue of class '" + name + "' is full (" + std::to_string(q->cls.max_queue_size) +
                                 " requests); retry later");
+}
+
+void Batcher::refused(const std::string& cls, Code code) {
+  const bool known = std::any_of(queues_.begin(), queues_.end(), [&](const Queue& x) { return x.name == cls; });
+  stats_.finished(known ? cls : config_.default_class, code, false, 0, 0, 0);
 }
 
 void Batcher::drain() {

@@ -75,6 +75,9 @@ class Batcher {
   // full, draining). A request whose `gone` says so by the time a batch would take it is
   // answered Cancelled without running.
   void submit(Tensors inputs, const std::string& cls, Done done, ClientGone gone = {});
+  // Counts a request refused before submit() (a body that does not parse) or by it, so that
+  // /metrics accounts for every request; an unknown class counts under the default one.
+  void refused(const std::string& cls, Code code);
   // Stops accepting, finishes every queued request, joins the workers. Idempotent.
   void drain();
 

@@ -194,7 +194,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       const Named n = named(q->model_name(), q->model_version());
       if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
       if (n.decoder) return generate_whole(*n.decoder, *ctx, *q, *r);
-      EncoderRequest e = read_encoder_request(*q);
+      EncoderRequest e = read_encoder(*n.encoder, *q);
       Completion c = n.encoder->infer_sync(std::move(e.inputs), e.cls, [ctx] { return ctx->IsCancelled(); });
       if (!c.status.ok()) throw RequestError{c.status.code, c.status.message};
       fill_encoder_response(*n.encoder, *q, c.outputs, *r);
@@ -245,6 +245,14 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + version + "'"};
     return n;
   }
+  EncoderRequest read_encoder(ServedModel& m, const inference::ModelInferRequest& q) {
+    try {
+      return read_encoder_request(q);
+    } catch (const RequestError& e) {
+      m.refused("", e.code);
+      throw;
+    }
+  }
   TensorGenerateRequest read_generation(GenerativeModel& g, const inference::ModelInferRequest& q) {
     try {
       return read_generate_request(q, target_of(g));
@@ -284,7 +292,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
     const uint64_t k = out->begin(n.decoder);
     try {
       if (n.decoder) return start_streamed_generation(*n.decoder, q, out, k);
-      EncoderRequest e = read_encoder_request(q);
+      EncoderRequest e = read_encoder(*n.encoder, q);
       ServedModel* m = n.encoder;
       n.encoder->infer(std::move(e.inputs), e.cls, [out, k, m, q = without_inputs(q)](Completion c) {
         if (!c.status.ok()) return out->push(k, stream_error(q, c.status.message), true);

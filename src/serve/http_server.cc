@@ -214,7 +214,13 @@ void HttpServer::inference_routes() {
       if (used == 0 || used != v.size()) throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
     }
     if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
-    HttpInferRequest r = parse_infer_request(req.body, header_length);
+    HttpInferRequest r;
+    try {
+      r = parse_infer_request(req.body, header_length);
+    } catch (const RequestError& e) {
+      sm.refused("", e.code);
+      throw;
+    }
     Completion c = sm.infer_sync(std::move(r.inputs), r.cls);
     if (!c.status.ok()) return send_error(res, c.status.code, c.status.message);
     HttpBody b = infer_response(sm.name(), r, sm.signature(), c.outputs);

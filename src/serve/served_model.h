@@ -44,6 +44,7 @@ class ServedModel {
   // itself, leaving the batcher to drop the request unless it is already running. `gone` is only
   // called on this thread (gRPC's ServerContext belongs to its handler).
   Completion infer_sync(Tensors inputs, const std::string& cls, const ClientGone& gone = {});
+  void refused(const std::string& cls, Code code) { batcher_->refused(cls, code); }
   void drain() { batcher_->drain(); }
 
  private:

@@ -12,6 +12,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import grpc
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
@@ -386,6 +387,38 @@ def test_json_answers_are_not_compressed_for_clients_that_accept_brotli(server):
         assert resp.getheader("Content-Type").split(";")[0] == "application/json"
         json.loads(data)
     conn.close()
+
+
+def test_every_refused_request_is_counted_as_a_failure(server):
+    """A body that does not parse, data that disagrees with its shape, an unknown class: each is
+    a 400 that nv_inference_request_failure missed (the same fault counted on one route and
+    not on another). A request that names no known class counts under the default one."""
+    line = 'nv_inference_request_failure{model="demo",version="1",class="interactive",reason="bad_request"} '
+
+    def failures():
+        text = get(f"127.0.0.1:{server.metrics}/metrics")[1].decode()
+        return int(next(l for l in text.splitlines() if l.startswith(line)).split()[-1])
+
+    before = failures()
+    url = f"{server.url}/v2/models/demo/infer"
+    unknown_class = json.loads(infer_body())
+    unknown_class["parameters"] = {"class": "nope"}
+    for body in [b"{not json", infer_body(ids_shape=(1, 4), data=[1, 2]), json.dumps(unknown_class)]:
+        code, _ = post(url, body.encode() if isinstance(body, str) else body)
+        assert code == 400
+    client = grpcclient.InferenceServerClient(server.grpc_url)
+    ids = np.ones((1, 4), np.int64)
+    with pytest.raises(InferenceServerException):
+        client.infer("demo", text_inputs(grpcclient, ids, ids), parameters={"class": "nope"}, client_timeout=30)
+    # Raw contents shorter than their shape, which tritonclient itself would refuse to send.
+    request = grpcclient.service_pb2.ModelInferRequest(model_name="demo")
+    request.inputs.add(name="input_ids", datatype="INT64", shape=[1, 4])
+    request.raw_input_contents.append(np.ones(2, np.int64).tobytes())
+    with pytest.raises(grpc.RpcError) as e:
+        client._client_stub.ModelInfer(request, timeout=30)
+    assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    client.close()
+    assert failures() - before == 5
 
 
 def test_metrics_have_triton_names_per_class_and_histograms(server):
