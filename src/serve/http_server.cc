@@ -107,6 +107,12 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server_->set_logger([](const httplib::Request&, const httplib::Response&) { end_counted_request(); });
+  // An answer written while the server drains tells its keep-alive client to close: the listener
+  // stops once the last answer is out, and a next request on the connection would meet a broken
+  // pipe rather than a refused connection (which clients handle).
+  server_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    if (!models_.ready()) res.set_header("Connection", "close");
+  });
   // Not httplib's defaults: they add SO_REUSEPORT, which lets a second server bind the same port
   // and silently take half of its connections. SO_REUSEADDR alone still rebinds a port whose old
   // connections are in TIME_WAIT.

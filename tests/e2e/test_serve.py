@@ -421,6 +421,25 @@ def test_every_refused_request_is_counted_as_a_failure(server):
     assert failures() - before == 5
 
 
+def test_an_answer_written_while_draining_closes_its_keep_alive_connection(tmp_path):
+    """Keep-alive clients met a broken pipe on their next request once the server stopped."""
+    import http.client
+    s = Served(tmp_path, """
+serve:
+  classes:
+    default: {batch_window_ms: 1500, adaptive_window: false, max_batch: 8}
+""")
+    conn = http.client.HTTPConnection("127.0.0.1", s.http, timeout=30)
+    conn.request("POST", "/v2/models/demo/infer", infer_body())
+    time.sleep(0.3)  # waiting in its batch window
+    s.proc.send_signal(signal.SIGTERM)
+    resp = conn.getresponse()
+    assert resp.status == 200 and resp.getheader("Connection") == "close", resp.getheaders()
+    resp.read()
+    conn.close()
+    assert s.stop() == 0
+
+
 def test_metrics_have_triton_names_per_class_and_histograms(server):
     code, text = get(f"127.0.0.1:{server.metrics}/metrics")
     assert code == 200
