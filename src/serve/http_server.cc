@@ -21,7 +21,6 @@
 namespace fusor::serve {
 namespace {
 
-
 void send_error(httplib::Response& res, Code code, const std::string& message) {
   res.status = http_status(code);
   res.set_content(error_body(message), kJsonContentType);

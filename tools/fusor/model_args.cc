@@ -153,11 +153,15 @@ bool has_symbolic_length(const Engine& engine) {
   return false;
 }
 
+std::string model_file_in(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? DecoderSpec::model_file_of(path) : path;
+}
+
 CLI::Validator model_folder_to_file() {
   return CLI::Validator(
       [](std::string& path) {
-        std::error_code ec;
-        if (std::filesystem::is_directory(path, ec)) path = DecoderSpec::model_file_of(path);
+        path = model_file_in(path);
         return std::string();
       },
       "", "model folder");

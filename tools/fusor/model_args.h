@@ -85,9 +85,10 @@ auto at_default_dims_explained(const Engine& engine, const ModelArgs& args, F&& 
   }
 }
 
-// A MODEL argument's transform: a folder becomes the model file in it (model.onnx, or the decoder
-// file its genai_config.json names), as fusor serve and generate take one; a file stays as given.
-// A folder without one fails while parsing, as a one-line fusor::Error.
+// The model file a MODEL path names: a folder's model.onnx (or the decoder file its
+// genai_config.json names); a file as given. A folder without one is a one-line fusor::Error.
+std::string model_file_in(const std::string& path);
+// model_file_in as a MODEL argument's transform: a folder without a model fails while parsing.
 CLI::Validator model_folder_to_file();
 
 // "1,8,32" -> {1, 8, 32}; nothing unless every value is a positive integer.

@@ -4,11 +4,9 @@
 #include <signal.h>
 
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
-#include "fusor/decoder.h"
 #include "fusor/serve.h"
 #include "fusor/threads.h"
 #include "model_args.h"
@@ -52,9 +50,8 @@ void serve_command(const ServeArgs& a) {
   std::vector<std::string> names;
   for (const auto& [name, path] : named) names.push_back(name);
   serve::check_model_names(names);
-  for (auto [name, path] : named) {
-    // A folder is a decoder's (model.onnx or genai_config.json's file beside its configs).
-    if (std::filesystem::is_directory(path)) path = DecoderSpec::model_file_of(path);
+  for (const auto& [name, given] : named) {
+    const std::string path = model_file_in(given);
     add(name, Engine::load(path), path);
   }
   const serve::Listen& listen = a.listen;
