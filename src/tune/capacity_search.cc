@@ -6,13 +6,15 @@
 namespace fusor::tune {
 
 Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, const Slo& slo, double predicted_qps,
-                          double duration_s, const std::atomic<bool>& stop,
+                          double ceiling_qps, double duration_s, const std::atomic<bool>& stop,
                           const std::function<void(const CurvePoint&)>& on_point) {
   Candidate c;
   c.setting = setting;
   c.predicted_qps = predicted_qps;
   double best_pass = 0, lowest_fail = INFINITY;
-  double rate = std::max(0.5, 0.85 * predicted_qps);
+  // A first point far above what the path can answer queues most of its requests and takes minutes
+  // to drain (a model of microseconds is predicted ~100x high: the prediction has no serving cost).
+  double rate = std::max(0.5, 0.85 * (ceiling_qps > 0 ? std::min(predicted_qps, ceiling_qps) : predicted_qps));
   int remeasures = 0;
   bool again = false;  // this point repeats the last rate
   for (int i = 0; i < kMaxSearchPoints + remeasures && !stop.load(); ++i) {

@@ -115,7 +115,7 @@ void rank(std::vector<Probe>& probes, const Slo& slo) {
 Candidate measure_curve(Run& run, GenerationBench& bench, double predicted_qps, const std::string& label) {
   return search_capacity(
       [&](double rate, double duration_s, uint64_t seed) { return bench.measure(rate, duration_s, run.arrivals, seed, run.stop); },
-      bench.setting(), bench.slo(), predicted_qps, run.o.duration_s, run.stop, [&](const CurvePoint& p) {
+      bench.setting(), bench.slo(), predicted_qps, 0, run.o.duration_s, run.stop, [&](const CurvePoint& p) {
         run.advance(curve_s(run.o) / kMaxSearchPoints,
                     label + strf(" @ %.2f req/s: TTFT p99 %.0f ms, ITL p99 %.1f ms", p.offered_qps, p.ttft_p99_ms, p.itl_p99_ms));
       });

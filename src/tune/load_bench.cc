@@ -7,6 +7,7 @@
 #include "kernels/cpu/thread_pool.h"
 #include "serve/batch_assembly.h"
 #include "tune/capacity_search.h"
+#include "tune/closed_loop.h"
 #include "tune/open_loop.h"
 
 namespace fusor::tune {
@@ -114,6 +115,13 @@ void LoadBench::burst(int64_t requests, size_t length) {
   run_open_loop(std::vector<double>(static_cast<size_t>(requests), 0.0),
                 [&](std::function<void(bool)> done) { submit(std::move(done), length); },
                 never, requests + 1);
+}
+
+double LoadBench::saturated_qps(double duration_s, const std::atomic<bool>& stop) {
+  // Two full batches per context: one running, one formed and waiting, so no context ever idles.
+  const int64_t in_flight = 2 * setting_.max_batch * layout_.contexts;
+  return run_closed_loop([&](std::function<void(bool)> done) { submit(std::move(done)); }, in_flight, duration_s, stop)
+      .answered_qps();
 }
 
 CurvePoint LoadBench::measure(double rate_qps, double duration_s, const ArrivalSource& arrivals, uint64_t seed,

@@ -48,6 +48,9 @@ class LoadBench {
   // One open-loop run of `duration_s` at `rate_qps`.
   CurvePoint measure(double rate_qps, double duration_s, const ArrivalSource& arrivals, uint64_t seed,
                      const std::atomic<bool>& stop);
+  // Answers per second with every context kept busy (tune/closed_loop.h): the ceiling of any
+  // rate `measure` can pass. 0 when nothing was answered.
+  double saturated_qps(double duration_s, const std::atomic<bool>& stop);
   const Setting& setting() const { return setting_; }
   const Slo& slo() const { return slo_; }
 

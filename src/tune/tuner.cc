@@ -322,13 +322,20 @@ size_t best_layout(const Run& run, const ClassGoal& lead, const std::vector<Serv
   return best;
 }
 
-// One setting's curve on `bench`, the bar advancing with each point.
+// Seconds of the saturation probe before a setting's curve: a few hundred requests on a model of
+// milliseconds, thousands on one of microseconds.
+constexpr double kSaturationProbeSeconds = 0.3;
+
+// One setting's curve on `bench`, the bar advancing with each point. The search starts below the
+// probe's ceiling where the prediction is above it.
 Candidate measure_curve(Run& run, LoadBench& bench, double predicted_qps, const std::string& label) {
+  run.status(label + ": saturation probe");
+  const double ceiling_qps = bench.saturated_qps(kSaturationProbeSeconds, run.stop);
   return search_capacity(
       [&](double rate, double duration_s, uint64_t seed) {
         return bench.measure(rate, duration_s, run.arrivals, seed, run.stop);
       },
-      bench.setting(), bench.slo(), predicted_qps, run.o.duration_s, run.stop, [&](const CurvePoint& pt) {
+      bench.setting(), bench.slo(), predicted_qps, ceiling_qps, run.o.duration_s, run.stop, [&](const CurvePoint& pt) {
         run.advance(run.o.duration_s + 0.5, label + fmt(" @ %.0f qps: p99 %.1f ms", pt.offered_qps, pt.p99_ms));
       });
 }

@@ -15,7 +15,7 @@ import tritonclient.http as httpclient
 import yaml
 
 from conftest import FUSOR, model_path, run_fusor
-from serve_util import Served
+from serve_util import Served, tiny_model
 
 # A small sweep: the mechanics, not the best setting, are under test here.
 QUICK = ["--seq", "8", "--windows", "0,2", "--max-batch", "1,4", "--duration", "0.5", "--measure", "1"]
@@ -196,6 +196,24 @@ def test_the_gate_run_first_takes_the_request_length(tmp_path):
     assert r.returncode == 0, r.stderr
     for option in ("all", "no-attention", "none"):
         assert f"tune: fusion option {option}: passes the gate" in r.stderr
+
+
+def test_a_model_of_microseconds_is_searched_from_what_serving_answers(tmp_path):
+    """Service times predict ~100x what serving answers on a model of microseconds (the prediction
+    has no cost per request). The search used to start at the prediction: its first point queued
+    a million requests, the tune took ten minutes and its capacity came out a tenth of the
+    baseline's. It now starts below a saturation probe's ceiling."""
+    out = tmp_path / "tuned.yaml"
+    r = run_fusor("tune", tiny_model(tmp_path), "--slo", "fast:p99=5ms", "--windows", "0", "--max-batch", "1,4",
+                  "--duration", "0.3", "-o", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rec = yaml.safe_load(out.read_text())["tuned"]
+    candidates = [c for cls in rec["classes"] for c in cls["candidates"]] + rec["baseline"]["candidates"]
+    answered = max(p["achieved_qps"] for c in candidates for p in c["curve"])
+    for c in candidates:
+        assert c["predicted_qps"] > 5 * answered, c  # the regime under test: the prediction is far off
+        assert c["capacity_qps"] > 0, c
+        assert max(p["offered_qps"] for p in c["curve"]) < 4 * answered, c
 
 
 @pytest.mark.parametrize("args, code, message", [

@@ -280,7 +280,7 @@ struct FakeSearch {
       const bool stalled = static_cast<int>(rates.size()) <= stalls;
       return CurvePoint{rate, rate, 10, stalled ? 900.0 : rate <= 10 ? 20.0 : 90.0, 0.5, 1, 0};
     };
-    return search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, predicted_qps, 0.01, stop, nullptr);
+    return search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, predicted_qps, 0, 0.01, stop, nullptr);
   }
 };
 
@@ -325,8 +325,25 @@ TEST(CapacitySearch, AFailureBacksOffBelowWhatWasAnswered) {
     rates.push_back(rate);
     return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
   };
-  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 0.01, stop, nullptr);
+  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 0, 0.01, stop, nullptr);
   EXPECT_GT(c.capacity_qps, 8) << rates.size() << " points, the last at " << rates.back();
+  EXPECT_LE(c.capacity_qps, 10);
+}
+
+// The same model with the serving path's ceiling measured: the search starts below the ceiling,
+// not at the prediction 200x above it, so no point queues work the path can never answer.
+TEST(CapacitySearch, StartsBelowAMeasuredCeiling) {
+  std::atomic<bool> stop{false};
+  std::vector<double> rates;
+  auto measure = [&](double rate, double, uint64_t) {
+    rates.push_back(rate);
+    return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
+  };
+  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 11, 0.01, stop, nullptr);
+  EXPECT_LE(rates.front(), 11 * 0.85);
+  EXPECT_LT(*std::max_element(rates.begin(), rates.end()), 2 * 11.0);
+  EXPECT_EQ(c.predicted_qps, 2000) << "the prediction is recorded as predicted";
+  EXPECT_GT(c.capacity_qps, 8);
   EXPECT_LE(c.capacity_qps, 10);
 }
 
