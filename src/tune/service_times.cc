@@ -1,5 +1,6 @@
 #include "tune/service_times.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <thread>
@@ -17,6 +18,50 @@ std::vector<FusionOption> fusion_options(const FusionConfig& base) {
   if (!(no_attention == base)) out.push_back({"no-attention", no_attention});
   if (!(none == base)) out.push_back({"none", none});
   return out;
+}
+
+std::vector<FusionOption> distinct_plans(const Engine& engine, const std::map<std::string, Dims>& request,
+                                         const SessionOptions& base, const std::vector<FusionOption>& options,
+                                         std::vector<std::pair<std::string, std::string>>& repeats) {
+  struct PlanShape {
+    std::vector<std::string> items;  // name/kind/pass of each fusion item
+    size_t kernels = 0;
+    bool operator==(const PlanShape&) const = default;
+  };
+  std::vector<PlanShape> shapes(options.size());
+  std::exception_ptr failed;
+  const auto feeds = engine.sample_inputs(request);
+  cpu::release_openmp_team();
+  std::thread builder([&] {  // building packs weights in parallel regions: keep that team off this thread
+    try {
+      for (size_t i = 0; i < options.size(); ++i) {
+        SessionOptions so = base;
+        so.fusion = options[i].fusion;
+        Session session = engine.session(request, so);
+        session.run(feeds);  // a session planned per run has its plan only after a run
+        for (const FusionItemInfo& item : session.fusion_items())
+          shapes[i].items.push_back(item.name + "/" + item.kind + "/" + item.pass);
+        std::sort(shapes[i].items.begin(), shapes[i].items.end());
+        shapes[i].kernels = session.kernels_per_inference();
+      }
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  builder.join();
+  if (failed) std::rethrow_exception(failed);
+  std::vector<FusionOption> kept;
+  std::vector<size_t> kept_at;
+  for (size_t i = 0; i < options.size(); ++i) {
+    auto same = std::find_if(kept_at.begin(), kept_at.end(), [&](size_t k) { return shapes[k] == shapes[i]; });
+    if (same != kept_at.end()) {
+      repeats.emplace_back(options[i].name, options[*same].name);
+      continue;
+    }
+    kept.push_back(options[i]);
+    kept_at.push_back(i);
+  }
+  return kept;
 }
 
 std::map<std::string, Dims> with_rows(const std::map<std::string, Dims>& request, int64_t rows) {

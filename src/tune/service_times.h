@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fusor/engine.h"
@@ -19,6 +20,14 @@ struct FusionOption {
 // `base` itself ("all"), base without attention fusion, and every pass off. Small batches and
 // large ones can prefer different ones, which is what the matrix records.
 std::vector<FusionOption> fusion_options(const FusionConfig& base);
+
+// The options whose plans differ, in order, at `request`'s dims: an option whose plan has the same
+// fusion items and kernels as an earlier one's ("no-attention" on a model without attention) is
+// left out, and `repeats` gets its name and the kept option's. Timing a repeat would only measure
+// noise between identical plans, and a bucket could pick one on it.
+std::vector<FusionOption> distinct_plans(const Engine& engine, const std::map<std::string, Dims>& request,
+                                         const SessionOptions& base, const std::vector<FusionOption>& options,
+                                         std::vector<std::pair<std::string, std::string>>& repeats);
 
 struct Layout {
   int64_t contexts = 1;

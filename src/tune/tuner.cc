@@ -247,6 +247,18 @@ std::vector<FusionOption> gated_options(Run& run) {
   return options;
 }
 
+// The gated options whose plans differ (service_times.h: distinct_plans), each repeat noted.
+std::vector<FusionOption> distinct_options(Run& run, const std::vector<FusionOption>& gated,
+                                           const SessionOptions& base_session) {
+  if (run.stop.load() || gated.size() < 2) return gated;
+  run.status("comparing the fusion options' plans");
+  std::vector<std::pair<std::string, std::string>> repeats;
+  std::vector<FusionOption> kept = distinct_plans(run.engine, run.padded, base_session, gated, repeats);
+  for (const auto& [name, same_as] : repeats)
+    run.progress.note("tune: fusion option " + name + ": the same plan as " + same_as + ", not timed");
+  return kept;
+}
+
 // The options' times per bucket on one context, alternated in rounds (measure_rounds): each
 // option gets about kServiceSecondsPerSize per bucket, as the bar's estimate assumes.
 std::map<int64_t, RoundTimes> time_options(Run& run, const std::vector<FusionOption>& options,
@@ -486,7 +498,7 @@ TuneResult tune(const Engine& engine, const TuneOptions& given, Progress& progre
   SessionOptions base_session;
   base_session.mem_reuse = o.base.mem_reuse;
   base_session.reorder = o.base.kernel.reorder_for_coalesce;
-  const std::vector<FusionOption> options = gated_options(run);
+  const std::vector<FusionOption> options = distinct_options(run, gated_options(run), base_session);
   const MatrixChoice choice = choose_matrix(options, time_options(run, options, base_session), run.rows);
   if (!stop.load() && !options.empty()) note_choice(run, choice, options.front().name);
   rec.matrix = choice.timings;

@@ -198,22 +198,38 @@ def test_the_gate_run_first_takes_the_request_length(tmp_path):
         assert f"tune: fusion option {option}: passes the gate" in r.stderr
 
 
-def test_a_model_of_microseconds_is_searched_from_what_serving_answers(tmp_path):
+@pytest.fixture(scope="module")
+def tiny_tuned(tmp_path_factory):
+    """y = relu(x @ w + b) over [batch, 8]: answers in microseconds, and has no attention."""
+    folder = tmp_path_factory.mktemp("tiny")
+    out = folder / "tuned.yaml"
+    r = run_fusor("tune", tiny_model(folder), "--slo", "fast:p99=5ms", "--windows", "0", "--max-batch", "1,4",
+                  "--duration", "0.3", "-o", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return yaml.safe_load(out.read_text())["tuned"], r
+
+
+def test_a_model_of_microseconds_is_searched_from_what_serving_answers(tiny_tuned):
     """Service times predict ~100x what serving answers on a model of microseconds (the prediction
     has no cost per request). The search used to start at the prediction: its first point queued
     a million requests, the tune took ten minutes and its capacity came out a tenth of the
     baseline's. It now starts below a saturation probe's ceiling."""
-    out = tmp_path / "tuned.yaml"
-    r = run_fusor("tune", tiny_model(tmp_path), "--slo", "fast:p99=5ms", "--windows", "0", "--max-batch", "1,4",
-                  "--duration", "0.3", "-o", out, timeout=300)
-    assert r.returncode == 0, r.stderr
-    rec = yaml.safe_load(out.read_text())["tuned"]
+    rec, _ = tiny_tuned
     candidates = [c for cls in rec["classes"] for c in cls["candidates"]] + rec["baseline"]["candidates"]
     answered = max(p["achieved_qps"] for c in candidates for p in c["curve"])
     for c in candidates:
         assert c["predicted_qps"] > 5 * answered, c  # the regime under test: the prediction is far off
         assert c["capacity_qps"] > 0, c
         assert max(p["offered_qps"] for p in c["curve"]) < 4 * answered, c
+
+
+def test_an_option_whose_plan_repeats_another_is_not_timed(tiny_tuned):
+    """Without attention, "no-attention" builds the plan "all" builds: timing both only measured
+    noise between identical plans. "none" differs (the bias and ReLU are not fused into the MatMul)."""
+    rec, r = tiny_tuned
+    assert "fusion option no-attention: the same plan as all, not timed" in r.stderr
+    timed = {m["option"] for m in rec["matrix"]}
+    assert timed == {"all", "none"}, timed
 
 
 @pytest.mark.parametrize("args, code, message", [
