@@ -13,6 +13,12 @@ constexpr const char* kOneGroup = "packed";  // token mode: every request's grou
 
 int64_t tokens_of(const RequestShape& s) { return s.rows * std::max<int64_t>(1, s.seq); }
 
+// How often take_ready asks every waiting request whether its client has gone. The sweep is
+// O(queue); on every batch, a deep queue (max_queue_size raised, a model of microseconds) spent
+// longer sweeping than computing. A request a batch takes is asked anyway, so none runs for a
+// client that has gone; a sweep only frees queue places sooner.
+constexpr auto kGoneSweepPeriod = std::chrono::milliseconds(5);
+
 }  // namespace
 
 Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelStats& stats,
@@ -95,25 +101,31 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
   using ms = std::chrono::duration<double, std::milli>;
   const int64_t idle = contexts_ - running_;  // this context among them
   Queue* best = nullptr;
+  const bool sweep_gone = now - last_gone_sweep_ >= kGoneSweepPeriod;
+  if (sweep_gone) last_gone_sweep_ = now;
+  auto cancelled = [](const Request& r) { return r.gone && r.gone(); };
+  auto drop = [&](Request& r, Status why) {
+    r.dispatched = now;
+    r.taken = true;
+    dropped.push_back({std::move(r), std::move(why)});
+  };
   for (Queue& q : queues_) {
     auto& w = q.waiting;
-    bool any_dropped = false;
-    for (auto& r : w) {
-      Status why;
-      if (r.gone && r.gone()) why = {Code::Cancelled, "the client cancelled the request"};
-      else if (q.cls.timeout_ms > 0 && ms(now - r.arrived).count() > q.cls.timeout_ms)  // 0: never times out
-        why = {Code::Unavailable, "timed out in the queue of class '" + q.name + "'; retry later"};
-      if (why.ok()) continue;
-      r.dispatched = now;
-      r.taken = any_dropped = true;
-      dropped.push_back({std::move(r), std::move(why)});
+    // Arrivals are queued in time order, so the requests that timed out are a prefix.
+    while (q.cls.timeout_ms > 0 && !w.empty() && ms(now - w.front().arrived).count() > q.cls.timeout_ms) {  // 0: never
+      drop(w.front(), {Code::Unavailable, "timed out in the queue of class '" + q.name + "'; retry later"});
+      w.pop_front();
     }
-    if (any_dropped) w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+    if (sweep_gone && std::any_of(w.begin(), w.end(), cancelled)) {
+      for (auto& r : w)
+        if (cancelled(r)) drop(r, client_cancelled());
+      w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+    }
     if (w.empty()) continue;
     const Request& oldest = w.front();
-    int64_t rows = 0, tokens = 0;
-    for (const auto& r : w)
-      if (r.shape.group == oldest.shape.group) rows += r.shape.rows, tokens += tokens_of(r.shape);
+    int64_t rows = 0, tokens = 0;  // of the forming batch, counted only as far as they can matter
+    for (auto r = w.begin(); r != w.end() && !full(q.cls, rows, tokens); ++r)
+      if (r->shape.group == oldest.shape.group) rows += r->shape.rows, tokens += tokens_of(r->shape);
     FormingBatch forming;
     forming.oldest = oldest.arrived;
     forming.window = std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
@@ -143,17 +155,30 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
   auto& w = best->waiting;
   const std::string group = w.front().shape.group;
   int64_t rows = 0, tokens = 0;
-  for (auto& r : w) {
-    if (r.shape.group != group || rows + r.shape.rows > best->cls.max_batch) continue;
-    if (token_mode() && rows > 0 && tokens + tokens_of(r.shape) > best->cls.max_batch_tokens) continue;
-    rows += r.shape.rows;
-    tokens += tokens_of(r.shape);
-    r.dispatched = now;
-    r.taken = true;
-    batch.requests.push_back(std::move(r));
+  size_t taken = 0;
+  for (auto r = w.begin(); r != w.end() && !full(best->cls, rows, tokens); ++r) {
+    if (r->shape.group != group || rows + r->shape.rows > best->cls.max_batch) continue;
+    if (token_mode() && rows > 0 && tokens + tokens_of(r->shape) > best->cls.max_batch_tokens) continue;
+    ++taken;
+    if (cancelled(*r)) {
+      drop(*r, client_cancelled());
+      continue;
+    }
+    rows += r->shape.rows;
+    tokens += tokens_of(r->shape);
+    r->dispatched = now;
+    r->taken = true;
+    batch.requests.push_back(std::move(*r));
   }
-  w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+  // Taken in order, usually from the front: erase only what a batch took, not the whole queue.
+  while (taken > 0 && !w.empty() && w.front().taken) w.pop_front(), --taken;
+  if (taken > 0) w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
+  if (batch.requests.empty()) batch.queue = nullptr;  // every request it took had been cancelled
   return batch;
+}
+
+bool Batcher::full(const TrafficClass& cls, int64_t rows, int64_t tokens) const {
+  return rows >= cls.max_batch || (token_mode() && tokens >= cls.max_batch_tokens);
 }
 
 void Batcher::note_holds(Clock::time_point now) {

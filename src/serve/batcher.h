@@ -117,6 +117,8 @@ class Batcher {
   // With mu_ held, by an idle context: the next batch to run, or none; fills `dropped` with
   // timed-out and cancelled requests and `wake` with when something next becomes due.
   Batch take_ready(Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake);
+  // A forming batch of `rows` (and `tokens`) can take no more of class `cls`.
+  bool full(const TrafficClass& cls, int64_t rows, int64_t tokens) const;
   // With mu_ held, after take_ready: which group of each class is now held back at an idle
   // context for a batch-mate (the time its arrival estimate learns from).
   void note_holds(Clock::time_point now);
@@ -138,6 +140,7 @@ class Batcher {
   std::condition_variable cv_;
   std::vector<Queue> queues_;
   bool draining_ = false;
+  Clock::time_point last_gone_sweep_{};  // when take_ready last asked every waiting request's client
   int64_t running_ = 0;  // contexts running a batch
   int64_t contexts_ = 0;
   std::vector<std::thread> workers_;

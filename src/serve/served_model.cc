@@ -128,7 +128,7 @@ Completion ServedModel::infer_sync(Tensors inputs, const std::string& cls, const
   while (future.wait_for(kPoll) != std::future_status::ready)
     if (gone()) {
       left->store(true, std::memory_order_relaxed);
-      return {{Code::Cancelled, "the client cancelled the request"}, {}};
+      return {client_cancelled(), {}};
     }
   return future.get();
 }

@@ -24,6 +24,9 @@ struct Status {
   bool ok() const { return code == Code::Ok; }
 };
 
+// A request dropped unrun because its client left (the batcher, infer_sync).
+inline Status client_cancelled() { return {Code::Cancelled, "the client cancelled the request"}; }
+
 int http_status(Code c);
 int grpc_status(Code c);  // grpc::StatusCode values, kept as int so this header needs no gRPC
 const char* code_name(Code c);
