@@ -218,6 +218,15 @@ def test_runtime_errors_exit_1_with_one_line(tuned, tmp_path):
     (["--qps", 0], "--qps"),
     (["--qps", -3], "--qps"),
     (["--qps", "many"], "--qps"),
+    (["--qps", "nan"], "--qps"),  # passed the parse, then failed the plan with exit 1
+    (["--qps", "inf"], "--qps"),
+    (["--qps", "-inf"], "--qps"),
+    (["--qps", "1e400"], "--qps"),
+    (["--qps", "10x"], "--qps"),
+    (["--tokens-per-s", 0], "--tokens-per-s"),
+    (["--tokens-per-s", "nan"], "--tokens-per-s"),
+    (["--qps", 10, "--cost-per-hour", "nan"], "--cost-per-hour"),
+    (["--qps", 10, "--cost-per-hour", "inf"], "--cost-per-hour"),
     (["--qps", 10, "--p99", "fast"], "--p99"),
     (["--qps", 10, "--p99", "-5ms"], "--p99"),
     (["--qps", 10, "--headroom", 0.95], "--headroom"),
@@ -230,3 +239,5 @@ def test_usage_errors_exit_2(tuned, args, fragment):
     r = run_fusor("plan", "--tuned", tuned, *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert fragment in r.stderr
+    # CLI11's own range checks named DBL_MAX in 309 digits.
+    assert not re.search(r"\d{16}", r.stderr) and len(r.stderr) < 300, r.stderr
