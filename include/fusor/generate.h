@@ -77,10 +77,19 @@ struct GenerateResult {
 // it does not. The pieces joined equal GenerateResult::text.
 using TokenCallback = std::function<void(TokenId id, std::string_view text)>;
 
+// New tokens that fit after `prompt_tokens` in a context of `context_length`: the prompt and the
+// generated tokens together never exceed it (vLLM's rule), so a prompt that fills the context
+// leaves 0. Unbounded (INT64_MAX) when the context length is unknown (0). Every path that
+// admits a prompt or stops a sequence at the context asks this.
+int64_t context_room(int64_t prompt_tokens, int64_t context_length);
+// InvalidArgument naming both numbers when context_room() is 0.
+void check_prompt_fits(int64_t prompt_tokens, int64_t context_length);
+
 // Generates after `prompt` (not empty) from the decoder's current state, which should be empty
 // (reset()). Stops at max_new_tokens, at EOS, at a stop string, or when the context is full
 // (finish "length"). `tokenizer` may be null when there are no stop strings and no text wanted.
-// A prompt longer than the context length is an InvalidArgument error before any step runs.
+// A prompt that leaves no room in the context (check_prompt_fits) is an InvalidArgument error
+// before any step runs.
 GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, const GenerateOptions& options,
                         const Tokenizer* tokenizer = nullptr, const TokenCallback& on_token = {});
 

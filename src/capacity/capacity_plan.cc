@@ -198,6 +198,12 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
 
 std::string two_decimals(double x) {
   char buf[64];
+  // From 1e15 up a double's digits are not all exact (1e300 printed 63 of them, cut by buf): an
+  // exponent instead.
+  if (std::fabs(x) >= 1e15) {
+    std::snprintf(buf, sizeof buf, "%.3g", x);
+    return buf;
+  }
   std::snprintf(buf, sizeof buf, "%.2f", x);
   std::string s = buf;
   if (s.find('.') != std::string::npos) {

@@ -32,8 +32,8 @@ const tune::ClassRecord* default_plan_class(const tune::TunedRecord& record);
 // mean-latency estimate), rounded up, at least 1. The HPA's queue-metric target.
 int64_t planned_requests_in_flight(const CapacityPlan& plan);
 
-// At most two decimals, trailing zeros dropped (9.1, 20, 131.46): the plan's numbers in its
-// table and manifests. (The onboard report writes significant digits: report/number_text.h.)
+// At most two decimals, trailing zeros dropped (9.1, 20, 131.46), and 1e+20 from 1e15 up: the
+// plan's numbers in its table and manifests. (The onboard report writes significant digits: report/number_text.h.)
 std::string two_decimals(double x);
 
 // The plan as JSON with exactly the fields the onboard report reads (docs/plan.md).

@@ -4,22 +4,10 @@
 #include <chrono>
 #include <list>
 
-#include "fusor/error.h"
 #include "fusor/generate.h"
 #include "generate/sequence_generation.h"
 
 namespace fusor {
-
-namespace {
-
-void check_prompt_fits(int64_t prompt_length, int64_t context) {
-  if (context > 0 && prompt_length > context)
-    throw Error("the prompt has " + std::to_string(prompt_length) + " tokens, more than the model's context length of " +
-                    std::to_string(context),
-                ErrorKind::InvalidArgument);
-}
-
-}  // namespace
 
 GenerateResult generate(DecoderStep& decoder, std::span<const TokenId> prompt, const GenerateOptions& options,
                         const Tokenizer* tokenizer, const TokenCallback& on_token) {

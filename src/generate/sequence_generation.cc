@@ -16,7 +16,7 @@ SequenceGeneration::SequenceGeneration(std::span<const TokenId> prompt, const Ge
   done_ = options.max_new_tokens == 0;
   // No more room than the context leaves: max_new_tokens may be "as many as fit" (2^62 threw
   // vector::reserve's length_error).
-  const int64_t room = context_length > 0 ? context_length - static_cast<int64_t>(prompt.size()) + 1 : 4096;
+  const int64_t room = context_length > 0 ? context_room(static_cast<int64_t>(prompt.size()), context_length) : 4096;
   const auto expected = static_cast<size_t>(std::clamp<int64_t>(options.max_new_tokens, 0, std::max<int64_t>(room, 0)));
   history_.reserve(prompt.size() + expected);
   result_.output_ids.reserve(expected);
@@ -40,9 +40,9 @@ bool SequenceGeneration::accept(std::span<const float> logits, int64_t held, con
   else if (!options_.ignore_eos && std::find(options_.eos_ids.begin(), options_.eos_ids.end(), id) != options_.eos_ids.end())
     result_.finish_reason = FinishReason::Stop;
   else if (static_cast<int64_t>(result_.output_ids.size()) >= options_.max_new_tokens) result_.finish_reason = FinishReason::Length;
-  // The context holds the prompt and every new token, the last one too (never fed, but a
-  // position it would take).
-  else if (context_ > 0 && held + 1 >= context_) result_.finish_reason = FinishReason::Length;
+  // The context holds the prompt and every new token, this one too (never fed, but a position
+  // it would take): `held` and it leave no room for another.
+  else if (context_room(held + 1, context_) == 0) result_.finish_reason = FinishReason::Length;
   else done_ = false;
   if (done_ && text_ && !piece.stopped) {  // the last token: flush what the stream held back
     TextStream::Piece rest = text_->finish();

@@ -60,7 +60,7 @@ uint64_t GenerationScheduler::submit(GenerationRequest request, GenerationEvents
   if (!s->cls) return reject(Code::BadRequest, "unknown traffic class '" + request.cls + "'");
   const std::string& cls = s->cls->name;
   const int64_t length = static_cast<int64_t>(request.prompt.size());
-  if (context_ > 0 && length >= context_) {
+  if (context_room(length, context_) == 0) {
     stats_.failed(cls, Code::BadRequest, false, false);
     return reject(Code::BadRequest, "the prompt has " + std::to_string(length) +
                                         " tokens; this model's context length is " + std::to_string(context_) +

@@ -9,6 +9,7 @@
 #include "fusor/check.h"
 #include "fusor/decoder.h"
 #include "fusor/error.h"
+#include "fusor/generate.h"
 #include "tune/arrivals.h"
 #include "tune/capacity_search.h"
 #include "tune/generation_bench.h"
@@ -240,7 +241,7 @@ TuneResult tune_generation(const Engine& engine, const TuneOptions& o, Progress&
   run.load.prompt = o.max_length > 0 ? Lengths{o.min_length, o.max_length} : Lengths{seq, seq};
   run.load.output_tokens = o.output_tokens;
   const DecoderSpec spec = DecoderSpec::describe(engine, o.model_path);
-  if (spec.context_length > 0 && run.load.prompt.max + o.output_tokens > spec.context_length)
+  if (context_room(run.load.prompt.max, spec.context_length) < o.output_tokens)
     throw Error("--lengths and --output-tokens: a request of " + std::to_string(run.load.prompt.max) + " + " +
                 std::to_string(o.output_tokens) + " tokens exceeds the model's context of " +
                 std::to_string(spec.context_length));

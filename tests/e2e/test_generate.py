@@ -320,6 +320,26 @@ def test_prompt_beyond_the_context_length_is_an_error():
     assert "context length of 512" in r.stderr and r.stderr.count("\n") == 1
 
 
+def test_the_context_holds_the_prompt_and_every_new_token(tmp_path):
+    """As vLLM counts: prompt + generated <= the context (llama-tiny's 512). 511 tokens leave room
+    for one more; a prompt of 512 (which got one token, 513 in all) or 600 leaves none."""
+    out = greedy("llama-tiny", [5] * 511, 4)
+    assert len(out["output_ids"]) == 1 and out["finish_reason"] == "length"
+    for n in (512, 600):
+        r = run_fusor("generate", MODELS / "llama-tiny", "--prompt-ids", ids_arg([5] * n), "--max-new-tokens", 4)
+        assert r.returncode != 0 and r.stdout == ""
+        assert f"prompt has {n} tokens" in r.stderr and "context length of 512" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1, r.stderr
+    # --batch runs the same rule over a DecoderBatch.
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"prompt_ids": [5] * 511}) + "\n")
+    out = generate("llama-tiny", "--batch", batch, "--max-new-tokens", 4, "--ignore-eos")
+    assert [(len(s["output_ids"]), s["finish_reason"]) for s in out["sequences"]] == [(1, "length")]
+    batch.write_text(json.dumps({"prompt_ids": [5] * 511}) + "\n" + json.dumps({"prompt_ids": [5] * 512}) + "\n")
+    r = run_fusor("generate", MODELS / "llama-tiny", "--batch", batch, "--max-new-tokens", 4)
+    assert r.returncode != 0 and r.stdout == "" and "prompt has 512 tokens" in r.stderr, r.stderr
+
+
 def test_generation_stops_when_the_context_is_full():
     out = greedy("gpt2-tiny", [5] * 510, 8)
     assert len(out["output_ids"]) == 2 and out["finish_reason"] == "length"

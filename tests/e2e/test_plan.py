@@ -2,6 +2,7 @@
 from the file's curve, the Kubernetes manifests parsed back, and every kind of bad input."""
 import json
 import math
+import re
 
 import pytest
 import yaml
@@ -189,6 +190,7 @@ def one_line_error(r, *fragments):
     assert len(lines) == 1 and lines[0].startswith("fusor: error: "), r.stderr
     for f in fragments:
         assert f in lines[0], lines[0]
+    assert not re.search(r"\d{16}", lines[0]), lines[0]  # a double's noise digits (1e300 qps: 63 of them)
 
 
 def test_runtime_errors_exit_1_with_one_line(tuned, tmp_path):
@@ -207,15 +209,24 @@ def test_runtime_errors_exit_1_with_one_line(tuned, tmp_path):
     broken.write_text(tuned.read_text().replace("p99_ms: 14", "p99_ms: fast"))
     one_line_error(run_fusor("plan", "--tuned", broken, "--qps", 10), "broken.yaml")
     # The instance count overflowed int64 at 1e30 qps (1 instance planned) and Kubernetes' int32
-    # replicas at 1e20.
-    for qps in ("1e20", "1e30"):
-        one_line_error(run_fusor("plan", "--tuned", tuned, "--qps", qps), "more instances than")
+    # replicas at 1e20; the largest double names its rate in exponent form.
+    for qps, says in (("1e20", "1e+20 qps"), ("1e30", "1e+30 qps"), ("1e300", "1e+300 qps")):
+        one_line_error(run_fusor("plan", "--tuned", tuned, "--qps", qps), "more instances than", says)
 
 
 @pytest.mark.parametrize("args, fragment", [
     (["--qps", 0], "--qps"),
     (["--qps", -3], "--qps"),
     (["--qps", "many"], "--qps"),
+    (["--qps", "nan"], "--qps"),  # passed the parse, then failed the plan with exit 1
+    (["--qps", "inf"], "--qps"),
+    (["--qps", "-inf"], "--qps"),
+    (["--qps", "1e400"], "--qps"),
+    (["--qps", "10x"], "--qps"),
+    (["--tokens-per-s", 0], "--tokens-per-s"),
+    (["--tokens-per-s", "nan"], "--tokens-per-s"),
+    (["--qps", 10, "--cost-per-hour", "nan"], "--cost-per-hour"),
+    (["--qps", 10, "--cost-per-hour", "inf"], "--cost-per-hour"),
     (["--qps", 10, "--p99", "fast"], "--p99"),
     (["--qps", 10, "--p99", "-5ms"], "--p99"),
     (["--qps", 10, "--headroom", 0.95], "--headroom"),
@@ -228,3 +239,5 @@ def test_usage_errors_exit_2(tuned, args, fragment):
     r = run_fusor("plan", "--tuned", tuned, *args)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert fragment in r.stderr
+    # CLI11's own range checks named DBL_MAX in 309 digits.
+    assert not re.search(r"\d{16}", r.stderr) and len(r.stderr) < 300, r.stderr

@@ -213,6 +213,10 @@ TEST(CapacityPlan, NumbersHaveAtMostTwoDecimals) {
   EXPECT_EQ(two_decimals(20), "20");
   EXPECT_EQ(two_decimals(0.0021), "0");
   EXPECT_EQ(two_decimals(-0.001), "0");
+  // Huge ones in exponent form (1e300 qps was 63 digits, cut short by the buffer).
+  EXPECT_EQ(two_decimals(1e300), "1e+300");
+  EXPECT_EQ(two_decimals(1.5e20), "1.5e+20");
+  EXPECT_EQ(two_decimals(999999999999999.0), "999999999999999");
 }
 
 TEST(CapacityPlan, JsonHasExactlyTheReportsFields) {

@@ -107,6 +107,18 @@ TEST(Sampler, OutOfRangeOptionsAreErrors) {
   bad([](SamplingOptions& o) { o.repetition_penalty = 0; });
 }
 
+// vLLM's rule: the prompt and the generated tokens together never exceed the context.
+TEST(ContextRoom, APromptThatFillsTheContextLeavesNone) {
+  EXPECT_EQ(context_room(1, 512), 511);
+  EXPECT_EQ(context_room(511, 512), 1);
+  EXPECT_EQ(context_room(512, 512), 0);
+  EXPECT_EQ(context_room(600, 512), 0);
+  EXPECT_EQ(context_room(600, 0), std::numeric_limits<int64_t>::max());  // unknown: unbounded
+  EXPECT_NO_THROW(check_prompt_fits(511, 512));
+  EXPECT_THROW(check_prompt_fits(512, 512), Error);
+  EXPECT_NO_THROW(check_prompt_fits(600, 0));
+}
+
 // A byte-level tokenizer whose ids are the bytes themselves (GPT-2's stand-in characters).
 Tokenizer bytes_tokenizer() {
   nlohmann::json vocab = nlohmann::json::object();

@@ -179,8 +179,8 @@ void add_bench_command(CLI::App& app) {
   args->model.add_to(*cmd, {.batch = DimFlags::Batch::List,
                             .batch_help = "Batch sizes, e.g. 1,8,32",
                             .seq_help = "Binds the non-batch symbolic dimensions"});
-  cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seconds", args->seconds, "Timed duration per batch size")->check(positive_number());
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(non_negative_number());
   cmd->add_option("--json", args->json_path, "Write the results as JSON")->check(writable_file());
   cmd->callback([args] { bench(*args); });
 }

@@ -27,6 +27,12 @@ CLI::Validator writable_file();
 enum class Count { One, List, ListOrNone };
 CLI::Validator positive_integers(Count count);
 
+// For an option taking a real number > 0 (>= 0): finite, the whole text a number. CLI11's
+// PositiveNumber and NonNegativeNumber let "nan" through to the command and, refusing 0 or
+// "inf", printed their range up to DBL_MAX in 309 digits.
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+
 // For --headroom (plan, onboard): a number in [0, 0.95) (capacity::headroom_in_range), so that
 // onboard refuses what its plan step would, before any work.
 CLI::Validator headroom_fraction();

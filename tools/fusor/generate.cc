@@ -229,10 +229,7 @@ void generate_command(GenerateArgs& a) {
   const GenerateOptions options = generate_options(a, spec);
   const std::vector<TokenId> prompt = a.prompt ? tokenizer->encode(*a.prompt) : parse_ids(*a.prompt_ids, "--prompt-ids");
   if (prompt.empty()) throw Error("the prompt encodes to no tokens", ErrorKind::InvalidArgument);
-  if (spec.context_length > 0 && static_cast<int64_t>(prompt.size()) > spec.context_length)
-    throw Error("the prompt has " + std::to_string(prompt.size()) + " tokens, more than the model's context length of " +
-                    std::to_string(spec.context_length),
-                ErrorKind::InvalidArgument);
+  check_prompt_fits(static_cast<int64_t>(prompt.size()), spec.context_length);  // before the decoder is built
 
   DecoderStep decoder(engine, spec, a.model.session_options(engine, model_file));
   decoder.set_profiling(a.profile);

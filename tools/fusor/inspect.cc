@@ -56,9 +56,10 @@ void add_inspect_command(CLI::App& app) {
       ->required()
       ->type_name("MODEL")
       ->transform(model_folder_to_file());
-  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")->check(CLI::PositiveNumber);
-  CLI::Option* seq =
-      cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", args->batch, "Binds the leading symbolic dimension (for FLOPs)")
+      ->check(positive_integers(Count::One));
+  CLI::Option* seq = cmd->add_option("--seq", args->seq, "Binds the other symbolic dimensions (for FLOPs)")
+                         ->check(positive_integers(Count::One));
   cmd->add_option("--shape", args->shapes, "Explicit input dims NAME=d0,d1,...")->type_name("NAME=DIMS");
   cmd->add_option("--json", args->json_path, "Also write the inspection as JSON")->check(writable_file());
   cmd->callback([args, seq] {

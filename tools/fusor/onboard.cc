@@ -221,13 +221,13 @@ void add_onboard_command(CLI::App& app) {
   cmd->get_option("model")->required(false);
   cmd->get_option("--slo")->required(false);
   cmd->add_option("--out", args->out_dir, "Output folder (default onboard-<model folder>)");
-  cmd->add_option("--qps", args->qps, "Traffic to plan capacity for")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--qps", args->qps, "Traffic to plan capacity for")->check(positive_number())->capture_default_str();
   cmd->add_option("--tokens-per-s", args->tokens_per_s, "A decoder: generated tokens per second to plan capacity for")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--headroom", args->headroom, "Fraction of capacity kept free for peaks, in [0, 0.95)")
       ->check(headroom_fraction())
       ->capture_default_str();
-  cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--cost-per-hour", args->cost_per_hour, "Cost of one instance per hour")->check(non_negative_number());
   cmd->add_option("--render-only", args->render_only, "Only render DIR/report.html again from DIR/onboard.json");
   cmd->callback([args] { onboard(*args); });
 }

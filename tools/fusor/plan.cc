@@ -67,10 +67,10 @@ void add_plan_command(CLI::App& app) {
   auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "Instances, utilisation and cost for a target rate, from fusor tune's measurements");
   cmd->add_option("--tuned", args->tuned_path, "tuned.yaml written by fusor tune")->required()->type_name("FILE");
-  auto* qps = cmd->add_option("--qps", args->request.qps, "Total requests per second to serve")->check(CLI::PositiveNumber);
+  auto* qps = cmd->add_option("--qps", args->request.qps, "Total requests per second to serve")->check(positive_number());
   auto* tokens = cmd->add_option("--tokens-per-s", args->request.tokens_per_s,
                                  "A generative model: total generated tokens per second to serve (instead of --qps)")
-                     ->check(CLI::PositiveNumber);
+                     ->check(positive_number());
   qps->excludes(tokens);
   cmd->add_option("--class", args->request.class_name, "Traffic class (default: the first latency class)");
   cmd->add_option_function<std::string>(
@@ -86,7 +86,7 @@ void add_plan_command(CLI::App& app) {
       ->capture_default_str()
       ->check(headroom_fraction());
   cmd->add_option("--cost-per-hour", args->request.cost_per_hour, "Cost of one instance per hour (0: not shown)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number());
   cmd->add_option("--k8s", args->k8s_dir, "Write Kubernetes and KServe manifests into this directory")->type_name("DIR");
   cmd->add_option("--json", args->json_path, "Write the plan as JSON")->type_name("FILE");
   cmd->add_option("--image", args->image, "Container image for the manifests (fusor on PATH, model at /models/model.onnx)")

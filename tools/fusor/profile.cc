@@ -74,7 +74,7 @@ void add_profile_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("profile", "Time per kernel and per op against the machine's ceilings");
   args->model.add_to(*cmd);
   cmd->add_option("--runs", args->runs, "Profiled runs (times are medians over them)");
-  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(non_negative_number());
   cmd->add_option("--top", args->top, "Kernels shown in the table");
   cmd->add_flag("--by-shape", args->by_shape, "Split kernel rows by their bound input and output shapes");
   cmd->add_option("--trace", args->trace_path, "Write a Chrome trace (Perfetto, chrome://tracing)");
