@@ -11,7 +11,9 @@ double ns(ArrivalRate::Clock::duration d) { return std::max(0.0, static_cast<dou
 void ArrivalRate::arrived(Clock::time_point t) {
   held_ns_ *= 1 - 1 / kMemory;
   held_arrivals_ *= 1 - 1 / kMemory;
+  held_silence_max_ns_ *= 1 - 1 / kSilenceMemory;
   if (held_since_) {  // an arrival during a hold: its time held so far, and one arrival
+    held_silence_max_ns_ = std::max(held_silence_max_ns_, ns(t - std::max(*held_since_, last_.value_or(*held_since_))));
     held_ns_ += ns(t - *held_since_);
     held_arrivals_ += 1;
     held_since_ = t;
@@ -24,10 +26,11 @@ void ArrivalRate::arrived(Clock::time_point t) {
 }
 
 void ArrivalRate::hold(Clock::time_point t, bool held) {
-  if (held && !held_since_) held_since_ = t;
+  if (held && !held_since_) held_since_ = hold_began_ = t;
   if (!held && held_since_) {
     held_ns_ += ns(t - *held_since_);
     held_since_.reset();
+    hold_began_.reset();
   }
 }
 
@@ -35,6 +38,15 @@ std::optional<ArrivalRate::Clock::duration> ArrivalRate::expected_gap() const {
   if (!mean_gap_ns_) return std::nullopt;
   double gap = (held_ns_ + *mean_gap_ns_) / (held_arrivals_ + 1);
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::nano>(gap));
+}
+
+std::optional<ArrivalRate::Clock::duration> ArrivalRate::silence_limit() const {
+  if (held_silence_max_ns_ <= 0) return std::nullopt;
+  // At least half the expected gap: batches that all close before their next arrival record no
+  // silence, and the max would fade to nothing (every batch then one request).
+  const double floor_ns = expected_gap() ? 0.5 * ns(*expected_gap()) : 0;
+  return std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::nano>(std::max(2 * held_silence_max_ns_, floor_ns)));
 }
 
 void GroupArrivalRates::arrived(const std::string& group, Clock::time_point t) {
@@ -53,6 +65,24 @@ void GroupArrivalRates::arrived(const std::string& group, Clock::time_point t) {
 std::optional<GroupArrivalRates::Clock::duration> GroupArrivalRates::expected_gap(const std::string& group) const {
   for (const auto& [name, rate] : rates_)
     if (name == group) return rate.expected_gap();
+  return std::nullopt;
+}
+
+std::optional<GroupArrivalRates::Clock::duration> GroupArrivalRates::silence_limit(const std::string& group) const {
+  for (const auto& [name, rate] : rates_)
+    if (name == group) return rate.silence_limit();
+  return std::nullopt;
+}
+
+std::optional<GroupArrivalRates::Clock::time_point> GroupArrivalRates::last_arrival(const std::string& group) const {
+  for (const auto& [name, rate] : rates_)
+    if (name == group) return rate.last_arrival();
+  return std::nullopt;
+}
+
+std::optional<GroupArrivalRates::Clock::time_point> GroupArrivalRates::hold_began(const std::string& group) const {
+  for (const auto& [name, rate] : rates_)
+    if (name == group) return rate.hold_began();
   return std::nullopt;
 }
 

@@ -24,6 +24,7 @@ class ArrivalRate {
   using Clock = std::chrono::steady_clock;
   static constexpr double kMemory = 64;    // arrivals over which held-time evidence fades
   static constexpr double kGapWeight = 8;  // the mean gap is an average over ~8 recent gaps
+  static constexpr double kSilenceMemory = 32;
 
   // A request of this group arrived at `t` (times never go backwards).
   void arrived(Clock::time_point t);
@@ -33,11 +34,21 @@ class ArrivalRate {
   // The expected time to the next arrival while held; none until two arrivals gave a gap.
   std::optional<Clock::duration> expected_gap() const;
   std::optional<Clock::time_point> last_arrival() const { return last_; }
+  // When the current hold began; none while not held.
+  std::optional<Clock::time_point> hold_began() const { return hold_began_; }
+  // How long a held batch's group may stay silent before no arrival is coming: twice the longest
+  // silence that an arrival recently ended while held (its max fades by 1/kSilenceMemory per
+  // arrival, so one client descheduled once does not hold batches for long), and at least half
+  // the expected gap.
+  // Poisson arrivals reach that rarely; closed-loop clients fewer than a batch, all waiting in
+  // it, reach it right after their burst. None until an arrival came during a hold.
+  std::optional<Clock::duration> silence_limit() const;
 
  private:
-  std::optional<Clock::time_point> last_, held_since_;
+  std::optional<Clock::time_point> last_, held_since_, hold_began_;
   std::optional<double> mean_gap_ns_;
   double held_ns_ = 0, held_arrivals_ = 0;  // the fading evidence of holds
+  double held_silence_max_ns_ = 0;          // 0: no arrival during a hold yet
 };
 
 // The ArrivalRate of each group of one traffic class. At most kMaxGroups are kept: a new group
@@ -50,6 +61,10 @@ class GroupArrivalRates {
   void arrived(const std::string& group, Clock::time_point t);
   // The group's estimate; none for a group not (or no longer) kept.
   std::optional<Clock::duration> expected_gap(const std::string& group) const;
+  // The group's ArrivalRate::silence_limit and last arrival; none for a group not kept.
+  std::optional<Clock::duration> silence_limit(const std::string& group) const;
+  std::optional<Clock::time_point> last_arrival(const std::string& group) const;
+  std::optional<Clock::time_point> hold_began(const std::string& group) const;
   // From `t` on, only `group` is held (none when null): ArrivalRate::hold for every kept group.
   void hold_only(const std::string* group, Clock::time_point t);
   size_t size() const { return rates_.size(); }

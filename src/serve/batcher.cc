@@ -137,7 +137,13 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
     }
     forming.idle_contexts = idle;
     forming.adaptive = q.cls.adaptive_window;
-    if (forming.adaptive) forming.expected_gap = q.arrivals.expected_gap(oldest.shape.group);
+    if (forming.adaptive) {
+      forming.expected_gap = q.arrivals.expected_gap(oldest.shape.group);
+      forming.last_arrival = q.arrivals.last_arrival(oldest.shape.group);
+      forming.silence_limit = q.arrivals.silence_limit(oldest.shape.group);
+      if (q.recent_run > Clock::duration::zero()) forming.run_time = q.recent_run;
+      forming.hold_began = q.arrivals.hold_began(oldest.shape.group).value_or(now);
+    }
     const auto closes = batch_closes_at(forming);
     if (draining_ || closes <= now) {
       if (!best || q.cls.priority < best->cls.priority ||
@@ -205,9 +211,15 @@ void Batcher::work(size_t context) {
       if (more) cv_.notify_one();  // another idle context may take the next ready batch
       lock.unlock();
       for (auto& d : dropped) complete(d.request.queue_name, d.request, {std::move(d.status), {}});
+      const auto started = Clock::now();
       if (batch.queue) run(context, batch.requests);
+      const auto ran = Clock::now() - started;
       lock.lock();
-      if (batch.queue) --running_;
+      if (batch.queue) {
+        --running_;
+        auto& recent = batch.queue->recent_run;
+        recent = recent == Clock::duration::zero() ? ran : recent + (ran - recent) / 8;
+      }
       continue;
     }
     if (draining_ && !more) return;

@@ -102,6 +102,7 @@ class Batcher {
     TrafficClass cls;
     std::deque<Request> waiting;
     GroupArrivalRates arrivals;  // adaptive_window only
+    Clock::duration recent_run{};  // its batches' run time, a moving average (0: none ran yet)
   };
   struct Batch {
     Queue* queue = nullptr;

@@ -328,10 +328,10 @@ TEST(ServeBatcher, AtIdleARequestDoesNotWaitForTheWindow) {
   EXPECT_EQ(values(f.get()), (std::vector<float>{5, 6}));
 }
 
-// The model holds the only context on its first batch while two requests arrive densely. Once
-// the context is free, the batch keeps collecting (a batch-mate is expected soon; here it waits
-// for drain), rather than leaving as soon as a context is idle, so the request that comes later
-// joins it.
+// The model holds the only context on its first batch (200 ms) while two requests arrive densely.
+// Once the context is free, the batch keeps collecting (a batch-mate is expected soon, and holding
+// for 20 ms costs less than a batch's run), rather than leaving as soon as a context is idle, so
+// the request that comes later joins it.
 TEST(ServeBatcher, AfterDenseArrivalsAnIdleContextKeepsCollecting) {
   ServeConfig c = two_classes();
   c.classes["batch"].batch_window_ms = 3600e3;
@@ -364,6 +364,7 @@ TEST(ServeBatcher, AfterDenseArrivalsAnIdleContextKeepsCollecting) {
   started.get_future().wait();  // the lone first request runs: nothing was known to wait for
   submit({2});
   submit({3});
+  std::this_thread::sleep_for(200ms);  // the batch's run time: the longest a batch then holds
   release.set_value();
   // Time for the freed context to look at the queue: with a wrong rule it would take the two
   // requests now. Not a latency bound: any interleaving gives the same batches when right.
