@@ -491,6 +491,25 @@ def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
         assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
 
 
+def test_sigterm_runs_a_forming_batch_at_once(tmp_path):
+    """Shutdown stopped the listeners, which wait for their requests, before it drained the
+    batchers: a request in a 120 s window held the exit for 120 s (a 9e12 ms one, forever)."""
+    s = Served(tmp_path, "serve:\n  classes:\n    default: {batch_window_ms: 120000, adaptive_window: false, "
+                         "timeout_ms: 0}\n")
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    grpc = grpcclient.InferenceServerClient(s.grpc_url)
+    with ThreadPoolExecutor(2) as pool:
+        http = pool.submit(post, f"{s.url}/v2/models/demo/infer", infer_body(), timeout=60)
+        rpc = pool.submit(lambda: grpc.infer("demo", text_inputs(grpcclient, ids, mask), client_timeout=60))
+        time.sleep(0.5)  # both wait in the forming batch
+        start = time.time()
+        assert s.stop(timeout=20) == 0, s.output()
+        assert time.time() - start < 10
+        assert http.result(timeout=5)[0] == 200
+        np.testing.assert_array_equal(rpc.result(timeout=5).as_numpy("embeddings"), expected(ids, mask))
+    grpc.close()
+
+
 def test_sigterm_exits_while_a_client_trickles_its_body(tmp_path):
     """A byte every 2 s never hits the 10 s read timeout, and shutdown waited for that request
     forever. It now waits at most its drain limit (30 s, docs/serve.md), then cuts it off."""
