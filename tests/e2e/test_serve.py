@@ -374,6 +374,62 @@ serve:
         assert s.stop() == 0
 
 
+def test_thousands_of_waiting_grpc_calls_are_bounded_by_its_thread_quota(tmp_path):
+    """The sync gRPC server ran each call on a thread of its own: 20000 calls waiting in a batch
+    made thousands of threads. Past kGrpcMaxThreads (512, grpc_server.h) a call is refused at once
+    with RESOURCE_EXHAUSTED; the calls it holds are answered, and the server serves on."""
+    import asyncio
+    import tritonclient.grpc.aio as aioclient
+    s = Served(tmp_path, """
+serve:
+  classes:
+    default: {batch_window_ms: 4000, adaptive_window: false, max_batch: 4096, max_queue_size: 100000, timeout_ms: 0}
+""")
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    peak, sampling = [0], [True]
+
+    def sample_threads():
+        while sampling[0]:
+            for line in open(f"/proc/{s.proc.pid}/status"):
+                if line.startswith("Threads:"):
+                    peak[0] = max(peak[0], int(line.split()[1]))
+            time.sleep(0.05)
+
+    async def flood(n):
+        client = aioclient.InferenceServerClient(s.grpc_url)
+        inputs = text_inputs(aioclient, ids, mask)
+
+        async def one():
+            try:
+                r = await client.infer("demo", inputs, client_timeout=30)
+                np.testing.assert_array_equal(r.as_numpy("embeddings"), expected(ids, mask))
+                return "ok"
+            except InferenceServerException as e:
+                return e.status()
+        outcomes = await asyncio.gather(*(one() for _ in range(n)))
+        await client.close()
+        return outcomes
+
+    sampler = threading.Thread(target=sample_threads)
+    sampler.start()
+    try:
+        try:
+            outcomes = asyncio.run(flood(2500))
+        finally:
+            sampling[0] = False
+            sampler.join()
+        counts = {o: outcomes.count(o) for o in set(outcomes)}
+        assert set(counts) <= {"ok", "StatusCode.RESOURCE_EXHAUSTED", "StatusCode.UNAVAILABLE"}, counts
+        assert counts.get("ok", 0) >= 300, counts
+        assert peak[0] < 512 + 100, f"{peak[0]} threads; {counts}"
+        client = grpcclient.InferenceServerClient(s.grpc_url)
+        r = client.infer("demo", text_inputs(grpcclient, ids, mask), client_timeout=30)
+        np.testing.assert_array_equal(r.as_numpy("embeddings"), expected(ids, mask))
+        client.close()
+    finally:
+        assert s.stop() == 0, s.output()
+
+
 def test_json_answers_are_not_compressed_for_clients_that_accept_brotli(server):
     """Python's requests sends Accept-Encoding: gzip, deflate, br when brotli is installed;
     cpp-httplib answered with brotli at quality 11: 2.75 s of CPU for a 1.2 MB answer."""
