@@ -363,6 +363,9 @@ void GrpcServer::start(const std::string& host, int port) {
   b.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(max_message_bytes_, INT32_MAX)));
   b.SetMaxSendMessageSize(INT32_MAX);
   b.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  grpc::ResourceQuota quota("fusor-grpc");
+  quota.SetMaxThreads(kGrpcMaxThreads);
+  b.SetResourceQuota(quota);
   b.RegisterService(service_.get());
   server_ = b.BuildAndStart();
   if (!server_ || bound == 0)

@@ -14,6 +14,14 @@ namespace fusor::serve {
 
 class GrpcService;
 
+// The most threads the gRPC server may hold. Its sync server runs each call on a thread of its own
+// (a waiting unary call blocks on its batch, a stream holds one for its life), and created one per
+// concurrent call: 20000 waiting calls made thousands of threads, cut throughput tenfold and kept
+// their memory. Past the bound gRPC refuses a call at once with RESOURCE_EXHAUSTED. 512 waiting
+// calls keep every batch full; a client with more in flight sends them on a stream
+// (ModelStreamInfer), which holds one thread for all of them.
+inline constexpr int kGrpcMaxThreads = 512;
+
 class GrpcServer {
  public:
   GrpcServer(Models& models, int64_t max_message_bytes);

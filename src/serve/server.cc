@@ -59,13 +59,15 @@ void Server::shutdown() {
   // generation finishes and its stream writes its last event before the listeners stop.
   for (GenerativeModel* m : models_.generative()) m->drain();
   for (GenerativeModel* m : models_.generative()) m->wait_streams_closed(kDrainLimit);
-  // Both listeners wait for their in-flight requests, which the batchers still serve.
+  // The batchers drain before the listeners stop: draining runs every forming batch at once and
+  // answers every accepted request, while a listener's stop waits for its in-flight requests, so
+  // stopping the listeners first waited out each forming batch's whole window (120 s, or forever).
+  for (ServedModel* m : models_.all()) m->drain();
   std::thread grpc_stop([this] {
     if (grpc_) grpc_->stop();
   });
   if (http_) http_->stop();
   grpc_stop.join();
-  for (ServedModel* m : models_.all()) m->drain();
   if (metrics_) metrics_->stop();
 }
 

@@ -374,6 +374,62 @@ serve:
         assert s.stop() == 0
 
 
+def test_thousands_of_waiting_grpc_calls_are_bounded_by_its_thread_quota(tmp_path):
+    """The sync gRPC server ran each call on a thread of its own: 20000 calls waiting in a batch
+    made thousands of threads. Past kGrpcMaxThreads (512, grpc_server.h) a call is refused at once
+    with RESOURCE_EXHAUSTED; the calls it holds are answered, and the server serves on."""
+    import asyncio
+    import tritonclient.grpc.aio as aioclient
+    s = Served(tmp_path, """
+serve:
+  classes:
+    default: {batch_window_ms: 4000, adaptive_window: false, max_batch: 4096, max_queue_size: 100000, timeout_ms: 0}
+""")
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    peak, sampling = [0], [True]
+
+    def sample_threads():
+        while sampling[0]:
+            for line in open(f"/proc/{s.proc.pid}/status"):
+                if line.startswith("Threads:"):
+                    peak[0] = max(peak[0], int(line.split()[1]))
+            time.sleep(0.05)
+
+    async def flood(n):
+        client = aioclient.InferenceServerClient(s.grpc_url)
+        inputs = text_inputs(aioclient, ids, mask)
+
+        async def one():
+            try:
+                r = await client.infer("demo", inputs, client_timeout=30)
+                np.testing.assert_array_equal(r.as_numpy("embeddings"), expected(ids, mask))
+                return "ok"
+            except InferenceServerException as e:
+                return e.status()
+        outcomes = await asyncio.gather(*(one() for _ in range(n)))
+        await client.close()
+        return outcomes
+
+    sampler = threading.Thread(target=sample_threads)
+    sampler.start()
+    try:
+        try:
+            outcomes = asyncio.run(flood(2500))
+        finally:
+            sampling[0] = False
+            sampler.join()
+        counts = {o: outcomes.count(o) for o in set(outcomes)}
+        assert set(counts) <= {"ok", "StatusCode.RESOURCE_EXHAUSTED", "StatusCode.UNAVAILABLE"}, counts
+        assert counts.get("ok", 0) >= 300, counts
+        assert peak[0] < 512 + 100, f"{peak[0]} threads; {counts}"
+        client = grpcclient.InferenceServerClient(s.grpc_url)
+        r = client.infer("demo", text_inputs(grpcclient, ids, mask), client_timeout=30)
+        np.testing.assert_array_equal(r.as_numpy("embeddings"), expected(ids, mask))
+        client.close()
+    finally:
+        assert s.stop() == 0, s.output()
+
+
 def test_json_answers_are_not_compressed_for_clients_that_accept_brotli(server):
     """Python's requests sends Accept-Encoding: gzip, deflate, br when brotli is installed;
     cpp-httplib answered with brotli at quality 11: 2.75 s of CPU for a 1.2 MB answer."""
@@ -489,6 +545,25 @@ def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
         time.sleep(0.4)  # all six are queued, waiting for the 1 s window
         assert s.stop(timeout=30) == 0, s.output()
         assert [f.result(timeout=30)[0] for f in pending] == [200] * 6
+
+
+def test_sigterm_runs_a_forming_batch_at_once(tmp_path):
+    """Shutdown stopped the listeners, which wait for their requests, before it drained the
+    batchers: a request in a 120 s window held the exit for 120 s (a 9e12 ms one, forever)."""
+    s = Served(tmp_path, "serve:\n  classes:\n    default: {batch_window_ms: 120000, adaptive_window: false, "
+                         "timeout_ms: 0}\n")
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    grpc = grpcclient.InferenceServerClient(s.grpc_url)
+    with ThreadPoolExecutor(2) as pool:
+        http = pool.submit(post, f"{s.url}/v2/models/demo/infer", infer_body(), timeout=60)
+        rpc = pool.submit(lambda: grpc.infer("demo", text_inputs(grpcclient, ids, mask), client_timeout=60))
+        time.sleep(0.5)  # both wait in the forming batch
+        start = time.time()
+        assert s.stop(timeout=20) == 0, s.output()
+        assert time.time() - start < 10
+        assert http.result(timeout=5)[0] == 200
+        np.testing.assert_array_equal(rpc.result(timeout=5).as_numpy("embeddings"), expected(ids, mask))
+    grpc.close()
 
 
 def test_sigterm_exits_while_a_client_trickles_its_body(tmp_path):
