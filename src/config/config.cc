@@ -335,6 +335,8 @@ class Parser {
   }
 
   std::string parse_name(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+    if (v.IsNull())
+      fail(at, "'" + path + "' must be a class name, got null (nothing, ~ or null; quote a name spelled null: \"null\")");
     if (v.IsScalar() && !v.Scalar().empty() && std::none_of(v.Scalar().begin(), v.Scalar().end(), [](unsigned char c) {
           return c <= ' ' || c == 0x7f;
         }))

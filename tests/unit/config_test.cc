@@ -281,6 +281,31 @@ TEST(Config, NamesWithYamlSyntaxRoundTrip) {
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
 }
 
+// Names that plain YAML reads as null, a boolean or a number are written quoted: `fusor tune --slo
+// 'null:p99=500ms' -o x.yaml` wrote a class `null:` that the reader saw as no name at all.
+TEST(Config, NamesThatReadAsNullBooleansOrNumbersRoundTrip) {
+  const std::vector<std::string> names = {"null", "Null", "NULL", "~",   "true", "False", "TRUE", "yes", "No",  "ON",
+                                          "off",  "y",    "N",    "12",  "1e3", ".5",    ".inf", ".NaN", "0x1f", "+1"};
+  for (const std::string& name : names) {
+    Config c;
+    c.serve.classes = {{name, {}}};
+    c.serve.default_class = name;
+    c.serve.pad_values = {{name, 1}};
+    c.fusion.disabled = {name};
+    const std::string yaml = config_yaml(c);
+    std::string error;
+    try {
+      EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_EQ(error, "") << "for the name " << name << ":\n" << yaml;
+  }
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {null: {}}\n",
+                      "config.yaml:2:13: 'serve.classes' must be a class name, got null (nothing, ~ or null; quote a "
+                      "name spelled null: \"null\")");
+}
+
 // The reference in docs/config.md shows the full file with every default; it must parse to Config{}.
 TEST(Config, DocumentedExampleParsesToTheDefaults) {
   auto doc = std::filesystem::path(FUSOR_SOURCE_DIR) / "docs/config.md";
