@@ -13,14 +13,14 @@
 //     disabled: []                   # fusion item names, e.g. [layer3.attention]
 //   kernel:
 //     reorder_for_coalesce: true
-//   batch_window_ms: 8               # non-negative number
+//   batch_window_ms: 8               # non-negative number, at most kMaxConfigMs
 //   mem_reuse: true
 //   fold_constants: true
 //   serve:                           # fusor serve only; docs/serve.md
 //     default_class: default
 //     execution_contexts: 1          # positive integer, at most kMaxExecutionContexts
 //     max_body_bytes: 67108864       # positive integer
-//     seq_bucket: 16                 # positive integer
+//     seq_bucket: 16                 # positive integer; counts: at most kMaxConfigCount
 //     pad_values: {attention_mask: 0}
 //     classes:                       # name -> class; absent: one class "default"
 //       interactive: {batch_window_ms: 1, adaptive_window: true, max_batch: 4,
@@ -37,8 +37,8 @@
 //   tuned: {...}                     # written by fusor tune, read by fusor plan (src/tune);
 //                                    # must be a mapping, otherwise not read here
 //
-// Invariants of a Config returned by load_config/parse_config: batch_window_ms is finite and
-// >= 0; fusion.disabled holds non-empty names without whitespace, each once, in file order;
+// Invariants of a Config returned by load_config/parse_config: every duration is within
+// 0..kMaxConfigMs, every token, row, request and sequence count within 1..kMaxConfigCount (0.. where 0 means none); fusion.disabled holds non-empty names without whitespace, each once, in file order;
 // serve.classes is never empty, holds serve.default_class, and every class has max_batch >= 1,
 // max_queue_size >= 1 and preferred_batch_sizes ascending, each within 1..max_batch;
 // serve.matrix has strictly ascending max_batch >= 1, each entry's fusion fully resolved.
@@ -143,6 +143,12 @@ struct MatrixEntry {
 // arenas: past the machine's cores more add memory, not speed, and tens of thousands of threads
 // failed to start (the process aborted).
 inline constexpr int64_t kMaxExecutionContexts = 1024;
+
+// The caps of the file's durations (milliseconds) and of its token, row, request and sequence
+// counts: far beyond what a deployment needs, and small enough that what the server computes
+// from them cannot overflow (a deadline on the steady clock, a token capacity that doubles).
+inline constexpr double kMaxConfigMs = 86'400'000;     // 24 hours
+inline constexpr int64_t kMaxConfigCount = 1 << 20;  // 1048576
 
 struct ServeConfig {
   std::string default_class = "default";     // requests without a "class" parameter

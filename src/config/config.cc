@@ -72,13 +72,18 @@ const Key kKeys[] = {
     {"serve.execution_contexts", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.execution_contexts; },
      kMaxExecutionContexts},
     {"serve.max_body_bytes", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_body_bytes; }},
-    {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; }},
+    {"serve.seq_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.seq_bucket; },
+     kMaxConfigCount},
     {"serve.packing", Kind::Bool, [](Config& c) -> bool& { return c.serve.packing; }},
     {"serve.prebuild_plans", Kind::Bool, [](Config& c) -> bool& { return c.serve.prebuild_plans; }},
-    {"serve.token_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.token_bucket; }},
-    {"serve.max_sequences", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_sequences; }},
-    {"serve.step_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.step_tokens; }},
-    {"serve.kv_cache_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.kv_cache_tokens; }},
+    {"serve.token_bucket", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.token_bucket; },
+     kMaxConfigCount},
+    {"serve.max_sequences", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.max_sequences; },
+     kMaxConfigCount},
+    {"serve.step_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.step_tokens; },
+     kMaxConfigCount},
+    {"serve.kv_cache_tokens", Kind::Count, nullptr, [](Config& c) -> int64_t& { return c.serve.kv_cache_tokens; },
+     kMaxConfigCount},
     {"serve.interrupt_steps", Kind::Bool, [](Config& c) -> bool& { return c.serve.interrupt_steps; }},
     {"serve.pad_values", Kind::PadValues},
     {"serve.classes", Kind::Classes},
@@ -277,7 +282,7 @@ class Parser {
           walk(value, path, config);
           break;
         case Kind::Bool: k->flag(config) = parse_bool(value, at, path); break;
-        case Kind::Number: config.batch_window_ms = parse_non_negative(value, at, path); break;
+        case Kind::Number: config.batch_window_ms = parse_ms(value, at, path); break;
         case Kind::Precision: config.fusion.precision_check = parse_precision(value, at, path); break;
         case Kind::NameList: config.fusion.disabled = parse_names(value, at, path); break;
         case Kind::Count: k->count(config) = parse_count(value, at, path, 1, k->max); break;
@@ -330,6 +335,8 @@ class Parser {
   }
 
   std::string parse_name(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+    if (v.IsNull())
+      fail(at, "'" + path + "' must be a class name, got null (nothing, ~ or null; quote a name spelled null: \"null\")");
     if (v.IsScalar() && !v.Scalar().empty() && std::none_of(v.Scalar().begin(), v.Scalar().end(), [](unsigned char c) {
           return c <= ' ' || c == 0x7f;
         }))
@@ -381,23 +388,23 @@ class Parser {
       auto [first, inserted] = seen.emplace(k, key.Mark().line + 1);
       if (!inserted) fail(key.Mark(), "duplicate key '" + shown(path) + "' (first at line " + std::to_string(first->second) + ")");
       const YAML::Mark& at = v.IsNull() ? key.Mark() : v.Mark();
-      if (k == "batch_window_ms") c.batch_window_ms = parse_non_negative(v, at, path), window_set_.insert(name);
+      if (k == "batch_window_ms") c.batch_window_ms = parse_ms(v, at, path), window_set_.insert(name);
       else if (k == "adaptive_window") c.adaptive_window = parse_bool(v, at, path);
-      else if (k == "max_batch") c.max_batch = parse_count(v, at, path, 1);
+      else if (k == "max_batch") c.max_batch = parse_count(v, at, path, 1, kMaxConfigCount);
       else if (k == "priority") c.priority = parse_count(v, at, path, 0);
-      else if (k == "timeout_ms") c.timeout_ms = parse_non_negative(v, at, path);
-      else if (k == "max_queue_size") c.max_queue_size = parse_count(v, at, path, 1);
-      else if (k == "max_batch_tokens") c.max_batch_tokens = parse_count(v, at, path, 1);
-      else if (k == "max_running") c.max_running = parse_count(v, at, path, 0);
-      else if (k == "prefill_chunk") c.prefill_chunk = parse_count(v, at, path, 0);
-      else if (k == "prefill_chunk_contended") c.prefill_chunk_contended = parse_count(v, at, path, 0);
-      else if (k == "ttft_target_ms") c.ttft_target_ms = parse_non_negative(v, at, path);
-      else if (k == "itl_target_ms") c.itl_target_ms = parse_non_negative(v, at, path);
+      else if (k == "timeout_ms") c.timeout_ms = parse_ms(v, at, path);
+      else if (k == "max_queue_size") c.max_queue_size = parse_count(v, at, path, 1, kMaxConfigCount);
+      else if (k == "max_batch_tokens") c.max_batch_tokens = parse_count(v, at, path, 1, kMaxConfigCount);
+      else if (k == "max_running") c.max_running = parse_count(v, at, path, 0, kMaxConfigCount);
+      else if (k == "prefill_chunk") c.prefill_chunk = parse_count(v, at, path, 0, kMaxConfigCount);
+      else if (k == "prefill_chunk_contended") c.prefill_chunk_contended = parse_count(v, at, path, 0, kMaxConfigCount);
+      else if (k == "ttft_target_ms") c.ttft_target_ms = parse_ms(v, at, path);
+      else if (k == "itl_target_ms") c.itl_target_ms = parse_ms(v, at, path);
       else if (k == "preferred_batch_sizes") {
         preferred_at = at;
         if (!v.IsSequence()) fail(at, "'" + path + "' must be a list of positive integers, got " + described(v));
         for (const YAML::Node item : v) {
-          int64_t n = parse_count(item, item.IsNull() ? at : item.Mark(), path, 1);
+          int64_t n = parse_count(item, item.IsNull() ? at : item.Mark(), path, 1, kMaxConfigCount);
           if (!c.preferred_batch_sizes.empty() && n <= c.preferred_batch_sizes.back())
             fail(item.Mark(), "'" + path + "' must be strictly ascending");
           c.preferred_batch_sizes.push_back(n);
@@ -443,7 +450,7 @@ class Parser {
         if (k == "max_batch" || k == "max_tokens") {
           const bool tokens = k == "max_tokens";
           if (has_max || has_tokens) fail(key.Mark(), "'" + epath + "' has both max_batch and max_tokens; give one");
-          (tokens ? e.max_tokens : e.max_batch) = parse_count(value, vat, kpath, 1);
+          (tokens ? e.max_tokens : e.max_batch) = parse_count(value, vat, kpath, 1, kMaxConfigCount);
           (tokens ? has_tokens : has_max) = true;
           auto same_kind = [&](const MatrixEntry& p) { return (p.max_tokens > 0) == tokens; };
           auto prev = std::find_if(out.rbegin(), out.rend(), same_kind);
@@ -521,14 +528,16 @@ class Parser {
     fail(at, "'" + path + "' must be a number, got " + described(v) + quoted_note(v));
   }
 
-  double parse_non_negative(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
+  // A duration in milliseconds.
+  double parse_ms(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {
     if (is_plain(v)) {
       const std::string& s = v.Scalar();
       double x = 0;
       auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
-      if (ec == std::errc() && end == s.data() + s.size() && std::isfinite(x) && x >= 0) return x == 0 ? 0.0 : x;
+      if (ec == std::errc() && end == s.data() + s.size() && x >= 0 && x <= kMaxConfigMs) return x == 0 ? 0.0 : x;
     }
-    fail(at, "'" + path + "' must be a non-negative number, got " + described(v) + quoted_note(v));
+    fail(at, "'" + path + "' must be a non-negative number of at most " + std::to_string(static_cast<int64_t>(kMaxConfigMs)) +
+                 " (24 hours), got " + described(v) + quoted_note(v));
   }
 
   PrecisionCheck parse_precision(const YAML::Node& v, const YAML::Mark& at, const std::string& path) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <iterator>
 #include <cstdio>
 #include <sstream>
 
@@ -19,12 +20,24 @@ std::string number(double x) {
 
 const char* flag(bool b) { return b ? "true" : "false"; }
 
+// Whether a plain scalar `s` reads as YAML's null, a boolean (1.1's yes/no/on/off too) or a
+// number rather than a string: a class named null read back as no name at all.
+bool typed_when_plain(const std::string& s) {
+  static const char* const kWords[] = {"null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE",
+                                       "yes",  "Yes",  "YES",  "no",   "No",   "NO",   "on",    "On",    "ON",
+                                       "off",  "Off",  "OFF",  "y",    "Y",    "n",    "N"};
+  if (std::any_of(std::begin(kWords), std::end(kWords), [&](const char* w) { return s == w; })) return true;
+  return std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.';  // 12, 1e3, .5, .inf, .nan
+}
+
 // A name as a YAML scalar that reads back to the same bytes: plain when it is made of letters,
-// digits and _ . - / (not first), else double-quoted with " \ and control bytes escaped. Input
-// names may hold ':', ',' or spaces ("input:0"), which plain text would split or cut.
+// digits and _ . - / (not first) and reads as a string, else double-quoted with " \ and control
+// bytes escaped. Input names may hold ':', ',' or spaces ("input:0"), which plain text would split or cut.
 std::string yaml_name(const std::string& name) {
   auto safe = [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '.' || c == '-' || c == '/'; };
-  if (!name.empty() && name[0] != '-' && name[0] != '/' && std::all_of(name.begin(), name.end(), safe)) return name;
+  if (!name.empty() && name[0] != '-' && name[0] != '/' && std::all_of(name.begin(), name.end(), safe) &&
+      !typed_when_plain(name))
+    return name;
   std::string s = "\"";
   for (unsigned char c : name) {
     if (c == '"' || c == '\\') {

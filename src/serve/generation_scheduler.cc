@@ -148,7 +148,7 @@ void GenerationScheduler::sweep_waiting(Clock::time_point now, std::vector<std::
       Sequence& s = **it;
       s.cancelled = s.cancelled || cancels_.erase(s.id) > 0;
       // A preempted sequence has started: it waits for room, not for a first chance.
-      if (s.cancelled || (!s.started && now - s.arrived > timeout)) {
+      if (s.cancelled || (!s.started && q.cls.timeout_ms > 0 && now - s.arrived > timeout)) {  // 0: never
         done.push_back(std::move(*it));
         it = q.waiting.erase(it);
       } else {

@@ -79,7 +79,7 @@ def test_bad_value_in_bench_exits_1_with_line(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("mem_reuse: true\nbatch_window_ms: soon\n")
     line = one_line_error(run_fusor("bench", model_path("minilm-l6"), "--config", cfg))
-    assert line == f"fusor: error: {cfg}:2:18: 'batch_window_ms' must be a non-negative number, got 'soon'"
+    assert line == f"fusor: error: {cfg}:2:18: 'batch_window_ms' must be a non-negative number of at most 86400000 (24 hours), got 'soon'"
 
 
 def test_missing_or_garbage_config_exits_1(tmp_path):

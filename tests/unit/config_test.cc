@@ -139,10 +139,10 @@ TEST(Config, BadValuesNameThePathLineAndColumn) {
   EXPECT_CONFIG_ERROR("fold_constants: [true]\n",
                       "config.yaml:1:17: 'fold_constants' must be true or false, got a list");
   EXPECT_CONFIG_ERROR("mem_reuse: true\n\n\n\n\n\nbatch_window_ms: soon\n",
-                      "config.yaml:7:18: 'batch_window_ms' must be a non-negative number, got 'soon'");
+                      "config.yaml:7:18: 'batch_window_ms' must be a non-negative number of at most 86400000 (24 hours), got 'soon'");
   for (const char* bad : {"-1", "-0.5", ".inf", "nan", "inf", "1e999", "0x10", "8ms", "true"})
     EXPECT_CONFIG_ERROR(std::string("batch_window_ms: ") + bad,
-                        std::string("config.yaml:1:18: 'batch_window_ms' must be a non-negative number, got '") +
+                        std::string("config.yaml:1:18: 'batch_window_ms' must be a non-negative number of at most 86400000 (24 hours), got '") +
                             bad + "'");
   EXPECT_CONFIG_ERROR("fusion:\n  precision_check: loose\n",
                       "config.yaml:2:20: 'fusion.precision_check' must be one of strict, relaxed, off, got 'loose'");
@@ -281,6 +281,31 @@ TEST(Config, NamesWithYamlSyntaxRoundTrip) {
   EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
 }
 
+// Names that plain YAML reads as null, a boolean or a number are written quoted: `fusor tune --slo
+// 'null:p99=500ms' -o x.yaml` wrote a class `null:` that the reader saw as no name at all.
+TEST(Config, NamesThatReadAsNullBooleansOrNumbersRoundTrip) {
+  const std::vector<std::string> names = {"null", "Null", "NULL", "~",   "true", "False", "TRUE", "yes", "No",  "ON",
+                                          "off",  "y",    "N",    "12",  "1e3", ".5",    ".inf", ".NaN", "0x1f", "+1"};
+  for (const std::string& name : names) {
+    Config c;
+    c.serve.classes = {{name, {}}};
+    c.serve.default_class = name;
+    c.serve.pad_values = {{name, 1}};
+    c.fusion.disabled = {name};
+    const std::string yaml = config_yaml(c);
+    std::string error;
+    try {
+      EXPECT_EQ(parse_config(yaml, "c.yaml"), c) << yaml;
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_EQ(error, "") << "for the name " << name << ":\n" << yaml;
+  }
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {null: {}}\n",
+                      "config.yaml:2:13: 'serve.classes' must be a class name, got null (nothing, ~ or null; quote a "
+                      "name spelled null: \"null\")");
+}
+
 // The reference in docs/config.md shows the full file with every default; it must parse to Config{}.
 TEST(Config, DocumentedExampleParsesToTheDefaults) {
   auto doc = std::filesystem::path(FUSOR_SOURCE_DIR) / "docs/config.md";
@@ -387,7 +412,7 @@ TEST(Config, ServeSectionParses) {
 TEST(Config, ServeSectionErrorsNameTheKey) {
   EXPECT_CONFIG_ERROR("serve:\n  default_class: bulk\n",
                       "config.yaml:2:18: 'serve.default_class' is 'bulk', which is not in serve.classes (default)");
-  EXPECT_CONFIG_ERROR("serve:\n  seq_bucket: 0\n", "config.yaml:2:15: 'serve.seq_bucket' must be a positive integer, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  seq_bucket: 0\n", "config.yaml:2:15: 'serve.seq_bucket' must be a positive integer of at most 1048576, got '0'");
   // A thread per context: 100000 of them aborted the server as it started.
   EXPECT_CONFIG_ERROR("serve:\n  execution_contexts: 100000\n",
                       "config.yaml:2:23: 'serve.execution_contexts' must be a positive integer of at most 1024, got '100000'");
@@ -404,6 +429,43 @@ TEST(Config, ServeSectionErrorsNameTheKey) {
                       "config.yaml:2:12: 'serve.classes' must be a non-empty mapping of class name to settings, got a mapping");
   EXPECT_CONFIG_ERROR("serve:\n  pad_values: {input_ids: x}\n",
                       "config.yaml:2:27: 'serve.pad_values.input_ids' must be a number, got 'x'");
+}
+
+// Durations and counts accepted here must not overflow where the server uses them: a timeout_ms
+// of 1e13 overflowed the batcher's deadline (a core spun), a window of 9.3e12 ms the clock's
+// duration (ignored), step_tokens near INT64_MAX a doubling loop (served forever).
+TEST(Config, DurationsAndCountsHaveUpperBounds) {
+  const std::string ms = "must be a non-negative number of at most 86400000 (24 hours), got '86400000.5'";
+  EXPECT_CONFIG_ERROR("batch_window_ms: 86400000.5\n", "config.yaml:1:18: 'batch_window_ms' " + ms);
+  for (const char* key : {"batch_window_ms", "timeout_ms", "ttft_target_ms", "itl_target_ms"}) {
+    const std::string head = std::string("serve:\n  classes: {default: {") + key + ": ";
+    EXPECT_CONFIG_ERROR(head + "86400000.5}}\n", "config.yaml:2:" + std::to_string(head.size() - 7 + 1) +
+                                                    ": 'serve.classes.default." + key + "' " + ms);
+    EXPECT_EQ(error_of(head + "86400000}}\n"), "") << key;
+    EXPECT_NE(error_of(head + "1e13}}\n"), "") << key;
+  }
+  const std::string big = "1048577";
+  for (const char* key : {"seq_bucket", "token_bucket", "max_sequences", "step_tokens", "kv_cache_tokens"}) {
+    const std::string head = std::string("serve:\n  ") + key + ": ";
+    EXPECT_CONFIG_ERROR(head + big + "\n", "config.yaml:2:" + std::to_string(head.size() - 7 + 1) + ": 'serve." + key +
+                                              "' must be a positive integer of at most 1048576, got '" + big + "'");
+    EXPECT_EQ(error_of(head + "1048576\n"), "") << key;
+    EXPECT_NE(error_of(head + "9223372036854775807\n"), "") << key;
+  }
+  for (const char* key : {"max_batch", "max_queue_size", "max_batch_tokens", "max_running", "prefill_chunk",
+                          "prefill_chunk_contended"}) {
+    const std::string head = std::string("serve:\n  classes: {default: {") + key + ": ";
+    EXPECT_NE(error_of(head + big + "}}\n").find("'serve.classes.default." + std::string(key) + "' must be a "),
+              std::string::npos) << key;
+    EXPECT_NE(error_of(head + big + "}}\n").find("integer of at most 1048576, got '1048577'"), std::string::npos) << key;
+    EXPECT_EQ(error_of(head + "1048576}}\n"), "") << key;
+  }
+  EXPECT_CONFIG_ERROR("serve:\n  classes: {default: {max_batch: 4, preferred_batch_sizes: [1, 1048577]}}\n",
+                      "config.yaml:2:64: 'serve.classes.default.preferred_batch_sizes' must be a positive integer of at "
+                      "most 1048576, got '1048577'");
+  EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_tokens: 1048577}\n",
+                      "config.yaml:3:20: 'serve.matrix[0].max_tokens' must be a positive integer of at most 1048576, "
+                      "got '1048577'");
 }
 
 TEST(Config, ServeMatrixResolvesOverTheTopLevelFusion) {
@@ -456,9 +518,9 @@ TEST(Config, ServeMatrixErrorsNameTheEntryAndKey) {
                       "config.yaml:5:20: 'serve.matrix[2].max_tokens' must be greater than the previous entry's (512): "
                       "entries are token buckets in ascending order");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 0}\n",
-                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer, got '0'");
+                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer of at most 1048576, got '0'");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: \"4\"}\n",
-                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer, got '4' (quoted or tagged, so a string)");
+                      "config.yaml:3:19: 'serve.matrix[0].max_batch' must be a positive integer of at most 1048576, got '4' (quoted or tagged, so a string)");
   EXPECT_CONFIG_ERROR("serve:\n  matrix:\n    - {max_batch: 8}\n    - {max_batch: 8}\n",
                       "config.yaml:4:19: 'serve.matrix[1].max_batch' must be greater than the previous entry's (8): "
                       "entries are batch-size buckets in ascending order");
@@ -501,9 +563,9 @@ TEST(Config, GenerationKeysParseAndRoundTrip) {
   EXPECT_EQ(c.serve.classes.at("bulk").prefill_chunk, 32);
   EXPECT_EQ(c.serve.classes.at("bulk").prefill_chunk_contended, 8);
   EXPECT_EQ(parse_config(config_yaml(c), "c.yaml"), c);
-  EXPECT_CONFIG_ERROR("serve:\n  step_tokens: 0\n", "config.yaml:2:16: 'serve.step_tokens' must be a positive integer, got '0'");
+  EXPECT_CONFIG_ERROR("serve:\n  step_tokens: 0\n", "config.yaml:2:16: 'serve.step_tokens' must be a positive integer of at most 1048576, got '0'");
   EXPECT_CONFIG_ERROR("serve:\n  classes:\n    a: {prefill_chunk: -1}\n",
-                      "config.yaml:3:24: 'serve.classes.a.prefill_chunk' must be a non-negative integer, got '-1'");
+                      "config.yaml:3:24: 'serve.classes.a.prefill_chunk' must be a non-negative integer of at most 1048576, got '-1'");
   EXPECT_CONFIG_ERROR("serve:\n  classes:\n    a: {prefil_chunk: 8}\n",
                       "config.yaml:3:9: unknown key 'serve.classes.a.prefil_chunk' (did you mean 'prefill_chunk'?)");
 }

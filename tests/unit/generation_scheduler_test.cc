@@ -239,6 +239,18 @@ TEST(GenerationScheduler, RefusalsAnswerAtOnceWithTheirCode) {
   EXPECT_EQ(stats.at("interactive").waiting, 0);
 }
 
+// timeout_ms 0 means no timeout (docs/config.md), as for the encoder batcher: not "any wait is too long".
+TEST(GenerationScheduler, ATimeoutOfZeroNeverTimesARequestOut) {
+  ServeConfig config = two_classes();
+  config.classes["interactive"].timeout_ms = 0;
+  GenerativeModel model("llama", engine(), kModel, config, {}, 2);
+  Collected c;
+  model.submit(request(prompt_of(4, 8), 3, "interactive"), c.events());
+  GenerationOutcome o = c.done.get_future().get();
+  ASSERT_TRUE(o.status.ok()) << o.status.message;
+  EXPECT_EQ(o.result.output_ids, alone(prompt_of(4, 8), 3));
+}
+
 TEST(GenerationScheduler, DrainFinishesEveryAcceptedRequest) {
   GenerativeModel model("llama", engine(), kModel, two_classes(), {}, 2);
   std::vector<std::unique_ptr<Collected>> got;
