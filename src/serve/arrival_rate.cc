@@ -62,28 +62,15 @@ void GroupArrivalRates::arrived(const std::string& group, Clock::time_point t) {
   it->second.arrived(t);
 }
 
+const ArrivalRate* GroupArrivalRates::find(const std::string& group) const {
+  for (const auto& [name, rate] : rates_)
+    if (name == group) return &rate;
+  return nullptr;
+}
+
 std::optional<GroupArrivalRates::Clock::duration> GroupArrivalRates::expected_gap(const std::string& group) const {
-  for (const auto& [name, rate] : rates_)
-    if (name == group) return rate.expected_gap();
-  return std::nullopt;
-}
-
-std::optional<GroupArrivalRates::Clock::duration> GroupArrivalRates::silence_limit(const std::string& group) const {
-  for (const auto& [name, rate] : rates_)
-    if (name == group) return rate.silence_limit();
-  return std::nullopt;
-}
-
-std::optional<GroupArrivalRates::Clock::time_point> GroupArrivalRates::last_arrival(const std::string& group) const {
-  for (const auto& [name, rate] : rates_)
-    if (name == group) return rate.last_arrival();
-  return std::nullopt;
-}
-
-std::optional<GroupArrivalRates::Clock::time_point> GroupArrivalRates::hold_began(const std::string& group) const {
-  for (const auto& [name, rate] : rates_)
-    if (name == group) return rate.hold_began();
-  return std::nullopt;
+  const ArrivalRate* rate = find(group);
+  return rate ? rate->expected_gap() : std::nullopt;
 }
 
 void GroupArrivalRates::hold_only(const std::string* group, Clock::time_point t) {

@@ -59,12 +59,10 @@ class GroupArrivalRates {
   static constexpr size_t kMaxGroups = 16;
 
   void arrived(const std::string& group, Clock::time_point t);
-  // The group's estimate; none for a group not (or no longer) kept.
+  // The group's estimator; null for a group not (or no longer) kept.
+  const ArrivalRate* find(const std::string& group) const;
+  // The group's estimate; none for a group not kept.
   std::optional<Clock::duration> expected_gap(const std::string& group) const;
-  // The group's ArrivalRate::silence_limit and last arrival; none for a group not kept.
-  std::optional<Clock::duration> silence_limit(const std::string& group) const;
-  std::optional<Clock::time_point> last_arrival(const std::string& group) const;
-  std::optional<Clock::time_point> hold_began(const std::string& group) const;
   // From `t` on, only `group` is held (none when null): ArrivalRate::hold for every kept group.
   void hold_only(const std::string* group, Clock::time_point t);
   size_t size() const { return rates_.size(); }

@@ -137,13 +137,14 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
     }
     forming.idle_contexts = idle;
     forming.adaptive = q.cls.adaptive_window;
-    if (forming.adaptive) {
-      forming.expected_gap = q.arrivals.expected_gap(oldest.shape.group);
-      forming.last_arrival = q.arrivals.last_arrival(oldest.shape.group);
-      forming.silence_limit = q.arrivals.silence_limit(oldest.shape.group);
-      if (q.recent_run > Clock::duration::zero()) forming.run_time = q.recent_run;
-      forming.hold_began = q.arrivals.hold_began(oldest.shape.group).value_or(now);
+    forming.hold_began = now;
+    if (const ArrivalRate* rate = forming.adaptive ? q.arrivals.find(oldest.shape.group) : nullptr) {
+      forming.expected_gap = rate->expected_gap();
+      forming.last_arrival = rate->last_arrival();
+      forming.silence_limit = rate->silence_limit();
+      forming.hold_began = rate->hold_began().value_or(now);
     }
+    if (forming.adaptive && q.recent_run > Clock::duration::zero()) forming.run_time = q.recent_run;
     const auto closes = batch_closes_at(forming);
     if (draining_ || closes <= now) {
       if (!best || q.cls.priority < best->cls.priority ||

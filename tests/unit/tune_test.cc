@@ -316,30 +316,35 @@ TEST(CapacitySearch, RepeatsAreBoundedAndOnlyBeforeTheFirstPass) {
   EXPECT_EQ(none.capacity_qps, 0);
 }
 
-// A model of microseconds: service times predict 2000 qps where serving answers 10 at most. The
-// search backed off by 0.6 per point and never came down to a rate that passed: capacity 0.
+// A model of microseconds: service times predict 2000 qps where serving answers 10 at most, with
+// p99 20 ms up to 10 req/s and 900 ms beyond (SLO 50 ms). `ceiling_qps`: what a probe measured.
+struct MicrosecondModel {
+  std::vector<double> rates;  // every run, in order
+  Candidate search(double ceiling_qps) {
+    std::atomic<bool> stop{false};
+    auto measure = [&](double rate, double, uint64_t) {
+      rates.push_back(rate);
+      return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
+    };
+    return search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, ceiling_qps, 0.01, stop, nullptr);
+  }
+};
+
+// The search backed off by 0.6 per point and never came down to a rate that passed: capacity 0.
 TEST(CapacitySearch, AFailureBacksOffBelowWhatWasAnswered) {
-  std::atomic<bool> stop{false};
-  std::vector<double> rates;
-  auto measure = [&](double rate, double, uint64_t) {
-    rates.push_back(rate);
-    return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
-  };
-  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 0, 0.01, stop, nullptr);
+  MicrosecondModel model;
+  const Candidate c = model.search(0);
+  const std::vector<double>& rates = model.rates;
   EXPECT_GT(c.capacity_qps, 8) << rates.size() << " points, the last at " << rates.back();
   EXPECT_LE(c.capacity_qps, 10);
 }
 
-// The same model with the serving path's ceiling measured: the search starts below the ceiling,
-// not at the prediction 200x above it, so no point queues work the path can never answer.
+// With the serving path's ceiling measured: the search starts below the ceiling, not at the
+// prediction 200x above it, so no point queues work the path can never answer.
 TEST(CapacitySearch, StartsBelowAMeasuredCeiling) {
-  std::atomic<bool> stop{false};
-  std::vector<double> rates;
-  auto measure = [&](double rate, double, uint64_t) {
-    rates.push_back(rate);
-    return CurvePoint{rate, std::min(rate, 10.0), 10, rate <= 10 ? 20.0 : 900.0, 0.5, 1, 0};
-  };
-  const Candidate c = search_capacity(measure, Setting{}, Slo{.p99_ms = 50}, 2000, 11, 0.01, stop, nullptr);
+  MicrosecondModel model;
+  const Candidate c = model.search(11);
+  const std::vector<double>& rates = model.rates;
   EXPECT_LE(rates.front(), 11 * 0.85);
   EXPECT_LT(*std::max_element(rates.begin(), rates.end()), 2 * 11.0);
   EXPECT_EQ(c.predicted_qps, 2000) << "the prediction is recorded as predicted";
