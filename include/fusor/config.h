@@ -38,9 +38,7 @@
 //                                    # must be a mapping, otherwise not read here
 //
 // Invariants of a Config returned by load_config/parse_config: every duration is within
-// 0..kMaxConfigMs, every token, row, request and sequence count within 1..kMaxConfigCount (from 0
-// where 0 means none); fusion.disabled holds non-empty names without whitespace, each once, in
-// file order;
+// 0..kMaxConfigMs, every token, row, request and sequence count within 1..kMaxConfigCount (0.. where 0 means none); fusion.disabled holds non-empty names without whitespace, each once, in file order;
 // serve.classes is never empty, holds serve.default_class, and every class has max_batch >= 1,
 // max_queue_size >= 1 and preferred_batch_sizes ascending, each within 1..max_batch;
 // serve.matrix has strictly ascending max_batch >= 1, each entry's fusion fully resolved.
