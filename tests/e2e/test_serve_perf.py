@@ -31,7 +31,7 @@ def test_perf_analyzer_drives_the_server(demo, protocol, tmp_path):
     report = tmp_path / "pa.csv"
     r = subprocess.run([str(PERF_ANALYZER), "-m", "demo", "-i", protocol, "-u", url, "--shape", "input_ids:16",
                         "--shape", "attention_mask:16", "--input-data", "zero", "--concurrency-range", "4",
-                        "--measurement-interval", "1000", "--stability-percentage", "50", "--max-trials", "5",
+                        "--measurement-interval", "1000", "--stability-percentage", "50", "--max-trials", "10",
                         "-f", str(report)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     row = next(csv.DictReader(report.open()))
