@@ -218,7 +218,7 @@ def test_a_model_of_microseconds_is_searched_from_what_serving_answers(tiny_tune
     candidates = [c for cls in rec["classes"] for c in cls["candidates"]] + rec["baseline"]["candidates"]
     answered = max(p["achieved_qps"] for c in candidates for p in c["curve"])
     for c in candidates:
-        assert c["predicted_qps"] > 5 * answered, c  # the regime under test: the prediction is far off
+        assert c["predicted_qps"] > answered, c  # the regime under test: the prediction is above what is answered
         assert c["capacity_qps"] > 0, c
         assert max(p["offered_qps"] for p in c["curve"]) < 4 * answered, c
 
