@@ -192,7 +192,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
                           inference::ModelInferResponse* r) override {
     return guarded([&] {
       const Named n = named(q->model_name(), q->model_version());
-      if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+      if (!models_.ready()) throw RequestError{Code::Unavailable, models_.why_not_ready()};
       if (n.decoder) return generate_whole(*n.decoder, *ctx, *q, *r);
       EncoderRequest e = read_encoder(*n.encoder, *q);
       Completion c = n.encoder->infer_sync(std::move(e.inputs), e.cls, [ctx] { return ctx->IsCancelled(); });
@@ -224,7 +224,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
       if (ctx->IsCancelled()) break;
       // Everything answered, and the client has closed its side, or the server drains: a client
       // keeping an idle stream open would otherwise hold a graceful shutdown forever.
-      if (out->idle() && (reads_ended || !models_.ready())) break;
+      if (out->idle() && (reads_ended || models_.stopping())) break;
     }
     if (!reads_ended) ctx->TryCancel();  // ends the reader's Read
     reader.join();
@@ -285,7 +285,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
     Named n;
     try {
       n = named(q.model_name(), q.model_version());
-      if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+      if (!models_.ready()) throw RequestError{Code::Unavailable, models_.why_not_ready()};
     } catch (const RequestError& e) {
       return out->push(out->begin(), stream_error(q, e.message), true);
     }

@@ -218,7 +218,7 @@ void HttpServer::inference_routes() {
       }
       if (used == 0 || used != v.size()) throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
     }
-    if (!models_.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+    if (!models_.ready()) throw RequestError{Code::Unavailable, models_.why_not_ready()};
     HttpInferRequest r;
     try {
       r = parse_infer_request(req.body, header_length);

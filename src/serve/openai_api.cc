@@ -63,7 +63,7 @@ nlohmann::json error_event(const Status& s) { return openai_error_json({s.code, 
 void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
   const nlohmann::json body = parse_json_object(req.body);
   GenerativeModel& model = find_model(models, requested_model(body));
-  if (!models.ready()) throw FieldError{Code::Unavailable, "the server is shutting down", ""};
+  if (!models.ready()) throw FieldError{Code::Unavailable, models.why_not_ready(), ""};
   OpenAiRequest r;
   try {
     r = parse_openai_request(body, endpoint, target_of(model));

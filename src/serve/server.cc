@@ -51,6 +51,9 @@ void Server::start() {
     metrics_ = std::make_unique<HttpServer>(HttpServer::Kind::Metrics, models_, 1 << 16);
     metrics_->start(listen_.host, listen_.metrics_port);
   }
+  // Only now: HTTP answered ready while gRPC was still binding, and a client that waited for
+  // HTTP's readiness had its first gRPC call refused.
+  models_.start_accepting();
 }
 
 void Server::shutdown() {

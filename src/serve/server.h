@@ -29,13 +29,22 @@ class Models {
   std::vector<ServedModel*> all() const;
   GenerativeModel* find_generative(const std::string& name) const;  // nullptr when unknown
   std::vector<GenerativeModel*> generative() const;
-  bool ready() const { return ready_; }
-  void stop_accepting() { ready_ = false; }
+  // Ready only between start_accepting() (every listener bound) and stop_accepting(): a client
+  // that saw one listener's readiness may use the others at once.
+  bool ready() const { return state_ == State::Serving; }
+  bool stopping() const { return state_ == State::Stopping; }
+  void start_accepting() { state_ = State::Serving; }
+  void stop_accepting() { state_ = State::Stopping; }
+  // The one-line reason a request is refused while not ready.
+  const char* why_not_ready() const {
+    return stopping() ? "the server is shutting down" : "the server is still starting";
+  }
 
  private:
   std::vector<std::unique_ptr<ServedModel>> models_;
   std::vector<std::unique_ptr<GenerativeModel>> generative_;
-  std::atomic<bool> ready_{true};
+  enum class State { Starting, Serving, Stopping };
+  std::atomic<State> state_{State::Starting};
 };
 
 class HttpServer;

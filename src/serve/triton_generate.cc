@@ -39,7 +39,7 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
   }
   if (req.matches[2].matched && req.matches[2] != kModelVersion)
     throw RequestError{Code::NotFound, "model '" + name + "' has no version '" + std::string(req.matches[2]) + "'"};
-  if (!models.ready()) throw RequestError{Code::Unavailable, "the server is shutting down"};
+  if (!models.ready()) throw RequestError{Code::Unavailable, models.why_not_ready()};
   auto answer = std::make_shared<Answer>();
   try {
     answer->request = parse_triton_generate(parse_json_object(req.body), target_of(*model));

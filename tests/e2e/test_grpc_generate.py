@@ -66,7 +66,7 @@ class Stream:
         out = []
         while True:
             result, error = self.next()
-            assert error is None, error
+            assert error is None, str(error)
             r = result.get_response()
             text = result.as_numpy("text_output")
             out.append((None if text is None else text[0].decode(), r))
@@ -176,7 +176,7 @@ def test_perf_analyzer_streams_the_decoder(server, tmp_path):
     report = tmp_path / "pa.csv"
     r = subprocess.run([str(PERF_ANALYZER), "-m", "llama", "-i", "grpc", "-u", server.grpc_url, "--streaming",
                         "--input-data", str(data), "--concurrency-range", "2", "--measurement-interval", "1000",
-                        "--stability-percentage", "50", "--max-trials", "4", "-f", str(report)],
+                        "--stability-percentage", "50", "--max-trials", "10", "-f", str(report)],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stdout + r.stderr
     row = next(csv.DictReader(report.open()))

@@ -537,6 +537,30 @@ def test_a_host_not_of_this_machine_fails_with_the_reason(first):
         f"fusor: error: cannot listen on 192.0.2.1:{port}: Cannot assign requested address", r.stderr
 
 
+def test_ready_over_http_means_every_listener_is_up(tmp_path):
+    """HTTP answered ready as soon as it listened, while gRPC and metrics were still binding: a
+    client that waited for HTTP's readiness then had its first gRPC stream refused (CI)."""
+    for attempt in range(5):
+        http, grpc_port, metrics = free_ports(3)
+        proc = subprocess.Popen(list(map(str, [FUSOR, "serve", "--http", http, "--grpc", grpc_port,
+                                               "--metrics", metrics])),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.time() + 60
+            while time.time() < deadline:  # asked as often as it answers: the first 200 counts
+                assert proc.poll() is None, "fusor serve exited"
+                try:
+                    if get(f"127.0.0.1:{http}/v2/health/ready", timeout=2)[0] == 200:
+                        break
+                except OSError:
+                    time.sleep(0.001)
+            for port in (grpc_port, metrics):
+                socket.create_connection(("127.0.0.1", port), timeout=2).close()  # refused if not bound
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+
+
 def test_sigterm_finishes_accepted_requests_then_exits_0(tmp_path):
     s = Served(tmp_path, "serve:\n  classes:\n    default: {batch_window_ms: 1000, adaptive_window: false}\n")
     url = f"{s.url}/v2/models/demo/infer"
