@@ -15,4 +15,11 @@ FormingBatch::Clock::time_point batch_closes_at(const FormingBatch& b) {
   return closes;
 }
 
+FormingBatch::Clock::duration next_run_time(FormingBatch::Clock::duration average, FormingBatch::Clock::duration computed) {
+  using Duration = FormingBatch::Clock::duration;
+  if (average <= Duration::zero()) return computed;  // the first batch
+  if (computed <= Duration::zero()) return average;   // nothing ran (every request failed)
+  return average + (std::min(computed, 2 * average) - average) / 8;
+}
+
 }  // namespace fusor::serve

@@ -1,6 +1,7 @@
 #include "serve/batcher.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "fusor/error.h"
 #include "serve/batch_window.h"
@@ -26,8 +27,10 @@ Batcher::Batcher(const ServeConfig& config, Signature sig, RunBatch run, ModelSt
     : config_(config), sig_(std::move(sig)), run_(std::move(run)), run_packed_(std::move(run_packed)), stats_(stats),
       on_context_start_(std::move(on_context_start)), contexts_(std::max<int64_t>(1, config_.execution_contexts)) {
   for (const auto& [name, cls] : config_.classes) queues_.push_back({name, cls, {}, {}});
+  const bool times_out = std::any_of(queues_.begin(), queues_.end(), [](const Queue& q) { return q.cls.timeout_ms > 0; });
   try {
     for (int64_t i = 0; i < contexts_; ++i) workers_.emplace_back([this, i] { work(static_cast<size_t>(i)); });
+    if (times_out) workers_.emplace_back([this] { watch_timeouts(); });
   } catch (...) {  // a thread that could not start: the started ones must end before ~thread
     drain();
     throw;
@@ -73,6 +76,7 @@ void Batcher::submit(Tensors inputs, const std::string& cls_name, Done done, Cli
       q->waiting.push_back({std::move(inputs), std::move(shape), Clock::now(), {}, std::move(done), std::move(gone), &*q, name});
       if (q->cls.adaptive_window) q->arrivals.arrived(q->waiting.back().shape.group, q->waiting.back().arrived);
       cv_.notify_one();
+      if (q->cls.timeout_ms > 0 && q->waiting.size() == 1) timeouts_cv_.notify_one();  // a new oldest
       return;
     }
   }
@@ -94,6 +98,7 @@ void Batcher::drain() {
     workers.swap(workers_);
   }
   cv_.notify_all();
+  timeouts_cv_.notify_all();
   for (auto& w : workers) w.join();
 }
 
@@ -104,18 +109,10 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
   const bool sweep_gone = now - last_gone_sweep_ >= kGoneSweepPeriod;
   if (sweep_gone) last_gone_sweep_ = now;
   auto cancelled = [](const Request& r) { return r.gone && r.gone(); };
-  auto drop = [&](Request& r, Status why) {
-    r.dispatched = now;
-    r.taken = true;
-    dropped.push_back({std::move(r), std::move(why)});
-  };
+  auto drop = [&](Request& r, Status why) { take_unrun(r, std::move(why), now, dropped); };
   for (Queue& q : queues_) {
     auto& w = q.waiting;
-    // Arrivals are queued in time order, so the requests that timed out are a prefix.
-    while (q.cls.timeout_ms > 0 && !w.empty() && ms(now - w.front().arrived).count() > q.cls.timeout_ms) {  // 0: never
-      drop(w.front(), {Code::Unavailable, "timed out in the queue of class '" + q.name + "'; retry later"});
-      w.pop_front();
-    }
+    expire(q, now, dropped, wake);
     if (sweep_gone && std::any_of(w.begin(), w.end(), cancelled)) {
       for (auto& r : w)
         if (cancelled(r)) drop(r, client_cancelled());
@@ -153,8 +150,6 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
     } else {
       wake = std::min(wake, closes);
     }
-    if (q.cls.timeout_ms > 0)
-      wake = std::min(wake, oldest.arrived + std::chrono::duration_cast<Clock::duration>(ms(q.cls.timeout_ms)));
   }
   Batch batch;
   if (!best) return batch;
@@ -182,6 +177,41 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
   if (taken > 0) w.erase(std::remove_if(w.begin(), w.end(), [](const Request& r) { return r.taken; }), w.end());
   if (batch.requests.empty()) batch.queue = nullptr;  // every request it took had been cancelled
   return batch;
+}
+
+void Batcher::take_unrun(Request& r, Status why, Clock::time_point now, std::vector<Dropped>& dropped) {
+  r.dispatched = now;
+  r.taken = true;
+  dropped.push_back({std::move(r), std::move(why)});
+}
+
+void Batcher::expire(Queue& q, Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake) {
+  if (q.cls.timeout_ms <= 0) return;  // 0: never
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(q.cls.timeout_ms));
+  auto& w = q.waiting;
+  // Arrivals are queued in time order, so the requests that timed out are a prefix.
+  while (!w.empty() && now - w.front().arrived > timeout) {
+    take_unrun(w.front(), {Code::Unavailable, "timed out in the queue of class '" + q.name + "'; retry later"}, now, dropped);
+    w.pop_front();
+  }
+  if (!w.empty()) wake = std::min(wake, w.front().arrived + timeout);
+}
+
+void Batcher::watch_timeouts() {
+  std::unique_lock lock(mu_);
+  while (!draining_) {  // a drain answers every queued request itself
+    std::vector<Dropped> dropped;
+    const auto now = Clock::now();
+    auto wake = now + std::chrono::hours(1);
+    for (Queue& q : queues_) expire(q, now, dropped, wake);
+    if (dropped.empty()) {
+      timeouts_cv_.wait_until(lock, wake);
+      continue;
+    }
+    lock.unlock();
+    for (auto& d : dropped) complete(d.request.queue_name, d.request, {std::move(d.status), {}});
+    lock.lock();
+  }
 }
 
 bool Batcher::full(const TrafficClass& cls, int64_t rows, int64_t tokens) const {
@@ -212,14 +242,12 @@ void Batcher::work(size_t context) {
       if (more) cv_.notify_one();  // another idle context may take the next ready batch
       lock.unlock();
       for (auto& d : dropped) complete(d.request.queue_name, d.request, {std::move(d.status), {}});
-      const auto started = Clock::now();
-      if (batch.queue) run(context, batch.requests);
-      const auto ran = Clock::now() - started;
+      Clock::duration computed{};
+      if (batch.queue) run(context, batch.requests, computed);
       lock.lock();
       if (batch.queue) {
         --running_;
-        auto& recent = batch.queue->recent_run;
-        recent = recent == Clock::duration::zero() ? ran : recent + (ran - recent) / 8;
+        batch.queue->recent_run = next_run_time(batch.queue->recent_run, computed);
       }
       continue;
     }
@@ -228,14 +256,17 @@ void Batcher::work(size_t context) {
   }
 }
 
-void Batcher::run(size_t context, std::vector<Request>& requests) {
+bool Batcher::run(size_t context, std::vector<Request>& requests, Clock::duration& computed, bool pad_seq) {
   const Queue& q = *requests.front().queue;
-  int64_t rows = 0;
-  for (const auto& r : requests) rows += r.shape.rows;
+  int64_t rows = 0, longest = -1;
+  for (const auto& r : requests) rows += r.shape.rows, longest = std::max(longest, r.shape.seq);
+  const int64_t padded_to = token_mode() ? -1 : batch_seq(longest, pad_seq);
   std::vector<Tensors> outputs;
   Status failure;
   try {
-    outputs = token_mode() ? run_packed(context, requests, rows) : run_padded(context, requests, rows);
+    Ran ran = token_mode() ? run_packed(context, requests, rows) : run_padded(context, requests, rows, padded_to);
+    outputs = std::move(ran.outputs);
+    computed += ran.computed;
   } catch (const Error& e) {  // e.g. the model rejected the values (a token id out of range)
     failure = {code_of(e.kind()), std::string("inference failed: ") + e.what()};
   } catch (const std::exception& e) {
@@ -243,39 +274,58 @@ void Batcher::run(size_t context, std::vector<Request>& requests) {
   }
   if (failure.ok()) {
     for (size_t i = 0; i < requests.size(); ++i) complete(q.name, requests[i], {{}, std::move(outputs[i])});
-  } else if (requests.size() > 1) {  // find the request that failed: each runs alone
-    for (auto& r : requests) {
-      std::vector<Request> one;
-      one.push_back(std::move(r));
-      run(context, one);
-    }
-  } else {
-    complete(q.name, requests[0], {failure, {}});
+    return true;
   }
+  // Padding may be what failed: a bucket past the model's maximum positions (seq_bucket: 384 pads
+  // a 400-token request to 768 where MiniLM takes 512). Each then runs at its own length.
+  const bool padding_suspect = padded_to > longest;
+  if (requests.size() == 1 && !padding_suspect) {
+    complete(q.name, requests[0], {failure, {}});
+    return false;
+  }
+  bool every_one_ran = true;  // find the request that failed: each runs alone
+  for (auto& r : requests) {
+    std::vector<Request> one;
+    one.push_back(std::move(r));
+    every_one_ran = run(context, one, computed, !padding_suspect) && every_one_ran;
+  }
+  if (padding_suspect && every_one_ran) {
+    int64_t known = padding_fails_at_.load();
+    while (padded_to < known && !padding_fails_at_.compare_exchange_weak(known, padded_to)) {
+    }
+    if (padded_to < known)
+      std::fprintf(stderr, "fusor serve: batches padded to %lld tokens fail where their requests run alone; "
+                           "batches that would pad that far now pad to their longest request only\n",
+                   static_cast<long long>(padded_to));
+  }
+  return every_one_ran;
 }
 
-std::vector<Tensors> Batcher::run_padded(size_t context, const std::vector<Request>& requests, int64_t rows) {
+int64_t Batcher::batch_seq(int64_t longest, bool pad_seq) const {
+  const int64_t padded = padded_seq(longest, sig_.seq_bucket(config_.seq_bucket));
+  return !pad_seq || padded >= padding_fails_at_.load() ? longest : padded;
+}
+
+Batcher::Ran Batcher::run_padded(size_t context, const std::vector<Request>& requests, int64_t rows, int64_t batch_seq) {
   const Queue& q = *requests.front().queue;
   std::vector<Part> parts;
-  int64_t seq = -1, useful = 0;
+  int64_t useful = 0;
   for (const auto& r : requests) {
     parts.push_back({&r.inputs, r.shape});
-    seq = std::max(seq, r.shape.seq);
     useful += tokens_of(r.shape);
   }
   // A model that couples rows (runs_alone) gets no padding rows either: they would be batch-mates.
   const int64_t batch_rows = padded_rows(q.cls, sig_.batched && sig_.runs_alone.empty(), rows);
-  const int64_t batch_seq = padded_seq(seq, sig_.seq_bucket(config_.seq_bucket));
   auto t0 = Clock::now();
   Tensors out = run_(context, assemble(sig_, parts, batch_rows, batch_seq, config_.pad_values));
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-  stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(ns));
+  const auto took = Clock::now() - t0;
+  stats_.batch_ran(q.name, batch_rows, requests.size(), static_cast<uint64_t>(std::chrono::nanoseconds(took).count()));
   const int64_t computed = batch_rows * std::max<int64_t>(1, batch_seq);
   stats_.tokens_ran(q.name, useful, computed, computed);
-  return split(sig_, out, parts);
+  return {split(sig_, out, parts), took};
 }
 
-std::vector<Tensors> Batcher::run_packed(size_t context, const std::vector<Request>& requests, int64_t rows) {
+Batcher::Ran Batcher::run_packed(size_t context, const std::vector<Request>& requests, int64_t rows) {
   const Queue& q = *requests.front().queue;
   std::vector<const Tensors*> inputs;
   int64_t useful = 0, bucket_plan = 0;
@@ -286,12 +336,12 @@ std::vector<Tensors> Batcher::run_packed(size_t context, const std::vector<Reque
   }
   auto t0 = Clock::now();
   std::vector<Tensors> out = run_packed_(context, inputs);
-  auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-  stats_.batch_ran(q.name, rows, requests.size(), static_cast<uint64_t>(ns));
+  const auto took = Clock::now() - t0;
+  stats_.batch_ran(q.name, rows, requests.size(), static_cast<uint64_t>(std::chrono::nanoseconds(took).count()));
   // bucket_plan: what length buckets would have computed for the same requests, each padded to its
   // seq_bucket multiple (a lower bound: their batches also pad rows).
   stats_.tokens_ran(q.name, useful, packed_capacity(useful, config_.token_bucket), bucket_plan);
-  return out;
+  return {std::move(out), took};
 }
 
 void Batcher::complete(const std::string& cls, Request& r, Completion c) {

@@ -24,10 +24,16 @@
 // requests as they came.
 //
 // Requests are never dropped silently: each completion runs exactly once, with outputs or an
-// error: 503 when the class's queue is full, when a request waits longer than timeout_ms, or when
-// submitted after drain() began. drain() runs everything already accepted before returning.
+// error: 503 when the class's queue is full, when a request waits longer than timeout_ms (a
+// timekeeper thread answers it then, even while every context is busy), or when submitted after
+// drain() began. drain() runs everything already accepted before returning. A batch that fails
+// is rerun request by request, so a request the model rejects fails alone; a failed batch padded
+// past its longest request reruns them at their own lengths (a bucket past the model's maximum
+// positions), and batches then stop padding that far.
 #pragma once
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -102,19 +108,27 @@ class Batcher {
     TrafficClass cls;
     std::deque<Request> waiting;
     GroupArrivalRates arrivals;  // adaptive_window only
-    Clock::duration recent_run{};  // its batches' run time, a moving average (0: none ran yet)
+    Clock::duration recent_run{};  // its batches' compute time, next_run_time's average (0: none ran yet)
   };
   struct Batch {
     Queue* queue = nullptr;
     std::vector<Request> requests;
   };
-
-  void work(size_t context);
   // A request taken from its queue unrun, and its answer.
   struct Dropped {
     Request request;
     Status status;
   };
+
+  void work(size_t context);
+  // The timekeeper's thread (only when a class has timeout_ms): answers requests that time out
+  // while every context is busy, when they time out rather than when a context frees up.
+  void watch_timeouts();
+  // Marks `r` taken and moves it, with its answer, to `dropped`.
+  static void take_unrun(Request& r, Status why, Clock::time_point now, std::vector<Dropped>& dropped);
+  // With mu_ held: moves `q`'s timed-out requests (a prefix: arrivals are in time order) to
+  // `dropped`, and lowers `wake` to when its next one times out.
+  void expire(Queue& q, Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake);
   // With mu_ held, by an idle context: the next batch to run, or none; fills `dropped` with
   // timed-out and cancelled requests and `wake` with when something next becomes due.
   Batch take_ready(Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake);
@@ -123,11 +137,20 @@ class Batcher {
   // With mu_ held, after take_ready: which group of each class is now held back at an idle
   // context for a batch-mate (the time its arrival estimate learns from).
   void note_holds(Clock::time_point now);
-  // Runs requests (one class, one group) as one batch and completes each of them.
-  void run(size_t context, std::vector<Request>& requests);
-  // run() in token mode, or padded to the class's buckets; returns each request's outputs.
-  std::vector<Tensors> run_packed(size_t context, const std::vector<Request>& requests, int64_t rows);
-  std::vector<Tensors> run_padded(size_t context, const std::vector<Request>& requests, int64_t rows);
+  // Runs requests (one class, one group) as one batch and completes each of them; whether every
+  // one succeeded. Adds the model's compute time to `computed`. `pad_seq` false runs the batch at
+  // its longest request's length.
+  bool run(size_t context, std::vector<Request>& requests, Clock::duration& computed, bool pad_seq = true);
+  // One model run: each request's outputs, and how long the model took.
+  struct Ran {
+    std::vector<Tensors> outputs;
+    Clock::duration computed{};
+  };
+  // run() in token mode, or padded to the class's row buckets and to `batch_seq`.
+  Ran run_packed(size_t context, const std::vector<Request>& requests, int64_t rows);
+  Ran run_padded(size_t context, const std::vector<Request>& requests, int64_t rows, int64_t batch_seq);
+  // The length a padded batch whose longest request has `longest` tokens runs at (-1: no sequence).
+  int64_t batch_seq(int64_t longest, bool pad_seq) const;
   void complete(const std::string& cls, Request& r, Completion c);
 
   const ServeConfig config_;
@@ -139,12 +162,16 @@ class Batcher {
 
   std::mutex mu_;
   std::condition_variable cv_;
+  std::condition_variable timeouts_cv_;  // the timekeeper's: a queue's oldest request changed, or drain
   std::vector<Queue> queues_;
   bool draining_ = false;
   Clock::time_point last_gone_sweep_{};  // when take_ready last asked every waiting request's client
   int64_t running_ = 0;  // contexts running a batch
+  // The shortest padded length that failed where each of its requests ran alone at its own length
+  // (a model's maximum positions, which a bucket past it exceeds); no batch is padded to it or past.
+  std::atomic<int64_t> padding_fails_at_{INT64_MAX};
   int64_t contexts_ = 0;
-  std::vector<std::thread> workers_;
+  std::vector<std::thread> workers_;  // the contexts, then the timekeeper if any
 };
 
 }  // namespace fusor::serve

@@ -10,6 +10,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import tritonclient.http as httpclient
+from tritonclient.utils import InferenceServerException
 
 from conftest import model_path
 from serve_util import Served, get
@@ -143,3 +144,21 @@ def test_profile_lists_why_a_model_does_not_pack_with_the_declined_fusions(fusor
         assert not declined, declined
     else:
         assert len(declined) == 1 and "cannot pack tokens" in declined[0]["reason"], declined
+
+
+def test_a_bucket_past_the_models_positions_falls_back_to_the_requests_length(tmp_path):
+    """seq_bucket: 384 padded a valid 400-token request to 768, past MiniLM's 512 positions, and the
+    server answered 400, blaming the client."""
+    config = "serve:\n  packing: false\n  seq_bucket: 384\n"
+    s = Served(tmp_path, config, models=[("minilm", model_path("minilm-l6"))])
+    try:
+        rng = np.random.default_rng(3)
+        sess = ort.InferenceSession(str(model_path("minilm-l6")), providers=["CPUExecutionProvider"])
+        for n in (400, 450):
+            f = minilm_request(rng, n, 0, False)
+            np.testing.assert_allclose(infer(s.url, f), sess.run(None, f)[0], atol=3e-5, rtol=1e-4)
+        assert s.output().count("batches padded to 768 tokens fail") == 1, s.output()  # learnt once
+        with pytest.raises(InferenceServerException, match="400|out of range|index"):
+            infer(s.url, minilm_request(rng, 513, 0, False))  # past the model's positions: the client's
+    finally:
+        assert s.stop() == 0, s.output()

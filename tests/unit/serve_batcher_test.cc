@@ -40,6 +40,8 @@ struct FakeModel {
   std::vector<Dims> batches;
   std::set<int64_t> ids_seen;  // every id of every batch
   std::chrono::milliseconds delay{0};
+  std::shared_future<void> hold;  // when set, every batch runs until it is released
+  int64_t max_seq = INT64_MAX;    // longer batches fail, as past a model's maximum positions
   Tensors operator()(size_t, const Tensors& in) {
     const Tensor& ids = in.at("input_ids");
     const Tensor& mask = in.at("attention_mask");
@@ -49,6 +51,8 @@ struct FakeModel {
       for (int64_t i = 0; i < ids.numel(); ++i) ids_seen.insert(ids.data<int64_t>()[i]);
     }
     std::this_thread::sleep_for(delay);
+    if (hold.valid()) hold.wait();
+    if (ids.dims()[1] > max_seq) throw Error("position out of range", ErrorKind::InvalidArgument);
     Tensor out(DType::Float32, ids.dims());
     for (int64_t i = 0; i < ids.numel(); ++i) {
       if (ids.data<int64_t>()[i] < 0) throw Error("negative id", ErrorKind::InvalidArgument);
@@ -258,6 +262,35 @@ TEST(ServeBatcher, FullQueueAndTimeoutAnswerUnavailable) {
   EXPECT_TRUE(h.model.batches.empty()) << "neither request reached the model";
 }
 
+// A request that times out while every context is busy is answered when it times out, not when
+// a context frees up: with resnet18's half-second batches, requests of a class with timeout_ms:
+// 100 got their 503 after 470 ms (p50).
+TEST(ServeBatcher, ATimeoutIsAnsweredWhileEveryContextIsBusy) {
+  ServeConfig c = batch_class_waits();
+  c.execution_contexts = 1;
+  c.classes["batch"].timeout_ms = 50;
+  Harness h(c);
+  std::promise<void> release;
+  h.model.hold = release.get_future().share();
+  auto running = h.submit({1}, "interactive");  // takes the only context until released
+  for (int i = 0; i < 10000; ++i) {
+    std::lock_guard lock(h.model.mu);
+    if (!h.model.batches.empty()) break;
+    std::this_thread::sleep_for(1ms);
+  }
+  auto waiting = h.submit({2}, "batch");
+  // A guard against waiting for ever, not a latency bound.
+  const auto answered = waiting.wait_for(30s);
+  const bool still_running = running.wait_for(0ms) == std::future_status::timeout;
+  release.set_value();
+  ASSERT_EQ(answered, std::future_status::ready) << "the timed-out request waited for the busy context";
+  EXPECT_TRUE(still_running);
+  const Completion timed_out = waiting.get();
+  EXPECT_EQ(timed_out.status.code, Code::Unavailable);
+  EXPECT_NE(timed_out.status.message.find("timed out"), std::string::npos) << timed_out.status.message;
+  EXPECT_EQ(values(running.get()), std::vector<float>{1});
+}
+
 TEST(ServeBatcher, ARequestWhoseClientLeftWhileWaitingIsDroppedUnrun) {
   Harness h(batch_class_waits());
   auto left = std::make_shared<std::atomic<bool>>(false);
@@ -294,6 +327,24 @@ TEST(ServeBatcher, ADeepQueueIsNotSweptWholeForEveryBatch) {
   EXPECT_LT(asked->load(), 40 * kQueued);
 }
 
+// A bucket past the model's maximum positions: seq_bucket 384 padded a valid 400-token request
+// to 768 where MiniLM takes 512, and answered 400. A failed padded batch now runs each request at
+// its own length, and once that works, batches stop padding that far.
+TEST(ServeBatcher, PaddingPastWhatTheModelTakesFallsBackToTheRequestsLength) {
+  ServeConfig c = two_classes();  // interactive: no window, seq_bucket 8
+  c.classes["interactive"].max_batch = 1;
+  Harness h(c);
+  h.model.max_seq = 12;
+  EXPECT_EQ(values(h.submit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}).get()).size(), 10u);  // padded to 16: failed, then 10
+  EXPECT_EQ(values(h.submit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}).get()).size(), 11u);  // 11 at once
+  EXPECT_EQ(values(h.submit({1, 2, 3}).get()).size(), 3u);  // padded to 8 as before
+  const Completion too_long = h.submit({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}).get();
+  EXPECT_EQ(too_long.status.code, Code::BadRequest);
+  EXPECT_NE(too_long.status.message.find("position out of range"), std::string::npos) << too_long.status.message;
+  std::lock_guard lock(h.model.mu);
+  EXPECT_EQ(h.model.batches, (std::vector<Dims>{{1, 16}, {1, 10}, {1, 11}, {1, 8}, {1, 13}}));
+}
+
 TEST(ServeBatcher, RejectsUnknownClassTooManyRowsAndBadShapes) {
   Harness h(two_classes());
   EXPECT_EQ(h.submit({1}, "bulk").get().status.code, Code::BadRequest);
@@ -312,8 +363,8 @@ TEST(ServeBatcher, ARequestTheModelRejectsFailsAlone) {
   EXPECT_EQ(values(good.get()), (std::vector<float>{1, 2}));
   EXPECT_EQ(bad.get().status.code, Code::BadRequest);
   std::lock_guard lock(h.model.mu);
-  // Together they fail; then each runs alone.
-  EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 8}, {4, 8}}));
+  // Together they fail; then each runs alone, at its own length (padding may have been the cause).
+  EXPECT_EQ(h.model.batches, (std::vector<Dims>{{4, 8}, {4, 2}, {4, 2}}));
 }
 
 // The adaptive window (the default): with a context idle and no batch-mate in sight, a request
