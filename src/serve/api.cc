@@ -1,6 +1,8 @@
 // fusor/serve.h over the server and its served models.
 #include "fusor/serve.h"
 
+#include <malloc.h>
+
 #include "serve/server.h"
 
 namespace fusor::serve {
@@ -32,6 +34,10 @@ RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& 
   listen.max_body_bytes = config.max_body_bytes;
   auto server = std::make_unique<Server>(std::move(served), std::move(generative), listen);
   server->start();
+  // Loading and planning free far more than they keep (the parsed file, packing's temporaries,
+  // each plan's scratch), and glibc keeps the freed pages: a served llama-tiny held 307 MB, 55 MB
+  // of them free. Given back once, before the first request.
+  malloc_trim(0);
   return RunningServer(std::move(server));
 }
 
