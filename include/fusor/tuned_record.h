@@ -133,6 +133,9 @@ struct Candidate {
   std::vector<CurvePoint> curve;  // ascending offered_qps
 };
 
+// The lowest slo_load of a candidate's points that answered every request (infinity: none did).
+double closest_slo_load(const Candidate& c, const Slo& slo);
+
 struct ClassRecord {
   std::string name;
   Slo slo;
@@ -142,8 +145,9 @@ struct ClassRecord {
   std::vector<Candidate> candidates;
 
   const Candidate* chosen_candidate() const;  // the candidate whose setting is `chosen`, or null
-  // Chooses the candidate of the highest measured capacity (on a tie, the higher prediction):
-  // sets `chosen` and capacity_qps; no candidates leave both as they are.
+  // Chooses the candidate of the highest measured capacity (on a tie, the higher prediction), or
+  // when none met the SLO, the one that came closest (closest_slo_load): sets `chosen` and
+  // capacity_qps; no candidates leave both as they are.
   void choose_best();
 };
 

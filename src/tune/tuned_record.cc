@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "fusor/error.h"
@@ -79,12 +80,22 @@ const Candidate* ClassRecord::chosen_candidate() const {
   return nullptr;
 }
 
+double closest_slo_load(const Candidate& c, const Slo& slo) {
+  double closest = std::numeric_limits<double>::infinity();
+  for (const CurvePoint& p : c.curve)
+    if (p.errors == 0) closest = std::min(closest, slo_load(p, slo));
+  return closest;
+}
+
 void ClassRecord::choose_best() {
   const Candidate* best = nullptr;
   for (const Candidate& c : candidates)
     if (!best || c.capacity_qps > best->capacity_qps ||
         (c.capacity_qps == best->capacity_qps && c.predicted_qps > best->predicted_qps))
       best = &c;
+  if (best && best->capacity_qps <= 0)  // none met the SLO: the one that came closest to it
+    for (const Candidate& c : candidates)
+      if (closest_slo_load(c, slo) < closest_slo_load(*best, slo)) best = &c;
   if (best) chosen = best->setting, capacity_qps = best->capacity_qps;
 }
 

@@ -232,6 +232,23 @@ def test_an_option_whose_plan_repeats_another_is_not_timed(tiny_tuned):
     assert timed == {"all", "none"}, timed
 
 
+def test_an_slo_no_setting_meets_is_said_and_the_closest_setting_kept(tmp_path):
+    """A target of 1 us that nothing can meet: tune wrote a config of capacity 0 without a word,
+    keeping the candidate predicted fastest. It now says so, and keeps the one that came closest."""
+    out = tmp_path / "tuned.yaml"
+    r = run_fusor("tune", tiny_model(tmp_path), "--slo", "fast:p99=0.001ms", "--windows", "0", "--max-batch", "1,4",
+                  "--duration", "0.3", "-o", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "fusor tune: warning: class 'fast': no setting met its SLO (p99<=0.001ms)" in r.stderr, r.stderr
+    [cls] = yaml.safe_load(out.read_text())["tuned"]["classes"]
+    assert cls["capacity_qps"] == 0
+
+    def closest(c):
+        return min(p["p99_ms"] for p in c["curve"] if p["errors"] == 0)
+    best = min(cls["candidates"], key=closest)
+    assert cls["chosen"] == best["setting"], (cls["chosen"], [(c["setting"], closest(c)) for c in cls["candidates"]])
+
+
 @pytest.mark.parametrize("args, code, message", [
     (["--slo", "interactive"], 1, "must look like CLASS:p99=20ms"),
     (["--slo", "interactive:p99=fast"], 1, "must be a positive duration"),

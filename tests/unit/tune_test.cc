@@ -268,6 +268,31 @@ TEST(Curve, CapacityPointIsWhereTheCapacityWasMeasured) {
   EXPECT_EQ(capacity_point({}, slo), nullptr);
 }
 
+// The best candidate is the one of the highest capacity; when none met the SLO, the one whose
+// error-free points came closest to it, not the one predicted fastest.
+TEST(ClassRecord, ChoosesTheHighestCapacityElseTheClosestToTheSlo) {
+  auto candidate = [](int64_t max_batch, double predicted, double capacity, double p99, int64_t errors) {
+    Candidate c;
+    c.setting.max_batch = max_batch;
+    c.predicted_qps = predicted, c.capacity_qps = capacity;
+    c.curve = {{10, 10, 1, p99, 0.1, 1, errors}};
+    return c;
+  };
+  ClassRecord met;
+  met.slo.p99_ms = 5;
+  met.candidates = {candidate(1, 900, 40, 4, 0), candidate(4, 100, 60, 4.5, 0)};
+  met.choose_best();
+  EXPECT_EQ(met.chosen.max_batch, 4);
+  EXPECT_EQ(met.capacity_qps, 60);
+  ClassRecord unmet;
+  unmet.slo.p99_ms = 1;
+  unmet.candidates = {candidate(1, 900, 0, 7, 0), candidate(4, 100, 0, 3, 0), candidate(8, 50, 0, 2, 1)};
+  unmet.choose_best();
+  EXPECT_EQ(unmet.chosen.max_batch, 4) << "the closest point with every request answered";
+  EXPECT_EQ(unmet.capacity_qps, 0);
+  EXPECT_DOUBLE_EQ(closest_slo_load(unmet.candidates[1], unmet.slo), 3);
+}
+
 // The capacity search against a fake serving path whose p99 is 20 ms up to 10 req/s and 90 ms
 // beyond (SLO 50 ms), with `stalls` of its first runs at 900 ms whatever the rate.
 struct FakeSearch {

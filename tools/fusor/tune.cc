@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,19 @@ void add_baseline(std::string& out, const tune::TunedRecord& r, const Row& row, 
     }
 }
 
+// "p99<=5ms", "throughput", "throughput,ttft<=500ms,itl<=100ms": the targets a class's SLO sets.
+std::string describe_slo(const tune::Slo& slo) {
+  std::string out = slo.throughput ? "throughput" : "";
+  auto add = [&](const char* name, double ms) {
+    char term[64];
+    std::snprintf(term, sizeof term, "%s%s<=%gms", out.empty() ? "" : ",", name, ms);
+    if (ms > 0) out += term;
+  };
+  add("ttft", slo.ttft_p99_ms), add("itl", slo.itl_p99_ms);
+  if (!slo.throughput) add("p99", slo.p99_ms);
+  return out;
+}
+
 // A decoder's record: per class the chosen limits, capacity in requests and tokens per second,
 // and the latencies at that capacity.
 std::string generation_summary(const tune::TunedRecord& r) {
@@ -147,12 +161,7 @@ std::string generation_summary(const tune::TunedRecord& r) {
   auto row = [&](const std::string& label, const tune::ClassRecord& c) {
     const tune::Candidate* k = c.chosen_candidate();
     const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.slo) : nullptr;
-    std::string slo = c.slo.throughput ? "throughput" : "";
-    auto add = [&](const char* name, double ms) {
-      if (ms > 0) slo += (slo.empty() ? "" : ",") + std::string(name) + "<=" + std::to_string(static_cast<int>(ms)) + "ms";
-    };
-    add("ttft", c.slo.ttft_p99_ms), add("itl", c.slo.itl_p99_ms);
-    if (!c.slo.throughput) add("p99", c.slo.p99_ms);
+    const std::string slo = describe_slo(c.slo);
     std::snprintf(line, sizeof line, "%-12s %-22s %6lld %8lld %6s %9.2f %9.0f %9.0f %9.1f\n", label.c_str(), slo.c_str(),
                   static_cast<long long>(c.chosen.step_tokens), static_cast<long long>(c.chosen.max_running),
                   c.chosen.prefill_chunk > 0 ? std::to_string(c.chosen.prefill_chunk).c_str() : "step", c.capacity_qps,
@@ -167,6 +176,33 @@ std::string generation_summary(const tune::TunedRecord& r) {
   return out + line;
 }
 
+// One line per class that no setting served within its SLO: the config it wrote is a best effort.
+std::string unmet_slo_warnings(const tune::TunedRecord& r) {
+  std::string out;
+  char line[512];
+  for (const tune::ClassRecord& c : r.classes) {
+    if (c.capacity_qps > 0 || c.candidates.empty()) continue;
+    const tune::Candidate* k = c.chosen_candidate();
+    const double closest = k ? tune::closest_slo_load(*k, c.slo) : 0;
+    std::snprintf(line, sizeof line,
+                  "fusor tune: warning: class '%s': no setting met its SLO (%s) at any rate measured; the config "
+                  "keeps the one that came closest",
+                  c.name.c_str(), describe_slo(c.slo).c_str());
+    out += line;
+    if (std::isfinite(closest) && closest > 0) {
+      std::snprintf(line, sizeof line, closest < 10 ? " (%.2fx its target)" : " (%.0fx its target)", closest);
+      out += line;
+    }
+    if (r.baseline && r.baseline->name == c.name && r.baseline->capacity_qps > 0) {
+      std::snprintf(line, sizeof line, "; the default (no fusion, no batching) met it up to %.1f/s",
+                    r.baseline->capacity_qps);
+      out += line;
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string tuned_summary(const tune::TunedRecord& r) {
@@ -179,7 +215,7 @@ std::string tuned_summary(const tune::TunedRecord& r) {
   auto row = [&](const std::string& label, const tune::ClassRecord& c) {
     const tune::Candidate* k = c.chosen_candidate();
     const tune::CurvePoint* at = k ? tune::capacity_point(k->curve, c.slo) : nullptr;
-    std::string slo = c.slo.throughput ? "throughput" : "p99<=" + std::to_string(static_cast<int>(c.slo.p99_ms)) + "ms";
+    const std::string slo = describe_slo(c.slo);
     std::snprintf(line, sizeof line, "%-12s %-10s %9g %9lld %9lld %11.1f %9.2f %9.2f\n", label.c_str(), slo.c_str(),
                   c.chosen.batch_window_ms, static_cast<long long>(c.chosen.max_batch),
                   static_cast<long long>(c.chosen.execution_contexts), c.capacity_qps, at ? at->p50_ms : 0.0,
@@ -231,6 +267,7 @@ void tune_command(const TuneArgs& a, const std::string& out_path) {
   tune::TuneResult r = run_tune(a, engine, progress);
   write_tuned(out_path, r, a.model.model);
   std::cout << tuned_summary(r.record);
+  if (!r.record.interrupted) std::fputs(unmet_slo_warnings(r.record).c_str(), stderr);
   if (r.record.interrupted) {
     std::fprintf(stderr, "fusor tune: interrupted; wrote the best found so far to %s\n", out_path.c_str());
     throw ExitCode{130};
