@@ -15,6 +15,7 @@
 #include "serve/generation_stats.h"
 #include "serve/metrics.h"
 #include "serve/openai_api.h"
+#include "serve/request_body.h"
 #include "serve/listen_sockets.h"
 #include "serve/triton_generate.h"
 
@@ -84,7 +85,7 @@ void send_json(httplib::Response& res, const nlohmann::json& j) {
 }  // namespace
 
 HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
-    : models_(models), server_(std::make_unique<httplib::Server>()) {
+    : models_(models), max_body_bytes_(max_body_bytes), server_(std::make_unique<httplib::Server>()) {
   // A response whose write failed (a client gone) skips the logger, which ends the others.
   server_->new_task_queue = [] { return new ConnectionThreads(kHttpThreads, end_counted_request); };
   // A request counts from its headers (before its body is read) until its response is written.
@@ -95,6 +96,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     auto form = req.headers.find("Content-Type");
     if (form != req.headers.end() && form->second.starts_with("application/x-www-form-urlencoded"))
       const_cast<httplib::Request&>(req).headers.erase(form->first);
+    defer_content_encoding(const_cast<httplib::Request&>(req));  // inflated by the handler, bounded
     end_counted_request();
     t_counted_in = &requests_in_flight_;
     ++requests_in_flight_;
@@ -207,6 +209,7 @@ void HttpServer::inference_routes() {
   });
   s.Post(m + "/infer", [this, model](const httplib::Request& req, httplib::Response& res) {
     ServedModel& sm = model(req);
+    inflate_body(req, max_body_bytes_);
     std::optional<size_t> header_length;
     if (req.has_header("Inference-Header-Content-Length")) {
       const std::string v = req.get_header_value("Inference-Header-Content-Length");
@@ -235,8 +238,8 @@ void HttpServer::inference_routes() {
     res.body = std::move(b.body);
     res.set_header("Content-Type", b.header_length ? "application/octet-stream" : kJsonContentType);
   });
-  add_openai_routes(s, models_);
-  add_triton_generate_routes(s, models_);
+  add_openai_routes(s, models_, max_body_bytes_);
+  add_triton_generate_routes(s, models_, max_body_bytes_);
   // Extensions fusor does not implement: shared memory, repository control, tracing, logging.
   auto unsupported = [](const httplib::Request& req, httplib::Response& res) {
     send_error(res, Code::Unsupported, req.path + " is not supported by this server");

@@ -28,6 +28,7 @@ class HttpServer {
   void metrics_routes();
 
   Models& models_;
+  const int64_t max_body_bytes_;  // serve.max_body_bytes: as sent, and once inflated
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   int listen_socket_ = -1;  // the listening socket, once bound

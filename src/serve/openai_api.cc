@@ -6,6 +6,7 @@
 #include "serve/json_content_type.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
+#include "serve/request_body.h"
 #include "serve/sse_stream.h"
 
 namespace fusor::serve {
@@ -60,7 +61,9 @@ nlohmann::json model_card(const GenerativeModel& m) {
 
 nlohmann::json error_event(const Status& s) { return openai_error_json({s.code, s.message, ""}); }
 
-void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+void completions(Models& models, OpenAiEndpoint endpoint, int64_t max_body_bytes, const httplib::Request& req,
+                 httplib::Response& res) {
+  inflate_body(req, max_body_bytes);
   const nlohmann::json body = parse_json_object(req.body);
   GenerativeModel& model = find_model(models, requested_model(body));
   if (!models.ready()) throw FieldError{Code::Unavailable, models.why_not_ready(), ""};
@@ -110,13 +113,13 @@ void completions(Models& models, OpenAiEndpoint endpoint, const httplib::Request
 
 }  // namespace
 
-void add_openai_routes(httplib::Server& server, Models& models) {
+void add_openai_routes(httplib::Server& server, Models& models, int64_t max_body_bytes) {
   Models* ms = &models;
-  server.Post("/v1/completions", guarded([ms](const httplib::Request& req, httplib::Response& res) {
-                completions(*ms, OpenAiEndpoint::Completions, req, res);
+  server.Post("/v1/completions", guarded([ms, max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+                completions(*ms, OpenAiEndpoint::Completions, max_body_bytes, req, res);
               }));
-  server.Post("/v1/chat/completions", guarded([ms](const httplib::Request& req, httplib::Response& res) {
-                completions(*ms, OpenAiEndpoint::ChatCompletions, req, res);
+  server.Post("/v1/chat/completions", guarded([ms, max_body_bytes](const httplib::Request& req, httplib::Response& res) {
+                completions(*ms, OpenAiEndpoint::ChatCompletions, max_body_bytes, req, res);
               }));
   server.Get("/v1/models", guarded([ms](const httplib::Request&, httplib::Response& res) {
                nlohmann::json data = nlohmann::json::array();

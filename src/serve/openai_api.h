@@ -4,6 +4,7 @@
 //   GET /health (200 while ready, 503 while draining)
 // Errors answer in OpenAI's shape, {"error": {"message", "type", "param", "code"}}.
 #pragma once
+#include <cstdint>
 #include "serve/server.h"
 
 namespace httplib {
@@ -12,6 +13,6 @@ class Server;
 
 namespace fusor::serve {
 
-void add_openai_routes(httplib::Server& server, Models& models);
+void add_openai_routes(httplib::Server& server, Models& models, int64_t max_body_bytes);
 
 }  // namespace fusor::serve

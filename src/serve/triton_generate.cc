@@ -7,6 +7,7 @@
 #include "serve/json_infer.h"
 #include "serve/kserve_json.h"
 #include "serve/openai_response.h"
+#include "serve/request_body.h"
 #include "serve/sse_stream.h"
 
 namespace fusor::serve {
@@ -86,11 +87,15 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
 
 }  // namespace
 
-void add_triton_generate_routes(httplib::Server& server, Models& models) {
+void add_triton_generate_routes(httplib::Server& server, Models& models, int64_t max_body_bytes) {
   Models* ms = &models;
   const std::string m = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";
-  server.Post(m + "/generate", [ms](const httplib::Request& req, httplib::Response& res) { generate(*ms, false, req, res); });
-  server.Post(m + "/generate_stream", [ms](const httplib::Request& req, httplib::Response& res) { generate(*ms, true, req, res); });
+  for (bool streamed : {false, true})
+    server.Post(m + (streamed ? "/generate_stream" : "/generate"),
+                [ms, max_body_bytes, streamed](const httplib::Request& req, httplib::Response& res) {
+                  inflate_body(req, max_body_bytes);
+                  generate(*ms, streamed, req, res);
+                });
 }
 
 }  // namespace fusor::serve

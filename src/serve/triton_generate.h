@@ -6,6 +6,7 @@
 // {"model_name", "model_version", "text_output"} (docs/serve-generate.md). Errors are Triton's
 // {"error": "..."}; one after a stream started comes as an event of that shape.
 #pragma once
+#include <cstdint>
 #include "serve/server.h"
 #include "serve/triton_generate_request.h"
 
@@ -15,6 +16,6 @@ class Server;
 
 namespace fusor::serve {
 
-void add_triton_generate_routes(httplib::Server& server, Models& models);
+void add_triton_generate_routes(httplib::Server& server, Models& models, int64_t max_body_bytes);
 
 }  // namespace fusor::serve

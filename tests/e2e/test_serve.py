@@ -1,6 +1,7 @@
 """fusor serve end to end: real server processes on loopback, driven by tritonclient (HTTP and
 gRPC) and raw sockets. Every call has a timeout; each server is stopped with SIGTERM and must
 exit 0."""
+import gzip
 import json
 import os
 import re
@@ -310,6 +311,29 @@ def test_oversized_body_is_refused(tmp_path):
         assert "RESOURCE_EXHAUSTED" in e.value.status()
     finally:
         assert s.stop() == 0
+
+
+def test_a_compressed_body_is_bounded_once_inflated(tmp_path):
+    """httplib inflated gzip bodies itself and bounded only what was sent: 407 KB inflated to 400
+    MiB. fusor inflates them, and max_body_bytes bounds the inflated size."""
+    s = Served(tmp_path, "serve:\n  max_body_bytes: 65536\n")
+    try:
+        url = f"{s.url}/v2/models/demo/infer"
+        zipped = gzip.compress(infer_body())
+        assert post(url, zipped, {"Content-Encoding": "gzip"}, timeout=30)[0] == 200
+        bomb = gzip.compress(infer_body()[:-1] + b', "pad": "' + b"a" * (8 << 20) + b'"}')  # 8 MiB in ~8 KB
+        assert len(bomb) < 65536
+        code, text = post(url, bomb, {"Content-Encoding": "gzip"}, timeout=30)
+        assert code == 400 and "exceeds the limit of 65536 bytes once inflated" in json.loads(text)["error"], text
+        code, text = post(url, zipped[:len(zipped) // 2], {"Content-Encoding": "gzip"}, timeout=30)
+        assert code == 400 and "cut short" in json.loads(text)["error"], text
+        http = httpclient.InferenceServerClient(s.url)  # tritonclient's own compression
+        ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+        result = http.infer("demo", text_inputs(httpclient, ids, mask), request_compression_algorithm="deflate")
+        np.testing.assert_array_equal(result.as_numpy("embeddings"), expected(ids, mask))
+        http.close()
+    finally:
+        assert s.stop() == 0, s.output()
 
 
 def test_queue_overflow_and_timeout_give_503(tmp_path):
