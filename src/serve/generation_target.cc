@@ -1,5 +1,7 @@
 #include "serve/generation_target.h"
 
+#include <algorithm>
+#include <limits>
 #include <random>
 
 #include "fusor/error.h"
@@ -66,7 +68,8 @@ SamplingOptions sampling_from(const SamplingFields& f) {
   if (!(repetition > 0 && repetition <= 100))
     throw bad("'repetition_penalty' must be in (0, 100], not " + std::to_string(repetition), "repetition_penalty");
   s.do_sample = temperature > 0;
-  s.temperature = temperature > 0 ? static_cast<float>(temperature) : 1.0f;
+  // A positive temperature below float's range (1e-300) stays positive: near greedy, not refused.
+  s.temperature = temperature > 0 ? std::max(static_cast<float>(temperature), std::numeric_limits<float>::min()) : 1.0f;
   s.top_p = static_cast<float>(top_p);
   s.top_k = top_k < 0 ? 0 : top_k;
   s.repetition_penalty = static_cast<float>(repetition);

@@ -93,6 +93,19 @@ TEST(Sampler, TemperatureSharpensAndTheSeedRepeats) {
   EXPECT_EQ(draw(o, log_probs({0.3, 0.3, 0.4}), 50), draw(o, log_probs({0.3, 0.3, 0.4}), 50));
 }
 
+// A temperature near 0 is greedy's limit. Dividing the raw scores by 1e-40 passed float's range,
+// inf - inf made every probability NaN, and the draw returned the least likely token.
+TEST(Sampler, ATemperatureNearZeroDrawsTheBestToken) {
+  SamplingOptions o;
+  for (float t : {1e-40f, 1e-30f, std::numeric_limits<float>::min(), std::numeric_limits<float>::denorm_min()}) {
+    o.temperature = t;
+    EXPECT_EQ(draw(o, {2.f, 9.5f, -3.f, 9.f}, 50), (std::map<TokenId, int>{{1, 50}})) << t;
+    o.top_k = 2;
+    EXPECT_EQ(draw(o, {2.f, 9.5f, -3.f, 9.f}, 50), (std::map<TokenId, int>{{1, 50}})) << t << " top-k";
+    o.top_k = 0;
+  }
+}
+
 TEST(Sampler, OutOfRangeOptionsAreErrors) {
   auto bad = [](auto set) {
     SamplingOptions o;
