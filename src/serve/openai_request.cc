@@ -38,6 +38,16 @@ void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
   // skip_special_tokens and stop_token_ids it does).
   if (f.integer("min_tokens").value_or(0) != 0) not_implemented("min_tokens", "other than 0");
   if (f.boolean("include_stop_str_in_output").value_or(false)) not_implemented("include_stop_str_in_output", "true");
+  // More of vLLM's: ignored, a client moving from vLLM would get unconstrained text without a word.
+  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"})
+    if (f.has(name)) not_implemented(name, "(guided decoding)");
+  for (const char* name : {"bad_words", "allowed_token_ids", "logits_processors"})
+    if (const nlohmann::json* v = f.get(name); v && !(v->is_array() && v->empty())) not_implemented(name, "(constraining tokens)");
+  if (f.number("min_p").value_or(0.0) != 0.0) not_implemented("min_p", "other than 0");
+  if (f.boolean("use_beam_search").value_or(false)) not_implemented("use_beam_search", "true");
+  if (f.number("length_penalty").value_or(1.0) != 1.0) not_implemented("length_penalty", "other than 1");
+  if (f.has("prompt_logprobs")) not_implemented("prompt_logprobs", "(log probabilities)");
+  if (f.has("truncate_prompt_tokens")) not_implemented("truncate_prompt_tokens", "(truncation)");
 }
 
 // vLLM's stop_token_ids: a list of token ids of the vocabulary.
@@ -87,7 +97,8 @@ std::vector<TokenId> completion_prompt(const nlohmann::json* p, const Generation
   throw bad("'prompt' must be a string, a list of token ids, or a list of one of them", "prompt");
 }
 
-// A message's content: a string, or parts of type "text" joined.
+// A message's content: a string, or parts (strings, or objects of type "text") joined by
+// newlines, as vLLM joins them.
 std::string message_content(const nlohmann::json& m, size_t index) {
   const std::string where = "messages[" + std::to_string(index) + "].content";
   auto it = m.find("content");
@@ -95,12 +106,21 @@ std::string message_content(const nlohmann::json& m, size_t index) {
   if (it->is_string()) return it->get<std::string>();
   if (!it->is_array()) throw bad("'" + where + "' must be a string or a list of content parts", "messages");
   std::string text;
-  for (const nlohmann::json& part : *it) {
-    if (!part.is_object()) throw bad("'" + where + "' parts must be objects", "messages");
-    RequestFields pf(part);
-    const std::string type = pf.string("type").value_or("");
-    if (type != "text") throw bad("'" + where + "' has a part of type '" + type + "'; this server takes text parts only", "messages");
-    text += pf.string("text").value_or("");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const nlohmann::json& part = (*it)[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (i > 0) text += "\n";
+    if (part.is_string()) {
+      text += part.get<std::string>();
+      continue;
+    }
+    if (!part.is_object()) throw bad("'" + at + "' must be a string or an object", "messages");
+    auto type = part.find("type");
+    const std::string type_name = type != part.end() && type->is_string() ? type->get<std::string>() : "";
+    if (type_name != "text") throw bad("'" + at + "' has type '" + type_name + "'; this server takes text parts only", "messages");
+    auto value = part.find("text");
+    if (value == part.end() || !value->is_string()) throw bad("'" + at + ".text' must be a string", "messages");
+    text += value->get<std::string>();
   }
   return text;
 }

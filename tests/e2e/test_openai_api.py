@@ -6,6 +6,7 @@ to the whole text; usage, stop, seed, max_tokens and every refusal as documented
 docs/serve-generate.md; a client that disconnects mid-stream must leave the server healthy.
 One server for the module.
 """
+import gzip
 import json
 import socket
 import time
@@ -107,9 +108,9 @@ def test_chat_stream_and_not(client):
     assert "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices) == c.choices[0].message.content
     assert chunks[-2].choices[0].finish_reason == "length"
     assert chunks[-1].usage.total_tokens == c.usage.total_tokens
-    # Content parts of type text are joined.
-    parts = [{"role": "user", "content": [{"type": "text", "text": "Tell me "}, {"type": "text", "text": "one."}]}]
-    plain = [{"role": "user", "content": "Tell me one."}]
+    # Content parts of type text are joined (by newlines, as vLLM joins them).
+    parts = [{"role": "user", "content": [{"type": "text", "text": "Tell me"}, {"type": "text", "text": "one."}]}]
+    plain = [{"role": "user", "content": "Tell me\none."}]
     a = client.chat.completions.create(model="llama", messages=parts, max_tokens=8, temperature=0)
     b = client.chat.completions.create(model="llama", messages=plain, max_tokens=8, temperature=0)
     assert a.choices[0].message.content == b.choices[0].message.content
@@ -159,12 +160,40 @@ def test_max_tokens_and_eos(client):
     ({"extra_body": {"min_tokens": 4}}, "min_tokens"),  # vLLM's, silently ignored before
     ({"extra_body": {"include_stop_str_in_output": True}}, "include_stop_str_in_output"),
     ({"extra_body": {"stop_token_ids": [-1]}}, "stop_token_ids"),
+    # More of vLLM's: ignored before, so a client moving from vLLM got unconstrained text.
+    ({"extra_body": {"guided_choice": ["yes", "no"]}}, "guided_choice"),
+    ({"extra_body": {"bad_words": ["x"]}}, "bad_words"),
+    ({"extra_body": {"min_p": 0.5}}, "min_p"),
+    ({"extra_body": {"use_beam_search": True}}, "use_beam_search"),
 ])
 def test_refusals(client, kw, field):
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="llama", prompt=PROMPT, max_tokens=4, **kw)
     assert e.value.status_code == 400 and field in e.value.message
     assert e.value.body["param"] == field and e.value.body["type"] == "invalid_request_error"
+
+
+def test_a_temperature_near_zero_is_greedy(client):
+    """1e-40 divided the logits past float's range and every probability became NaN: the draw
+    returned the least likely token. 1e-300 rounded to 0 in float and was refused."""
+    expected = greedy(client, prompt=PROMPT, max_tokens=12).choices[0].text
+    for t in (1e-40, 1e-300):
+        c = client.completions.create(model="llama", prompt=PROMPT, max_tokens=12, temperature=t, seed=0,
+                                      extra_body={"ignore_eos": True})
+        assert c.choices[0].text == expected, t
+
+
+def test_chat_content_parts_are_strings_or_text_objects_joined_by_newlines(client):
+    """As vLLM joins them; bare strings were refused before."""
+    parts = [{"role": "user", "content": ["Tell me", {"type": "text", "text": "one."}]}]
+    plain = [{"role": "user", "content": "Tell me\none."}]
+    a = client.chat.completions.create(model="llama", messages=parts, max_tokens=8, temperature=0)
+    b = client.chat.completions.create(model="llama", messages=plain, max_tokens=8, temperature=0)
+    assert a.choices[0].message.content == b.choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="llama", messages=[{"role": "user", "content": [{"type": "text", "text": 5}]}],
+                                       max_tokens=4)
+    assert "messages[0].content[0].text" in e.value.message
 
 
 def test_chat_refusals(client):
@@ -206,6 +235,11 @@ def test_bad_bodies_get_openai_errors(server):
             status, out = post(server.url + path, body, {"Content-Type": "application/json"})
             assert status == 400, (path, body, out)
             assert set(json.loads(out)["error"]) == {"message", "type", "param", "code"}
+    # A gzip body is bounded once inflated (64 MiB by default), not as sent: ~65 KB inflating past it.
+    bomb = gzip.compress(b'{"model": "llama", "prompt": "' + b"a" * (65 << 20) + b'"}', 1)
+    for path in ("/v1/completions", "/v2/models/llama/generate"):
+        status, out = post(server.url + path, bomb, {"Content-Type": "application/json", "Content-Encoding": "gzip"})
+        assert status == 400 and b"once inflated" in out, (path, out[:200])
 
 
 def test_triton_generate_and_stream(server, client):
