@@ -219,7 +219,9 @@ void HttpServer::inference_routes() {
       } catch (const std::exception&) {
         used = 0;
       }
-      if (used == 0 || used != v.size()) throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
+      // stoull reads "-5" as 2^64 - 5: only digits are a length.
+      if (used == 0 || used != v.size() || v.find_first_not_of("0123456789") != std::string::npos)
+        throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
     }
     if (!models_.ready()) throw RequestError{Code::Unavailable, models_.why_not_ready()};
     HttpInferRequest r;
@@ -244,7 +246,8 @@ void HttpServer::inference_routes() {
   auto unsupported = [](const httplib::Request& req, httplib::Response& res) {
     send_error(res, Code::Unsupported, req.path + " is not supported by this server");
   };
-  for (const char* p : {R"(/v2/(systemsharedmemory|cudasharedmemory|repository|trace|logging)(/.*)?)"}) {
+  for (const char* p : {R"(/v2/(systemsharedmemory|cudasharedmemory|repository|trace|logging)(/.*)?)",
+                        R"(/v2/models/[^/]+(/versions/[^/]+)?/trace/setting)"}) {
     s.Get(p, unsupported);
     s.Post(p, unsupported);
   }

@@ -30,9 +30,12 @@ std::string string_field(const element& object, const char* key, const std::stri
   return std::string(e->get_string().value_unsafe());
 }
 
+// A boolean parameter; absent or null: none. Another type is a 400, as Triton answers it: "yes"
+// read as false sent the client JSON it had not asked for.
 std::optional<bool> bool_field(const element& object, const char* key) {
   auto e = field(object, key);
-  if (!e || e->type() != element_type::BOOL) return std::nullopt;
+  if (!e || e->type() == element_type::NULL_VALUE) return std::nullopt;
+  if (e->type() != element_type::BOOL) throw bad(std::string("parameter '") + key + "' must be true or false");
   return e->get_bool().value_unsafe();
 }
 

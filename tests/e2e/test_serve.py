@@ -160,6 +160,8 @@ def infer_body(ids_shape=(1, 3), dtype="INT64", name="input_ids", data=None):
     (infer_body(name="token_ids"), 400, "unexpected inference input 'token_ids'"),
     (infer_body(data=[1, 2]), 400, "values"),
     (infer_body(data=[1, 2, 99]), 400, "out of range"),
+    # Read as false before, as Triton does not: the client got JSON it had not asked for.
+    (infer_body()[:-1] + b', "parameters": {"binary_data_output": "yes"}}', 400, "'binary_data_output' must be true or false"),
 ])
 def test_http_bad_requests_get_400_and_the_server_keeps_serving(server, body, status, words):
     code, text = post(f"{server.url}/v2/models/demo/infer", body, timeout=30)
@@ -176,6 +178,9 @@ def test_http_status_codes_for_model_and_extension_errors(server):
     assert code == 501 and "error" in json.loads(text)
     code, text = post(f"{server.url}/v2/models/demo/infer", b"{}", headers={"Inference-Header-Content-Length": "9999"})
     assert code == 400
+    code, text = post(f"{server.url}/v2/models/demo/infer", b"{}", headers={"Inference-Header-Content-Length": "-5"})
+    assert code == 400 and "bad Inference-Header-Content-Length '-5'" in json.loads(text)["error"]  # was 2^64 - 5
+    assert get(f"{server.url}/v2/models/demo/trace/setting")[0] == 501  # as /v2/trace/setting; was 404
 
 
 def test_conflicting_content_lengths_are_refused_and_the_connection_closed(server):
