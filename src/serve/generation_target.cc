@@ -36,17 +36,17 @@ void check_prompt_ids(const GenerationTarget& model, const std::vector<TokenId>&
 }
 
 int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens, std::optional<int64_t> max_tokens,
-                           const std::string& param) {
+                           const std::string& param, std::optional<int64_t> default_max) {
   if (max_tokens && *max_tokens < 1)
     throw bad("'" + param + "' must be at least 1, not " + std::to_string(*max_tokens), param);
   const int64_t context = model.context_length;
-  if (context <= 0) return max_tokens.value_or(16);
+  if (context <= 0) return max_tokens.value_or(default_max.value_or(16));
   const int64_t room = context_room(prompt_tokens, context);
   if (room == 0)
     throw bad("This model's maximum context length is " + std::to_string(context) + " tokens. However, your prompt has " +
                   std::to_string(prompt_tokens) + " tokens, which leaves no room to generate. Please reduce the length of the prompt.",
               "");
-  if (!max_tokens) return room;
+  if (!max_tokens) return default_max ? std::min(*default_max, room) : room;
   if (*max_tokens > room)
     throw bad("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
                   std::to_string(prompt_tokens + *max_tokens) + " tokens (" + std::to_string(prompt_tokens) +

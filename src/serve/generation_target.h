@@ -31,11 +31,11 @@ std::vector<TokenId> encode_prompt(const GenerationTarget& model, const std::str
 // Checks ids given by the client: not empty, each within the vocabulary.
 void check_prompt_ids(const GenerationTarget& model, const std::vector<TokenId>& ids, const std::string& param);
 
-// The tokens to generate: `max_tokens` (>= 1) when given, else what the context leaves (16 when
-// the context length is unknown). A prompt that leaves no room, or a prompt and max_tokens over
-// the context length, is refused naming the numbers.
+// The tokens to generate: `max_tokens` (>= 1) when given, else `default_max` within what the
+// context leaves, else all it leaves (16 when the context length is unknown). A prompt that leaves
+// no room, or a prompt and max_tokens over the context length, is refused naming the numbers.
 int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens, std::optional<int64_t> max_tokens,
-                           const std::string& param);
+                           const std::string& param, std::optional<int64_t> default_max = std::nullopt);
 
 // Sampling from the protocol's fields: temperature 0 is greedy; no seed draws a fresh one.
 struct SamplingFields {

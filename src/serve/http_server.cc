@@ -97,6 +97,10 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     if (form != req.headers.end() && form->second.starts_with("application/x-www-form-urlencoded"))
       const_cast<httplib::Request&>(req).headers.erase(form->first);
     defer_content_encoding(const_cast<httplib::Request&>(req));  // inflated by the handler, bounded
+    // A request with neither Content-Length nor chunked encoding has no body (RFC 9112 6.3);
+    // httplib read a POST's until the connection closed, and `curl -X POST` waited 10 s for 400.
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+      const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
     end_counted_request();
     t_counted_in = &requests_in_flight_;
     ++requests_in_flight_;

@@ -174,7 +174,12 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
     max_tokens = f.integer("max_tokens");
     max_param = "max_tokens";
   }
-  o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), max_tokens, max_param);
+  // Without max_tokens a completion has 16 tokens, as OpenAI's and vLLM's; a chat, what the
+  // context leaves (vLLM's).
+  constexpr int64_t kCompletionDefaultTokens = 16;
+  o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), max_tokens, max_param,
+                                        endpoint == OpenAiEndpoint::Completions ? std::optional<int64_t>(kCompletionDefaultTokens)
+                                                                                : std::nullopt);
   o.sampling = sampling_from({.temperature = f.number("temperature"),
                               .top_p = f.number("top_p"),
                               .repetition_penalty = f.number("repetition_penalty"),

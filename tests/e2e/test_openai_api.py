@@ -147,6 +147,9 @@ def test_seed_reproduces_a_sample(client):
 def test_max_tokens_and_eos(client):
     c = greedy(client, prompt=PROMPT, max_tokens=3)
     assert c.choices[0].finish_reason == "length" and c.usage.completion_tokens == 3
+    # Without max_tokens a completion has 16, as OpenAI's and vLLM's (it ran to the context's end).
+    c = client.completions.create(model="llama", prompt=PROMPT, temperature=0, extra_body={"ignore_eos": True})
+    assert c.usage.completion_tokens == 16
 
 
 @pytest.mark.parametrize("kw, field", [

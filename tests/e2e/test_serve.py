@@ -206,6 +206,16 @@ def test_conflicting_content_lengths_are_refused_and_the_connection_closed(serve
     assert reply.count(b"HTTP/1.1 ") == 1, reply
 
 
+def test_a_post_without_a_length_has_no_body_and_is_answered_at_once(server):
+    """httplib read the body of a POST with neither Content-Length nor chunked encoding until the
+    connection closed: `curl -X POST` waited 10 s (the read timeout) for its 400."""
+    s = socket.create_connection(("127.0.0.1", server.http), timeout=5)  # the old 10 s would time out
+    s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\n\r\n")
+    reply = s.recv(65536)
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 400") and b"malformed JSON" in reply, reply
+
+
 def test_shared_memory_inputs_are_refused_as_unsupported(server):
     body = json.loads(infer_body())
     body["inputs"][0]["parameters"] = {"shared_memory_region": "r", "shared_memory_byte_size": 24}
