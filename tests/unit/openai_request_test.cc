@@ -49,10 +49,13 @@ FieldError completion_error(const json& body, OpenAiEndpoint endpoint = OpenAiEn
   return {};
 }
 
-TEST(OpenAiRequest, TextPromptIsEncodedWithSpecialTokensAndDefaultsFillTheContext) {
+TEST(OpenAiRequest, TextPromptIsEncodedWithSpecialTokensAndDefaultsAsOpenAisAndVllms) {
   OpenAiRequest r = completion({{"prompt", "Once upon a time"}});
   EXPECT_EQ(r.generation.prompt, tokenizer().encode("Once upon a time", true));
-  EXPECT_EQ(r.generation.options.max_new_tokens, 512 - static_cast<int64_t>(r.generation.prompt.size()));
+  EXPECT_EQ(r.generation.options.max_new_tokens, 16);  // a completion's default; a chat fills the context
+  EXPECT_EQ(completion({{"prompt", std::vector<int>(500, 5)}}).generation.options.max_new_tokens, 12);  // what is left
+  EXPECT_EQ(chat({{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}).generation.options.max_new_tokens,
+            512 - static_cast<int64_t>(chat({{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}).generation.prompt.size()));
   EXPECT_TRUE(r.generation.options.sampling.do_sample);  // OpenAI's default temperature is 1
   EXPECT_FALSE(r.stream);
   EXPECT_EQ(r.generation.cls, "");
@@ -115,9 +118,9 @@ TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
 
 TEST(OpenAiRequest, ChatMessagesGoThroughTheTemplate) {
   const json messages = {{{"role", "system"}, {"content", "Be brief."}},
-                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello "}}, {{"type", "text"}, {"text", "there"}}}}}};
+                         {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}, "there"}}}};
   OpenAiRequest r = chat({{"model", "llama"}, {"messages", messages}, {"max_completion_tokens", 5}});
-  const std::vector<ChatMessage> expected = {{"system", "Be brief."}, {"user", "Hello there"}};
+  const std::vector<ChatMessage> expected = {{"system", "Be brief."}, {"user", "Hello\nthere"}};  // joined as vLLM joins parts
   EXPECT_EQ(r.generation.prompt, tokenizer().encode(kPlain.apply(expected, true), true));
   EXPECT_EQ(r.generation.options.max_new_tokens, 5);
 }
