@@ -42,17 +42,21 @@ int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens,
   const int64_t context = model.context_length;
   if (context <= 0) return max_tokens.value_or(default_max.value_or(16));
   const int64_t room = context_room(prompt_tokens, context);
+  // OpenAI's code for both, which clients check to shorten the prompt and retry.
+  auto too_long = [](std::string message, std::string param) {
+    return FieldError{Code::BadRequest, std::move(message), std::move(param), "context_length_exceeded"};
+  };
   if (room == 0)
-    throw bad("This model's maximum context length is " + std::to_string(context) + " tokens. However, your prompt has " +
-                  std::to_string(prompt_tokens) + " tokens, which leaves no room to generate. Please reduce the length of the prompt.",
-              "");
+    throw too_long("This model's maximum context length is " + std::to_string(context) + " tokens. However, your prompt has " +
+                       std::to_string(prompt_tokens) + " tokens, which leaves no room to generate. Please reduce the length of the prompt.",
+                   "");
   if (!max_tokens) return default_max ? std::min(*default_max, room) : room;
   if (*max_tokens > room)
-    throw bad("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
-                  std::to_string(prompt_tokens + *max_tokens) + " tokens (" + std::to_string(prompt_tokens) +
-                  " in the prompt, " + std::to_string(*max_tokens) + " in the completion). Please reduce the length of the prompt or " +
-                  param + ".",
-              param);
+    throw too_long("This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
+                       std::to_string(prompt_tokens + *max_tokens) + " tokens (" + std::to_string(prompt_tokens) +
+                       " in the prompt, " + std::to_string(*max_tokens) + " in the completion). Please reduce the length of the prompt or " +
+                       param + ".",
+                   param);
   return *max_tokens;
 }
 

@@ -203,6 +203,7 @@ nlohmann::json openai_error_json(const FieldError& e) {
                                                    : "server_error";
   nlohmann::json code = nullptr;
   if (e.code == Code::NotFound && e.param == "model") code = "model_not_found";
+  if (!e.kind.empty()) code = e.kind;
   return {{"error",
            {{"message", e.message},
             {"type", type},

@@ -18,6 +18,7 @@ struct FieldError {
   Code code = Code::BadRequest;
   std::string message;
   std::string param;
+  std::string kind = "";  // OpenAI's error.code where it names one ("context_length_exceeded")
 };
 
 // Parses a request body that must be a JSON object; FieldError otherwise.

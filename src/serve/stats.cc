@@ -27,6 +27,9 @@ void ModelStats::finished(const std::string& cls, Code code, bool was_queued, ui
     --c.pending;
     c.queue_us += queue_ns / 1000;
     c.queue_latency.add(queue_ns / 1e3);
+  }
+  // Triton's statistics count queue time for successes only: dashboards divide it by their count.
+  if (was_queued && code == Code::Ok) {
     ++s_.queue_count;
     s_.queue_ns += queue_ns;
   }

@@ -215,9 +215,11 @@ def test_too_long_prompt_and_unknown_model(client):
         with pytest.raises(openai.BadRequestError) as e:
             client.completions.create(model="llama", prompt=[5] * n, max_tokens=4)
         assert "512" in e.value.message and f"{n} tokens" in e.value.message
+        assert e.value.body["code"] == "context_length_exceeded"  # OpenAI's: clients shorten and retry on it
     with pytest.raises(openai.BadRequestError) as e:
         client.completions.create(model="llama", prompt=[5] * 500, max_tokens=20)
     assert "512" in e.value.message and "520" in e.value.message
+    assert e.value.body["code"] == "context_length_exceeded" and e.value.body["param"] == "max_tokens"
     with pytest.raises(openai.NotFoundError) as e:
         client.completions.create(model="nope", prompt="Hi", max_tokens=4)
     assert e.value.body["code"] == "model_not_found"

@@ -516,6 +516,10 @@ def test_every_refused_request_is_counted_as_a_failure(server):
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     client.close()
     assert failures() - before == 5
+    # Triton counts queue time for successes only; a request the model failed (an id out of range,
+    # above) was counted too, and dashboards dividing queue time by the success count were off.
+    stats = httpclient.InferenceServerClient(server.url).get_inference_statistics("demo")["model_stats"][0]
+    assert stats["inference_stats"]["queue"]["count"] == stats["inference_stats"]["success"]["count"], stats
 
 
 def test_an_answer_written_while_draining_closes_its_keep_alive_connection(tmp_path):
