@@ -260,7 +260,7 @@ bool Batcher::run(size_t context, std::vector<Request>& requests, Clock::duratio
   const Queue& q = *requests.front().queue;
   int64_t rows = 0, longest = -1;
   for (const auto& r : requests) rows += r.shape.rows, longest = std::max(longest, r.shape.seq);
-  const int64_t padded_to = token_mode() ? -1 : batch_seq(longest, pad_seq);
+  const int64_t padded_to = token_mode() ? -1 : padded_length(longest, pad_seq);
   std::vector<Tensors> outputs;
   Status failure;
   try {
@@ -301,7 +301,7 @@ bool Batcher::run(size_t context, std::vector<Request>& requests, Clock::duratio
   return every_one_ran;
 }
 
-int64_t Batcher::batch_seq(int64_t longest, bool pad_seq) const {
+int64_t Batcher::padded_length(int64_t longest, bool pad_seq) const {
   const int64_t padded = padded_seq(longest, sig_.seq_bucket(config_.seq_bucket));
   return !pad_seq || padded >= padding_fails_at_.load() ? longest : padded;
 }

@@ -150,7 +150,7 @@ class Batcher {
   Ran run_packed(size_t context, const std::vector<Request>& requests, int64_t rows);
   Ran run_padded(size_t context, const std::vector<Request>& requests, int64_t rows, int64_t batch_seq);
   // The length a padded batch whose longest request has `longest` tokens runs at (-1: no sequence).
-  int64_t batch_seq(int64_t longest, bool pad_seq) const;
+  int64_t padded_length(int64_t longest, bool pad_seq) const;
   void complete(const std::string& cls, Request& r, Completion c);
 
   const ServeConfig config_;
