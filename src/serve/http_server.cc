@@ -2,8 +2,11 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <cstdlib>
 #include <optional>
 
 #include <httplib.h>
@@ -77,6 +80,23 @@ bool has_conflicting_lengths(const httplib::Request& req) {
   return false;
 }
 
+// The body's length as its (one, checked) Content-Length header gives it; 0 without one or for a
+// value that is not a number (httplib then reads no body), INT64_MAX past that.
+int64_t declared_length(const httplib::Request& req) {
+  auto h = req.headers.find("Content-Length");
+  if (h == req.headers.end()) return 0;
+  const std::string& v = h->second;
+  const size_t digits = v.find_first_not_of(" \t");
+  if (digits == std::string::npos || !std::isdigit(static_cast<unsigned char>(v[digits]))) return 0;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v.c_str() + digits, nullptr, 10);
+  return errno == ERANGE || n > static_cast<unsigned long long>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(n);
+}
+
+std::string body_limit_message(int64_t limit) {
+  return "request body exceeds the limit of " + std::to_string(limit) + " bytes (serve.max_body_bytes)";
+}
+
 void send_json(httplib::Response& res, const nlohmann::json& j) {
   res.status = 200;
   res.set_content(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJsonContentType);
@@ -109,6 +129,12 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
       send_error_and_close(res, Code::BadRequest, "the request has conflicting Content-Length headers");
       return httplib::Server::HandlerResponse::Handled;
     }
+    // httplib reads (and drops) a body over the limit before its 413, so a client that sent only
+    // the headers waited for the read timeout (10 s) and held a thread meanwhile.
+    if (declared_length(req) > max_body_bytes_) {
+      send_error_and_close(res, Code::BadRequest, body_limit_message(max_body_bytes_));
+      return httplib::Server::HandlerResponse::Handled;
+    }
     return httplib::Server::HandlerResponse::Unhandled;
   });
   server_->set_logger([](const httplib::Request&, const httplib::Response&) { end_counted_request(); });
@@ -136,10 +162,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
   server_->set_keep_alive_max_count(100000);
   server_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return;  // a handler's own {"error": ...}
-    if (res.status == 413)
-      return send_error(res, Code::BadRequest,
-                        "request body exceeds the limit of " + std::to_string(max_body_bytes) +
-                            " bytes (serve.max_body_bytes)");
+    if (res.status == 413) return send_error(res, Code::BadRequest, body_limit_message(max_body_bytes));
     if (res.status == 404) return send_error(res, Code::NotFound, "no such endpoint: " + req.method + " " + req.path);
     if (res.status == 503) return send_error(res, Code::Unavailable, "not ready");  // a health check's answer
     send_error(res, res.status >= 500 ? Code::Internal : Code::BadRequest, "bad request");

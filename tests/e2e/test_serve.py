@@ -321,6 +321,15 @@ def test_oversized_body_is_refused(tmp_path):
         code, text = post(f"{s.url}/v2/models/demo/infer", body, timeout=30)
         assert code == 400 and "max_body_bytes" in json.loads(text)["error"]
         assert post(f"{s.url}/v2/models/demo/infer", infer_body(), timeout=30)[0] == 200
+        # Refused from its headers: httplib read the body first, so a client that waits to be
+        # told before sending it waited for the 10 s read timeout.
+        early = socket.create_connection(("127.0.0.1", s.http), timeout=5)
+        early.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n")
+        reply = b""
+        while b"max_body_bytes" not in reply and (chunk := early.recv(65536)):
+            reply += chunk
+        early.close()
+        assert reply.startswith(b"HTTP/1.1 400") and b"exceeds the limit of 2048 bytes" in reply, reply
         grpc = grpcclient.InferenceServerClient(s.grpc_url)
         big = np.ones((1, 1024), np.int64)
         with pytest.raises(InferenceServerException) as e:
