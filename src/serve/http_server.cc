@@ -163,6 +163,7 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
   server_->set_error_handler([max_body_bytes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.content_provider_) return;  // a handler's own {"error": ...}
     if (res.status == 413) return send_error(res, Code::BadRequest, body_limit_message(max_body_bytes));
+    if (res.status == 404 && is_openai_path(req.path)) return send_openai_not_found(req, res);
     if (res.status == 404) return send_error(res, Code::NotFound, "no such endpoint: " + req.method + " " + req.path);
     if (res.status == 503) return send_error(res, Code::Unavailable, "not ready");  // a health check's answer
     send_error(res, res.status >= 500 ? Code::Internal : Code::BadRequest, "bad request");

@@ -36,6 +36,19 @@ auto guarded(Handler handler) {
   };
 }
 
+void refuse_other_methods(httplib::Server& server, const std::string& path, const std::string& allowed) {
+  auto refuse = [allowed](const httplib::Request& req, httplib::Response& res) {
+    send_error(res, {Code::BadRequest, req.method + " is not allowed on " + req.path + "; use " + allowed, ""});
+    res.status = 405;
+    res.set_header("Allow", allowed);
+  };
+  if (allowed != "GET") server.Get(path, refuse);
+  if (allowed != "POST") server.Post(path, refuse);
+  server.Put(path, refuse);
+  server.Patch(path, refuse);
+  server.Delete(path, refuse);
+}
+
 // The model a body names; with no "model", the one decoder served (when there is one).
 GenerativeModel& find_model(Models& models, const std::string& name) {
   if (name.empty()) {
@@ -130,6 +143,16 @@ void add_openai_routes(httplib::Server& server, Models& models, int64_t max_body
                res.set_content(dump_json(model_card(find_model(*ms, req.matches[1]))), kJsonContentType);
              }));
   server.Get("/health", [ms](const httplib::Request&, httplib::Response& res) { res.status = ms->ready() ? 200 : 503; });
+  // The other methods on these paths: 405 naming the one allowed, as vLLM answers (httplib's
+  // default is 404, which reads as a wrong URL).
+  for (const char* path : {"/v1/completions", "/v1/chat/completions"}) refuse_other_methods(server, path, "POST");
+  for (const char* path : {"/v1/models", "/v1/models/(.+)", "/health"}) refuse_other_methods(server, path, "GET");
+}
+
+bool is_openai_path(const std::string& path) { return path.starts_with("/v1/"); }
+
+void send_openai_not_found(const httplib::Request& req, httplib::Response& res) {
+  send_error(res, {Code::NotFound, "no such endpoint: " + req.method + " " + req.path, ""});
 }
 
 }  // namespace fusor::serve

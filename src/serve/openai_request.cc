@@ -28,6 +28,9 @@ void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
   }
   for (const char* name : {"tools", "functions"})
     if (const nlohmann::json* t = f.get(name); t && !(t->is_array() && t->empty())) not_implemented(name, "(tool calls)");
+  // Without tools, "none" and "auto" both mean plain text; anything else asks for a tool call.
+  if (const nlohmann::json* c = f.get("tool_choice"); c && !(c->is_string() && (*c == "none" || *c == "auto")))
+    not_implemented("tool_choice", "other than \"none\" or \"auto\" (tool calls)");
   if (const nlohmann::json* r = f.get("response_format")) {
     if (!r->is_object()) throw bad("'response_format' must be an object such as {\"type\": \"text\"}", "response_format");
     if (RequestFields(*r).string("type").value_or("text") != "text") not_implemented("response_format", "other than {\"type\": \"text\"}");

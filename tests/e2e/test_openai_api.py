@@ -10,6 +10,7 @@ import gzip
 import json
 import socket
 import time
+import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -202,9 +203,12 @@ def test_chat_content_parts_are_strings_or_text_objects_joined_by_newlines(clien
 def test_chat_refusals(client):
     msg = [{"role": "user", "content": "Hi"}]
     for kw in ({"logprobs": True}, {"n": 3}, {"response_format": {"type": "json_object"}},
-               {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}):
+               {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+               {"tool_choice": "required"}, {"tool_choice": {"type": "function", "function": {"name": "f"}}}):
         with pytest.raises(openai.BadRequestError):
             client.chat.completions.create(model="llama", messages=msg, max_tokens=4, **kw)
+    # Without tools, "none" and "auto" ask for nothing more than text.
+    assert client.chat.completions.create(model="llama", messages=msg, max_tokens=2, tool_choice="none").choices
 
 
 def test_too_long_prompt_and_unknown_model(client):
@@ -240,6 +244,19 @@ def test_bad_bodies_get_openai_errors(server):
             status, out = post(server.url + path, body, {"Content-Type": "application/json"})
             assert status == 400, (path, body, out)
             assert set(json.loads(out)["error"]) == {"message", "type", "param", "code"}
+    # A wrong method is 405 naming the right one (vLLM's answer), an unknown /v1 path 404, both in
+    # OpenAI's shape.
+    for method, path, allowed in (("GET", "/v1/completions", "POST"), ("DELETE", "/v1/chat/completions", "POST"),
+                                  ("POST", "/v1/models", "GET")):
+        request = urllib.request.Request(f"http://{server.url}{path}", data=b"{}" if method == "POST" else None,
+                                         method=method)
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(request, timeout=30)
+        assert e.value.code == 405 and e.value.headers["Allow"] == allowed, (method, path)
+        assert set(json.loads(e.value.read())["error"]) == {"message", "type", "param", "code"}
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"http://{server.url}/v1/embeddings", timeout=30)
+    assert e.value.code == 404 and "/v1/embeddings" in json.loads(e.value.read())["error"]["message"]
     # A gzip body is bounded once inflated (64 MiB by default), not as sent: ~65 KB inflating past it.
     bomb = gzip.compress(b'{"model": "llama", "prompt": "' + b"a" * (65 << 20) + b'"}', 1)
     for path in ("/v1/completions", "/v2/models/llama/generate"):
