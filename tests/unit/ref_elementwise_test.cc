@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 
 #include "ref_test_util.h"
@@ -81,6 +82,16 @@ TEST(RefElementwise, ActivationsMatchFormulas) {
   EXPECT_NEAR(values<float>(gelu_tanh[0])[2], 1.9545977f, 1e-6);
   auto relu = run(make_node("Relu", 14), {x});
   EXPECT_EQ(values<float>(relu[0]), (std::vector<float>{0, 0, 2}));
+}
+
+// The reference is the gate's ground truth: an activation of NaN is NaN (std::min(1, NaN) made
+// HardSigmoid's 1).
+TEST(RefElementwise, ActivationsKeepNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const char* op : {"Relu", "HardSigmoid", "HardSwish", "LeakyRelu", "Sigmoid", "Elu"}) {
+    const std::vector<float> y = values<float>(run(make_node(op, 14), {make<float>({2}, {nan, 1.f})})[0]);
+    EXPECT_TRUE(std::isnan(y[0])) << op << "(NaN) = " << y[0];
+  }
 }
 
 // A unary op of the elementwise table against its spec's formula evaluated in double (with the

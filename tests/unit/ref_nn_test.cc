@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "ref_test_util.h"
 
@@ -109,6 +110,20 @@ TEST(RefNn, PoolCeilModeAndCountIncludePad) {
   ap.attrs["count_include_pad"] = int64_t{1};
   expect_values(run(ap, {x})[0], {1, 1, 2, 2}, {0.25f, 1.25f, 3.5f, 8.5f});
   expect_values(run(node_of(Op::GlobalAveragePool, 1), {x})[0], {1, 1, 1, 1}, {8.5f});
+}
+
+// A NaN anywhere in a window is the window's max (numpy's and PyTorch's); it counted only as the
+// window's first tap.
+TEST(RefNn, MaxPoolKeepsNaNAnywhereInTheWindow) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Node mp = node_of(Op::MaxPool, 12, {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  std::vector<float> xs = {1, 2, 5, 6, 3, nan, 7, 8, nan, 1, 1, 1, 1, 1, 1, 9};
+  const std::vector<float> y = values<float>(run(mp, {make({1, 1, 4, 4}, xs)})[0]);
+  ASSERT_EQ(y.size(), 4u);
+  EXPECT_TRUE(std::isnan(y[0]));  // NaN as the last tap
+  EXPECT_EQ(y[1], 8.f);
+  EXPECT_TRUE(std::isnan(y[2]));  // NaN as the first tap
+  EXPECT_EQ(y[3], 9.f);
 }
 
 TEST(RefNn, ErrorsNameTheNode) {

@@ -115,7 +115,9 @@ void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
         int64_t best_at = -1;
         for_each_tap(w, st, [&](int64_t iz, int64_t iy, int64_t ix) {
           T v = xc[(iz * w.in[1] + iy) * w.in[2] + ix];
-          if (best_at < 0 || v > best) {
+          // A NaN in the window is the answer (numpy's and PyTorch's max): once taken, nothing
+          // compares greater. It was kept only as the window's first tap.
+          if (best_at < 0 || v > best || (!(v == v) && best == best)) {
             best = v;
             best_at = col_major ? (ix * w.in[1] + iy) * w.in[0] + iz : (iz * w.in[1] + iy) * w.in[2] + ix;
           }

@@ -32,8 +32,14 @@ FUSOR_SCALAR(Log, std::log(x))
 FUSOR_SCALAR(Neg, wrap_neg(x))
 FUSOR_SCALAR(Relu, x < T(0) ? T(0) : x)  // NaN stays NaN, like numpy's maximum(x, 0)
 FUSOR_SCALAR(Sigmoid, T(1) / (T(1) + std::exp(-x)))
-FUSOR_SCALAR(HardSigmoid, std::max(T(0), std::min(T(1), T(p.alpha) * x + T(p.beta))))
-FUSOR_SCALAR(HardSwish, x * std::max(T(0), std::min(T(1), x / T(6) + T(0.5))))
+// Clamped to [0, 1] by comparisons that are false for NaN, so NaN stays NaN (std::min(1, NaN)
+// is 1: HardSigmoid(NaN) was 1).
+template <class T>
+T clamp_unit_keeping_nan(T v) {
+  return v < T(0) ? T(0) : (v > T(1) ? T(1) : v);
+}
+FUSOR_SCALAR(HardSigmoid, clamp_unit_keeping_nan(T(p.alpha) * x + T(p.beta)))
+FUSOR_SCALAR(HardSwish, x * clamp_unit_keeping_nan(x / T(6) + T(0.5)))
 FUSOR_SCALAR(LeakyRelu, x < T(0) ? T(p.alpha) * x : x)
 // log(exp(x) + 1) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, no loss for small.
 FUSOR_SCALAR(Softplus, x > T(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)))
