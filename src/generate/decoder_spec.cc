@@ -11,6 +11,7 @@
 #include "fusor/decoder.h"
 #include "fusor/error.h"
 #include "generate/name_template.h"
+#include "io/json_depth.h"
 
 namespace fusor {
 namespace {
@@ -27,6 +28,8 @@ json read_json(const fs::path& file) {
   if (!in) throw Error("cannot read " + file.string(), ErrorKind::InvalidArgument);
   std::ostringstream text;
   text << in.rdbuf();
+  if (!json_depth_within(text.str()))
+    throw Error(file.string() + ": nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", ErrorKind::InvalidModel);
   json j = json::parse(text.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object())
     throw Error(file.string() + ": not a JSON object", ErrorKind::InvalidModel);

@@ -1,27 +1,54 @@
 #include "io/atomic_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstdio>
+#include <random>
 #include <string>
 
 namespace fusor {
+namespace {
+
+// A new temporary file beside `path`, created here and now: O_EXCL refuses a name that exists,
+// a symlink included, so a name planted in a shared folder (the old one was predictable: the
+// target's name and the pid) cannot redirect the write to another file. -1 when none could be
+// made. Hidden, so that a listing skips it.
+int create_temporary(const std::filesystem::path& path, std::filesystem::path& tmp) {
+  std::random_device entropy;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".tmp%08x%08x", entropy(), entropy());
+    tmp = path.parent_path() / ("." + path.filename().string() + suffix);
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
+}
+
+bool write_all(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
 
 bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  // Hidden and per process, so that two writers never share one and a listing skips it.
-  std::string name = ".";
-  name += path.filename().string();
-  name += ".tmp" + std::to_string(::getpid());
-  const fs::path tmp = path.parent_path() / name;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f || !f.write(bytes.data(), static_cast<std::streamsize>(bytes.size())) || !f.flush()) {
-      f.close();
-      fs::remove(tmp, ec);
-      return false;
-    }
+  fs::path tmp;
+  const int fd = create_temporary(path, tmp);
+  if (fd < 0) return false;
+  const bool written = write_all(fd, bytes);
+  if (::close(fd) != 0 || !written) {
+    fs::remove(tmp, ec);
+    return false;
   }
   fs::rename(tmp, path, ec);
   if (!ec) return true;

@@ -1,10 +1,15 @@
 #include "serve/request_fields.h"
 
 #include <cmath>
+#include <string>
+
+#include "io/json_depth.h"
 
 namespace fusor::serve {
 
 nlohmann::json parse_json_object(const std::string& body) {
+  if (!json_depth_within(body))
+    throw FieldError{Code::BadRequest, "the request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels", ""};
   nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_discarded()) throw FieldError{Code::BadRequest, "the request body is not valid JSON", ""};
   if (!j.is_object()) throw FieldError{Code::BadRequest, "the request body must be a JSON object", ""};

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "fusor/error.h"
+#include "io/json_depth.h"
 #include "text/jinja_builtins.h"
 #include "text/jinja_eval.h"
 #include "text/jinja_lexer.h"
@@ -44,8 +45,10 @@ std::string read_file(const std::filesystem::path& path) {
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {
+  const std::string text = read_file(path);
+  if (!json_depth_within(text)) invalid(path.string() + ": malformed JSON: nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   try {
-    return nlohmann::json::parse(read_file(path));
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     std::string what = e.what();
     invalid(path.string() + ": malformed JSON: " + what.substr(0, what.find('\n')));

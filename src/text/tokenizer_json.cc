@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fusor/error.h"
+#include "io/json_depth.h"
 #include "text/byte_level.h"
 #include "text/tokenizer_impl.h"
 
@@ -256,6 +257,7 @@ std::vector<text::AddedToken> read_added_tokens(const Reader& r, const json& roo
 std::shared_ptr<const Tokenizer::Impl> Tokenizer::Impl::parse(std::string_view json_text, const std::string& origin) {
   Reader r{origin};
   json root;
+  if (!json_depth_within(json_text)) r.fail("not valid JSON", "nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   try {
     root = json::parse(json_text);
   } catch (const json::exception& e) {

@@ -244,6 +244,14 @@ def test_bad_bodies_get_openai_errors(server):
             status, out = post(server.url + path, body, {"Content-Type": "application/json"})
             assert status == 400, (path, body, out)
             assert set(json.loads(out)["error"]) == {"message", "type", "param", "code"}
+    # Nested 200,000 deep (a 400 KB body): parsed, then copied recursively, it overflowed the stack
+    # of the thread that copied it and killed the server.
+    deep = b"[" * 200000 + b"]" * 200000
+    for path, body in (("/v1/completions", b'{"model": "llama", "prompt": "Hi", "stop": ' + deep + b"}"),
+                       ("/v1/chat/completions", b'{"model": "llama", "messages": [], "max_tokens": ' + deep + b"}"),
+                       ("/v2/models/llama/generate", b'{"text_input": "Hi", "unused": ' + deep + b"}")):
+        status, out = post(server.url + path, body, {"Content-Type": "application/json"})
+        assert status == 400 and b"nests deeper than 128 levels" in out, (path, status, out[:200])
     # A wrong method is 405 naming the right one (vLLM's answer), an unknown /v1 path 404, both in
     # OpenAI's shape.
     for method, path, allowed in (("GET", "/v1/completions", "POST"), ("DELETE", "/v1/chat/completions", "POST"),

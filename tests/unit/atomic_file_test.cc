@@ -1,4 +1,5 @@
 #include "io/atomic_file.h"
+#include "io/json_depth.h"
 
 #include <gtest/gtest.h>
 
@@ -6,6 +7,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
 
 namespace fusor {
 namespace {
@@ -44,6 +46,29 @@ TEST(AtomicFile, AFailedWriteLeavesWhatWasThere) {
   EXPECT_FALSE(write_file_atomically(dir / "missing" / "model.onnx", "bytes"));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
   fs::remove_all(dir);
+}
+
+// A hostile model folder planted a symlink where the temporary file would go (its name was the
+// target's and the pid): `fusor check` then wrote its verdicts into the file the link named.
+TEST(AtomicFile, APlantedSymlinkIsNotFollowed) {
+  const fs::path dir = fresh_folder("atomic_file_symlink");
+  const fs::path victim = dir / "victim";
+  { std::ofstream(victim) << "precious"; }
+  const fs::path p = dir / "model.onnx.fusor-verdicts.json";
+  fs::create_symlink(victim, dir / (".model.onnx.fusor-verdicts.json.tmp" + std::to_string(::getpid())));
+  ASSERT_TRUE(write_file_atomically(p, "verdicts"));
+  EXPECT_EQ(read(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(p));
+  EXPECT_EQ(read(p), "verdicts");
+  fs::remove_all(dir);
+}
+
+TEST(JsonDepth, CountsBracketsOutsideStrings) {
+  EXPECT_TRUE(json_depth_within(R"({"a": [[1], {"b": 2}]})", 3));
+  EXPECT_FALSE(json_depth_within(R"({"a": [[1], {"b": 2}]})", 2));
+  EXPECT_TRUE(json_depth_within(R"(["[[[[", "\"[[[["])", 1));  // in strings, escaped quotes too
+  EXPECT_FALSE(json_depth_within(std::string(200000, '[') + std::string(200000, ']')));
+  EXPECT_TRUE(json_depth_within("not json {"));  // the parser judges validity
 }
 
 }  // namespace

@@ -242,6 +242,14 @@ TEST(Tokenizer, MalformedFilesGiveOneLineErrors) {
     EXPECT_NE(std::string(e.what()).find("broken.json: not valid JSON"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Tokenizer::load("/nonexistent/folder"), Error);
+  // A normalizer nested 200,000 deep parsed, then its copy overflowed the stack (a crash).
+  const std::string deep = "{\"model\": {}, \"normalizer\": " + std::string(200000, '[') + std::string(200000, ']') + "}";
+  try {
+    Tokenizer::from_json(deep, "deep.json");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deep.json: not valid JSON"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Tokenizer, BadIdsAndTextAreRefused) {
