@@ -216,8 +216,8 @@ TEST(DecoderBatch, SequencesAtDifferentPositionsMatchEachAlone) {
 }
 
 // A prompt-sized chunk that ends at most 4 feeds runs on a plan whose tail has 4 logit rows, one
-// that ends more on the plan with a row per sequence: both match each sequence alone, and the
-// first step builds both forms of its token count (the larger one first, for the vocabulary).
+// that ends up to 16 on a plan of 16, more on the plan with a row per sequence: each matches each
+// sequence alone. The first step builds the largest form (for the vocabulary) and its own.
 TEST(DecoderBatch, FewAndManyLogitRowsOfAPromptSizedStepMatchEachAlone) {
   SessionOptions unfused;
   unfused.fusion.reset();
@@ -243,8 +243,8 @@ TEST(DecoderBatch, FewAndManyLogitRowsOfAPromptSizedStepMatchEachAlone) {
   for (int i = 1; i < 6; ++i) fed.push_back(ids(20, 10 + i));
   std::vector<DecoderBatch::Feed> feeds;
   for (int i = 0; i < 6; ++i) feeds.push_back({seq[static_cast<size_t>(i)], fed[static_cast<size_t>(i)]});
-  check(feeds, {0, 1, 2, 3, 4, 5});  // 101 tokens, six rows read: the same token count's other plan
-  EXPECT_EQ(batch.plans_built(), 2u);
+  check(feeds, {0, 1, 2, 3, 4, 5});  // 101 tokens, six rows read: the same token count's 16-row plan
+  EXPECT_EQ(batch.plans_built(), 3u);
 }
 
 // Steps run one at a time, so every plan runs in one arena: all of them built (up to 128 tokens)
