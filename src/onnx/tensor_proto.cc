@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -13,13 +14,27 @@
 namespace fusor {
 namespace {
 
-std::string read_external(const onnx::TensorProto& p, const std::string& base_dir) {
+// An external_data number (offset, length): decimal digits only, as ONNX writes them.
+int64_t external_number(const onnx::TensorProto& p, const std::string& key, const std::string& text) {
+  int64_t n = 0;
+  const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  for (size_t i = 0; digits && i < text.size() && n >= 0; ++i)
+    n = n > (INT64_MAX - (text[i] - '0')) / 10 ? -1 : n * 10 + (text[i] - '0');
+  if (!digits || n < 0)
+    throw Error("tensor '" + p.name() + "': external data " + key + " '" + text + "' is not a non-negative integer");
+  return n;
+}
+
+// The `need` bytes of a tensor stored in a file of the model's folder. Everything is checked
+// before anything is allocated or read: a directory "opened" and read as zeros, a FIFO blocked
+// forever, and a 3 GB file with no length was read whole before its size was compared.
+std::string read_external(const onnx::TensorProto& p, const std::string& base_dir, uint64_t need) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : p.external_data()) {
     if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::stoll(kv.value());
-    else if (kv.key() == "length") length = std::stoll(kv.value());
+    else if (kv.key() == "offset") offset = external_number(p, "offset", kv.value());
+    else if (kv.key() == "length") length = external_number(p, "length", kv.value());
   }
   namespace fs = std::filesystem;
   if (location.empty()) throw Error("tensor '" + p.name() + "': external data has no location");
@@ -28,16 +43,23 @@ std::string read_external(const onnx::TensorProto& p, const std::string& base_di
   auto rel = file.lexically_relative(base);
   if (rel.empty() || *rel.begin() == "..")
     throw Error("tensor '" + p.name() + "': external data location '" + location + "' is outside the model folder");
-  std::ifstream f(file, std::ios::binary);
-  if (!f) throw Error("tensor '" + p.name() + "': cannot open external data file " + file.string());
-  f.seekg(0, std::ios::end);
-  int64_t size = f.tellg();
-  if (offset < 0 || offset > size || (length >= 0 && offset + length > size))
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw Error("tensor '" + p.name() + "': cannot open external data file " + file.string());
+  if (!fs::is_regular_file(file, ec))
+    throw Error("tensor '" + p.name() + "': external data location '" + location + "' is not a regular file");
+  const uintmax_t size = fs::file_size(file, ec);
+  if (ec) throw Error("tensor '" + p.name() + "': cannot read external data file " + file.string());
+  if (static_cast<uintmax_t>(offset) > size || (length >= 0 && static_cast<uintmax_t>(length) > size - offset))
     throw Error("tensor '" + p.name() + "': external data range is outside file " + file.string());
-  if (length < 0) length = size - offset;
+  if (length < 0) length = static_cast<int64_t>(size - offset);  // to the end of the file
+  if (static_cast<uint64_t>(length) != need)
+    throw Error("tensor '" + p.name() + "' has " + std::to_string(length) + " bytes of external data but its shape " +
+                dims_to_string(Dims(p.dims().begin(), p.dims().end())) + " needs " + std::to_string(need));
+  std::ifstream f(file, std::ios::binary);
   std::string bytes(static_cast<size_t>(length), '\0');
-  f.seekg(offset);
-  f.read(bytes.data(), length);
+  if (!f || !f.seekg(offset) || !f.read(bytes.data(), length))
+    throw Error("tensor '" + p.name() + "': cannot read " + std::to_string(length) + " bytes of external data from " +
+                file.string());
   return bytes;
 }
 
@@ -73,7 +95,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   // Inline raw data is read in place: a copy of it held a second whole tensor (the largest is
   // 17 MB in llama-tiny) at the peak of every model's load.
   std::string external_bytes;
-  if (external) external_bytes = read_external(p, base_dir);
+  if (external) external_bytes = read_external(p, base_dir, is_4bit(dtype) ? packed_4bit_bytes(count) : count * dtype_size(dtype));
   const std::string& bytes = external ? external_bytes : p.raw_data();
   const bool raw = external || p.has_raw_data();
   if (is_4bit(dtype)) return tensor_4bit_from_proto(p, dtype, dims, count, raw, bytes);  // packed in files

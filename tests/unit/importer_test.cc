@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <onnx/onnx_pb.h>
 
 #include <unistd.h>
@@ -148,6 +149,40 @@ TEST(Importer, ExternalDataOutsideTheModelFolderIsRejected) {
         }
       },
       Error);
+  fs::remove_all(dir);
+}
+
+// Each external location, offset and length is checked before anything is read: a directory
+// read as zeros, a FIFO blocked forever, and a file longer than the tensor was read whole first.
+TEST(Importer, ExternalDataIsCheckedBeforeItIsRead) {
+  fs::path dir = fs::temp_directory_path() / ("fusor_external_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "folder");
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  auto expect = [&](const std::vector<std::pair<std::string, std::string>>& fields, const std::string& message) {
+    auto m = matmul_model(dir, true);
+    auto* w = m.mutable_graph()->mutable_initializer(0);
+    w->clear_external_data();
+    for (const auto& [key, value] : fields) {
+      auto* e = w->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+    try {
+      Engine::load(write_model(m, dir));
+      ADD_FAILURE() << "expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  expect({{"location", "folder"}, {"length", "24"}}, "is not a regular file");
+  expect({{"location", "."}}, "is not a regular file");
+  expect({{"location", "fifo"}}, "is not a regular file");
+  expect({{"location", "weights.bin"}, {"offset", "x1"}}, "offset 'x1' is not a non-negative integer");
+  expect({{"location", "weights.bin"}, {"length", "-5"}}, "length '-5' is not a non-negative integer");
+  expect({{"location", "weights.bin"}, {"offset", "1"}, {"length", "9223372036854775807"}}, "outside file");
+  expect({{"location", "weights.bin"}, {"offset", "99999999999999999999"}}, "is not a non-negative integer");
+  expect({{"location", "weights.bin"}, {"offset", "4"}}, "bytes of external data but its shape [2, 3] needs 24");
   fs::remove_all(dir);
 }
 
