@@ -181,6 +181,13 @@ std::string DecoderSpec::model_file_of(const std::string& path) {
       if (decoder.is_object() && decoder.contains("filename") && decoder["filename"].is_string())
         name = decoder["filename"].get<std::string>();
     }
+    // A name inside the folder: the folder's own config could otherwise load any .onnx file on
+    // the machine (and that file's folder's weights). Checked as written, not through symlinks:
+    // a Hugging Face snapshot's files are links into its cache.
+    const fs::path rel = fs::path(name).lexically_normal();
+    if (rel.is_absolute() || rel.empty() || *rel.begin() == ".." || rel == ".")
+      throw Error(path + "/genai_config.json: model.decoder.filename '" + name + "' is outside the model folder",
+                  ErrorKind::InvalidModel);
     file /= name;
   }
   if (!fs::is_regular_file(file, ec))

@@ -396,3 +396,10 @@ def test_genai_config_names_are_used(tmp_path):
     (tmp_path / "genai_config.json").write_text(json.dumps(genai))
     r = run_fusor("generate", tmp_path, "--prompt-ids", ids_arg(range(3, 12)), "--max-new-tokens", 1)
     assert r.returncode != 0 and "context length of 8" in r.stderr
+    # The decoder's file stays inside the folder, as external data does: a folder's config
+    # loaded any .onnx file on the machine.
+    for outside in (str(MODELS / "gpt2-tiny" / "model.onnx"), "../elsewhere/model.onnx"):
+        genai["model"]["decoder"]["filename"] = outside
+        (tmp_path / "genai_config.json").write_text(json.dumps(genai))
+        r = run_fusor("generate", tmp_path, "--prompt-ids", "1,2", "--max-new-tokens", 1)
+        assert r.returncode != 0 and "is outside the model folder" in r.stderr and r.stderr.count("\n") == 1, r.stderr
