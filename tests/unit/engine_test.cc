@@ -119,6 +119,59 @@ ErrorKind kind_of(const std::function<void()>& f, const std::string& fragment = 
   return ErrorKind::Runtime;
 }
 
+// Kernels on an empty tensor (a 0-sized dim beside others): the broadcast binary (and the fused
+// elementwise chain and the transpose, guarded the same way) divided an index by the zero dim,
+// undefined behaviour that UBSan reports (the release build happened to skip it).
+TEST(Engine, EmptyTensorsRunThroughBroadcastChainsAndTransposes) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("empty");
+  auto value = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(g.add_input(), "a", {3, 0, 2});
+  value(g.add_input(), "b", {1, 2});
+  value(g.add_output(), "y", {3, 0, 2});
+  value(g.add_output(), "t", {0, 3, 2});
+  auto node = [&](const char* op, std::vector<const char*> in, const char* out) {
+    onnx::NodeProto* n = g.add_node();
+    n->set_op_type(op);
+    n->set_name(out);
+    for (const char* i : in) n->add_input(i);
+    n->add_output(out);
+    return n;
+  };
+  node("Add", {"a", "b"}, "s");
+  node("Relu", {"s"}, "r");
+  node("Mul", {"r", "b"}, "y");
+  onnx::NodeProto* tr = node("Transpose", {"s"}, "t");
+  onnx::AttributeProto* perm = tr->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  for (int64_t p : {1, 0, 2}) perm->add_ints(p);
+  std::string bytes;
+  ASSERT_TRUE(m.SerializeToString(&bytes));
+  for (bool fused : {true, false}) {
+    SessionOptions options;
+    if (!fused) options.fusion.reset();
+    Session s = Engine::load_bytes(bytes).session({{"a", {3, 0, 2}}, {"b", {1, 2}}}, options);
+    Tensor b(DType::Float32, {1, 2});
+    b.data<float>()[0] = 1, b.data<float>()[1] = 2;
+    std::vector<std::string> kernels;
+    s.set_observer([&](const StepEvent& e) { kernels.emplace_back(e.kernel); });
+    auto out = s.run({{"a", Tensor(DType::Float32, {3, 0, 2})}, {"b", b}});
+    EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(), [](const std::string& k) { return k.starts_with("add_bcast"); }))
+        << "the broadcast Add runs on the CPU kernel";
+    EXPECT_EQ(out.at("y").dims(), (Dims{3, 0, 2}));
+    EXPECT_EQ(out.at("t").dims(), (Dims{0, 3, 2}));
+  }
+}
+
 TEST(Engine, CallersMistakesAreInvalidArguments) {
   Engine engine = Engine::load_bytes(chain_model());
   const auto invalid = ErrorKind::InvalidArgument;

@@ -133,6 +133,7 @@ class BinaryKernel final : public FollowsDenseLayout {
     const float* b = in[1].data<float>();
     float* z = out[0].data<float>();
     const int64_t inner = l_.inner;
+    if (out[0].numel() == 0) return;  // its odometer would divide by a zero outer dim
     if (l_.rows == 1) {  // one run: split it across threads
       parallel_range(inner, inner, 64, [&](int64_t s, int64_t e) {
         fn_(a + (l_.a_scalar ? 0 : s), b + (l_.b_scalar ? 0 : s), z + s, e - s);

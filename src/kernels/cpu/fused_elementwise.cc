@@ -159,6 +159,7 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
     // Work counts every instruction on every element: a short chain on a few tens of thousands of
     // elements (MobileNetV3's squeeze-and-excitation scale, HardSigmoid then a broadcast Mul on
     // [576, 7, 7]) pays for a second thread, where a copy of as many would not.
+    if (l_.total == 0) return;  // an empty output: its index arithmetic would divide by a zero dim
     const int64_t work = l_.total * static_cast<int64_t>(prog_.code.size() + 1);
     parallel_range(tiles_, work, 1, [&](int64_t tb, int64_t te) { run_tiles(in, out, tb, te); });
   }
@@ -276,6 +277,7 @@ class FusedElementwiseKernel final : public FollowsDenseLayout {
 
   // The tile: as many vectors as fit kScratchFloats across all buffers, 8 to 64 of them.
   void choose_tiles() {
+    if (l_.total == 0) return;  // nothing to tile (and no row to divide by); run() does nothing
     const int64_t L = static_cast<int64_t>(simd::lanes());
     const int64_t inner = l_.inner(), rows = l_.total / inner;
     tile_ = buffers_ ? kScratchFloats / buffers_ / L * L : 64 * L;

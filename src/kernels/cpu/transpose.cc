@@ -76,6 +76,7 @@ class TransposeKernel final : public Kernel {
     T* y = static_cast<T*>(out[0].raw());
     const size_t r = p_.out_dims.size();
     const int64_t total = out[0].numel();
+    if (total == 0) return;  // rows and slices would divide by a zero dim
     if (p_.row_copy) {
       const int64_t len = p_.out_dims[r - 1], rows = total / len;
       outer_loop(r - 1, -1, rows, total, [&](int64_t row, int64_t off) {
