@@ -51,6 +51,22 @@ SliceSpec resolve_slice(const Node& node, const Dims& in, const std::vector<int6
   return spec;
 }
 
+bool split_sizes_from_input(const Node& node, bool given) { return given && (node.opset >= 13 || node.opset == 1); }
+
+std::vector<int64_t> split_sizes_of(const Node& node, const Tensor& sizes) {
+  if (sizes.dtype() == DType::Int64 || sizes.dtype() == DType::Int32) return sizes.to_int64_vector();
+  if (node.opset != 1 || !(sizes.dtype() == DType::Float32 || sizes.dtype() == DType::Float64))
+    throw Error(node.describe() + ": split sizes must be int64, not " + dtype_name(sizes.dtype()));
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < sizes.numel(); ++i) {
+    const double v = sizes.dtype() == DType::Float32 ? sizes.data<float>()[i] : sizes.data<double>()[i];
+    if (!(v >= 0 && v <= 1e15) || v != static_cast<double>(static_cast<int64_t>(v)))
+      throw Error(node.describe() + ": split size " + std::to_string(v) + " is not a whole non-negative number");
+    out.push_back(static_cast<int64_t>(v));
+  }
+  return out;
+}
+
 std::vector<int64_t> resolve_split(const Node& node, int64_t dim, const std::vector<int64_t>* split,
                                    size_t num_outputs) {
   if (num_outputs == 0) fail(node, "Split has no outputs");

@@ -34,4 +34,11 @@ SliceSpec resolve_slice_node(const Node& node, const Dims& in, const std::functi
 std::vector<int64_t> resolve_split(const Node& node, int64_t dim, const std::vector<int64_t>* split,
                                    size_t num_outputs);
 
+// Whether a Split node reads its sizes from input 1 (`given`: that input is there): from opset
+// 13, and in opset 1, which took them either way (the input first); opsets 2-12 as an attribute.
+bool split_sizes_from_input(const Node& node, bool given);
+// The sizes input 1 holds: int64 or int32, or in opset 1 (typed as the data) whole numbers of
+// any numeric type. Throws naming the node otherwise.
+std::vector<int64_t> split_sizes_of(const Node& node, const Tensor& sizes);
+
 }  // namespace fusor

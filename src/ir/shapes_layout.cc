@@ -3,6 +3,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ir/data_dependent.h"
 #include "ir/graph.h"
 #include "ir/input_checks.h"
 #include "ir/layout_params.h"
@@ -167,10 +168,11 @@ std::vector<TensorType> shape::Split(const InferContext& ctx) {
   if (in.empty()) fail(ctx.node, "cannot split a scalar");
   const auto axis = static_cast<size_t>(normalize_axis(ctx.node.attr_int("axis", 0), rank_of(ctx, 0), ctx.node));
   std::optional<std::vector<int64_t>> split;
-  if (ctx.node.opset < 13) {
-    if (ctx.node.has_attr("split")) split = ctx.node.attr_ints("split");
-  } else if (ctx.has_input(1)) {
-    split = constant_ints(ctx, 1, "split sizes");
+  // Opsets 2-12 take the sizes as an attribute; 13 on as an input; 1 either way (the input first).
+  if (split_sizes_from_input(ctx.node, ctx.has_input(1))) {
+    split = split_sizes_of(ctx.node, known_value(ctx, 1, "split sizes"));
+  } else if (ctx.node.opset < 13 && ctx.node.has_attr("split")) {
+    split = ctx.node.attr_ints("split");
   }
   auto sizes = resolve_split(ctx.node, in[axis], split ? &*split : nullptr, ctx.node.outputs.size());
   std::vector<TensorType> out;

@@ -12,6 +12,7 @@
 #include "onnx/contrib_ops.h"
 #include "onnx/dtype_codes.h"
 #include "onnx/exporter.h"
+#include "onnx/legacy_broadcast.h"
 #include "onnx/op_support.h"
 #include "onnx/tensor_proto.h"
 
@@ -311,6 +312,7 @@ class Importer {
     }
     n.op = *op;
     if (n.op == Op::Fused) make_fused(n, np, where);
+    align_legacy_broadcast(graph, n, where);
     int node_index = static_cast<int>(graph.nodes.size());
     for (const auto& name : np.output()) {
       if (name.empty()) { n.outputs.push_back(-1); continue; }

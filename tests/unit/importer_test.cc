@@ -186,6 +186,64 @@ TEST(Importer, ExternalDataIsCheckedBeforeItIsRead) {
   fs::remove_all(dir);
 }
 
+// Opset 1's forms, which numpy-style kernels would read wrong: broadcast=1 with an axis places the
+// second input at that axis (here a per-row bias), and Split's sizes may come as input 1, typed
+// as the data (float). fusor added the bias per column and split [2, 4] in halves.
+TEST(Importer, OpsetOneBroadcastAxisAndSplitSizesInput) {
+  onnx::ModelProto m;
+  m.set_ir_version(3);
+  m.add_opset_import()->set_version(1);
+  onnx::GraphProto& g = *m.mutable_graph();
+  g.set_name("legacy");
+  auto value = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
+    v->set_name(name);
+    auto* t = v->mutable_type()->mutable_tensor_type();
+    t->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
+  };
+  value(g.add_input(), "a", {2, 4});
+  value(g.add_output(), "left", {2, 1});
+  value(g.add_output(), "right", {2, 3});
+  auto constant = [&](const char* name, std::vector<float> values) {
+    onnx::TensorProto* t = g.add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(static_cast<int64_t>(values.size()));
+    for (float v : values) t->add_float_data(v);
+  };
+  constant("bias", {100, 200});
+  constant("sizes", {1, 3});
+  auto attr = [](onnx::NodeProto* n, const char* name, int64_t v) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(v);
+  };
+  onnx::NodeProto* add = g.add_node();
+  add->set_op_type("Add");
+  add->add_input("a"), add->add_input("bias"), add->add_output("y");
+  attr(add, "broadcast", 1), attr(add, "axis", 0);
+  onnx::NodeProto* split = g.add_node();
+  split->set_op_type("Split");
+  split->add_input("y"), split->add_input("sizes"), split->add_output("left"), split->add_output("right");
+  attr(split, "axis", 1);
+  std::string bytes;
+  ASSERT_TRUE(m.SerializeToString(&bytes));
+  for (bool reference : {false, true}) {
+    SessionOptions options;
+    options.reference = reference;
+    Session s = Engine::load_bytes(bytes).session({{"a", {2, 4}}}, options);
+    Tensor a(DType::Float32, {2, 4});
+    for (int i = 0; i < 8; ++i) a.data<float>()[i] = static_cast<float>(i);
+    auto out = s.run({{"a", a}});
+    ASSERT_EQ(out.at("left").dims(), (Dims{2, 1}));
+    ASSERT_EQ(out.at("right").dims(), (Dims{2, 3}));
+    EXPECT_EQ(out.at("left").data<float>()[0], 100.f);  // a[0][0] + bias[0]
+    EXPECT_EQ(out.at("left").data<float>()[1], 204.f);  // a[1][0] + bias[1]
+    EXPECT_EQ(out.at("right").data<float>()[5], 207.f);  // a[1][3] + bias[1]
+  }
+}
+
 // The error importing a model gives; a model that imports is a test failure.
 Error import_error(const std::string& bytes, const char* dir = ".") {
   try {

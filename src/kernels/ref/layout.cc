@@ -76,8 +76,11 @@ void Split(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> o
   const Tensor& in = inputs[0];
   const auto axis = static_cast<size_t>(normalize_axis(node.attr_int("axis", 0), static_cast<int64_t>(in.rank()), node));
   std::vector<int64_t> split;
-  const bool has_split = node.opset < 13 ? node.has_attr("split") : inputs.size() > 1 && inputs[1].defined();
-  if (has_split) split = node.opset < 13 ? node.attr_ints("split") : inputs[1].to_int64_vector();
+  // As the shape function reads them: an input from opset 13 (and in opset 1), else the attribute.
+  const bool from_input = split_sizes_from_input(node, inputs.size() > 1 && inputs[1].defined());
+  const bool has_split = from_input || (node.opset < 13 && node.has_attr("split"));
+  if (from_input) split = split_sizes_of(node, inputs[1]);
+  else if (has_split) split = node.attr_ints("split");
   const auto sizes = resolve_split(node, in.dims()[axis], has_split ? &split : nullptr, outputs.size());
   const int64_t outer = product(in.dims(), 0, axis);
   const size_t esize = dtype_size(in.dtype());
