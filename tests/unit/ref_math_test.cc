@@ -41,9 +41,8 @@ const UnaryFormula kFormulas[] = {
     {"Selu", 6, {}, [](double x) { return x > 0 ? kSeluGamma * x : kSeluGamma * (kSeluAlpha * std::exp(x) - kSeluAlpha); }},
     {"Celu", 12, {{"alpha", 2.f}}, [](double x) { return std::isnan(x) ? x : std::max(0.0, x) + std::min(0.0, 2 * (std::exp(x / 2) - 1)); }},
     {"Softsign", 1, {}, [](double x) { return std::isinf(x) ? std::copysign(1.0, x) : x / (1 + std::fabs(x)); }},
-    {"ThresholdedRelu", 10, {{"alpha", 0.5f}}, [](double x) { return x > 0.5 || std::isnan(x) ? x : 0.0; }},
-    {"Shrink", 9, {{"lambd", 1.5f}, {"bias", 0.25f}},
-     [](double x) { return x < -1.5 ? x + 0.25 : x > 1.5 || std::isnan(x) ? x - 0.25 : 0.0; }},
+    {"ThresholdedRelu", 10, {{"alpha", 0.5f}}, [](double x) { return x > 0.5 ? x : 0.0; }},
+    {"Shrink", 9, {{"lambd", 1.5f}, {"bias", 0.25f}}, [](double x) { return x < -1.5 ? x + 0.25 : x > 1.5 ? x - 0.25 : 0.0; }},
 };
 
 // |got - want| within tol * |want| (+ a denormal's worth), or both NaN, or the same infinity.

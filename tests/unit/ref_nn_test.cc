@@ -44,6 +44,11 @@ TEST(RefNn, GemmTransBWithBias) {
   auto y = run(n, {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({2, 3}, {1, 0, 0, 0, 1, 1}), make({2}, {10, 20})});
   // A @ B = [[1, 5], [4, 11]]; 2*AB + 0.5*C
   expect_values(y[0], {2, 2}, {7, 20, 13, 32});
+  // beta 0 leaves C out, NaN and all (0 * NaN is NaN), as ONNX Runtime does.
+  n.attrs["beta"] = 0.0f;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  y = run(n, {make({2, 3}, {1, 2, 3, 4, 5, 6}), make({2, 3}, {1, 0, 0, 0, 1, 1}), make({2}, {nan, nan})});
+  expect_values(y[0], {2, 2}, {2, 10, 8, 22});
 }
 
 TEST(RefNn, SoftmaxAxisSemanticsDependOnOpset) {

@@ -168,11 +168,11 @@ FUSOR_UNARY(Celu, hn::IfThenElse(hn::Le(x, hn::Zero(d)),
                                  hn::Mul(hn::Expm1(d, hn::Div(x, hn::Set(d, p.alpha))), hn::Set(d, p.alpha)), x))
 FUSOR_UNARY(Softsign, hn::IfThenElse(hn::IsInf(x), hn::CopySign(hn::Set(d, 1.f), x),
                                      hn::Div(x, hn::Add(hn::Set(d, 1.f), hn::Abs(x)))))
-FUSOR_UNARY(ThresholdedRelu, hn::IfThenZeroElse(hn::Le(x, hn::Set(d, p.alpha)), x))
-// 0 on [-lambd, lambd], else x + bias below and x - bias above (NaN: x - bias, NaN).
-FUSOR_UNARY(Shrink, hn::IfThenZeroElse(hn::And(hn::Ge(x, hn::Set(d, -p.lambd)), hn::Le(x, hn::Set(d, p.lambd))),
-                                       hn::IfThenElse(hn::Lt(x, hn::Set(d, -p.lambd)), hn::Add(x, hn::Set(d, p.bias)),
-                                                      hn::Sub(x, hn::Set(d, p.bias)))))
+// x above alpha, else 0 (NaN is not above: 0, as the spec and ONNX Runtime).
+FUSOR_UNARY(ThresholdedRelu, hn::IfThenElseZero(hn::Gt(x, hn::Set(d, p.alpha)), x))
+// x + bias below -lambd, x - bias above lambd, else 0 (NaN too, as the spec and ONNX Runtime).
+FUSOR_UNARY(Shrink, hn::IfThenElse(hn::Lt(x, hn::Set(d, -p.lambd)), hn::Add(x, hn::Set(d, p.bias)),
+                                   hn::IfThenElseZero(hn::Gt(x, hn::Set(d, p.lambd)), hn::Sub(x, hn::Set(d, p.bias)))))
 
 #undef FUSOR_UNARY
 

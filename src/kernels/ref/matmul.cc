@@ -91,7 +91,8 @@ void Gemm(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> ou
     using T = elem_t<decltype(tag)>;
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
-    const T* pc = c ? c->data<T>() : nullptr;
+    // beta 0 leaves C out (0 * NaN would be NaN), as ONNX Runtime and fusor's fast Gemm do.
+    const T* pc = c && beta != 0.0 ? c->data<T>() : nullptr;
     T* py = outputs[0].data<T>();
 #pragma omp parallel
     {

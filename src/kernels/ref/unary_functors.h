@@ -66,7 +66,8 @@ FUSOR_SCALAR(Selu, x > T(0) ? T(p.gamma) * x : T(p.gamma) * T(p.alpha) * std::ex
 FUSOR_SCALAR(Celu, x > T(0) ? x : T(p.alpha) * std::expm1(x / T(p.alpha)))
 // x / (1 + |x|), whose limit at +-inf is +-1 (the formula itself gives inf/inf).
 FUSOR_SCALAR(Softsign, std::isinf(x) ? std::copysign(T(1), x) : x / (T(1) + std::abs(x)))
-FUSOR_SCALAR(ThresholdedRelu, x <= T(p.alpha) ? T(0) : x)  // NaN fails the test and stays
+// The spec's "x for x > alpha, 0 otherwise": NaN is not above alpha, so 0 (as ONNX Runtime).
+FUSOR_SCALAR(ThresholdedRelu, x > T(p.alpha) ? x : T(0))
 
 // 1 above 0, -1 below, 0 at 0; NaN stays NaN. Unsigned types are never below 0.
 struct Sign {
@@ -79,13 +80,14 @@ struct Sign {
   }
 };
 
-// x + bias below -lambd, x - bias above lambd, 0 between; NaN stays NaN. Computed in double,
+// x + bias below -lambd, x - bias above lambd, 0 otherwise (NaN too, as the spec's "otherwise"
+// and ONNX Runtime have it). Computed in double,
 // where a float32 sum rounds once as in float; integer results truncate like numpy's astype.
 struct Shrink {
   template <class T>
   static T apply(T x, const UnaryParams& p) {
     const double v = static_cast<double>(x), lambd = p.lambd, bias = p.bias;
-    const double y = v >= -lambd && v <= lambd ? 0.0 : v < -lambd ? v + bias : v - bias;
+    const double y = v < -lambd ? v + bias : v > lambd ? v - bias : 0.0;
     if constexpr (std::is_floating_point_v<T>) return static_cast<T>(y);
     else return float_to_int<T>(y);
   }
