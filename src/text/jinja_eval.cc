@@ -234,10 +234,7 @@ class Renderer {
     const Value* target = lookup(n.targets[0]);
     if (!target || !target->is(Value::Kind::Namespace))
       fail("cannot set attribute '" + n.attribute + "' of '" + n.targets[0] + "', which is not a namespace()");
-    Dict& attributes = target->namespace_attributes();
-    for (auto& [k, old] : attributes)
-      if (k == n.attribute) return void(old = std::move(v));
-    attributes.emplace_back(n.attribute, std::move(v));
+    target->set_attribute(n.attribute, std::move(v));
   }
 
   void for_loop(const Node& n) {

@@ -11,6 +11,7 @@ namespace {
 
 // Deeper nesting than any real template, shallow enough that a hostile one cannot exhaust the stack.
 constexpr int kMaxDepth = 64;
+constexpr size_t kMaxExpressionTokens = 4096;
 
 ExprPtr make(Expr::Kind kind, int line) {
   auto e = std::make_unique<Expr>();
@@ -22,7 +23,13 @@ ExprPtr make(Expr::Kind kind, int line) {
 // One tag's tokens.
 class ExpressionParser {
  public:
-  explicit ExpressionParser(std::vector<Token> tokens) : t_(std::move(tokens)) {}
+  explicit ExpressionParser(std::vector<Token> tokens) : t_(std::move(tokens)) {
+    // Chains (1 + 1 + ..., 'a' | upper | upper ...) nest one node per link without nesting
+    // brackets, and evaluating (and freeing) a tree recurses once per level: two million links
+    // overflowed the stack. A node takes at least one token, so this bounds the depth.
+    if (t_.size() > kMaxExpressionTokens)
+      throw SyntaxError{t_.front().line, "expression too long (over " + std::to_string(kMaxExpressionTokens) + " tokens)"};
+  }
 
   const Token& peek(size_t ahead = 0) const { return t_[std::min(pos_ + ahead, t_.size() - 1)]; }
   bool at_op(const char* op, size_t ahead = 0) const { return peek(ahead).kind == Token::Kind::Op && peek(ahead).text == op; }

@@ -52,8 +52,12 @@ class Value {
   const std::string& as_string() const { return s_; }
   const List& as_list() const { return *list_; }
   const Dict& as_dict() const { return *dict_; }
-  // A namespace's attributes: the one mutable value.
+  // A namespace's attributes: the one mutable value. Set them through set_attribute.
   Dict& namespace_attributes() const { return *dict_; }
+  // {% set ns.name = value %}: refuses a value holding a namespace (a namespace holding itself
+  // would print, compare and free forever) or nested kMaxValueDepth deep.
+  void set_attribute(const std::string& name, Value value) const;
+  bool holds_namespace() const { return kind_ == Kind::Namespace || holds_namespace_; }
 
   // The entry for `key` in a dict or namespace, or nullptr.
   const Value* find(const std::string& key) const;
@@ -71,6 +75,11 @@ class Value {
   Kind kind_ = Kind::Undefined;
   bool b_ = false;
   bool tuple_ = false;
+  // Lists, dicts and namespaces: how deep they nest, and whether a namespace is inside (walking a
+  // value, freeing it too, recurses once per level: see kMaxValueDepth).
+  uint32_t depth_ = 0;
+  bool holds_namespace_ = false;
+  void nest(const Value& item);
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;
@@ -92,6 +101,10 @@ class BuildBudget {
 };
 // The largest string or list one operation may build (bytes or items).
 constexpr size_t kMaxValueSize = size_t(1) << 26;
+// How deeply lists and dicts may nest: printing, comparing and freeing a value recurse once per
+// level, and a loop of `{% set x = [x] %}` built 200,000 levels (a stack overflow). Messages
+// read from JSON nest at most 128 levels (io/json_depth.h), which this leaves room for.
+constexpr uint32_t kMaxValueDepth = 160;
 
 // Python's ==: numbers by value across bool/int/float, lists and dicts item by item.
 bool equal(const Value& a, const Value& b);

@@ -126,6 +126,23 @@ TEST(ChatTemplate, ErrorsNameTheLine) {
   for (const Case& c : cases) EXPECT_EQ(error_of(c.source), c.expected) << c.source;
   EXPECT_EQ(error_of("{{ " + std::string(100, '(') + "1" + std::string(100, ')') + " }}"),
             "chat template line 1: expression nested too deeply");
+  // What a hostile tokenizer_config.json killed the server with (each a stack overflow or
+  // gigabytes): long chains, values nested at run time, a namespace holding itself, and a
+  // string copied into list after list.
+  std::string chain = "{{ 1";
+  for (int i = 0; i < 200000; ++i) chain += "+1";
+  EXPECT_EQ(error_of(chain + " }}"), "chat template line 1: expression too long (over 4096 tokens)");
+  std::string filters = "{{ 'a'";
+  for (int i = 0; i < 200000; ++i) filters += "|upper";
+  EXPECT_EQ(error_of(filters + " }}"), "chat template line 1: expression too long (over 4096 tokens)");
+  EXPECT_EQ(error_of("{% set ns = namespace(x=[]) %}{% for i in range(200000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}"),
+            "chat template line 1: a list or dict nested too deeply");
+  EXPECT_EQ(error_of("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{{ ns }}"),
+            "chat template line 1: a namespace() cannot hold a namespace() ('me')");
+  EXPECT_EQ(error_of("{% set ns = namespace(a=1) %}{% set ns.me = [ns] %}"),
+            "chat template line 1: a namespace() cannot hold a namespace() ('me')");
+  EXPECT_EQ(error_of("{% set s = 'x' * 60000000 %}{% set ns = namespace(l=[]) %}{% for i in range(100) %}{% set ns.l = ns.l + [s] %}{% endfor %}"),
+            "chat template line 1: the template builds too much text");
 }
 
 TEST(ChatTemplate, RaiseExceptionIsTheCallersErrorWithItsMessage) {
