@@ -1,5 +1,7 @@
 #include "fusor/tensor.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -10,6 +12,13 @@
 #include "ir/half.h"
 
 namespace fusor {
+namespace {
+
+// Tensors this large are mapped rather than allocated and cleared (below: the heap reuses its
+// memory, and a request's outputs need no system call).
+constexpr size_t kLazyZeroBytes = size_t{64} << 20;
+
+}  // namespace
 
 int64_t numel_of(const Dims& dims) {
   for (int64_t d : dims)
@@ -39,6 +48,15 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   size_t bytes = nbytes();
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
+  if (rounded >= kLazyZeroBytes) {
+    // Fresh anonymous pages read as zeros and take memory only once written: a KV cache sized
+    // for a 1M-token context held 4.4 GB of written zeros to generate four tokens.
+    void* m = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
+    storage_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(m), [rounded](std::byte* q) { ::munmap(q, rounded); });
+    data_ = m;
+    return;
+  }
   void* p = std::aligned_alloc(64, rounded);
   if (!p) throw Error("out of memory allocating " + std::to_string(bytes) + " bytes");
   std::memset(p, 0, rounded);
