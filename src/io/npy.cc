@@ -4,6 +4,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <vector>
 
 namespace fusor {
 namespace {
@@ -19,6 +20,26 @@ constexpr Descr kDescrs[] = {{"<f4", DType::Float32}, {"<f8", DType::Float64}, {
                              {"|b1", DType::Bool},    {"<f2", DType::Float16}, {"<V2", DType::BFloat16},
                              {"<i2", DType::Int16},   {"<u2", DType::UInt16},  {"<u4", DType::UInt32},
                              {"<u8", DType::UInt64}};
+
+// numpy writes a column-major array (np.save of a transposed one: `a.T`) as it lies, first axis
+// fastest; tensors are row-major. Element by element, an odometer over the row-major index.
+void copy_from_fortran_order(const char* src, Tensor& t) {
+  const Dims& dims = t.dims();
+  const size_t esize = dtype_size(t.dtype()), rank = dims.size();
+  std::vector<int64_t> stride(rank, 1), idx(rank, 0);  // column-major strides, in elements
+  for (size_t k = 1; k < rank; ++k) stride[k] = stride[k - 1] * dims[k - 1];
+  char* out = static_cast<char*>(t.raw());
+  int64_t offset = 0;  // of idx in the column-major data
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    std::memcpy(out + static_cast<size_t>(i) * esize, src + static_cast<size_t>(offset) * esize, esize);
+    for (size_t k = rank; k-- > 0;) {  // the last axis moves fastest in row-major order
+      offset += stride[k];
+      if (++idx[k] < dims[k]) break;
+      offset -= stride[k] * dims[k];
+      idx[k] = 0;
+    }
+  }
+}
 
 }  // namespace
 
@@ -50,8 +71,7 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
   for (const auto& d : kDescrs)
     if (descr == d.code || (descr[0] == '=' && descr.substr(1) == std::string(d.code).substr(1))) dtype = d.dtype;
   if (dtype == DType::Undefined) throw Error(what + ": .npy dtype '" + descr + "' is not supported");
-  if (std::regex_search(header, m, std::regex("'fortran_order':\\s*True")))
-    throw Error(what + ": Fortran-ordered .npy arrays are not supported");
+  const bool fortran = std::regex_search(header, m, std::regex("'fortran_order':\\s*True"));
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) throw bad("no shape");
   Dims dims;
   std::stringstream shape(m[1].str());
@@ -75,7 +95,8 @@ Tensor parse_npy(const std::string& bytes, const std::string& what) {
     throw bad("data is " + std::to_string(bytes.size() - data_start) + " bytes but shape " +
               dims_to_string(dims) + " needs " + std::to_string(static_cast<unsigned long long>(expected)));
   Tensor t(dtype, dims);
-  if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + data_start, t.nbytes());
+  if (fortran && dims.size() > 1) copy_from_fortran_order(bytes.data() + data_start, t);
+  else if (t.nbytes()) std::memcpy(t.raw(), bytes.data() + data_start, t.nbytes());
   return t;
 }
 

@@ -43,4 +43,17 @@ TEST(Npy, RejectsCorruptFilesWithAClearError) {
                "'<c8' is not supported");
 }
 
+// np.save writes a transposed array (a.T) column-major, as it lies: `--input x=x.npy` refused it.
+TEST(Npy, ReadsFortranOrderAsRowMajor) {
+  // a = [[0, 1, 2], [3, 4, 5]] as float32, stored column-major: 0, 3, 1, 4, 2, 5.
+  std::string header = "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }";
+  header += "\n";
+  const float column_major[] = {0, 3, 1, 4, 2, 5};
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8) + static_cast<char>(header.size()) + std::string(1, '\0') + header +
+                      std::string(reinterpret_cast<const char*>(column_major), sizeof column_major);
+  const Tensor t = parse_npy(bytes, "t.npy");
+  ASSERT_EQ(t.dims(), (Dims{2, 3}));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(t.data<float>()[i], static_cast<float>(i)) << i;
+}
+
 }  // namespace fusor
