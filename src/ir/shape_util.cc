@@ -59,7 +59,11 @@ std::vector<TensorType> same_as_input(const InferContext& ctx, size_t i) {
 }
 
 std::vector<int64_t> constant_ints(const InferContext& ctx, size_t i, const char* what) {
-  return known_value(ctx, i, what).to_int64_vector();
+  const Tensor& t = known_value(ctx, i, what);
+  if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)  // the tensor's own error names no node
+    fail(ctx.node, std::string(what) + " (input " + std::to_string(i) + ") must be int64, not " + dtype_name(t.dtype()),
+         ErrorKind::InvalidModel);
+  return t.to_int64_vector();
 }
 
 }  // namespace fusor

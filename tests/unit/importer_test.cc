@@ -244,6 +244,29 @@ TEST(Importer, OpsetOneBroadcastAxisAndSplitSizesInput) {
   }
 }
 
+// A shape input of the wrong type names its node (the tensor's own error named nothing).
+TEST(Importer, AFloatShapeInputNamesItsNode) {
+  auto g = std::make_shared<Graph>();
+  Tensor shape(DType::Float32, {2});
+  shape.data<float>()[0] = 3, shape.data<float>()[1] = 2;
+  Value x{"x", DType::Float32, Shape{Dim{2, ""}, Dim{3, ""}}}, s{"s", DType::Float32, Shape{Dim{2, ""}}}, y{"y"};
+  s.constant = shape;
+  const int xi = g->add_value(x), si = g->add_value(s), yi = g->add_value(y);
+  g->inputs = {xi};
+  g->outputs = {yi};
+  Node n;
+  n.name = "rs", n.op_type = "Reshape", n.op = Op::Reshape, n.opset = 17, n.inputs = {xi, si}, n.outputs = {yi};
+  g->values[static_cast<size_t>(yi)].producer = 0;
+  g->nodes.push_back(n);
+  try {
+    build_plan(g, {{"x", {2, 3}}}, {.kernels = KernelChoice::Reference});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("node 'rs' (op Reshape)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("must be int64, not float32"), std::string::npos) << e.what();
+  }
+}
+
 // The error importing a model gives; a model that imports is a test failure.
 Error import_error(const std::string& bytes, const char* dir = ".") {
   try {
