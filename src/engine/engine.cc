@@ -139,7 +139,15 @@ Session build_session(const Engine& engine, const std::map<std::string, Dims>& i
   const PlanOptions po = plan_options(options, internal);
   const std::shared_ptr<const Graph>& graph = EngineInternals::graph(engine);
   try {
-    return EngineInternals::session(std::make_unique<Plan>(build_plan(graph, input_dims, po)), options);
+    auto plan = std::make_unique<Plan>(build_plan(graph, input_dims, po));
+    PlanOnReference nan_faithful;
+    if (po.kernels == KernelChoice::Fast && po.shared_inputs.empty())
+      nan_faithful = [graph, input_dims, po] {
+        PlanOptions reference = po;
+        reference.kernels = KernelChoice::Reference;
+        return std::make_unique<Plan>(build_plan(graph, input_dims, reference));
+      };
+    return EngineInternals::session(std::move(plan), options, std::move(nan_faithful));
   } catch (const DataDependentShape& e) {
     // Some shape or branch depends on input values: plan per run with inputs frozen. First only
     // the small integer and boolean ones (a merged decoder's use_cache_branch, a shape tensor):

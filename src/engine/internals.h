@@ -29,13 +29,17 @@ struct PlanForValues {
 // Plans the model with inputs frozen to their values in `inputs`: how a session planned per run
 // gets each run's plan (see build_session).
 using PlanForInputs = std::function<PlanForValues(const std::map<std::string, Tensor>& inputs)>;
+// The session's model with the same bindings on reference kernels, for inputs holding NaN where
+// a fast kernel would drop it (Kernel::drops_nan); built on the first such run.
+using PlanOnReference = std::function<std::unique_ptr<Plan>()>;
 
 struct EngineInternals {
   static const std::shared_ptr<const Graph>& graph(const Engine& engine);
   static const Plan& plan(const Session& session);
   static Executor& executor(Session& session);
   static void share_arena(Session& session, std::shared_ptr<SharedArena> arena);
-  static Session session(std::unique_ptr<Plan> plan, const SessionOptions& options);
+  static Session session(std::unique_ptr<Plan> plan, const SessionOptions& options,
+                         PlanOnReference nan_faithful = nullptr);
   // A session without a plan until run(): `model` and `dims` check each run's inputs, and
   // `reason` says which shape needed input values.
   static Session session_planned_per_run(PlanForInputs plan_for, std::string reason,

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -21,8 +22,8 @@ struct Session::Impl {
     std::map<std::string, Tensor> planned_for;  // the frozen inputs' values, copies: callers may reuse their buffers
   };
 
-  Impl(std::unique_ptr<Plan> p, const SessionOptions& options)
-      : executor_options{options.mem_reuse, options.mem_guard, {}} {
+  Impl(std::unique_ptr<Plan> p, const SessionOptions& options, PlanOnReference faithful)
+      : executor_options{options.mem_reuse, options.mem_guard, {}}, nan_faithful(std::move(faithful)) {
     install(std::move(p));
   }
   Impl(PerRun per_run_planning, const SessionOptions& options)
@@ -32,6 +33,7 @@ struct Session::Impl {
     executor.reset();  // it refers to the old plan
     plan = std::move(p);
     executor = std::make_unique<Executor>(*plan, executor_options);
+    drops_nan = std::any_of(plan->steps.begin(), plan->steps.end(), [](const Step& s) { return s.kernel->drops_nan(); });
     kernel_names.clear();
     install_observer();
   }
@@ -51,11 +53,33 @@ struct Session::Impl {
   std::unique_ptr<Plan> plan;          // the executor refers to it: destroyed after it
   std::unique_ptr<Executor> executor;  // null only in a per-run session before its first run
   Observer observer;
+  // Inputs holding NaN or Inf run on reference kernels where the plan has a kernel that would
+  // drop a NaN (Kernel::drops_nan): a NaN pixel through resnet18's fused Conv+ReLU gave the
+  // logits of a 0 pixel, silently, where ONNX Runtime and the reference give NaN. The reference
+  // plan is built on the first such run; other runs are untouched (the check reads the inputs).
+  bool drops_nan = false;
+  PlanOnReference nan_faithful;              // null: no fallback (planned per run, shared inputs)
+  std::unique_ptr<Plan> nan_plan;            // nan_executor refers to it: destroyed after it
+  std::unique_ptr<Executor> nan_executor;
+  Executor& executor_for(const std::vector<Tensor>& inputs);
   std::vector<std::string> kernel_names;  // per step, for StepEvent (names are built strings)
   double step_seconds = 0;                // the step hook's time, read by the step observer
 };
 
 namespace {
+
+// NaN, or an infinity: one becomes NaN inside the model as soon as it meets its opposite
+// (resnet18: an Inf pixel gives ONNX Runtime 1000 NaN logits, the fused plan none).
+bool holds_non_finite(const Tensor& t) {
+  auto any = [](const auto* p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i)
+      if (!std::isfinite(p[i])) return true;
+    return false;
+  };
+  if (t.dtype() == DType::Float32) return any(t.data<float>(), t.numel());
+  if (t.dtype() == DType::Float64) return any(t.data<double>(), t.numel());
+  return false;
+}
 
 bool same_values(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
@@ -85,6 +109,17 @@ void Session::Impl::plan_for_values(const std::map<std::string, Tensor>& inputs)
   for (const std::string& name : made.frozen) values[name] = inputs.at(name).clone();
   install(std::move(made.plan));
   p.planned_for = std::move(values);
+}
+
+Executor& Session::Impl::executor_for(const std::vector<Tensor>& inputs) {
+  if (!drops_nan || !nan_faithful || std::none_of(inputs.begin(), inputs.end(), holds_non_finite)) return *executor;
+  if (!nan_executor) {
+    nan_plan = nan_faithful();
+    ExecutorOptions own = executor_options;
+    own.shared_arena = nullptr;  // an arena of its own: the shared one is sized for the fast plans
+    nan_executor = std::make_unique<Executor>(*nan_plan, own);
+  }
+  return *nan_executor;
 }
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -125,7 +160,7 @@ void Session::run_into(const std::map<std::string, Tensor>& inputs, std::map<std
     auto it = outputs.find(g.values[static_cast<size_t>(id)].name);
     outs.push_back(it == outputs.end() ? Tensor() : it->second);
   }
-  impl_->executor->run_into(ordered, outs);  // writes into the tensors whose dtype and dims match
+  impl_->executor_for(ordered).run_into(ordered, outs);  // writes into the tensors whose dtype and dims match
   for (size_t i = 0; i < outs.size(); ++i) outputs[g.values[static_cast<size_t>(g.outputs[i])].name] = outs[i];
 }
 
@@ -181,8 +216,9 @@ Executor& EngineInternals::executor(Session& session) {
   if (!session.impl_->executor) session.impl_->no_plan_yet();
   return *session.impl_->executor;
 }
-Session EngineInternals::session(std::unique_ptr<Plan> plan, const SessionOptions& options) {
-  return Session(std::make_unique<Session::Impl>(std::move(plan), options));
+Session EngineInternals::session(std::unique_ptr<Plan> plan, const SessionOptions& options,
+                                 PlanOnReference nan_faithful) {
+  return Session(std::make_unique<Session::Impl>(std::move(plan), options, std::move(nan_faithful)));
 }
 Session EngineInternals::session_planned_per_run(PlanForInputs plan_for, std::string reason,
                                                  std::shared_ptr<const Graph> model,

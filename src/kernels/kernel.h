@@ -30,6 +30,10 @@ class Kernel {
   // reference kernels) rather than fusor's thread pool. A plan with any such step runs all its
   // parallel work on the team, so that one set of threads stays hot (docs/threads.md).
   virtual bool uses_openmp() const { return false; }
+  // Whether a NaN in its inputs can leave its outputs finite where the reference gives NaN:
+  // oneDNN's ReLU post-op is max(x, 0) and its max pooling a running max, both 0 or the rest for
+  // NaN. A session runs inputs holding NaN on reference kernels when any step says so.
+  virtual bool drops_nan() const { return false; }
   // From now on only the first `rows` rows of output 0 (its dims but the last, flattened) carry
   // data: the rest are filler tokens, which nothing reads (set_live_tokens, plan/plan.h). A
   // kernel may store zeros there instead of computing them; by default it computes every row.

@@ -176,7 +176,7 @@ std::unique_ptr<Kernel> make_onednn_conv(const KernelRequest& r, const ConvEpilo
                        (epi.residual >= 0 ? "_residual" : "") + (alg ? "_" + epi.activation : "") + (e->winograd ? "_winograd" : "") +
                        "_onednn_packed";
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src_user, dst_user, std::move(args)), name,
-                                           epi.residual);
+                                           epi.residual, alg == dnnl::algorithm::eltwise_relu && epi.alpha == 0.f);
   } catch (const dnnl::error&) {
     return nullptr;
   }

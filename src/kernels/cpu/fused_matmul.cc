@@ -37,6 +37,7 @@ class EpilogueKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return m_.uses_openmp(); }
+  bool drops_nan() const override { return m_.drops_nan(); }
   void set_live_rows(int64_t rows) override { m_.set_live_rows(rows); }
 
  private:
@@ -81,6 +82,7 @@ class MergedKernel final : public Kernel {
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return m_.uses_openmp(); }
+  bool drops_nan() const override { return m_.drops_nan(); }
   void set_live_rows(int64_t rows) override { m_.set_live_rows(rows); }
 
  private:

@@ -17,6 +17,7 @@
 #include "kernels/kernel.h"
 #include "kernels/cpu/packed_gemv.h"
 #include "kernels/cpu/packed_weights.h"
+#include "kernels/cpu/onednn_post_ops.h"
 #include "kernels/cpu/panel_gemm.h"
 
 namespace fusor::cpu {
@@ -59,6 +60,8 @@ class OnednnMatmul {
   // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV,
   // panels), or the calling thread alone (a GEMM too small for a team).
   bool uses_openmp() const { return !split_ && !gemv_ && !panel_ && !single_thread_; }
+  // Kernel::drops_nan: oneDNN's paths apply a ReLU as max(x, 0); fusor's panels and GEMV keep NaN.
+  bool drops_nan() const { return !panel_ && !gemv_ && onednn::post_ops_drop_nan(spec_.post_ops); }
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core", or "fusor:panel_gemm"
   // How a kernel's name on it ends, saying what runs: "_panel" (fusor's GEMM on panels), "_gemv"

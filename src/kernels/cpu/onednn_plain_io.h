@@ -95,14 +95,16 @@ class OnednnPlainIo {
 // QuantizedConv), plus input `accumulate` (when >= 0) as dst's starting value.
 class PlainIoKernel final : public Kernel {
  public:
-  PlainIoKernel(OnednnPlainIo io, std::string name, int accumulate = -1)
-      : io_(std::move(io)), name_(std::move(name)), accumulate_(accumulate) {}
+  // `drops_nan`: Kernel::drops_nan (a ReLU post-op, max pooling).
+  PlainIoKernel(OnednnPlainIo io, std::string name, int accumulate = -1, bool drops_nan = false)
+      : io_(std::move(io)), name_(std::move(name)), accumulate_(accumulate), drops_nan_(drops_nan) {}
   size_t scratch_bytes() const override { return io_.scratch_bytes(); }
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     io_.run(in[0].raw(), out[0].raw(), scratch, accumulate_ >= 0 ? in[static_cast<size_t>(accumulate_)].raw() : nullptr);
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return true; }
+  bool drops_nan() const override { return drops_nan_; }
   std::string offered_output_layout() const override { return io_.dst_layout(); }
   bool accepts_input_layout(size_t index, const std::string& layout) const override {
     if (layout.empty()) return false;
@@ -121,6 +123,7 @@ class PlainIoKernel final : public Kernel {
   OnednnPlainIo io_;
   std::string name_;
   int accumulate_;
+  bool drops_nan_;
 };
 
 }  // namespace fusor::cpu

@@ -22,6 +22,19 @@ inline std::optional<dnnl::algorithm> eltwise_for(const std::string& activation)
   return std::nullopt;
 }
 
+// Whether the chain has a ReLU of slope 0, which oneDNN computes as max(x, 0): 0 for NaN
+// (Kernel::drops_nan). A nonzero slope takes a compare and blend, which keeps NaN.
+inline bool post_ops_drop_nan(const dnnl::post_ops& po) {
+  for (int i = 0; i < po.len(); ++i) {
+    if (po.kind(i) != dnnl::primitive::kind::eltwise) continue;
+    float scale = 0, alpha = 0, beta = 0;
+    dnnl::algorithm alg;
+    po.get_params_eltwise(i, scale, alg, alpha, beta);
+    if (alg == dnnl::algorithm::eltwise_relu && alpha == 0.f) return true;
+  }
+  return false;
+}
+
 // The eltwise post-op's alpha: LeakyRelu's slope (the node's `alpha`), 1 for SiLU, else unused.
 inline float eltwise_alpha(const std::string& activation, float node_alpha) {
   if (activation == "leaky_relu") return node_alpha;

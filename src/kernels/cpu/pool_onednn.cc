@@ -84,7 +84,8 @@ std::unique_ptr<Kernel> make_pool_kernel(const KernelRequest& r) {
     });
     return std::make_unique<PlainIoKernel>(OnednnPlainIo(e, src, dst, {}),
                                         std::string(is_max ? "maxpool" : "avgpool") + "2d_" +
-                                            (type == DType::Float32 ? "f32" : type == DType::UInt8 ? "u8" : "s8") + "_onednn");
+                                            (type == DType::Float32 ? "f32" : type == DType::UInt8 ? "u8" : "s8") + "_onednn",
+                                        -1, is_max && type == DType::Float32);
   } catch (const dnnl::error&) {
     return nullptr;
   }
