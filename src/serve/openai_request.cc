@@ -2,24 +2,19 @@
 
 #include <limits>
 
+#include "serve/unsupported_sampling.h"
+
 namespace fusor::serve {
 namespace {
 
 FieldError bad(const std::string& message, const std::string& param) { return {Code::BadRequest, message, param}; }
 
-[[noreturn]] void not_implemented(const std::string& param, const std::string& what) {
-  throw bad("'" + param + "' " + what + " is not supported by this server", param);
-}
-
 // Fields fusor does not implement: refused when they ask for something, accepted at their
 // defaults (clients often send the defaults explicitly).
 void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
-  if (f.integer("n").value_or(1) != 1) not_implemented("n", "other than 1");
-  if (f.integer("best_of").value_or(1) != 1) not_implemented("best_of", "other than 1");
+  refuse_unsupported_sampling(f);
   if (f.boolean("echo").value_or(false)) not_implemented("echo", "true");
   if (f.string("suffix").value_or("") != "") not_implemented("suffix", "(insertion)");
-  if (const nlohmann::json* b = f.get("logit_bias"); b && !(b->is_object() && b->empty()))
-    not_implemented("logit_bias", "(biasing tokens)");
   if (endpoint == OpenAiEndpoint::Completions) {
     if (f.has("logprobs")) not_implemented("logprobs", "(log probabilities)");
   } else {
@@ -35,22 +30,6 @@ void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
     if (!r->is_object()) throw bad("'response_format' must be an object such as {\"type\": \"text\"}", "response_format");
     if (RequestFields(*r).string("type").value_or("text") != "text") not_implemented("response_format", "other than {\"type\": \"text\"}");
   }
-  for (const char* name : {"frequency_penalty", "presence_penalty"})
-    if (f.number(name).value_or(0.0) != 0.0) not_implemented(name, "other than 0 (use 'repetition_penalty')");
-  // vLLM's extensions fusor does not implement (top_k, ignore_eos, repetition_penalty,
-  // skip_special_tokens and stop_token_ids it does).
-  if (f.integer("min_tokens").value_or(0) != 0) not_implemented("min_tokens", "other than 0");
-  if (f.boolean("include_stop_str_in_output").value_or(false)) not_implemented("include_stop_str_in_output", "true");
-  // More of vLLM's: ignored, a client moving from vLLM would get unconstrained text without a word.
-  for (const char* name : {"guided_json", "guided_regex", "guided_choice", "guided_grammar", "structured_outputs"})
-    if (f.has(name)) not_implemented(name, "(guided decoding)");
-  for (const char* name : {"bad_words", "allowed_token_ids", "logits_processors"})
-    if (const nlohmann::json* v = f.get(name); v && !(v->is_array() && v->empty())) not_implemented(name, "(constraining tokens)");
-  if (f.number("min_p").value_or(0.0) != 0.0) not_implemented("min_p", "other than 0");
-  if (f.boolean("use_beam_search").value_or(false)) not_implemented("use_beam_search", "true");
-  if (f.number("length_penalty").value_or(1.0) != 1.0) not_implemented("length_penalty", "other than 1");
-  if (f.has("prompt_logprobs")) not_implemented("prompt_logprobs", "(log probabilities)");
-  if (f.has("truncate_prompt_tokens")) not_implemented("truncate_prompt_tokens", "(truncation)");
 }
 
 // vLLM's stop_token_ids: a list of token ids of the vocabulary.

@@ -1,5 +1,7 @@
 #include "serve/triton_generate_request.h"
 
+#include "serve/unsupported_sampling.h"
+
 namespace fusor::serve {
 namespace {
 
@@ -30,9 +32,12 @@ TritonGenerateRequest parse_triton_generate(const nlohmann::json& body, const Ge
   r.text_input = *text;
   f.boolean("stream");  // accepted and type-checked: the route (generate or generate_stream) decides
   if (f.integer("beam_width").value_or(1) != 1) throw bad("'beam_width' other than 1 is not supported by this server", "beam_width");
-  for (const char* name : {"bad_words", "embedding_bias_words"})
-    for (const std::string& w : f.strings(name))
-      if (!w.empty()) throw bad(std::string("'") + name + "' is not supported by this server", name);
+  for (const std::string& w : f.strings("embedding_bias_words"))
+    if (!w.empty()) throw bad("'embedding_bias_words' is not supported by this server", "embedding_bias_words");
+  // The vLLM backend's sampling parameters: silently greedy text where vLLM honours them.
+  refuse_unsupported_sampling(f);
+  if (const nlohmann::json* l = f.get("logprobs"); l && !(l->is_number_integer() && l->get<int64_t>() == 0))
+    not_implemented("logprobs", "(log probabilities)");
 
   std::vector<TokenId> prompt = encode_prompt(model, r.text_input, true, "text_input");
   if (prompt.empty()) throw bad("'text_input' must not be empty", "text_input");

@@ -325,6 +325,15 @@ TEST(TritonGenerate, Refusals) {
   EXPECT_EQ(param_of({{"text_input", "Hi"}, {"bad_words", "no"}}), "bad_words");
   EXPECT_EQ(param_of({{"text_input", "Hi"}, {"bad_words", ""}, {"stop_words", ""}}), "(accepted)");
   EXPECT_EQ(param_of({{"text_input", "Hi"}, {"max_tokens", 512}}), "max_tokens");
+  // The vLLM backend's sampling parameters fusor does not implement: greedy text with a 200.
+  for (const auto& [name, value] : std::vector<std::pair<std::string, json>>{
+           {"n", 2}, {"best_of", 3}, {"presence_penalty", 0.5}, {"frequency_penalty", 0.5}, {"min_tokens", 4},
+           {"logprobs", 2}, {"use_beam_search", true}, {"min_p", 0.1}, {"logit_bias", {{"5", 1}}},
+           {"guided_json", {{"type", "object"}}}, {"include_stop_str_in_output", true}}) {
+    EXPECT_EQ(param_of({{"text_input", "Hi"}, {name, value}}), name);
+    EXPECT_EQ(param_of({{"text_input", "Hi"}, {"parameters", {{name, value}}}}), name);
+  }
+  EXPECT_EQ(param_of({{"text_input", "Hi"}, {"n", 1}, {"logprobs", 0}, {"presence_penalty", 0}}), "(accepted)");
 }
 
 TEST(GenerationStream, CarriesPiecesAndTheOutcomeAcrossThreads) {
