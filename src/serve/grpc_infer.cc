@@ -1,5 +1,7 @@
 #include "serve/grpc_infer.h"
 
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -11,6 +13,11 @@
 namespace fusor::serve {
 
 EncoderRequest read_encoder_request(const inference::ModelInferRequest& q) {
+  // Each copy of a requested output was answered in full (as over HTTP: json_infer.cc).
+  std::set<std::string> requested;
+  for (const auto& o : q.outputs())
+    if (!requested.insert(o.name()).second)
+      throw RequestError{Code::BadRequest, "output '" + o.name() + "' is requested twice"};
   EncoderRequest e;
   for (const GrpcInput& in : grpc_inputs(q)) e.inputs[in.wire.name] = grpc_tensor(in);
   if (auto p = q.parameters().find("class"); p != q.parameters().end()) {

@@ -136,6 +136,10 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
           out.classes = integer(*k);
         }
       }
+      // Each copy was answered in full: a few KB asking for one output 50,000 times came back as
+      // gigabytes. Triton refused it too ("output ... already exists in request").
+      for (const auto& earlier : r.outputs)
+        if (earlier.name == out.name) throw bad("output '" + out.name + "' is requested twice");
       r.outputs.push_back(std::move(out));
     }
   }

@@ -127,6 +127,21 @@ def test_classification_returns_the_top_classes_as_triton_does(server):
     assert "classification" in http.get_server_metadata()["extensions"]
 
 
+def test_an_output_requested_twice_is_refused(server):
+    """Each copy was answered in full: a few KB asking for one output 50,000 times came back as
+    gigabytes. Triton refused it ("output ... already exists in request")."""
+    ids, mask = np.array([[3, 1, 4]], np.int64), np.ones((1, 3), np.int64)
+    http = httpclient.InferenceServerClient(server.url, network_timeout=10)
+    grpc = grpcclient.InferenceServerClient(server.grpc_url)
+    for client, module in ((http, httpclient), (grpc, grpcclient)):
+        twice = [module.InferRequestedOutput("embeddings"), module.InferRequestedOutput("embeddings")]
+        with pytest.raises(InferenceServerException) as e:
+            client.infer("demo", text_inputs(module, ids, mask), outputs=twice)
+        assert "'embeddings' is requested twice" in e.value.message(), (module, e.value.message())
+        once = client.infer("demo", text_inputs(module, ids, mask), outputs=twice[:1])
+        assert once.as_numpy("embeddings").shape == (1, 3, 4)
+
+
 def test_json_sent_as_a_form_is_read_as_json(server):
     """`curl -d @body.json`, as in Triton's examples, sends application/x-www-form-urlencoded;
     httplib refused such bodies past 8 KiB, saying they exceeded the 64 MB limit."""
