@@ -55,7 +55,7 @@ nlohmann::json run_level(serve::GenerativeModel& model, const std::vector<std::v
     r.options.max_new_tokens = max_new_tokens;
     r.options.ignore_eos = true;
     serve::GenerationEvents events;
-    events.on_token = [&, i](TokenId id, std::string_view) {
+    events.on_token = [&, i](TokenId id, std::string_view, bool) {
       const double t = now();
       std::lock_guard lock(mu);
       Record& rec = records[i];

@@ -385,7 +385,9 @@ void GenerationScheduler::loop() {
         s.fed += static_cast<size_t>(counts[i]);
         if (s.fed < s.pending.size()) continue;  // a prompt chunk: its logits are not a choice
         const bool first = s.gen->output_ids().empty();
-        const bool finished = s.gen->accept(logits[i], batch_.length(s.slot), s.events.on_token);
+        const bool finished = s.gen->accept(logits[i], batch_.length(s.slot), [&s](TokenId id, std::string_view text) {
+          if (s.events.on_token) s.events.on_token(id, text, s.gen->done());  // done() already says
+        });
         if (first) stats_.first_token(s.cls->name, seconds(stepped - s.arrived));
         else stats_.next_token(s.cls->name, seconds(stepped - s.last_token));
         s.last_token = stepped;

@@ -16,7 +16,7 @@ void GenerationStream::changed(std::unique_lock<std::mutex>& lock) {
 GenerationEvents GenerationStream::events() {
   std::shared_ptr<GenerationStream> self = shared_from_this();
   GenerationEvents e;
-  e.on_token = [self](TokenId, std::string_view text) {
+  e.on_token = [self](TokenId, std::string_view text, bool) {
     std::unique_lock lock(self->hub_->mutex());
     self->pieces_.emplace_back(text);
     self->changed(lock);

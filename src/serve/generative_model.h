@@ -4,7 +4,7 @@
 // bodies into GenerationRequests and stream the events back.
 //
 //   uint64_t id = model.submit({prompt, options, "interactive"},
-//                              {.on_token = [](TokenId, std::string_view text) { ... },
+//                              {.on_token = [](TokenId, std::string_view text, bool last) { ... },
 //                               .on_done = [](const GenerationOutcome& o) { ... }});
 //   model.cancel(id);  // a client went away: its blocks return to the pool at the next step
 //
@@ -51,7 +51,9 @@ struct GenerationOutcome {
 struct GenerationEvents {
   // Each new token and the text it completed (whole UTF-8 characters; text that might begin a
   // stop string is held back), in order. The pieces joined equal the outcome's result.text.
-  std::function<void(TokenId id, std::string_view text)> on_token;
+  // `last`: this token ends the generation (on_done follows), as Triton's streams mark the
+  // response that carries it final.
+  std::function<void(TokenId id, std::string_view text, bool last)> on_token;
   // Exactly once, last.
   std::function<void(const GenerationOutcome&)> on_done;
 };

@@ -143,10 +143,16 @@ std::string uint32_le(int64_t v) {
 
 }  // namespace
 
-inference::ModelInferResponse GenerateResponses::piece(const std::string& text, bool on_stream) const {
-  inference::ModelInferResponse r = response(on_stream, false);
+inference::ModelInferResponse GenerateResponses::piece(const std::string& text, bool on_stream, bool final) const {
+  inference::ModelInferResponse r = response(on_stream, final);
   if (wanted("text_output")) add_output(r, "text_output", "BYTES", bytes_contents({text}));
   return r;
+}
+
+bool GenerateResponses::has_final_outputs() const {
+  const TritonGenerateRequest& q = r_.request;
+  return (q.return_finish_reason && wanted("finish_reason")) || (q.return_num_input_tokens && wanted("num_input_tokens")) ||
+         (q.return_num_output_tokens && wanted("num_output_tokens"));
 }
 
 inference::ModelInferResponse GenerateResponses::last(const std::string& text, const GenerationOutcome& o,

@@ -31,7 +31,9 @@ class GenerateResponses {
  public:
   GenerateResponses(std::string model, const inference::ModelInferRequest& q, TensorGenerateRequest r);
   const TensorGenerateRequest& request() const { return r_; }
-  inference::ModelInferResponse piece(const std::string& text, bool on_stream) const;
+  inference::ModelInferResponse piece(const std::string& text, bool on_stream, bool final = false) const;
+  // Whether the last response carries outputs beyond the text (finish_reason, token counts).
+  bool has_final_outputs() const;
   inference::ModelInferResponse last(const std::string& text, const GenerationOutcome& o, bool on_stream) const;
 
  private:

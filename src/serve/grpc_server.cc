@@ -318,14 +318,22 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
     const bool per_token = answer->request().stream, empty_final = wants_empty_final_response(q);
     if (per_token && t.include_input) out->push(k, streamed(answer->piece(t.text_input, true)), false);
     GenerationEvents events;
+    // Triton marks the response that carries a generation's last token final: a client that keeps
+    // the stream open for more requests learns from it that this one ended. A request with more
+    // outputs at the end (finish_reason, counts), or one that asked for an empty final response,
+    // gets its final response from on_done instead.
+    const bool last_token_is_final = per_token && !empty_final && !answer->has_final_outputs();
     if (per_token)
-      events.on_token = [out, k, answer](TokenId, std::string_view text) {
-        if (!text.empty()) out->push(k, streamed(answer->piece(std::string(text), true)), false);
+      events.on_token = [out, k, answer, last_token_is_final](TokenId, std::string_view text, bool last) {
+        const bool final = last && last_token_is_final;
+        if (!text.empty() || final) out->push(k, streamed(answer->piece(std::string(text), true, final)), final);
       };
     else
-      events.on_token = [](TokenId, std::string_view) {};
+      events.on_token = [](TokenId, std::string_view, bool) {};
     events.on_done = [out, k, answer, per_token, empty_final, q = without_inputs(q)](const GenerationOutcome& o) {
       if (!o.status.ok()) return out->push(k, stream_error(q, o.status.message), true);
+      if (per_token && !empty_final && !answer->has_final_outputs() && !o.result.output_ids.empty())
+        return;  // the last token's response was final
       const TritonGenerateRequest& t = answer->request().request;
       const std::string text = per_token ? "" : (t.include_input ? t.text_input : "") + o.result.text;
       inference::ModelInferResponse last = answer->last(text, o, true);

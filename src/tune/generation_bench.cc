@@ -74,7 +74,7 @@ void GenerationBench::submit(Recorder& rec, std::function<void(bool)> done) {
   auto first = std::make_shared<bool>(true);
   model_->submit(std::move(request),
                  {.on_token =
-                      [&rec, last, first](TokenId, std::string_view) {
+                      [&rec, last, first](TokenId, std::string_view, bool) {
                         const auto now = Clock::now();
                         std::lock_guard lock(rec.mu);
                         (*first ? rec.ttft_ms : rec.itl_ms).push_back(ms_between(*last, now));

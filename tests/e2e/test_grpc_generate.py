@@ -108,6 +108,24 @@ def test_a_stream_answers_token_by_token_with_generates_text(server):
         s.close()
 
 
+def test_without_an_empty_final_response_the_last_token_is_final(server):
+    """Every token's response said triton_final_response=false, the last one too, unless the
+    client asked for an empty final response: a client keeping the stream open for more requests
+    never learnt that this one ended. Triton marks the response with the last token final."""
+    expected = http_generate(server)
+    s = Stream(server)
+    try:
+        s.client.async_stream_infer("llama", generate_inputs(stream=True), request_id="r2")
+        responses = s.until_final()  # times out (60 s) if no response is final
+        assert "".join(t for t, _ in responses) == expected and responses[-1][0]
+        assert [r.parameters["triton_final_response"].bool_param for _, r in responses].count(True) == 1
+        # The next request on the same stream is answered too, and nothing of the first follows.
+        s.client.async_stream_infer("llama", generate_inputs(stream=True), request_id="r3")
+        assert {r.id for _, r in s.until_final()} == {"r3"}
+    finally:
+        s.close()
+
+
 def test_a_stream_without_stream_input_answers_once_with_the_extras_asked_for(server):
     s = Stream(server)
     try:

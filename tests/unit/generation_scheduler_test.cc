@@ -56,14 +56,16 @@ ServeConfig two_classes() {
 struct Collected {
   std::mutex mu;
   std::vector<TokenId> streamed;
+  std::vector<bool> last;  // per streamed token: whether it said it ends the generation
   std::string text;
   std::promise<GenerationOutcome> done;
   std::promise<void> first;
   bool first_set = false;
   GenerationEvents events() {
-    return {[this](TokenId id, std::string_view t) {
+    return {[this](TokenId id, std::string_view t, bool is_last) {
               std::lock_guard lock(mu);
               streamed.push_back(id);
+              last.push_back(is_last);
               text += t;
               if (!first_set) first_set = true, first.set_value();
             },
@@ -125,6 +127,10 @@ TEST(GenerationScheduler, ManyRequestsOfTwoClassesEachGetTheirTokensAlone) {
     const std::vector<TokenId> want = alone(prompt_of(i, 5 + 9 * i), 6 + static_cast<int64_t>(i % 4) * 5);
     EXPECT_EQ(o.result.output_ids, want) << "request " << i;
     EXPECT_EQ(got[i]->streamed, want) << "request " << i;
+    // Only the final token says it ends the generation (Triton marks its response final).
+    std::vector<bool> last(want.size(), false);
+    if (!last.empty()) last.back() = true;
+    EXPECT_EQ(got[i]->last, last) << "request " << i;
     EXPECT_EQ(got[i]->text, o.result.text);
   }
   const GenerativeModel::Load load = model.load();

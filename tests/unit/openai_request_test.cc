@@ -341,9 +341,9 @@ TEST(GenerationStream, CarriesPiecesAndTheOutcomeAcrossThreads) {
   GenerationEvents events = stream->events();
   EXPECT_FALSE(stream->next(std::chrono::milliseconds(1)).has_value());
   std::thread scheduler([events] {
-    events.on_token(5, "Hel");
-    events.on_token(6, "");
-    events.on_token(7, "lo");
+    events.on_token(5, "Hel", false);
+    events.on_token(6, "", false);
+    events.on_token(7, "lo", false);
     events.on_done(outcome("Hello", {5, 6, 7}, "stop"));
   });
   std::string text;

@@ -28,8 +28,8 @@ TEST(StreamHub, AStepsEventsWakeTheirStreamsWhenTheStepEnds) {
   std::this_thread::sleep_for(milliseconds(100));  // both are waiting on the hub now
   {
     StreamHub::Step step(*hub);
-    ea.on_token(5, "Hel");
-    eb.on_token(6, "Wor");
+    ea.on_token(5, "Hel", false);
+    eb.on_token(6, "Wor", false);
     GenerationOutcome done;
     done.finish_reason = "length";
     eb.on_done(done);
@@ -54,7 +54,7 @@ TEST(StreamHub, EventsOutsideAStepWakeAtOnce) {
   GenerationEvents ea = a->events();
   auto news = wait_for_news(a), none = wait_for_news(idle);
   std::this_thread::sleep_for(milliseconds(50));  // both are waiting on the hub now
-  ea.on_token(7, "lo");  // e.g. a request refused inside submit(), no step open
+  ea.on_token(7, "lo", false);  // e.g. a request refused inside submit(), no step open
   ASSERT_EQ(news.wait_for(milliseconds(5000)), std::future_status::ready);
   EXPECT_EQ(news.get()->pieces, std::vector<std::string>{"lo"});
   // The other stream of the hub was woken too, found nothing and waits on.
