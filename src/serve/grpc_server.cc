@@ -18,6 +18,13 @@ namespace fusor::serve {
 namespace {
 
 grpc::Status to_grpc(Code code, const std::string& message) {
+  // A status travels in a header, which gRPC caps at 16 KiB: an error echoing a 20 KB model or
+  // input name reached the client as RESOURCE_EXHAUSTED ("received metadata size exceeds hard
+  // limit") instead of its own code.
+  constexpr size_t kMaxMessage = 2048;
+  if (message.size() > kMaxMessage)
+    return {static_cast<grpc::StatusCode>(grpc_status(code)),
+            message.substr(0, kMaxMessage) + "... (" + std::to_string(message.size()) + " characters)"};
   return {static_cast<grpc::StatusCode>(grpc_status(code)), message};
 }
 

@@ -1,6 +1,9 @@
 #include "serve/tensor_codec.h"
 
 #include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
 
 #include "ir/half.h"
 
@@ -15,9 +18,16 @@ constexpr int64_t kMaxElements = int64_t{1} << 31;
 RequestError bad(const std::string& m) { return {Code::BadRequest, m}; }
 
 template <class T, class V>
-void store(const Tensor& t, std::span<const V> values) {
+void store(const WireTensor& w, const Tensor& t, std::span<const V> values) {
   T* out = static_cast<T*>(t.raw());
-  for (size_t i = 0; i < values.size(); ++i) out[i] = static_cast<T>(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) {
+    // gRPC's typed contents carry INT8 and INT16 in int32s (UINT8, UINT16 in uint32s): a value
+    // the type cannot hold is refused, as over HTTP, not wrapped (300 as INT8 was 44).
+    if constexpr (std::is_integral_v<T> && std::is_integral_v<V> && !std::is_same_v<T, bool> && !std::is_same_v<V, bool>)
+      if (!std::in_range<T>(values[i]))
+        throw bad("input '" + w.name + "' holds " + std::to_string(values[i]) + ", which " + w.datatype + " cannot hold");
+    out[i] = static_cast<T>(values[i]);
+  }
 }
 
 // float16 and bfloat16 from numbers: rounded to nearest even.
@@ -75,18 +85,18 @@ template <class V>
 Tensor from_values(const WireTensor& w, std::span<const V> values) {
   Tensor t = allocate(w, static_cast<int64_t>(values.size()));
   switch (t.dtype()) {
-    case DType::Float32: store<float>(t, values); break;
-    case DType::Float64: store<double>(t, values); break;
-    case DType::Int64: store<int64_t>(t, values); break;
-    case DType::Int32: store<int32_t>(t, values); break;
-    case DType::Int8: store<int8_t>(t, values); break;
-    case DType::UInt8: store<uint8_t>(t, values); break;
-    case DType::Bool: store<bool>(t, values); break;
+    case DType::Float32: store<float>(w, t, values); break;
+    case DType::Float64: store<double>(w, t, values); break;
+    case DType::Int64: store<int64_t>(w, t, values); break;
+    case DType::Int32: store<int32_t>(w, t, values); break;
+    case DType::Int8: store<int8_t>(w, t, values); break;
+    case DType::UInt8: store<uint8_t>(w, t, values); break;
+    case DType::Bool: store<bool>(w, t, values); break;
     case DType::Float16: case DType::BFloat16: store_storage(t, values); break;
-    case DType::Int16: store<int16_t>(t, values); break;
-    case DType::UInt16: store<uint16_t>(t, values); break;
-    case DType::UInt32: store<uint32_t>(t, values); break;
-    case DType::UInt64: store<uint64_t>(t, values); break;
+    case DType::Int16: store<int16_t>(w, t, values); break;
+    case DType::UInt16: store<uint16_t>(w, t, values); break;
+    case DType::UInt32: store<uint32_t>(w, t, values); break;
+    case DType::UInt64: store<uint64_t>(w, t, values); break;
     case DType::Undefined: break;
   }
   return t;

@@ -261,6 +261,27 @@ def test_grpc_input_with_typed_and_raw_contents_is_refused(server):
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "raw_input_contents" in e.value.details()
 
 
+def test_grpc_typed_values_the_type_cannot_hold_are_refused_and_long_errors_keep_their_code(server):
+    """int_contents 300 as INT8 reached the model as 44 (HTTP refuses it); an error echoing a
+    20 KB model name passed gRPC's 16 KiB header limit and arrived as RESOURCE_EXHAUSTED."""
+    import grpc
+    from tritonclient.grpc import service_pb2, service_pb2_grpc
+    with grpc.insecure_channel(server.grpc_url) as channel:
+        stub = service_pb2_grpc.GRPCInferenceServiceStub(channel)
+        for datatype, field, value in (("INT8", "int_contents", 300), ("UINT16", "uint_contents", 70000)):
+            q = service_pb2.ModelInferRequest(model_name="demo")
+            q.inputs.add(name="input_ids", datatype=datatype, shape=[1])
+            getattr(q.inputs[0].contents, field).append(value)
+            with pytest.raises(grpc.RpcError) as e:
+                stub.ModelInfer(q, timeout=10)
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
+            assert f"holds {value}, which {datatype} cannot hold" in e.value.details()
+        q = service_pb2.ModelInferRequest(model_name="m" * 20000)
+        with pytest.raises(grpc.RpcError) as e:
+            stub.ModelInfer(q, timeout=10)
+        assert e.value.code() == grpc.StatusCode.NOT_FOUND and len(e.value.details()) < 3000, e.value.code()
+
+
 def test_grpc_errors_have_matching_status_codes(server):
     grpc = grpcclient.InferenceServerClient(server.grpc_url)
     ids = np.ones((1, 3), np.int64)
