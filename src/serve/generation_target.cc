@@ -78,7 +78,7 @@ SamplingOptions sampling_from(const SamplingFields& f) {
   s.top_k = top_k < 0 ? 0 : top_k;
   s.repetition_penalty = static_cast<float>(repetition);
   if (f.seed) {
-    s.seed = static_cast<uint64_t>(*f.seed);
+    s.seed = *f.seed;
   } else {
     static thread_local std::mt19937_64 seeds{std::random_device{}()};
     s.seed = seeds();

@@ -40,7 +40,8 @@ int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens,
 // Sampling from the protocol's fields: temperature 0 is greedy; no seed draws a fresh one.
 struct SamplingFields {
   std::optional<double> temperature, top_p, repetition_penalty;
-  std::optional<int64_t> top_k, seed;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
 };
 SamplingOptions sampling_from(const SamplingFields& f);
 

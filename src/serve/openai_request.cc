@@ -166,7 +166,7 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
                               .top_p = f.number("top_p"),
                               .repetition_penalty = f.number("repetition_penalty"),
                               .top_k = f.integer("top_k"),
-                              .seed = f.integer("seed")});
+                              .seed = f.seed("seed")});
   for (std::string& s : f.strings("stop"))
     if (!s.empty()) o.stop.push_back(std::move(s));
   if (!o.stop.empty() && !model.tokenizer) throw bad("'stop' needs the model's tokenizer.json", "stop");

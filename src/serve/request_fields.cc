@@ -30,6 +30,13 @@ void RequestFields::wrong_type(const std::string& name, const char* expected) co
   throw FieldError{Code::BadRequest, "'" + name + "' must be " + expected + ", not " + got, name};
 }
 
+std::optional<uint64_t> RequestFields::seed(const std::string& name) const {
+  const nlohmann::json* v = get(name);
+  if (v && v->is_number_unsigned()) return v->get<uint64_t>();
+  if (std::optional<int64_t> i = integer(name)) return static_cast<uint64_t>(*i);
+  return std::nullopt;
+}
+
 std::optional<int64_t> RequestFields::integer(const std::string& name) const {
   const nlohmann::json* v = get(name);
   if (!v) return std::nullopt;

@@ -30,6 +30,9 @@ class RequestFields {
   bool has(const std::string& name) const;  // present and not null
   const nlohmann::json* get(const std::string& name) const;  // nullptr when absent or null
   std::optional<int64_t> integer(const std::string& name) const;
+  // A sampling seed: any integer of 64 bits, signed (OpenAI's) or unsigned (Triton declares
+  // random_seed UINT64: seeds from 2^63 up were refused), as the generator's 64 bits.
+  std::optional<uint64_t> seed(const std::string& name) const;
   std::optional<double> number(const std::string& name) const;  // finite
   std::optional<bool> boolean(const std::string& name) const;
   std::optional<std::string> string(const std::string& name) const;

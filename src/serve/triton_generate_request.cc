@@ -43,8 +43,8 @@ TritonGenerateRequest parse_triton_generate(const nlohmann::json& body, const Ge
   if (prompt.empty()) throw bad("'text_input' must not be empty", "text_input");
   GenerateOptions& o = r.generation.options;
   o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), f.integer("max_tokens"), "max_tokens");
-  std::optional<int64_t> seed = f.integer("random_seed");
-  if (!seed) seed = f.integer("seed");
+  std::optional<uint64_t> seed = f.seed("random_seed");
+  if (!seed) seed = f.seed("seed");
   o.sampling = sampling_from({.temperature = f.number("temperature"),
                               .top_p = f.number("top_p"),
                               .repetition_penalty = f.number("repetition_penalty"),

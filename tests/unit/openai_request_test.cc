@@ -4,6 +4,8 @@
 // queue that carries events from the scheduler's thread to the HTTP thread.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <thread>
 
 #include "fusor/chat_template.h"
@@ -334,6 +336,10 @@ TEST(TritonGenerate, Refusals) {
     EXPECT_EQ(param_of({{"text_input", "Hi"}, {"parameters", {{name, value}}}}), name);
   }
   EXPECT_EQ(param_of({{"text_input", "Hi"}, {"n", 1}, {"logprobs", 0}, {"presence_penalty", 0}}), "(accepted)");
+  // random_seed is UINT64 in the model's config: seeds from 2^63 up were refused.
+  const TritonGenerateRequest high = parse_triton_generate(
+      {{"text_input", "Hi"}, {"temperature", 1.0}, {"random_seed", std::numeric_limits<uint64_t>::max()}}, target());
+  EXPECT_EQ(high.generation.options.sampling.seed, std::numeric_limits<uint64_t>::max());
 }
 
 TEST(GenerationStream, CarriesPiecesAndTheOutcomeAcrossThreads) {
