@@ -11,9 +11,32 @@
 namespace fusor::serve {
 namespace {
 
+// As Triton: float32, float64 and every integer type (float16 and bool are not classified).
 bool classifiable(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Int64 || d == DType::Int32 || d == DType::Int8 ||
-         d == DType::UInt8;
+  switch (d) {
+    case DType::Float32: case DType::Float64:
+    case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
+    case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A score as Triton prints it: floats with six decimals ("0.875000"), integers as integers
+// ("100", not "100.000000"), read in their own type (an int64 above 2^53 is exact).
+std::string score_text(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::Int8: return std::to_string(t.data<int8_t>()[i]);
+    case DType::Int16: return std::to_string(t.data<int16_t>()[i]);
+    case DType::Int32: return std::to_string(t.data<int32_t>()[i]);
+    case DType::Int64: return std::to_string(t.data<int64_t>()[i]);
+    case DType::UInt8: return std::to_string(t.data<uint8_t>()[i]);
+    case DType::UInt16: return std::to_string(t.data<uint16_t>()[i]);
+    case DType::UInt32: return std::to_string(t.data<uint32_t>()[i]);
+    case DType::UInt64: return std::to_string(t.data<uint64_t>()[i]);
+    default: return std::to_string(t.scalar_as_double(i));
+  }
 }
 
 }  // namespace
@@ -21,7 +44,8 @@ bool classifiable(DType d) {
 Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output) {
   if (k < 1) throw RequestError{Code::BadRequest, "output '" + output + "': 'classification' must be 1 or more"};
   if (!classifiable(scores.dtype()))
-    throw RequestError{Code::BadRequest, "output '" + output + "' is not numeric: it cannot be classified"};
+    throw RequestError{Code::BadRequest, "output '" + output + "' is " + dtype_name(scores.dtype()) +
+                                             ": only float32, float64 and integer outputs can be classified"};
   const int64_t rows = batched && scores.rank() > 0 ? scores.dims()[0] : 1;
   const int64_t per_row = rows ? scores.numel() / rows : 0;
   k = std::min(k, per_row);
@@ -41,7 +65,7 @@ Classes classify(const Tensor& scores, int64_t k, bool batched, const std::strin
       return va > vb || (va == vb && a < b);
     });
     for (int64_t i = 0; i < k; ++i)
-      c.items.push_back(std::to_string(scores.scalar_as_double(base + order[static_cast<size_t>(i)])) + ":" +
+      c.items.push_back(score_text(scores, base + order[static_cast<size_t>(i)]) + ":" +
                         std::to_string(order[static_cast<size_t>(i)]));
   }
   return c;
