@@ -143,6 +143,30 @@ std::optional<Verdict> find_saved_verdict(const std::string& model_path, const s
   return std::nullopt;
 }
 
+// Why a verdict file that exists cannot be read as one ("" when it can, or when there is none):
+// not JSON, not an object, or a verdict whose fields have the wrong types.
+std::string verdict_file_damage(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return "";
+  std::ifstream f(p);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception&) {
+    return "not valid JSON";
+  }
+  if (!j.is_object() || (j.contains("verdicts") && !j["verdicts"].is_object())) return "not a verdict file";
+  const nlohmann::json verdicts = j.value("verdicts", nlohmann::json::object());
+  for (const auto& [key, v] : verdicts.items()) {
+    const bool ok = v.is_object() && v.contains("passed") && v["passed"].is_boolean() &&
+                    (!v.contains("rolled_back") || (v["rolled_back"].is_array() &&
+                                                    std::all_of(v["rolled_back"].begin(), v["rolled_back"].end(),
+                                                                [](const auto& s) { return s.is_string(); })));
+    if (!ok) return "the verdict for '" + key + "' has fields of the wrong type";
+  }
+  return "";
+}
+
 }  // namespace
 
 std::string model_file_hash(const std::string& model_path) { return hash_model(model_path).hash; }
@@ -206,8 +230,19 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
   for (const fs::path& p : places(model_path)) any_file = any_file || fs::exists(p);
   if (!any_file && !gate_if_missing) return;
   std::optional<Verdict> v = load_verdict(model_path, fusion);
+  // A damaged file read as no verdict, so the fused plan ran with what the gate had rolled back
+  // (or had failed) put back, silently. Without a gate to run here, it is an error.
+  std::string damage, damaged;
+  for (const fs::path& p : places(model_path))
+    if (damage.empty() && !(damage = verdict_file_damage(p)).empty()) damaged = p.string();
+  if (!v && !damage.empty() && !gate_if_missing)
+    throw Error("the precision verdict file " + damaged + " is damaged (" + damage +
+                    "): run fusor check to save a new one, or set fusion.precision_check: off",
+                ErrorKind::InvalidArgument);
   if (!v && gate_if_missing) {
-    if (progress) progress("no saved precision verdict for this model and config: running the gate first");
+    const std::string why = damage.empty() ? std::string("no saved precision verdict for this model and config")
+                                           : "the saved precision verdict file " + damaged + " is damaged (" + damage + ")";
+    if (progress) progress(why + ": running the gate first");
     CheckOptions o;
     o.mode = fusion.precision_check;
     o.fusion = fusion;

@@ -168,6 +168,22 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode == 0 and "running the gate first" not in r.stderr
 
+    # A damaged file read as no verdict: the plan the gate had cut down (or failed) ran whole,
+    # silently. Without a config that runs the gate, it is now an error naming the file.
+    saved = json.loads(verdicts.read_text())
+    for entry in saved["verdicts"].values():
+        entry["rolled_back"] = "embeddings.layernorm"  # a string, not a list
+    verdicts.write_text(json.dumps(saved))
+    r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode != 0 and "is damaged" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    verdicts.write_text(verdicts.read_text() + " x")
+    r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode != 0 and "is damaged (not valid JSON)" in r.stderr, r.stderr
+    # With one, the gate runs again and saves a whole verdict in its place.
+    r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode == 0 and "is damaged" in r.stderr and "running the gate first" in r.stderr, r.stderr
+    json.loads(verdicts.read_text())
+
 
 def test_custom_output_tolerance_and_bad_spec(tmp_path):
     r, rep, _ = check(tmp_path, "--no-edge-cases", "--tolerance", "last_hidden_state=1e-3,1e-2,100000")
