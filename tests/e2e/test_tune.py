@@ -255,6 +255,11 @@ def test_an_slo_no_setting_meets_is_said_and_the_closest_setting_kept(tmp_path):
     (["--slo", "a:throughput", "--slo", "a:p99=5ms"], 1, "class 'a' is given twice"),
     (["--slo", "a:throughput", "--max-batch", "0"], 1, "--max-batch"),
     (["--slo", "a:throughput", "--windows", "x"], 1, "--windows"),
+    # NaN passed the range checks: a window of nan written to a config nothing loads, and a
+    # duration of nan measured forever; a huge --max-batch timed ever larger batches.
+    (["--slo", "a:throughput", "--windows", "nan"], 1, "--windows"),
+    (["--slo", "a:throughput", "--duration", "nan"], 2, "--duration: must be a finite number > 0"),
+    (["--slo", "a:throughput", "--max-batch", "99999999999"], 1, "--max-batch: 99999999999 is over 1048576"),
     (["--slo", "a:throughput", "--lengths", "9-8"], 1, "--lengths 9-8: MIN must not exceed MAX"),
     (["--slo", "a:throughput", "--lengths", "0-8"], 1, "--lengths"),
     (["--slo", "a:throughput", "--token-budgets", "0"], 1, "--token-budgets"),
@@ -267,6 +272,19 @@ def test_bad_arguments_fail_in_one_line(tmp_path, args, code, message):
     assert message in r.stderr
     if code == 1:
         assert r.stderr.count("\n") == 1, r.stderr
+
+
+def test_output_over_the_model_is_refused(tmp_path):
+    """`tune -o model.onnx` replaced a 46 MB model with 3 KB of YAML; `inspect --json` and the
+    other reports could do the same."""
+    model = tmp_path / "m.onnx"
+    shutil.copyfile(model_path("minilm-l6"), model)
+    size = model.stat().st_size
+    for args in (["tune", model, "--slo", "a:throughput", "-o", model], ["inspect", model, "--json", model],
+                 ["bench", model, "--json", model], ["profile", model, "--json", model]):
+        r = run_fusor(*args, timeout=60)
+        assert r.returncode != 0 and "is the model's own file" in r.stderr, (args, r.stderr)
+    assert model.stat().st_size == size
 
 
 def test_unwritable_output_fails_before_measuring(tmp_path):

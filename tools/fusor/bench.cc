@@ -142,6 +142,7 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
 }
 
 void bench(const BenchArgs& a) {
+  if (!a.json_path.empty()) refuse_writing_over_model(a.json_path, a.model.model, "--json");
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   nlohmann::json report = {{"model", a.model.model}, {"executor", a.model.reference ? "reference" : "fast"},

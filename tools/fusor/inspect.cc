@@ -26,6 +26,7 @@ void inspect(const InspectArgs& a) {
   ModelArgs parse;  // reuses --shape's parser
   parse.shapes = a.shapes;
   for (const auto& [name, dims] : parse.parsed_shapes()) options.shapes[name] = std::vector<int64_t>(dims.begin(), dims.end());
+  if (!a.json_path.empty()) refuse_writing_over_model(a.json_path, a.model, "--json");
   ModelInspection result = inspect_model(a.model, options);
   std::cout << inspection_text(result);
   if (!a.json_path.empty()) {

@@ -102,6 +102,17 @@ std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text
   return out;
 }
 
+void refuse_writing_over_model(const std::string& output, const std::string& model, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(output, ec)) return;
+  const fs::path file = model_file_in(model);
+  for (const fs::path& p : {file, fs::path(file.string() + ".fusor-verdicts.json")})
+    if (fs::equivalent(output, p, ec))
+      throw Error(flag + " " + output + " is the model's own file " + p.string() + ": name another",
+                  ErrorKind::InvalidArgument);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
   auto v = positive_integers_in(text);
   if (!v)

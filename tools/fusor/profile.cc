@@ -30,7 +30,13 @@ std::optional<std::ofstream> open_output(const std::string& path, const std::str
 
 void profile(const ProfileArgs& a) {
   const int64_t batch = a.model.batch(), seq = a.model.seq;
-  const int runs = static_cast<int>(one_positive(a.runs, "--runs"));
+  const int64_t asked_runs = one_positive(a.runs, "--runs");
+  constexpr int64_t kMaxRuns = 1000000;  // an int: 2^32 + 1 ran once
+  if (asked_runs > kMaxRuns)
+    throw Error("--runs: " + std::to_string(asked_runs) + " is over " + std::to_string(kMaxRuns), ErrorKind::InvalidArgument);
+  const int runs = static_cast<int>(asked_runs);
+  for (const auto& [path, flag] : {std::pair{a.trace_path, "--trace"}, std::pair{a.json_path, "--json"}})
+    if (!path.empty()) refuse_writing_over_model(path, a.model.model, flag);
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, seq);

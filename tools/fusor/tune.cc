@@ -36,7 +36,11 @@ void TuneArgs::add_to(CLI::App& cmd) {
   model.add_to(cmd, {.batch = DimFlags::Batch::None, .seq_help = "Binds the non-batch symbolic dimensions of a request"});
   cmd.add_option("--slo", slos, "CLASS:p99=20ms, CLASS:ttft=500ms,itl=50ms (a decoder) or CLASS:throughput (repeatable)")
       ->required();
-  cmd.add_option("--duration", duration_s, "Seconds per measured point")->check(CLI::Range(0.2, 3600.0));
+  // positive_number first: CLI::Range lets NaN through (every comparison with it is false), and a
+  // NaN duration measured forever.
+  cmd.add_option("--duration", duration_s, "Seconds per measured point")
+      ->check(positive_number())
+      ->check(CLI::Range(0.2, 3600.0));
   cmd.add_option("--trace", trace_path, "Replay this arrival trace (seconds, one per line) instead of Poisson arrivals");
   cmd.add_option("--windows", windows, "Batch windows to try, ms, e.g. 0,1,2,5,10,20,50");
   cmd.add_option("--max-batch", max_batches, "Max batch sizes to try, e.g. 1,2,4,8,16,32");
@@ -94,14 +98,21 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
       try {
         size_t used = 0;
         double x = std::stod(w, &used);
-        if (used != w.size() || x < 0 || x > 60000) throw std::invalid_argument(w);
+        if (used != w.size() || !(x >= 0 && x <= 60000)) throw std::invalid_argument(w);  // NaN too
         o.windows_ms.push_back(x);
       } catch (const std::logic_error&) {
         throw Error("--windows: '" + windows + "' must be a comma-separated list of milliseconds >= 0");
       }
     }
   }
-  if (!max_batches.empty()) o.max_batches = parse_int_list(max_batches, "--max-batch");
+  if (!max_batches.empty()) {
+    o.max_batches = parse_int_list(max_batches, "--max-batch");
+    // The config's own bound on a class's max_batch: past it, tune timed ever larger batches.
+    constexpr int64_t kMaxBatch = 1 << 20;
+    for (int64_t b : o.max_batches)
+      if (b > kMaxBatch)
+        throw Error("--max-batch: " + std::to_string(b) + " is over " + std::to_string(kMaxBatch), ErrorKind::InvalidArgument);
+  }
   if (!token_budgets.empty()) o.token_budgets = parse_int_list(token_budgets, "--token-budgets");
   if (!lengths.empty()) {
     const tune::LengthRange l = tune::parse_lengths(lengths);
@@ -261,6 +272,7 @@ void tune_command(const TuneArgs& a, const std::string& out_path) {
   if (std::filesystem::is_directory(out_path) || access(parent.empty() ? "." : parent.c_str(), W_OK) != 0 ||
       (access(out_path.c_str(), F_OK) == 0 && access(out_path.c_str(), W_OK) != 0))
     throw Error("cannot write " + out_path);
+  refuse_writing_over_model(out_path, a.model.model, "-o");
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   tune::Progress progress;
