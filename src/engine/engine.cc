@@ -61,6 +61,7 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
   }
   std::map<std::string, Dims> out;
   std::map<std::string, int64_t> symbols;  // each symbol's value: from the shapes given, else the defaults
+  std::map<std::string, std::string> symbol_from;  // the given input that set it
   auto note_symbols = [&](const TensorInfo& in, const Dims& dims) {
     for (size_t i = 0; i < in.symbols.size() && i < dims.size(); ++i)
       if (!in.symbols[i].empty()) symbols.emplace(in.symbols[i], dims[i]);
@@ -68,7 +69,15 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
   for (const TensorInfo& in : inputs())
     if (auto it = shapes.find(in.name); it != shapes.end()) {
       out[in.name] = it->second;
+      // Two given inputs that disagree on a shared dim failed deep in the graph (a broadcast).
+      for (size_t i = 0; i < in.symbols.size() && i < it->second.size(); ++i)
+        if (auto s = symbols.find(in.symbols[i]); !in.symbols[i].empty() && s != symbols.end() && s->second != it->second[i])
+          throw Error("inputs '" + symbol_from[in.symbols[i]] + "' and '" + in.name + "' give the model's dim '" +
+                          in.symbols[i] + "' as " + std::to_string(s->second) + " and " + std::to_string(it->second[i]),
+                      ErrorKind::InvalidArgument);
       note_symbols(in, it->second);
+      for (const std::string& s : in.symbols)
+        if (!s.empty()) symbol_from.emplace(s, in.name);
     }
   std::vector<TensorInfo> unbound;
   for (const TensorInfo& in : inputs()) {
@@ -77,8 +86,13 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
       throw Error("input '" + in.name + "' has no declared shape, and no dims were given for it",
                   ErrorKind::InvalidArgument);
     Dims dims = in.dims;
+    // A dim another input's given shape names takes its value there (`fusor run MODEL --input
+    // input_ids=ids.npy` generated the mask at the default length, and failed to broadcast).
     for (size_t i = 0; i < dims.size(); ++i)
-      if (dims[i] < 0) dims[i] = i == 0 ? batch : seq;
+      if (dims[i] < 0) {
+        auto s = i < in.symbols.size() && !in.symbols[i].empty() ? symbols.find(in.symbols[i]) : symbols.end();
+        dims[i] = s != symbols.end() ? s->second : i == 0 ? batch : seq;
+      }
     note_symbols(in, dims);
     out[in.name] = dims;
     unbound.push_back(in);

@@ -164,3 +164,17 @@ def test_a_shape_past_int64_is_an_error_not_an_empty_output(tmp_path):
 def test_an_output_file_in_a_missing_folder_fails_before_any_work(tmp_path, command, flag):
     r = run_fusor(command, add_model(tmp_path), flag, tmp_path / "nodir" / "out.json")
     assert r.returncode == 2 and f"{flag}: folder" in r.stderr and "does not exist" in r.stderr, r.stderr
+
+
+def test_generated_inputs_take_the_dims_a_given_input_names(tmp_path):
+    """`fusor run MODEL --input input_ids=ids.npy` (its documented 'others are generated')
+    generated the mask at the default length and failed to broadcast deep in the graph; two
+    given inputs that disagree on a shared dim now fail in one line naming it."""
+    from conftest import model_path
+    ids = tmp_path / "ids.npy"
+    np.save(ids, np.array([[101, 2023, 2003, 102] * 4] * 2, np.int64))  # [2, 16]
+    r = run_fusor("run", model_path("minilm-l6"), "--input", f"input_ids={ids}", "--output-dir", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    assert np.load(tmp_path / "out" / "last_hidden_state.npy").shape == (2, 16, 384)
+    r = run_fusor("run", model_path("minilm-l6"), "--shape", "input_ids=2,8", "--shape", "attention_mask=2,9")
+    assert_one_line_error(r, "give the model's dim 'sequence' as 8 and 9")
