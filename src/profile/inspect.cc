@@ -20,6 +20,8 @@ namespace {
 onnx::ModelProto read_model(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error("model file not found: " + path, ErrorKind::InvalidArgument);
+  // Zero bytes parse as an empty ModelProto: the report printed "every op is supported" first.
+  if (std::filesystem::file_size(path, ec) == 0) throw Error(path + ": model file is empty", ErrorKind::InvalidModel);
   std::ifstream f(path, std::ios::binary);
   onnx::ModelProto m;
   if (!f || !m.ParseFromIstream(&f)) throw Error(path + ": not a valid ONNX protobuf (truncated or corrupt)", ErrorKind::InvalidModel);

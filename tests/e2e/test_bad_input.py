@@ -35,6 +35,10 @@ def test_empty_file(tmp_path):
     p = tmp_path / "empty.onnx"
     p.write_bytes(b"")
     assert_one_line_error(run_fusor("run", p), "empty")
+    # inspect parsed zero bytes as an empty model and printed "every op is supported" first.
+    r = run_fusor("inspect", p)
+    assert_one_line_error(r, "model file is empty")
+    assert r.stdout == ""
 
 
 def test_garbage_file(tmp_path):
@@ -178,3 +182,6 @@ def test_generated_inputs_take_the_dims_a_given_input_names(tmp_path):
     assert np.load(tmp_path / "out" / "last_hidden_state.npy").shape == (2, 16, 384)
     r = run_fusor("run", model_path("minilm-l6"), "--shape", "input_ids=2,8", "--shape", "attention_mask=2,9")
     assert_one_line_error(r, "give the model's dim 'sequence' as 8 and 9")
+    # --shape for an input given from a file was dropped without a word.
+    r = run_fusor("run", model_path("minilm-l6"), "--input", f"input_ids={ids}", "--shape", "input_ids=2,8")
+    assert_one_line_error(r, "--shape input_ids=[2, 8] disagrees with its --input file's [2, 16]")

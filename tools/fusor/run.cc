@@ -75,7 +75,14 @@ void run(const RunArgs& a) {
   Engine engine = Engine::load(a.model.model);
   auto given = read_inputs(engine, a.inputs);
   auto shapes = a.model.parsed_shapes();
-  for (const auto& [name, t] : given) shapes[name] = t.dims();
+  for (const auto& [name, t] : given) {
+    // --shape for an input given from a file was dropped without a word.
+    if (auto s = shapes.find(name); s != shapes.end() && s->second != t.dims())
+      throw Error("--shape " + name + "=" + dims_to_string(s->second) + " disagrees with its --input file's " +
+                      dims_to_string(t.dims()),
+                  ErrorKind::InvalidArgument);
+    shapes[name] = t.dims();
+  }
   auto dims = bind_dims(engine, shapes, a.model.batch(), a.model.seq);
   auto feeds = engine.sample_inputs(dims);
   for (const auto& [name, t] : given) feeds[name] = t;
