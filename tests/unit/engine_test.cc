@@ -12,6 +12,7 @@
 #include "fusor/engine.h"
 #include "engine/internals.h"
 #include "chain_model.h"
+#include "onnx_proto_builder.h"
 
 namespace fusor {
 namespace {
@@ -123,21 +124,12 @@ ErrorKind kind_of(const std::function<void()>& f, const std::string& fragment = 
 // elementwise chain and the transpose, guarded the same way) divided an index by the zero dim,
 // undefined behaviour that UBSan reports (the release build happened to skip it).
 TEST(Engine, EmptyTensorsRunThroughBroadcastChainsAndTransposes) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
+  onnx::ModelProto m = test::onnx_model("empty", 17);
   onnx::GraphProto& g = *m.mutable_graph();
-  g.set_name("empty");
-  auto value = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  value(g.add_input(), "a", {3, 0, 2});
-  value(g.add_input(), "b", {1, 2});
-  value(g.add_output(), "y", {3, 0, 2});
-  value(g.add_output(), "t", {0, 3, 2});
+  test::onnx_value(g.add_input(), "a", {3, 0, 2});
+  test::onnx_value(g.add_input(), "b", {1, 2});
+  test::onnx_value(g.add_output(), "y", {3, 0, 2});
+  test::onnx_value(g.add_output(), "t", {0, 3, 2});
   auto node = [&](const char* op, std::vector<const char*> in, const char* out) {
     onnx::NodeProto* n = g.add_node();
     n->set_op_type(op);

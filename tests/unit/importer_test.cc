@@ -10,6 +10,7 @@
 #include "fusor/engine.h"
 #include "kernels/cpu/backend.h"
 #include "onnx/importer.h"
+#include "onnx_proto_builder.h"
 #include "plan/plan.h"
 
 namespace fusor {
@@ -190,20 +191,11 @@ TEST(Importer, ExternalDataIsCheckedBeforeItIsRead) {
 // second input at that axis (here a per-row bias), and Split's sizes may come as input 1, typed
 // as the data (float). fusor added the bias per column and split [2, 4] in halves.
 TEST(Importer, OpsetOneBroadcastAxisAndSplitSizesInput) {
-  onnx::ModelProto m;
-  m.set_ir_version(3);
-  m.add_opset_import()->set_version(1);
+  onnx::ModelProto m = test::onnx_model("legacy", 1, 3);
   onnx::GraphProto& g = *m.mutable_graph();
-  g.set_name("legacy");
-  auto value = [](onnx::ValueInfoProto* v, const char* name, std::vector<int64_t> dims) {
-    v->set_name(name);
-    auto* t = v->mutable_type()->mutable_tensor_type();
-    t->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->mutable_shape()->add_dim()->set_dim_value(d);
-  };
-  value(g.add_input(), "a", {2, 4});
-  value(g.add_output(), "left", {2, 1});
-  value(g.add_output(), "right", {2, 3});
+  test::onnx_value(g.add_input(), "a", {2, 4});
+  test::onnx_value(g.add_output(), "left", {2, 1});
+  test::onnx_value(g.add_output(), "right", {2, 3});
   auto constant = [&](const char* name, std::vector<float> values) {
     onnx::TensorProto* t = g.add_initializer();
     t->set_name(name);
