@@ -138,3 +138,27 @@ def test_a_decoder_is_onboarded_by_generation(tmp_path):
     check_page(out / "report.html", tmp_path)
     html = (out / "report.html").read_text()
     assert "Time to first token against throughput" in html and "TTFT p99 at capacity" in html
+
+
+def test_ctrl_c_during_the_precision_gate_exits_130(tmp_path):
+    """Interrupted in its check step, onboard said 'the precision gate could not run (exit 130)'
+    and exited 1, as if it had failed; Ctrl-C elsewhere (tune) already ended it with 130."""
+    import os
+    import signal
+    import subprocess
+    from conftest import FUSOR
+    p = subprocess.Popen([FUSOR, "onboard", model_path("minilm-l6"), "--out", tmp_path / "o", "--slo", "a:p99=1s",
+                          "--windows", "0", "--max-batch", "1", "--duration", "0.2", "--measure", "1",
+                          "--no-baseline"], stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    try:
+        for line in p.stderr:
+            if "== onboard: 4/6 precision gate" in line:
+                break
+        os.killpg(p.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole foreground group
+        rest = p.stderr.read()
+        assert p.wait(timeout=120) == 130, rest
+        assert "could not run" not in rest
+    finally:
+        if p.poll() is None:
+            p.kill()

@@ -117,9 +117,13 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
     args.insert(args.begin() + 2, common.begin(), common.end());  // after the subcommand and model
     return args;
   };
-  auto step = [&](const char* title, const std::vector<std::string>& args, bool required) {
+  // `partial_on_interrupt`: the step writes what it has when interrupted (tune), so onboard goes on
+  // to report it; any other step's Ctrl-C ends onboard as interrupted (130), not as failed.
+  auto step = [&](const char* title, const std::vector<std::string>& args, bool required,
+                  bool partial_on_interrupt = false) {
     std::fprintf(stderr, "\n== onboard: %s\n", title);
     int rc = run_step(args, commands);
+    if (rc == 130 && !partial_on_interrupt) throw ExitCode{130};
     if (rc != 0 && required) throw Error(std::string(title) + " failed (exit " + std::to_string(rc) + "); see above");
     return rc;
   };
@@ -145,7 +149,7 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
   if (!a.tune.prefill_chunks.empty()) tune.insert(tune.end(), {"--prefill-chunks", a.tune.prefill_chunks});
   if (a.decoder) tune.insert(tune.end(), {"--output-tokens", std::to_string(a.tune.output_tokens)});
   if (a.tune.no_baseline) tune.push_back("--no-baseline");
-  int tune_rc = step("5/6 tune", tune, false);
+  int tune_rc = step("5/6 tune", tune, false, true);
   if (tune_rc != 0 && !(tune_rc == 130 && fs::exists(p + "tuned.yaml"))) throw Error("tune failed (exit " + std::to_string(tune_rc) + ")");
 
   char number[3][32];
