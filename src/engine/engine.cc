@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -118,6 +120,20 @@ Session Engine::session(const std::map<std::string, Dims>& input_dims, const Ses
 
 std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, Dims>& input_dims,
                                                     uint64_t seed) const {
+  // Inputs are written as they are made: past the machine's memory the kernel killed the process
+  // (`fusor run --seq 2147483647`: three 16 GB inputs on a 23 GB machine).
+  long double bytes = 0;
+  for (const TensorInfo& in : inputs())
+    if (auto it = input_dims.find(in.name); it != input_dims.end()) {
+      long double n = static_cast<long double>(dtype_size(in.dtype));
+      for (int64_t d : it->second) n *= static_cast<long double>(d);
+      bytes += n;
+    }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages > 0 && page > 0 && bytes > static_cast<long double>(pages) * static_cast<long double>(page))
+    throw Error("out of memory: the inputs at these dims take " + std::to_string(static_cast<uint64_t>(bytes)) +
+                    " bytes, more than this machine's " + std::to_string(static_cast<uint64_t>(pages) * page),
+                ErrorKind::InvalidArgument);
   return fusor::sample_inputs(*impl_->graph, input_dims, seed);
 }
 

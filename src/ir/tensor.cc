@@ -1,6 +1,7 @@
 #include "fusor/tensor.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -49,6 +50,12 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   if (rounded >= kLazyZeroBytes) {
+    // Mapped lazily, a tensor larger than the machine's memory was only found out when written:
+    // the kernel killed the process (`fusor run --seq 2147483647` filled 48 GB of inputs on 23).
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && rounded / static_cast<size_t>(page) > static_cast<size_t>(pages))
+      throw Error("out of memory: a tensor of shape " + dims_to_string(dims_) + " takes " + std::to_string(bytes) +
+                  " bytes, more than this machine's " + std::to_string(static_cast<uint64_t>(pages) * page));
     // Fresh anonymous pages read as zeros and take memory only once written: a KV cache sized
     // for a 1M-token context held 4.4 GB of written zeros to generate four tokens.
     void* m = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

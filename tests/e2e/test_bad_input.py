@@ -185,3 +185,10 @@ def test_generated_inputs_take_the_dims_a_given_input_names(tmp_path):
     # --shape for an input given from a file was dropped without a word.
     r = run_fusor("run", model_path("minilm-l6"), "--input", f"input_ids={ids}", "--shape", "input_ids=2,8")
     assert_one_line_error(r, "--shape input_ids=[2, 8] disagrees with its --input file's [2, 16]")
+
+
+def test_inputs_past_the_machines_memory_are_a_clean_error():
+    """`--seq 2147483647` filled three 16 GB inputs on a 23 GB machine: killed (137)."""
+    from conftest import model_path
+    r = run_fusor("run", model_path("minilm-l6"), "--batch", 1024, "--seq", 2147483647, timeout=120)  # 48 TB
+    assert_one_line_error(r, "out of memory", "more than this machine's")
