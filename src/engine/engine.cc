@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -124,16 +125,16 @@ std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, 
   // (`fusor run --seq 2147483647`: three 16 GB inputs on a 23 GB machine).
   long double bytes = 0;
   for (const TensorInfo& in : inputs())
-    if (auto it = input_dims.find(in.name); it != input_dims.end()) {
-      long double n = static_cast<long double>(dtype_size(in.dtype));
-      for (int64_t d : it->second) n *= static_cast<long double>(d);
-      bytes += n;
-    }
+    if (auto it = input_dims.find(in.name); it != input_dims.end())  // numel_of: a count past int64 is its own error
+      bytes += static_cast<long double>(numel_of(it->second)) * static_cast<long double>(dtype_size(in.dtype));
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages > 0 && page > 0 && bytes > static_cast<long double>(pages) * static_cast<long double>(page))
-    throw Error("out of memory: the inputs at these dims take " + std::to_string(static_cast<uint64_t>(bytes)) +
-                    " bytes, more than this machine's " + std::to_string(static_cast<uint64_t>(pages) * page),
-                ErrorKind::InvalidArgument);
+  const long double memory = static_cast<long double>(pages) * static_cast<long double>(page);
+  if (pages > 0 && page > 0 && bytes > memory) {
+    char text[128];
+    std::snprintf(text, sizeof text, "%.3g GB, more than this machine's %.3g GB", static_cast<double>(bytes / 1e9),
+                  static_cast<double>(memory / 1e9));
+    throw Error(std::string("out of memory: the inputs at these dims take ") + text, ErrorKind::InvalidArgument);
+  }
   return fusor::sample_inputs(*impl_->graph, input_dims, seed);
 }
 
