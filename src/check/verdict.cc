@@ -231,10 +231,12 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
   if (!any_file && !gate_if_missing) return;
   std::optional<Verdict> v = load_verdict(model_path, fusion);
   // A damaged file read as no verdict, so the fused plan ran with what the gate had rolled back
-  // (or had failed) put back, silently. Without a gate to run here, it is an error.
+  // (or had failed) put back, silently. Without a gate to run here, it is an error. (Read again
+  // only when no verdict was found: a run with one pays nothing more.)
   std::string damage, damaged;
-  for (const fs::path& p : places(model_path))
-    if (damage.empty() && !(damage = verdict_file_damage(p)).empty()) damaged = p.string();
+  if (!v)
+    for (const fs::path& p : places(model_path))
+      if (damage.empty() && !(damage = verdict_file_damage(p)).empty()) damaged = p.string();
   if (!v && !damage.empty() && !gate_if_missing)
     throw Error("the precision verdict file " + damaged + " is damaged (" + damage +
                     "): run fusor check to save a new one, or set fusion.precision_check: off",
