@@ -37,10 +37,24 @@ TEST(RefIndex, ReduceAxesAttributeBeforeOpset18) {
   Tensor x = make({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
   auto y = run(node_of(Op::ReduceProd, 13, {{"axes", V{0, -1}}}), {x});
   expect_values(y[0], {1, 2, 1}, {1 * 2 * 5 * 6, 3 * 4 * 7 * 8});
-  // No axes reduces everything; noop_with_empty_axes (opset 18) returns the input instead.
+  // No axes reduces everything; noop_with_empty_axes (opset 18) reduces nothing instead.
   expect_values(run(node_of(Op::ReduceMin, 13, {{"keepdims", int64_t{0}}}), {x})[0], {}, {1});
-  auto noop = run(node_of(Op::ReduceL1, 18, {{"noop_with_empty_axes", int64_t{1}}}), {make({2}, {-1, 2}), Tensor()});
-  expect_values(noop[0], {2}, {-1, 2});
+}
+
+TEST(RefIndex, NoopWithEmptyAxesKeepsEachKindsElementwisePart) {
+  // As ONNX Runtime 1.30 and the clarified spec (onnx/onnx#7394): the input was returned as is.
+  Tensor x = make({2, 2}, {-1, 2, 0.5f, -4});
+  auto noop = [&](Op op) {
+    return run(node_of(op, 18, {{"noop_with_empty_axes", int64_t{1}}}), {x, Tensor()})[0];
+  };
+  expect_values(noop(Op::ReduceL1), {2, 2}, {1, 2, 0.5f, 4});
+  expect_values(noop(Op::ReduceL2), {2, 2}, {1, 2, 0.5f, 4});
+  expect_values(noop(Op::ReduceSumSquare), {2, 2}, {1, 4, 0.25f, 16});
+  expect_values(noop(Op::ReduceLogSumExp), {2, 2}, {-1, 2, 0.5f, -4});
+  expect_values(noop(Op::ReduceMax), {2, 2}, {-1, 2, 0.5f, -4});
+  Tensor logs = run(node_of(Op::ReduceLogSum, 18, {{"noop_with_empty_axes", int64_t{1}}}),
+                    {make({2}, {1, 4}), make_i64({0}, {})})[0];
+  expect_values(logs, {2}, {0, std::log(4.f)});
 }
 
 TEST(RefIndex, ReduceEmptySetGivesTheIdentity) {

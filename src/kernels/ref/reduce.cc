@@ -5,7 +5,6 @@
 // and LogSumExp; for integers the dtype's extreme values).
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -158,11 +157,10 @@ void reduce(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> 
   } else {
     axes = node.attr_ints("axes");
   }
-  if (axes.empty() && noop_empty) {
-    if (x.nbytes()) std::memcpy(y.raw(), x.raw(), x.nbytes());
-    return;
-  }
-  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty());
+  // No axes with noop_with_empty_axes reduces nothing, but each element still takes the kind's
+  // elementwise part: |x| for L1 and L2, x^2 for SumSquare, log x for LogSum (the spec as
+  // onnx/onnx#7394 clarified it, and ONNX Runtime 1.30); for the others that is x.
+  std::vector<bool> reduced(static_cast<size_t>(rank), axes.empty() && !noop_empty);
   for (int64_t a : axes) reduced[static_cast<size_t>(normalize_axis(a, rank, node))] = true;
   ReduceWalk walk(dims, reduced);
   int64_t n_out = y.numel();
