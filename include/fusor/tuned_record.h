@@ -106,8 +106,10 @@ double measured_capacity(const std::vector<CurvePoint>& curve, double p99_ms);
 // How close a point runs to its SLO: the largest of measured p99 / target over the targets the
 // SLO sets (0 when it sets none). Below 0.5 the search climbs fast.
 double slo_load(const CurvePoint& p, const Slo& slo);
-// Each point's slo_load made non-decreasing in offered rate (isotonic regression: adjacent points
-// that contradict each other are replaced by their mean), as latency is under growing load.
+// Values made non-decreasing in order (isotonic regression: adjacent values that contradict each
+// other are replaced by their mean), as latency is under growing load.
+std::vector<double> nondecreasing_fit(const std::vector<double>& values);
+// Each point's slo_load, fitted non-decreasing in offered rate.
 std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo);
 // The point a curve's latencies are read at: the one its measured capacity came from, the last
 // of the good prefix (of two runs that offered one rate, the one that met the SLO); null when no

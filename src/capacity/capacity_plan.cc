@@ -97,11 +97,23 @@ double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& sl
 
 // The point a curve predicts at `qps`: its latencies and utilisation interpolated between the
 // measured points around it; below the first point, utilisation scales from 0 and the latencies
-// are the first point's.
-CurvePoint predict(const std::vector<CurvePoint>& curve, double qps) {
+// are the first point's. The latencies of the points before the first with errors are their
+// non-decreasing fit, as capacity_of judges them (tune::good_prefix): a slow outlier between two
+// faster points would otherwise predict a p99 past the target that the capacity was sized for.
+CurvePoint predict(std::vector<CurvePoint> curve, double qps) {
   static constexpr double CurvePoint::*kInterpolated[] = {&CurvePoint::utilisation, &CurvePoint::p50_ms,
                                                           &CurvePoint::p99_ms,      &CurvePoint::ttft_p99_ms,
                                                           &CurvePoint::itl_p99_ms};
+  static constexpr double CurvePoint::*kLatencies[] = {&CurvePoint::p50_ms, &CurvePoint::p99_ms,
+                                                       &CurvePoint::ttft_p99_ms, &CurvePoint::itl_p99_ms};
+  const size_t clean = static_cast<size_t>(
+      std::find_if(curve.begin(), curve.end(), [](const CurvePoint& p) { return p.errors > 0; }) - curve.begin());
+  for (auto field : kLatencies) {
+    std::vector<double> values;
+    for (size_t i = 0; i < clean; ++i) values.push_back(curve[i].*field);
+    const std::vector<double> fit = tune::nondecreasing_fit(values);
+    for (size_t i = 0; i < clean; ++i) curve[i].*field = fit[i];
+  }
   const CurvePoint& first = curve.front();
   if (qps <= first.offered_qps) {
     CurvePoint p = first;

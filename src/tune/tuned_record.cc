@@ -28,14 +28,14 @@ double slo_load(const CurvePoint& p, const Slo& slo) {
   return load;
 }
 
-std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo) {
+std::vector<double> nondecreasing_fit(const std::vector<double>& values) {
   struct Block {
     double sum;
     size_t n;
   };
   std::vector<Block> blocks;  // pool adjacent violators: merge while a block's mean exceeds the next one's
-  for (const CurvePoint& p : curve) {
-    blocks.push_back({slo_load(p, slo), 1});
+  for (double v : values) {
+    blocks.push_back({v, 1});
     while (blocks.size() > 1) {
       const Block b = blocks.back();
       Block& a = blocks[blocks.size() - 2];
@@ -44,9 +44,15 @@ std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const S
       blocks.pop_back();
     }
   }
-  std::vector<double> trend;
-  for (const Block& b : blocks) trend.insert(trend.end(), b.n, b.sum / static_cast<double>(b.n));
-  return trend;
+  std::vector<double> fit;
+  for (const Block& b : blocks) fit.insert(fit.end(), b.n, b.sum / static_cast<double>(b.n));
+  return fit;
+}
+
+std::vector<double> slo_load_trend(const std::vector<CurvePoint>& curve, const Slo& slo) {
+  std::vector<double> loads;
+  for (const CurvePoint& p : curve) loads.push_back(slo_load(p, slo));
+  return nondecreasing_fit(loads);
 }
 
 size_t good_prefix(const std::vector<CurvePoint>& curve, const Slo& slo) {

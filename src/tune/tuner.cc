@@ -63,7 +63,8 @@ bool adaptive_window_of(const TuneOptions& o, const std::string& name) {
 // The first `n` of `ranked` with distinct max_batch (token budget, packed): measuring near-twins teaches nothing. One of
 // them (of two or more) waits no window: the model is least sure of waits (it priced MiniLM's 50 ms window at
 // 323 qps within a 100 ms p99, and the serving path held 21), so a no-wait setting is always
-// measured too and the choice never rests on waits alone.
+// measured too and the choice never rests on waits alone. When every setting is priced at 0, one
+// is still measured.
 std::vector<Priced> pick_distinct(const std::vector<Priced>& ranked, int n) {
   std::vector<Priced> out;
   for (const Priced& p : ranked) {
@@ -74,6 +75,14 @@ std::vector<Priced> pick_distinct(const std::vector<Priced>& ranked, int n) {
       out.push_back(p);
   }
   auto no_wait = [](const Priced& p) { return p.setting.batch_window_ms == 0; };
+  if (out.empty() && !ranked.empty()) {
+    // Priced at 0: a lone request is predicted over the SLO whatever the setting. One that waits
+    // no window comes closest; it is measured, so the class keeps a curve and tune's warning says
+    // how far it is (plan then explains that no rate meets the SLO).
+    auto first_no_wait = std::find_if(ranked.begin(), ranked.end(), no_wait);
+    out.push_back(first_no_wait != ranked.end() ? *first_no_wait : ranked.front());
+    return out;
+  }
   if (out.size() >= 2 && std::none_of(out.begin(), out.end(), no_wait)) {
     auto best = std::find_if(ranked.begin(), ranked.end(), [&](const Priced& p) { return no_wait(p) && p.predicted_qps > 0; });
     if (best != ranked.end()) out.back() = *best;
