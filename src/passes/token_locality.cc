@@ -1,6 +1,7 @@
 #include "passes/token_locality.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "ir/bind.h"
 #include "passes/fused_kinds.h"
@@ -8,16 +9,31 @@
 namespace fusor {
 namespace {
 
-constexpr int kConstant = -1;  // folded at plan time: the same for every token
+constexpr int kConstant = -1;    // folded at plan time: the same for every token
 constexpr int kNotPerToken = -2;
+constexpr int kFromLength = -3;  // folded, but from the token count (Shape(ids)[1], a Range to it)
+
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Input `i` of `n` sets a shape, not values: a token count there (Reshape to [1, T, H, D])
+// stays right when T is the packed stream's.
+bool is_shape_operand(const Node& n, size_t i) {
+  return i == 1 && (n.op == Op::Reshape || n.op == Op::Expand);
+}
 
 class TokenAxes {
  public:
   TokenAxes(const Binding& at_t, const Binding& at_t1, int64_t tokens) : a_(at_t), b_(at_t1), t_(tokens) {}
 
-  // The token axis of `value`, kConstant, or kNotPerToken.
+  // The token axis of `value`, kConstant, kFromLength or kNotPerToken.
   int of(int value) const {
-    if (value < 0 || a_.is_constant(value)) return kConstant;
+    if (value < 0) return kConstant;
+    if (a_.is_constant(value)) {
+      const size_t v = static_cast<size_t>(value);
+      return b_.is_constant(value) && same_tensor(a_.constants[v], b_.constants[v]) ? kConstant : kFromLength;
+    }
     const Dims& d = a_.types[static_cast<size_t>(value)].dims;
     const Dims& e = b_.types[static_cast<size_t>(value)].dims;
     if (d.size() != e.size()) return kNotPerToken;
@@ -117,6 +133,12 @@ std::optional<std::string> token_locality_violation(const Graph& g, std::span<co
   const TokenAxes axes(at_t, at_t1, in_types[0].dims[1]);
   for (const Node& n : g.nodes) {
     if (at_t.folded(n) || n.has_attr("segments")) continue;
+    // Packed, a count of tokens is the whole stream's: positions from Range(0, Shape(ids)[1])
+    // would run on across requests instead of starting at 0 for each.
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (axes.of(n.inputs[i]) == kFromLength && !is_shape_operand(n, i))
+        return n.describe() + " reads '" + g.values[static_cast<size_t>(n.inputs[i])].name +
+               "', which is computed from the sequence length: packed, it would be the whole batch's";
     for (int o : n.outputs) {
       if (o < 0 || axes.of(o) != kNotPerToken) continue;
       return n.describe() + " computes '" + g.values[static_cast<size_t>(o)].name + "' " +

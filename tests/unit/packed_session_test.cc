@@ -38,7 +38,7 @@ Tensor random(Dims dims, uint32_t seed, float scale = 0.5f) {
   return t;
 }
 
-enum class Variant { Encoder, MixesTokens, PerQueryMask, ImageInput };
+enum class Variant { Encoder, MixesTokens, PerQueryMask, ImageInput, RangePositions };
 
 std::string encoder(Variant variant = Variant::Encoder) {
   test::GraphBuilder b(17);
@@ -56,6 +56,12 @@ std::string encoder(Variant variant = Variant::Encoder) {
   int pos = b.node(Op::Slice, {b.constant("position_ids", arange), b.constant("zero", ints({0})), len,
                                b.constant("axis1", ints({1}))},
                    "positions", DType::Int64);
+  if (variant == Variant::RangePositions) {  // Range(0, Shape(ids)[1]): packed, it would not restart per request
+    Tensor zero(DType::Int64, {}), one(DType::Int64, {});
+    *zero.data<int64_t>() = 0, *one.data<int64_t>() = 1;
+    int n = b.node(Op::Gather, {shape, b.constant("one_scalar", one)}, "seq_len_scalar", DType::Int64);
+    pos = b.node(Op::Range, {b.constant("zero_scalar", zero), n, b.constant("step", one)}, "range_positions", DType::Int64);
+  }
   int words = b.node(Op::Gather, {b.constant("word_table", random({kVocab, kHidden}, 1)), ids}, "words");
   int where = b.node(Op::Gather, {b.constant("pos_table", random({kMaxPositions, kHidden}, 2)), pos}, "pos_emb");
   int x = b.node(Op::Add, {words, where}, "emb");
@@ -223,6 +229,16 @@ TEST(PackedSession, RefusesGraphsThatMixTokensWithTheReason) {
       << refusal(Variant::PerQueryMask);
   EXPECT_NE(refusal(Variant::ImageInput).find("is not a [batch, sequence] tensor"), std::string::npos)
       << refusal(Variant::ImageInput);
+  EXPECT_NE(refusal(Variant::RangePositions).find("reads 'pos_emb', which is computed from the sequence length"),
+            std::string::npos)
+      << refusal(Variant::RangePositions);
+}
+
+TEST(PackedSession, PositionsFromTheLengthStillMatchAloneUnpacked) {
+  // The refused variant is a valid model: each request alone gives positions 0..len-1.
+  Engine engine = Engine::load_bytes(encoder(Variant::RangePositions));
+  Feeds r = request(1, 5, 0, false, 7);
+  EXPECT_EQ(alone(engine, r, false).at("res2").dims(), (Dims{1, 5, kHidden}));
 }
 
 TEST(PackedSession, RejectsMalformedAndOversizedRequests) {
