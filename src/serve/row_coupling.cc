@@ -1,6 +1,7 @@
 #include "serve/row_coupling.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <iomanip>
@@ -43,13 +44,38 @@ std::string difference(const Tensor& together, const Tensor& alone) {
   return why.str();
 }
 
+bool is_integer(DType t) {
+  switch (t) {
+    case DType::Int64: case DType::Int32: case DType::Int16: case DType::Int8:
+    case DType::UInt64: case DType::UInt32: case DType::UInt16: case DType::UInt8: return true;
+    default: return false;
+  }
+}
+
+// Sample inputs fill an integer input that indexes no table with zeros, the same in both rows,
+// and a model that mixes rows (Cast(ids) minus their mean over the batch) then looks independent.
+// Such an input's second row takes ones instead; masks and positions keep their meaning.
+void make_rows_differ(const std::string& name, Tensor& t) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!is_integer(t.dtype()) || t.rank() == 0 || t.dims()[0] != 2 || lower.find("mask") != std::string::npos ||
+      lower.find("position") != std::string::npos)
+    return;
+  const size_t row = t.nbytes() / 2, width = t.nbytes() / static_cast<size_t>(t.numel());
+  std::byte* second = static_cast<std::byte*>(t.raw()) + row;
+  if (std::memcmp(t.raw(), second, row) != 0) return;
+  std::memset(second, 0, row);
+  for (size_t i = 0; i < row; i += width) second[i] = std::byte{1};  // little-endian 1 of any width
+}
+
 }  // namespace
 
 std::string rows_coupled_in_a_probe(const Engine& engine, const SessionOptions& options) {
   try {
     const auto two_dims = engine.bind_dims({}, 2, kProbeLength);
     const auto one_dims = engine.bind_dims({}, 1, kProbeLength);
-    const auto two = engine.sample_inputs(two_dims, 1);
+    auto two = engine.sample_inputs(two_dims, 1);
+    for (auto& [name, t] : two) make_rows_differ(name, t);
     Session both = engine.session(two_dims, options);
     const auto together = both.run(two);
     Session one = engine.session(one_dims, options);

@@ -44,6 +44,12 @@ def models(folder):
                                       h.make_node("Transpose", ["nz"], ["t"], perm=[1, 0]),
                                       h.make_node("Cast", ["t"], ["Y"], to=T.FLOAT)],
                      [x("B", 8)], [y("K", 2)], [half]),
+        # integer ids centred over axis 0: the probe's sample ids were all zeros, the same in both
+        # rows, so the coupling went unseen and batch-mates' ids leaked in (off by 10-44)
+        "icenter": save(folder, "icenter", [h.make_node("Cast", ["X"], ["f"], to=T.FLOAT),
+                                            h.make_node("ReduceMean", ["f"], ["m"], axes=[0]),
+                                            h.make_node("Sub", ["f", "m"], ["Y"])],
+                        [h.make_tensor_value_info("X", T.INT64, ["N", 3])], [y("N", 3)]),
         # a pool over axis 0 to one row (a bigger output read past its end)
         "pool": save(folder, "pool", [h.make_node("ReduceMax", ["X"], ["Y"], axes=[0])], [x("N", 4096)], [y(1, 4096)]),
     }
@@ -51,7 +57,7 @@ def models(folder):
 
 def infer(url, model, x):
     client = httpclient.InferenceServerClient(url, network_timeout=30)
-    t = httpclient.InferInput("X", list(x.shape), "FP32")
+    t = httpclient.InferInput("X", list(x.shape), "INT64" if x.dtype == np.int64 else "FP32")
     t.set_data_from_numpy(x)
     return client.infer(model, [t]).as_numpy("Y")
 
@@ -66,11 +72,14 @@ def served(tmp_path_factory):
 
 
 @pytest.mark.parametrize("model, shape", [("center", (3, 3)), ("seqfirst", (3, 1, 4)), ("dets", (3, 8)),
-                                          ("pool", (3, 4096))])
+                                          ("pool", (3, 4096)), ("icenter", (2, 3))])
 def test_each_request_gets_its_own_answer_beside_others(served, model, shape):
     s, paths = served
     rng = np.random.default_rng(0)
-    requests = [rng.random(shape, np.float32) + 10 * i for i in range(4)]
+    if model == "icenter":
+        requests = [rng.integers(0, 100, shape) + 10 * i for i in range(4)]
+    else:
+        requests = [rng.random(shape, np.float32) + 10 * i for i in range(4)]
     with ThreadPoolExecutor(4) as pool:  # all in one batch window
         answers = list(pool.map(lambda x: infer(s.url, model, x), requests))
     session = ort.InferenceSession(str(paths[model]), providers=["CPUExecutionProvider"])
