@@ -16,6 +16,11 @@ using Dims = std::vector<int64_t>;
 
 int64_t numel_of(const Dims& dims);
 std::string dims_to_string(const Dims& dims);  // "[1, 128, 384]"
+// Bytes of a tensor of `dims` and `dtype`; throws past 2^48 (256 TiB, more than any machine holds),
+// where a planner's sums of such sizes could wrap around to a small buffer.
+size_t nbytes_of(const Dims& dims, DType dtype);
+// This machine's physical memory in bytes; 0 when the system does not say.
+size_t physical_memory_bytes();
 
 class Tensor {
  public:

@@ -1,4 +1,3 @@
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -127,9 +126,8 @@ std::map<std::string, Tensor> Engine::sample_inputs(const std::map<std::string, 
   for (const TensorInfo& in : inputs())
     if (auto it = input_dims.find(in.name); it != input_dims.end())  // numel_of: a count past int64 is its own error
       bytes += static_cast<long double>(numel_of(it->second)) * static_cast<long double>(dtype_size(in.dtype));
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  const long double memory = static_cast<long double>(pages) * static_cast<long double>(page);
-  if (pages > 0 && page > 0 && bytes > memory) {
+  const long double memory = static_cast<long double>(physical_memory_bytes());
+  if (memory > 0 && bytes > memory) {
     char text[128];
     std::snprintf(text, sizeof text, "%.3g GB, more than this machine's %.3g GB", static_cast<double>(bytes / 1e9),
                   static_cast<double>(memory / 1e9));

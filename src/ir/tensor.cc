@@ -32,6 +32,20 @@ int64_t numel_of(const Dims& dims) {
   return n;
 }
 
+size_t nbytes_of(const Dims& dims, DType dtype) {
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
+  const uint64_t count = static_cast<uint64_t>(numel_of(dims)), width = std::max<size_t>(1, dtype_size(dtype));
+  if (count > kMaxBytes / width)
+    throw Error("out of memory: a " + std::string(dtype_name(dtype)) + " tensor of shape " + dims_to_string(dims) +
+                " is larger than any machine's memory");
+  return static_cast<size_t>(count * dtype_size(dtype));
+}
+
+size_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+}
+
 std::string dims_to_string(const Dims& dims) {
   std::ostringstream s;
   s << '[';
@@ -52,10 +66,10 @@ Tensor::Tensor(DType dtype, Dims dims) : dtype_(dtype), dims_(std::move(dims)) {
   if (rounded >= kLazyZeroBytes) {
     // Mapped lazily, a tensor larger than the machine's memory was only found out when written:
     // the kernel killed the process (`fusor run --seq 2147483647` filled 48 GB of inputs on 23).
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && rounded / static_cast<size_t>(page) > static_cast<size_t>(pages))
+    const size_t memory = physical_memory_bytes();
+    if (memory > 0 && rounded > memory)
       throw Error("out of memory: a tensor of shape " + dims_to_string(dims_) + " takes " + std::to_string(bytes) +
-                  " bytes, more than this machine's " + std::to_string(static_cast<uint64_t>(pages) * page));
+                  " bytes, more than this machine's " + std::to_string(memory));
     // Fresh anonymous pages read as zeros and take memory only once written: a KV cache sized
     // for a 1M-token context held 4.4 GB of written zeros to generate four tokens.
     void* m = ::mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -53,7 +53,7 @@ size_t intermediate_bytes_saved(const Graph& g, const Binding& b, const std::vec
     for (int v : g.nodes[static_cast<size_t>(n)].outputs) {
       if (v < 0 || std::find(boundary.outputs.begin(), boundary.outputs.end(), v) != boundary.outputs.end()) continue;
       const TensorType& t = b.types[static_cast<size_t>(v)];
-      bytes += 2 * static_cast<size_t>(numel_of(t.dims)) * dtype_size(t.dtype);
+      bytes += 2 * nbytes_of(t.dims, t.dtype);
     }
   return bytes;
 }

@@ -71,7 +71,7 @@ MemoryPlan plan_memory(const Plan& plan, const MemoryOptions& options) {
   for (size_t v = 0; v < n_values; ++v)
     if (in_arena[v]) {
       values.push_back(static_cast<int>(v));
-      mp.bytes[v] = aligned(numel_of(plan.types[v].dims) * dtype_size(plan.types[v].dtype)) + options.guard_bytes;
+      mp.bytes[v] = aligned(nbytes_of(plan.types[v].dims, plan.types[v].dtype)) + options.guard_bytes;
       mp.naive_bytes += mp.bytes[v];
       const auto& life = mp.lifetime[v];
       if (life.last_step < end) mp.dying_after[static_cast<size_t>(life.last_step)].push_back(static_cast<int>(v));

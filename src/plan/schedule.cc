@@ -21,7 +21,7 @@ std::vector<int> greedy_order(const Plan& plan) {
 
   auto bytes_of = [&](int v) {
     const TensorType& t = plan.types[static_cast<size_t>(v)];
-    return static_cast<int64_t>(numel_of(t.dims) * dtype_size(t.dtype));
+    return static_cast<int64_t>(nbytes_of(t.dims, t.dtype));
   };
   // Readers per root value, counted per step (a step reading x twice counts once).
   std::vector<int> readers_left(n_values, 0);

@@ -192,3 +192,37 @@ def test_inputs_past_the_machines_memory_are_a_clean_error():
     from conftest import model_path
     r = run_fusor("run", model_path("minilm-l6"), "--batch", 1024, "--seq", 2147483647, timeout=120)  # 48 TB
     assert_one_line_error(r, "out of memory", "more than this machine's")
+
+
+@pytest.mark.parametrize("rows", [1 << 61, 1 << 62])
+def test_a_shape_whose_bytes_wrap_around_is_an_error_not_a_crash(tmp_path, rows):
+    """Expand to 2^62 float32 elements is 2^64 bytes: the memory planner's size wrapped to 0 and
+    the kernel wrote past a 0-byte buffer (SIGSEGV). 2^61 elements fit, but with a second output
+    of the same size the arena's sum wrapped."""
+    g = helper.make_graph([helper.make_node("Expand", ["x", "shape"], ["y"]), helper.make_node("Relu", ["y"], ["z"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1]),
+                           helper.make_tensor_value_info("shape", TensorProto.INT64, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    p = tmp_path / "expand.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), p)
+    np.save(tmp_path / "x.npy", np.ones(1, np.float32))
+    np.save(tmp_path / "shape.npy", np.array([rows], np.int64))
+    r = run_fusor("run", p, "--input", f"x={tmp_path / 'x.npy'}", "--input", f"shape={tmp_path / 'shape.npy'}",
+                  "--output-dir", tmp_path / "out")
+    assert_one_line_error(r, "out of memory", str(rows))
+
+
+def test_an_output_past_the_machines_memory_fails_before_its_kernel_is_built(tmp_path):
+    """Resize builds its taps per output element at plan time: an output of 768 GB from a
+    16-byte input grew the process to 16 GB before anything checked the size."""
+    from onnx import numpy_helper
+    g = helper.make_graph([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array([1, 1, 3e5, 3e5], np.float32), "scales")])
+    p = tmp_path / "resize.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), p)
+    np.save(tmp_path / "x.npy", np.ones((1, 1, 2, 2), np.float32))
+    r = run_fusor("run", p, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out", timeout=60)
+    assert_one_line_error(r, "out of memory", "Resize", "[1, 1, 600000, 600000]")

@@ -405,7 +405,7 @@ KernelSelection make_fused_elementwise_kernel(const KernelRequest& r) {
     const bool q8 = o.dtype == DType::UInt8 || o.dtype == DType::Int8;
     if ((o.dtype != DType::Float32 && !q8) || o.dims != dims)  // every output is the full iteration shape
       return KernelSelection::declined("outputs are not all float32 (or quantized) of one shape");
-    out_bytes += static_cast<size_t>(numel_of(o.dims)) * dtype_size(o.dtype);
+    out_bytes += nbytes_of(o.dims, o.dtype);
   }
   for (const TensorType& t : r.inputs) quantized = quantized || t.dtype == DType::UInt8 || t.dtype == DType::Int8;
   for (const TensorType& o : r.outputs) quantized = quantized || o.dtype != DType::Float32;
