@@ -300,7 +300,10 @@ bool fuse_qdq_matmul_at(FusionContext& ctx, int i) {
   const int64_t n_cols = wt.dims.size() == 2 ? wt.dims[trans_b ? 0 : 1] : 0;
   if (!why) why = weight_problem(ctx, *w, n_cols, trans_b ? 0 : 1);
   const int bias = gemm && mm.inputs.size() > 2 ? mm.inputs[2] : -1;
-  if (!why && bias >= 0 && numel_of(ctx.type(bias).dims) != n_cols) why = "Gemm's C is not a row of the output's width";
+  // [M, 1] has N elements when M == N, but it is a column, one value per row.
+  if (!why && bias >= 0 && (numel_of(ctx.type(bias).dims) != n_cols || ctx.type(bias).dims.empty() ||
+                            ctx.type(bias).dims.back() != n_cols))
+    why = "Gemm's C is not a row of the output's width";
   bool relu = false;
   auto ops = unit_operands(ctx, *x, *w, bias, mm.outputs[0], nodes, why, relu);
   if (!ops) return false;

@@ -334,5 +334,26 @@ TEST(FuseQuantized, QdqMatMulAndGemmRequantizeInTheInt8MatMul) {
   }
 }
 
+TEST(FuseQuantized, AGemmColumnBiasIsDeclinedWhenItHasTheOutputsWidth) {
+  // C [M, 1] with M == N has N elements, like a row [N]: fused as a row, row r took bias[c]
+  // where it must take bias[r] (132 steps off on a random 4 x 4).
+  GraphBuilder b;
+  const int x = b.input("x");
+  const int sx = b.constant("sx", f32(0.04f)), zx = b.constant("zx", u8(120));
+  const int dx = b.node(Op::DequantizeLinear, {b.node(Op::QuantizeLinear, {x, sx, zx}, "qx", DType::UInt8), sx, zx}, "dx");
+  const int dw = b.node(Op::DequantizeLinear, {b.constant("w", uniform<int8_t>(DType::Int8, {8, 8}, -60, 60, 21)),
+                                               b.constant("sw", f32(0.01f))},
+                        "dw");
+  Tensor column(DType::Float32, {8, 1});
+  for (int64_t r = 0; r < 8; ++r) column.data<float>()[r] = 0.5f * static_cast<float>(r);
+  const int y = b.node(Op::Gemm, {dx, dw, b.constant("c", column)}, "gemm");
+  const int sy = b.constant("sy", f32(0.05f)), zy = b.constant("zy", u8(128));
+  auto g = b.finish({b.node(Op::QuantizeLinear, {y, sy, zy}, "y", DType::UInt8)});
+  auto r = test::expect_fused_matches_reference(g, {{"x", test::random_normal({8, 8}, 1.5f, 22)}}, fusion(), one_step());
+  EXPECT_EQ(count_kind(r.fused, "QuantizedMatMul"), 0) << r.kernels();
+  EXPECT_NE(reasons(r.fused, "fuse_quantized").find("Gemm's C is not a row"), std::string::npos)
+      << reasons(r.fused, "fuse_quantized");
+}
+
 }  // namespace
 }  // namespace fusor
