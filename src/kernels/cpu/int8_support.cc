@@ -40,7 +40,7 @@ bool onednn_int8_has_vnni() {
 
 bool int8_weights_may_saturate(const int8_t* w, int64_t outer, int64_t depth, int64_t inner) {
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t d = 0; d + 1 < depth; d += 2)
+    for (int64_t d = 0; d + 1 < depth; ++d)  // every neighbour pair: oneDNN's pairing shifts for some depths
       for (int64_t i = 0; i < inner; ++i) {
         const int64_t at = (o * depth + d) * inner + i;
         if (std::abs(int{w[at]}) + std::abs(int{w[at + inner]}) > 128) return true;

@@ -30,8 +30,10 @@ std::optional<Int8Operands> int8_operands(const KernelRequest& r, Op op);
 // Whether oneDNN's effective ISA (ONEDNN_MAX_CPU_ISA may lower it) has VNNI.
 bool onednn_int8_has_vnni();
 
-// Whether weights laid out [outer, depth, inner] (depth: the reduction axis, paired from 0 as
-// oneDNN groups it) hold a pair |w[2j]| + |w[2j+1]| > 128 that vpmaddubsw would saturate on.
+// Whether weights laid out [outer, depth, inner] (depth: the reduction axis) hold two neighbours
+// along depth with |w[d]| + |w[d + 1]| > 128, which vpmaddubsw saturates on when it pairs them.
+// Every neighbour pair counts, not only those from an even d: for some depths (over 256, 1 or 2
+// past a multiple of 4) oneDNN pairs them the other way.
 bool int8_weights_may_saturate(const int8_t* w, int64_t outer, int64_t depth, int64_t inner);
 
 }  // namespace fusor::cpu
