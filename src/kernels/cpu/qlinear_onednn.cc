@@ -106,7 +106,7 @@ std::unique_ptr<Kernel> make_qlinear(const KernelRequest& r, Op integer_op) {
     return nullptr;
   }
   q.zero_point = y_zp ? y_zp->scalar_as_double(0) : 0.0;
-  q.wrap = !conv;  // as the reference: ONNX's QLinearMatMul casts without clipping
+  q.wrap = false;  // saturates, as the reference (ref/integer_matmul.cc)
   return std::make_unique<QLinearKernel>(std::move(node), std::move(integer), y_dims,
                                          std::array<size_t, 3>{0, 3, 2}, std::move(q));
 }
