@@ -54,7 +54,13 @@ void bind_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const Error& e) {
-      PyErr_SetString(classes.of(e.kind()), e.what());
+      // A model's names may hold bytes that are not UTF-8: PyErr_SetString would fail to decode
+      // the message and leave the exception empty, so undecodable bytes become U+FFFD instead.
+      const std::string text = e.what();
+      PyObject* message = PyUnicode_DecodeUTF8(text.data(), static_cast<Py_ssize_t>(text.size()), "replace");
+      if (!message) return;  // the decode's own error is set
+      PyErr_SetObject(classes.of(e.kind()), message);
+      Py_DECREF(message);
     }
   });
 }

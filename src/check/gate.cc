@@ -78,7 +78,11 @@ std::vector<Sample> edge_samples(const Feeds& base) {
 
 std::vector<Tensor> ordered(const Engine& engine, const Feeds& feeds) {
   std::vector<Tensor> v;
-  for (const TensorInfo& in : engine.inputs()) v.push_back(feeds.at(in.name));
+  for (const TensorInfo& in : engine.inputs()) {
+    auto it = feeds.find(in.name);
+    if (it == feeds.end()) throw Error("a sample has no input '" + in.name + "'", ErrorKind::InvalidArgument);
+    v.push_back(it->second);
+  }
   return v;
 }
 

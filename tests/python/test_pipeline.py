@@ -32,6 +32,9 @@ def test_check_takes_samples_and_catches_a_bad_config(tiny_model):
     assert report["passed"] and report["mode"] == "relaxed" and len(report["samples"]) >= 2
     with pytest.raises(fusor.Error, match="<dict>:1:"):
         fusor.check(tiny_model, config={"fusion": {"no_such_switch": True}}, save_verdict=False)
+    # A sample without an input was an IndexError ("map::at") from deep in the gate.
+    with pytest.raises(fusor.InvalidArgument, match="a sample has no input 'x'"):
+        fusor.check(tiny_model, samples=[{}], save_verdict=False)
 
 
 def test_profile_matches_the_cli_json(tiny_model, tmp_path):

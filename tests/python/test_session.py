@@ -211,6 +211,20 @@ def test_bad_models_raise_typed_errors(tmp_path):
         fusor.InferenceSession(model.SerializeToString()).run(None, {"x": np.zeros(1, np.float32)})
 
 
+def test_an_error_naming_bytes_that_are_not_utf8_keeps_its_message():
+    """A node named with bytes that are not UTF-8: the exception arrived with an empty message."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph([helper.make_node("Reshape", ["x", "s"], ["y"], name="NODE")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+                               helper.make_tensor_value_info("s", TensorProto.INT64, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    session = fusor.InferenceSession(model.replace(b"NODE", b"N\xff\xfeE"))
+    with pytest.raises(fusor.Error) as e:
+        session.run(None, {"x": np.ones((2, 3), np.float32), "s": np.array([4, 4])})
+    assert "N\ufffd\ufffdE" in str(e.value) and "Reshape" in str(e.value), str(e.value)
+
+
 def test_providers():
     assert fusor.get_available_providers() == ["CPUExecutionProvider"]
     assert fusor.get_device() == "CPU"
