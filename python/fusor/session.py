@@ -6,6 +6,7 @@ arrays to the engine as views (the executor copies them once, into its arena; on
 non-contiguous array is made contiguous first) and returns numpy arrays over the outputs' own
 storage, with the GIL released while the model runs.
 """
+import numbers
 import os
 
 import numpy as np
@@ -62,8 +63,12 @@ class InferenceSession:
         self._sess_options = sess_options or SessionOptions()  # None or {} (ONNX Runtime takes both)
         opts = self._sess_options
         self._providers, self._provider_options = _providers.resolve(providers, provider_options)
-        if opts.intra_op_num_threads > 0:
-            _fusor.set_compute_threads(int(opts.intra_op_num_threads))
+        threads = opts.intra_op_num_threads
+        # As the CLI's --threads: 1500 made 1500 OS threads, and 2.5 was cut to 2 without a word.
+        if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or not 0 <= threads <= 1024:
+            raise _fusor.InvalidArgument(f"intra_op_num_threads must be an integer in [0, 1024], got {threads!r}")
+        if threads > 0:
+            _fusor.set_compute_threads(int(threads))
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._model_path = None
             self._model_bytes = bytes(path_or_bytes)
@@ -247,6 +252,8 @@ def _as_array(value, arg=None) -> np.ndarray:
         ints = array.dtype.kind in "biu" or (array.dtype.kind == "O" and all(isinstance(v, int) for v in array.flat))
         if ints and want.kind in "iu":
             _check_ints_fit(array, want, arg.name)
+            return array.astype(want)
+        if ints and want.kind == "b":  # 0 and 1 (any nonzero is true), as ONNX Runtime takes them
             return array.astype(want)
         if np.can_cast(array.dtype, want, casting="same_kind"):
             return array.astype(want)

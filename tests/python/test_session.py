@@ -132,6 +132,13 @@ def test_python_ints_take_any_integer_inputs_type_where_they_fit(dtype):
             session.run(None, {"x": [0, outside]})
 
 
+def test_python_ints_into_a_bool_input_are_truth_values_as_in_onnx_runtime():
+    from onnx import TensorProto
+    session = fusor.InferenceSession(identity_model(TensorProto.BOOL, [3]))
+    (y,) = session.run(None, {"x": [0, 1, 2]})
+    assert y.dtype == np.bool_ and y.tolist() == [False, True, True]
+
+
 def test_feeds_in_any_order_share_one_plan(minilm):
     session = fusor.InferenceSession(minilm)
     feed = minilm_feed(1, 9)
@@ -292,6 +299,11 @@ def test_intra_op_threads_set_the_process_budget(tiny_model):
     fusor.InferenceSession(tiny_model, options)
     assert _fusor.compute_threads() == 1
     _fusor.set_compute_threads(before)
+    for bad in (1500, -1, 2.5, "2", True):  # 1500 made 1500 OS threads; 2.5 ran on 2
+        options.intra_op_num_threads = bad
+        with pytest.raises(fusor.InvalidArgument, match=r"intra_op_num_threads must be an integer in \[0, 1024\]"):
+            fusor.InferenceSession(tiny_model, options)
+    assert _fusor.compute_threads() == before
 
 
 @pytest.mark.parametrize("level, fused", [(fusor.GraphOptimizationLevel.ORT_DISABLE_ALL, False),
