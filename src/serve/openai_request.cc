@@ -20,6 +20,11 @@ void refuse_unsupported(const RequestFields& f, OpenAiEndpoint endpoint) {
   } else {
     if (f.boolean("logprobs").value_or(false)) not_implemented("logprobs", "(log probabilities)");
     if (f.integer("top_logprobs").value_or(0) != 0) not_implemented("top_logprobs", "(log probabilities)");
+    // vLLM's chat template extensions; add_generation_prompt is honoured (chat_prompt).
+    if (f.boolean("continue_final_message").value_or(false)) not_implemented("continue_final_message", "true");
+    if (f.string("chat_template")) not_implemented("chat_template", "(a template per request)");
+    if (const nlohmann::json* k = f.get("chat_template_kwargs"); k && !(k->is_object() && k->empty()))
+      not_implemented("chat_template_kwargs", "(template variables)");
   }
   for (const char* name : {"tools", "functions"})
     if (const nlohmann::json* t = f.get(name); t && !(t->is_array() && t->empty())) not_implemented(name, "(tool calls)");
@@ -107,7 +112,7 @@ std::string message_content(const nlohmann::json& m, size_t index) {
   return text;
 }
 
-std::vector<TokenId> chat_prompt(const nlohmann::json* messages, const GenerationTarget& model) {
+std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_generation_prompt, const GenerationTarget& model) {
   if (!messages) throw bad("'messages' is required", "messages");
   if (!messages->is_array() || messages->empty()) throw bad("'messages' must be a non-empty list of messages", "messages");
   std::vector<ChatMessage> chat;
@@ -122,7 +127,7 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, const Generatio
   if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
   std::string text;
   try {
-    text = model.chat_template->apply(chat, true);
+    text = model.chat_template->apply(chat, add_generation_prompt);
   } catch (const Error& e) {
     throw bad(std::string("cannot apply the chat template: ") + e.what(), "messages");
   }
@@ -148,7 +153,8 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
   r.generation.cls = f.string("fusor_class").value_or("");
 
   std::vector<TokenId> prompt = endpoint == OpenAiEndpoint::Completions ? completion_prompt(f.get("prompt"), model)
-                                                                         : chat_prompt(f.get("messages"), model);
+                                                                         : chat_prompt(f.get("messages"),
+                                                                                       f.boolean("add_generation_prompt").value_or(true), model);
   GenerateOptions& o = r.generation.options;
   std::optional<int64_t> max_tokens = f.integer("max_completion_tokens");
   std::string max_param = "max_completion_tokens";

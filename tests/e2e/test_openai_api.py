@@ -177,6 +177,27 @@ def test_refusals(client, kw, field):
     assert e.value.body["param"] == field and e.value.body["type"] == "invalid_request_error"
 
 
+@pytest.mark.parametrize("extra, field", [
+    ({"continue_final_message": True}, "continue_final_message"),
+    ({"chat_template": "{{ messages[0].content }}"}, "chat_template"),
+    ({"chat_template_kwargs": {"enable_thinking": False}}, "chat_template_kwargs"),
+])
+def test_chat_template_extensions_not_implemented_are_refused(client, extra, field):
+    """vLLM's chat extensions were ignored: the client got the default template's text with a 200."""
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model="llama", messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+                                       extra_body=extra)
+    assert e.value.body["param"] == field, e.value.body
+
+
+def test_add_generation_prompt_false_leaves_the_assistants_turn_out(client):
+    messages = [{"role": "user", "content": "hi"}]
+    with_turn = client.chat.completions.create(model="llama", messages=messages, max_tokens=1, temperature=0)
+    without = client.chat.completions.create(model="llama", messages=messages, max_tokens=1, temperature=0,
+                                             extra_body={"add_generation_prompt": False})
+    assert without.usage.prompt_tokens < with_turn.usage.prompt_tokens, (without.usage, with_turn.usage)
+
+
 def test_a_temperature_near_zero_is_greedy(client):
     """1e-40 divided the logits past float's range and every probability became NaN: the draw
     returned the least likely token. 1e-300 rounded to 0 in float and was refused."""
