@@ -105,17 +105,17 @@ void completions(Models& models, OpenAiEndpoint endpoint, int64_t max_body_bytes
   }
   SseFormat format;
   if (endpoint == OpenAiEndpoint::ChatCompletions)
-    format.start = [responder] { return std::vector<std::string>{sse_event(dump_json(responder->role_chunk()))}; };
+    format.start = [responder] { return std::vector<std::string>{sse_json_event(responder->role_chunk())}; };
   format.piece = [responder](std::string_view text) {
-    return text.empty() ? std::string() : sse_event(dump_json(responder->text_chunk(text)));
+    return text.empty() ? std::string() : sse_json_event(responder->text_chunk(text));
   };
   format.end = [responder, include_usage = r.include_usage](const GenerationOutcome& o) {
     std::vector<std::string> events;
     if (!o.status.ok()) {
-      events.push_back(sse_event(dump_json(error_event(o.status))));
+      events.push_back(sse_json_event(error_event(o.status)));
     } else {
-      events.push_back(sse_event(dump_json(responder->finish_chunk(o))));
-      if (include_usage) events.push_back(sse_event(dump_json(responder->usage_chunk(o))));
+      events.push_back(sse_json_event(responder->finish_chunk(o)));
+      if (include_usage) events.push_back(sse_json_event(responder->usage_chunk(o)));
     }
     events.push_back(sse_event("[DONE]"));
     return events;

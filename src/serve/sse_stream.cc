@@ -34,6 +34,10 @@ std::string sse_event(std::string_view payload) {
   return e;
 }
 
+std::string sse_json_event(const nlohmann::json& payload) {
+  return sse_event(payload.dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace));
+}
+
 std::optional<GenerationOutcome> stream_sse(httplib::Response& res, GenerativeModel& model, uint64_t id,
                                             std::shared_ptr<GenerationStream> stream, SseFormat format) {
   auto first = std::make_shared<std::optional<GenerationStream::Update>>(first_update(*stream));

@@ -4,6 +4,7 @@
 // and cancels the request when the client goes away (a failed write, or a closed socket noticed
 // while waiting) so its KV blocks free at once.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -44,5 +45,9 @@ std::optional<GenerationOutcome> answer_when_done(httplib::Response& res, Genera
 
 // `data: <payload>\n\n`.
 std::string sse_event(std::string_view payload);
+// The event of a JSON payload, non-ASCII written as \u escapes: the stream's type is a bare
+// text/event-stream (see stream_sse), and clients such as Python's requests read a text/* body
+// without a charset as Latin-1, so UTF-8 text arrived garbled. Invalid UTF-8 is replaced.
+std::string sse_json_event(const nlohmann::json& payload);
 
 }  // namespace fusor::serve

@@ -70,8 +70,8 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
   }
   SseFormat format;
   if (answer->request.include_input)
-    format.start = [answer] { return std::vector<std::string>{sse_event(dump_json(answer->body(answer->request.text_input)))}; };
-  format.piece = [answer](std::string_view text) { return text.empty() ? std::string() : sse_event(dump_json(answer->body(std::string(text)))); };
+    format.start = [answer] { return std::vector<std::string>{sse_json_event(answer->body(answer->request.text_input))}; };
+  format.piece = [answer](std::string_view text) { return text.empty() ? std::string() : sse_json_event(answer->body(std::string(text))); };
   format.end = [answer](const GenerationOutcome& o) {
     if (!o.status.ok()) return std::vector<std::string>{sse_event(error_body(o.status.message))};
     bool extras = answer->request.return_finish_reason || answer->request.return_num_input_tokens ||
@@ -79,7 +79,7 @@ void generate(Models& models, bool streamed, const httplib::Request& req, httpli
     if (!extras) return std::vector<std::string>{};
     nlohmann::json j = answer->body("");
     answer->add_outcome(j, o);
-    return std::vector<std::string>{sse_event(dump_json(j))};
+    return std::vector<std::string>{sse_json_event(j)};
   };
   if (std::optional<GenerationOutcome> early = stream_sse(res, *model, id, stream, std::move(format)))
     throw RequestError{early->status.code, early->status.message};  // failed before its first token

@@ -198,6 +198,22 @@ def test_add_generation_prompt_false_leaves_the_assistants_turn_out(client):
     assert without.usage.prompt_tokens < with_turn.usage.prompt_tokens, (without.usage, with_turn.usage)
 
 
+def test_streamed_events_are_ascii_so_a_charset_less_stream_decodes_the_same(server, client):
+    """The stream is a bare text/event-stream, and Python's requests reads a text/* body without a
+    charset as Latin-1: "\u00ef\u00bf\u00bd" arrived for U+FFFD. Non-ASCII now travels as \\u escapes."""
+    whole = greedy(client, prompt="Once upon a time", max_tokens=16).choices[0].text
+    assert not whole.isascii(), whole  # this prompt's greedy text holds non-ASCII
+    body = json.dumps({"model": "llama", "prompt": "Once upon a time", "max_tokens": 16, "temperature": 0,
+                       "stream": True, "ignore_eos": True}).encode()
+    req = urllib.request.Request(f"http://{server.url}/v1/completions", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        raw = r.read()
+    assert raw.isascii()
+    text = raw.decode("latin-1")  # what a client that assumes no charset decodes
+    events = [json.loads(line[len("data: "):]) for line in text.split("\n") if line.startswith("data: {")]
+    assert "".join(e["choices"][0]["text"] for e in events if e["choices"]) == whole
+
+
 def test_a_temperature_near_zero_is_greedy(client):
     """1e-40 divided the logits past float's range and every probability became NaN: the draw
     returned the least likely token. 1e-300 rounded to 0 in float and was refused."""
