@@ -45,12 +45,11 @@ std::string slo_text(const tune::Slo& slo) {
 
 // The highest rate within `slo` (tune::good_prefix, the tuner's own rule); sets `basis` to the
 // points it rests on. Between that point and the next one, past the p99 target alone, p99 is
-// interpolated; a generative curve (whose targets include the first token and the gaps) ends at
-// the point.
-double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& slo, std::string& basis) {
+// interpolated; a generative model's curve ends at the point (a throughput class's too, whose
+// SLO sets no TTFT or ITL target).
+double capacity_of(const ClassRecord& c, const Candidate& k, const tune::Slo& slo, bool generative, std::string& basis) {
   const auto& curve = k.curve;
   const double target_ms = slo.p99_ms > 0 ? slo.p99_ms : std::numeric_limits<double>::infinity();
-  const bool generative = slo.ttft_p99_ms > 0 || slo.itl_p99_ms > 0;
   const size_t n_good = tune::good_prefix(curve, slo);
   const std::string target = slo_text(slo);
   if (n_good == 0 && generative)
@@ -170,7 +169,7 @@ CapacityPlan plan_capacity(const TunedRecord& record, const PlanRequest& request
   tune::Slo slo = c.slo;
   slo.p99_ms = p.p99_target_ms;
   if (!record.generative) slo.ttft_p99_ms = slo.itl_p99_ms = 0;
-  p.capacity_qps_per_instance = capacity_of(c, k, slo, p.capacity_basis);
+  p.capacity_qps_per_instance = capacity_of(c, k, slo, record.generative, p.capacity_basis);
   if (!(p.capacity_qps_per_instance > 0))
     throw Error("the tuned curve for class " + c.name + " gives no positive capacity");
   // The epsilon keeps an exact fit (700 qps at 70 usable) from rounding up to one more.

@@ -241,3 +241,35 @@ def test_usage_errors_exit_2(tuned, args, fragment):
     assert fragment in r.stderr
     # CLI11's own range checks named DBL_MAX in 309 digits.
     assert not re.search(r"\d{16}", r.stderr) and len(r.stderr) < 300, r.stderr
+
+
+def with_curve(tmp_path, name, curve, **record):
+    """TUNED with the chosen curve of class `name` replaced, and top-level record fields set."""
+    t = yaml.safe_load(yaml.safe_dump(TUNED))
+    t["tuned"].update(record)
+    for c in t["tuned"]["classes"]:
+        if c["name"] == name:
+            chosen = next(k for k in c["candidates"] if k["setting"] == c["chosen"])
+            chosen["curve"] = [point(p) for p in curve]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(t, sort_keys=False))
+    return path
+
+
+def test_the_predicted_p99_stays_within_the_target_the_capacity_was_sized_for(tmp_path):
+    """A slow outlier between two faster points: capacity rests on the curve's non-decreasing fit
+    (255 qps within 30 ms), but the prediction interpolated the raw points and said 44.8 ms."""
+    curve = [(100, 100, 5, 11.4, 0.4, 0), (237.5, 237.5, 8, 44.8, 0.9, 0), (255, 255, 8, 10.3, 0.95, 0)]
+    j, _ = plan(with_curve(tmp_path, "interactive", curve), tmp_path, "--qps", 237.5, "--p99", "30ms", "--headroom", 0)
+    assert j["capacity_qps_per_instance"] == pytest.approx(255)
+    assert j["predicted"]["p99_ms"] == pytest.approx((44.8 + 10.3) / 2)  # the fit's pooled value
+    assert j["predicted"]["p99_ms"] <= 30
+
+
+def test_a_generative_throughput_class_is_not_interpolated_past_its_last_good_point(tmp_path):
+    """plan.md: a decoder's capacity is never interpolated. A throughput class sets no TTFT or ITL
+    target, and plan took the record for an encoder's from the SLO: 150 to 300 qps interpolated."""
+    curve = [(150, 150, 60, 120, 0.4, 0), (300, 298, 90, 400, 0.85, 0)]
+    path = with_curve(tmp_path, "batch", curve, generative=True, output_tokens=64)
+    j, _ = plan(path, tmp_path, "--tokens-per-s", 64 * 100, "--class", "batch", "--p99", "200ms", "--headroom", 0)
+    assert j["capacity_qps_per_instance"] == pytest.approx(150)
