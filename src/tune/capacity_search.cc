@@ -14,13 +14,21 @@ Candidate search_capacity(const MeasurePoint& measure, const Setting& setting, c
   double best_pass = 0, lowest_fail = INFINITY;
   // A first point far above what the path can answer queues most of its requests and takes minutes
   // to drain (a model of microseconds is predicted ~100x high: the prediction has no serving cost).
-  double rate = std::max(0.5, 0.85 * (ceiling_qps > 0 ? std::min(predicted_qps, ceiling_qps) : predicted_qps));
+  // A setting priced at 0 (a lone request predicted past the SLO) starts at what the probe carried.
+  const double start = predicted_qps > 0 ? predicted_qps : ceiling_qps;
+  double rate = std::max(0.5, 0.85 * (ceiling_qps > 0 ? std::min(start, ceiling_qps) : start));
   int remeasures = 0;
   bool again = false;  // this point repeats the last rate
   for (int i = 0; i < kMaxSearchPoints + remeasures && !stop.load(); ++i) {
     double run_s = std::clamp(kMinRequestsPerPoint / rate, duration_s, 4 * duration_s);
     CurvePoint p = measure(rate, run_s, 1000 + static_cast<uint64_t>(i));
     if (stop.load()) break;  // a cut-short point is not a measurement
+    if (p.offered_qps == 0 && p.achieved_qps == 0 && p.errors == 0) {
+      // No request arrived in the run (a low rate, a short --duration): nothing was measured, and
+      // a point of 0 ms at 0 qps would anchor plan's interpolation.
+      rate *= 2;
+      continue;
+    }
     if (again) c.curve.pop_back();  // the failed run is replaced by its repeat
     c.curve.push_back(p);
     if (on_point) on_point(p);

@@ -247,6 +247,23 @@ def test_an_slo_no_setting_meets_is_said_and_the_closest_setting_kept(tmp_path):
         return min(p["p99_ms"] for p in c["curve"] if p["errors"] == 0)
     best = min(cls["candidates"], key=closest)
     assert cls["chosen"] == best["setting"], (cls["chosen"], [(c["setting"], closest(c)) for c in cls["candidates"]])
+    # A run in which no request arrived is no point: one of 0 ms at 0 qps made plan interpolate a
+    # capacity out of nothing where it must say that the SLO is never met.
+    assert all(p["offered_qps"] > 0 for c in cls["candidates"] for p in c["curve"]), cls["candidates"]
+    r = run_fusor("plan", "--tuned", out, "--qps", 10)
+    assert r.returncode == 1 and "never reaches p99 <= 0" in r.stderr, r.stderr
+
+
+def test_a_class_every_setting_is_priced_at_zero_for_still_measures_one(tmp_path):
+    """When the model prices a lone request past the SLO, every setting is priced at 0 qps, and
+    tune measured none: no curve, no warning, and a summary of 0 ms latencies."""
+    out = tmp_path / "tuned.yaml"
+    r = run_fusor("tune", tiny_model(tmp_path), "--slo", "fast:p99=0.001ms", "--windows", "0", "--max-batch", "1",
+                  "--measure", "1", "--no-baseline", "--duration", "0.3", "-o", out, timeout=300)
+    assert r.returncode == 0, r.stderr
+    [cls] = yaml.safe_load(out.read_text())["tuned"]["classes"]
+    assert len(cls["candidates"]) == 1 and cls["candidates"][0]["curve"], cls
+    assert "no setting met its SLO" in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("args, code, message", [
