@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include "fusor/check.h"
 #include "fusor/decoder.h"
@@ -473,9 +474,12 @@ ClassGoal parse_slo(const std::string& text) {
   g.name = text.substr(0, colon);
   if (g.name.find_first_of(" \t,=") != std::string::npos) throw Error(where + ": bad class name '" + g.name + "'");
   std::string rest = text.substr(colon + 1);
+  std::set<std::string> seen;  // a repeated term was overridden by the last without a word
   for (size_t start = 0; start <= rest.size();) {
     size_t end = rest.find(',', start);
     std::string term = rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!seen.insert(term.substr(0, term.find('='))).second)
+      throw Error(where + ": '" + term.substr(0, term.find('=')) + "' is given twice");
     if (term == "throughput") g.slo.throughput = true;
     else if (term.rfind("p99=", 0) == 0) g.slo.p99_ms = parse_ms(term.substr(4), where);
     else if (term.rfind("ttft=", 0) == 0) g.slo.ttft_p99_ms = parse_ms(term.substr(5), where);

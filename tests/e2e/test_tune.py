@@ -270,6 +270,7 @@ def test_a_class_every_setting_is_priced_at_zero_for_still_measures_one(tmp_path
     (["--slo", "interactive"], 1, "must look like CLASS:p99=20ms"),
     (["--slo", "interactive:p99=fast"], 1, "must be a positive duration"),
     (["--slo", "a:throughput", "--slo", "a:p99=5ms"], 1, "class 'a' is given twice"),
+    (["--slo", "a:p99=50ms,p99=20ms"], 1, "'p99' is given twice"),  # the last one won silently
     (["--slo", "a:throughput", "--max-batch", "0"], 1, "--max-batch"),
     (["--slo", "a:throughput", "--windows", "x"], 1, "--windows"),
     # NaN passed the range checks: a window of nan written to a config nothing loads, and a
