@@ -95,17 +95,29 @@ def test_a_failed_plan_step_fails_onboard_and_the_report_says_so(tmp_path):
     report, which names the failed step instead of asking for --qps or --cost-per-hour, and links
     no manifests folder; then it exits 1."""
     out = tmp_path / "o"
+    # An earlier run's plan in the same folder: kept, its manifests would deploy the old config.
+    (out / "k8s").mkdir(parents=True)
+    (out / "k8s" / "deployment.yaml").write_text("replicas: 5\n")
+    (out / "plan.json").write_text("{}")
     r = run_fusor("onboard", tiny_model(tmp_path), "--out", out, "--slo", "interactive:p99=0.001ms", "--windows", "0",
                   "--max-batch", "1", "--duration", "0.2", "--measure", "1", "--no-baseline", "--cost-per-hour", "1",
                   timeout=300)
     assert r.returncode == 1 and "the plan step failed (exit 1): the report has no capacity plan" in r.stderr, r.stderr
     doc = json.loads((out / "onboard.json").read_text())
     assert doc["plan"] is None and "k8s" not in doc["files"] and not (out / "k8s").exists()
+    assert not (out / "plan.json").exists()
     html = (out / "report.html").read_text()
     assert "the plan step failed" in html and "--qps" not in html.split("The commands onboard ran")[0]
     assert "set --cost-per-hour" not in html and "set --cost-per-hour" not in r.stdout
     for link in re.findall(r'href="([^"#]+)"', html):
         assert (out / link).exists(), link
+
+
+def test_a_bad_slo_is_refused_before_any_step(tmp_path):
+    """It failed in step 5, after both profiles, optimize (a 90 MB file for MiniLM) and check."""
+    r = run_fusor("onboard", tiny_model(tmp_path), "--out", tmp_path / "o", "--slo", "bad", timeout=60)
+    assert r.returncode == 1 and "--slo bad: must look like CLASS:p99=20ms" in r.stderr, r.stderr
+    assert "== onboard" not in r.stderr and not (tmp_path / "o").exists()
 
 
 def test_a_missing_model_fails_in_one_line(tmp_path):

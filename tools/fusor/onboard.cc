@@ -162,6 +162,17 @@ int run_checklist(const OnboardArgs& a, const fs::path& dir, json& commands) {
               false);
 }
 
+// What an earlier run into the same folder wrote: a step that fails now must not leave its old
+// output beside the new ones (an old plan.json and k8s/ would deploy the previous config).
+void remove_earlier_outputs(const fs::path& dir) {
+  for (const char* name : {"profile-before.json", "profile-after.json", "model.fused.onnx", "check.json",
+                           "check.junit.xml", "tuned.yaml", "plan.json", "k8s", "onboard.json", "report.html"}) {
+    std::error_code ec;
+    fs::remove_all(dir / name, ec);
+    if (ec) throw Error("cannot remove " + (dir / name).string() + " from an earlier run: " + ec.message());
+  }
+}
+
 // The onboard document (docs/onboard.md) from the steps' outputs in `dir`.
 json onboard_document(const std::string& model, const tune::TunedRecord& record, const fs::path& dir, bool planned,
                       const json& commands) {
@@ -190,10 +201,12 @@ void onboard(const OnboardArgs& a) {
   const ModelArgs& m = a.tune.model;
   if (m.model.empty()) throw Error("give the MODEL to onboard (or --render-only DIR)");
   if (!fs::is_regular_file(m.model)) throw Error(m.model + ": no such model file");
+  for (const std::string& s : a.tune.slos) tune::parse_slo(s);  // before minutes of steps, not in step 5
   fs::path dir = a.out_dir.empty() ? fs::path("onboard-" + fs::path(m.model).parent_path().filename().string()) : fs::path(a.out_dir);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir)) throw Error("cannot create output folder " + dir.string());
+  remove_earlier_outputs(dir);
 
   OnboardArgs with_defaults = a;
   with_defaults.decoder = is_decoder_export(Engine::load(m.model), m.model);
