@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "fusor/error.h"
+#include "serve/batch_assembly.h"
 
 namespace fusor::serve {
 namespace {
@@ -94,6 +95,28 @@ std::string rows_coupled_in_a_probe(const Engine& engine, const SessionOptions& 
     }
   } catch (const Error&) {
     return "";  // shapes the model does not take: its requests will say what it does take
+  }
+  return "";
+}
+
+std::string padding_changes_outputs(const Engine& engine, const Signature& sig, const SessionOptions& options,
+                                    const std::map<std::string, double>& pad_values) {
+  constexpr int64_t kLength = 5, kPadded = 16;  // a few tokens, and most of a bucket of padding
+  try {
+    const auto own_dims = engine.bind_dims({}, 1, kLength);
+    const Tensors request = engine.sample_inputs(own_dims, 2);
+    const Tensors alone = engine.session(own_dims, options).run(request);
+    const std::vector<Part> parts = {{&request, sig.check(request, 1)}};
+    const Tensors batch = assemble(sig, parts, 1, kPadded, pad_values);
+    std::map<std::string, Dims> padded_dims;
+    for (const auto& [name, t] : batch) padded_dims[name] = t.dims();
+    const Tensors padded = split(sig, engine.session(padded_dims, options).run(batch), parts)[0];
+    for (const auto& [name, out] : alone)
+      if (std::string d = difference(padded.at(name), out); !d.empty())
+        return "output '" + name + "' of a request padded from " + std::to_string(kLength) + " to " +
+               std::to_string(kPadded) + " tokens differs from the request alone: " + d;
+  } catch (const std::exception&) {
+    return "";  // shapes the model does not take: nothing is known against padding
   }
   return "";
 }

@@ -50,7 +50,13 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
                  name_.c_str(), sig_.runs_alone.c_str());
   for (const std::string& line : matrix_->describe())
     std::fprintf(stderr, "fusor serve: model %s: batch sizes %s\n", name_.c_str(), line.c_str());
-  if (sig_.has_seq() && !sig_.pads_seq && sig_.runs_alone.empty())
+  if (sig_.pads_seq && sig_.runs_alone.empty()) {
+    if (std::string why = padding_changes_outputs(engine_, sig_, options, config.pad_values); !why.empty()) {
+      sig_.pads_seq = false;
+      std::fprintf(stderr, "fusor serve: model %s: its mask does not hide padding (%s): a batch takes requests of one length\n",
+                   name_.c_str(), why.c_str());
+    }
+  } else if (sig_.has_seq() && !sig_.pads_seq && sig_.runs_alone.empty())
     std::fprintf(stderr, "fusor serve: model %s: no mask input to hide padding: a batch takes requests of one length\n",
                  name_.c_str());
   for (int64_t i = 0; i < std::max<int64_t>(1, config.execution_contexts); ++i) {

@@ -88,3 +88,46 @@ def test_each_request_gets_its_own_answer_beside_others(served, model, shape):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-4)  # the bug: off by 0.1-8
     assert f"model {model}: each request runs alone, unpadded" in s.output()
+
+
+def masked(folder, name, nodes, inits=()):
+    """ids and mask [batch, sequence] in, Y [batch, sequence] out: a model the server pads."""
+    ins = [h.make_tensor_value_info(n, T.INT64, ["batch", "sequence"]) for n in ("input_ids", "attention_mask")]
+    return save(folder, name, nodes, ins, [h.make_tensor_value_info("Y", T.FLOAT, ["batch", "sequence"])], inits)
+
+
+def test_a_mask_that_does_not_hide_padding_keeps_requests_unpadded(tmp_path):
+    """The server pads a model with a mask input to seq_bucket, taking the mask to hide the padding.
+    A softmax over the sequence before the mask, or a reverse cumulative sum, reads the padding:
+    a request alone was off by up to 11. A probe at start-up finds it, and such a model takes
+    batches of one length."""
+    one = numpy_helper.from_array(np.array(1.0, np.float32), "one")
+    axis = numpy_helper.from_array(np.array(1, np.int64), "axis")
+    mask_f = h.make_node("Cast", ["attention_mask"], ["m"], to=T.FLOAT)
+    paths = {
+        "softmax": masked(tmp_path, "softmax", [h.make_node("Cast", ["input_ids"], ["f"], to=T.FLOAT),
+                                                h.make_node("Softmax", ["f"], ["s"], axis=1), mask_f,
+                                                h.make_node("Mul", ["s", "m"], ["Y"])]),
+        "cumsum": masked(tmp_path, "cumsum", [h.make_node("Cast", ["input_ids"], ["f"], to=T.FLOAT),
+                                              h.make_node("Add", ["f", "one"], ["f1"]),
+                                              h.make_node("CumSum", ["f1", "axis"], ["c"], reverse=1), mask_f,
+                                              h.make_node("Mul", ["c", "m"], ["Y"])], [one, axis]),
+    }
+    s = Served(tmp_path, CONFIG, models=paths.items())
+    try:
+        client = httpclient.InferenceServerClient(s.url, network_timeout=30)
+        rng = np.random.default_rng(1)
+        for model, path in paths.items():
+            assert f"model {model}: its mask does not hide padding" in s.output(), s.output()
+            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            for length in (3, 5, 21):
+                feeds = {"input_ids": rng.integers(0, 5, (1, length)), "attention_mask": np.ones((1, length), np.int64)}
+                inputs = []
+                for name, v in feeds.items():
+                    t = httpclient.InferInput(name, list(v.shape), "INT64")
+                    t.set_data_from_numpy(v)
+                    inputs.append(t)
+                got = client.infer(model, inputs).as_numpy("Y")
+                np.testing.assert_allclose(got, session.run(None, feeds)[0], rtol=1e-5, atol=1e-5)
+    finally:
+        assert s.stop() == 0, s.output()
