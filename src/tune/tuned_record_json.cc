@@ -148,7 +148,14 @@ ClassRecord read_class(const Reader& r) {
   c.slo.throughput = slo.has("throughput") && slo.flag("throughput");
   if (slo.has("ttft_p99_ms")) c.slo.ttft_p99_ms = slo.number("ttft_p99_ms");
   if (slo.has("itl_p99_ms")) c.slo.itl_p99_ms = slo.number("itl_p99_ms");
+  // A negative target read as no bound at all (plan's slo_load ignores targets <= 0), and so did
+  // 0 for a class whose SLO sets no other target.
+  for (const char* key : {"p99_ms", "ttft_p99_ms", "itl_p99_ms"})
+    if (slo.has(key) && slo.number(key) < 0) slo.fail(key, "must not be negative");
+  if (!c.slo.throughput && c.slo.p99_ms == 0 && c.slo.ttft_p99_ms == 0 && c.slo.itl_p99_ms == 0)
+    slo.fail("p99_ms", "must be a positive target for a class that is not a throughput class");
   c.capacity_qps = r.number("capacity_qps");
+  if (c.capacity_qps < 0) r.fail("capacity_qps", "must not be negative");
   if (r.has("capacity_tokens_per_s")) c.capacity_tokens_per_s = r.number("capacity_tokens_per_s");
   c.chosen = read_setting(r.child("chosen"));
   for (const Reader& k : r.items("candidates")) {
@@ -165,6 +172,7 @@ ClassRecord read_class(const Reader& r) {
       pt.utilisation = p.number("utilisation");
       pt.mean_batch = p.number("mean_batch");
       pt.errors = p.integer("errors");
+      if (pt.errors < 0) p.fail("errors", "must not be negative");
       if (p.has("useful_tokens_per_s")) {  // absent from records written before token metrics
         pt.useful_tokens_per_s = p.number("useful_tokens_per_s");
         pt.padding = p.number("padding");
@@ -217,7 +225,9 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
   t.model = r.text("model");
   t.model_hash = r.text("model_hash");
   t.machine = r.text("machine");
-  t.threads = static_cast<int>(r.integer("threads"));
+  const int64_t threads = r.integer("threads");
+  if (threads < 1 || threads > 1024) r.fail("threads", "must be in [1, 1024]");  // --k8s wrote cpu: "-2"
+  t.threads = static_cast<int>(threads);
   for (const auto& [name, dims] : r.at("request").items()) {
     Reader d(r.at("request"), "tuned.request", source);
     for (const Reader& x : d.items(name)) {
@@ -240,7 +250,11 @@ TunedRecord tuned_record_from_json(const json& j, const std::string& source) {
   t.packed = r.has("packed") && r.flag("packed");
   t.generative = r.has("generative") && r.flag("generative");
   if (t.generative && (t.output_tokens = r.integer("output_tokens")) < 1) r.fail("output_tokens", "must be at least 1");
-  for (const Reader& c : r.items("classes")) t.classes.push_back(read_class(c));
+  for (const Reader& c : r.items("classes")) {
+    t.classes.push_back(read_class(c));
+    for (size_t i = 0; i + 1 < t.classes.size(); ++i)
+      if (t.classes[i].name == t.classes.back().name) c.fail("name", "'" + t.classes.back().name + "' names an earlier class too");
+  }
   if (r.has("baseline") && !r.at("baseline").is_null()) t.baseline = read_class(r.child("baseline"));
   for (const Reader& m : r.items("matrix")) {
     MatrixTiming timing{m.integer("rows"), m.text("option"), m.number("ms"), m.flag("chosen")};

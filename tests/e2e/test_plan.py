@@ -214,6 +214,22 @@ def test_runtime_errors_exit_1_with_one_line(tuned, tmp_path):
         one_line_error(run_fusor("plan", "--tuned", tuned, "--qps", qps), "more instances than", says)
 
 
+@pytest.mark.parametrize("edit, says", [
+    (lambda t: t.update(threads=-2), "tuned.threads must be in [1, 1024]"),  # --k8s wrote cpu: "-2"
+    (lambda t: t["classes"][1]["slo"].update(p99_ms=-20), "p99_ms must not be negative"),  # read as no bound
+    (lambda t: t["classes"][1]["slo"].update(p99_ms=0), "must be a positive target"),
+    (lambda t: t["classes"][1]["candidates"][1]["curve"][0].update(errors=-12), "errors must not be negative"),
+    (lambda t: t["classes"][0].update(name="interactive"), "'interactive' names an earlier class too"),
+])
+def test_a_hand_edited_record_out_of_range_is_refused(tmp_path, edit, says):
+    t = yaml.safe_load(yaml.safe_dump(TUNED))
+    edit(t["tuned"])
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(t, sort_keys=False))
+    one_line_error(run_fusor("plan", "--tuned", path, "--qps", 10, "--k8s", tmp_path / "k8s"), "edited.yaml", says)
+    assert not (tmp_path / "k8s").exists()
+
+
 @pytest.mark.parametrize("args, fragment", [
     (["--qps", 0], "--qps"),
     (["--qps", -3], "--qps"),
