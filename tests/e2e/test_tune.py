@@ -98,6 +98,14 @@ def test_serve_runs_the_tuned_config(tuned, tmp_path):
         assert server.stop() == 0
     log = server.output()
     assert "batch sizes" in log  # the matrix the tuner chose was logged
+    assert "is not the model" not in log, log
+
+
+def test_serve_warns_when_the_tuned_config_was_measured_on_another_model(tuned, tmp_path):
+    path, _ = tuned
+    server = Served(tmp_path, config=path.read_text(), models=[("other", tiny_model(tmp_path))])
+    assert server.stop() == 0
+    assert "fusor serve: warning: model other is not the model" in server.output(), server.output()
 
 
 def test_plan_reads_the_tuned_file(tuned, tmp_path):

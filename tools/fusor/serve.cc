@@ -7,12 +7,31 @@
 #include <iostream>
 
 #include "commands.h"
+#include "fusor/check.h"
 #include "fusor/serve.h"
 #include "fusor/threads.h"
+#include "fusor/tuned_record.h"
 #include "model_args.h"
 
 namespace fusor::cli {
 namespace {
+
+// A config that fusor tune wrote names the model it measured: its windows and batch sizes served
+// with another model were tuned for the wrong one, which nothing else would say.
+void warn_of_a_config_tuned_for_another_model(const std::string& config_path,
+                                              const std::vector<std::pair<std::string, std::string>>& named) {
+  if (config_path.empty() || named.empty()) return;
+  tune::TunedRecord record;
+  try {
+    record = tune::load_tuned_record(config_path);
+  } catch (const Error&) {
+    return;  // a config of its own, not tune's
+  }
+  for (const auto& [name, given] : named)
+    if (model_file_hash(model_file_in(given)) != record.model_hash)
+      std::fprintf(stderr, "fusor serve: warning: model %s is not the model %s was tuned for (%s)\n", name.c_str(),
+                   config_path.c_str(), record.model.c_str());
+}
 
 struct ServeArgs {
   std::vector<std::string> models;  // NAME=PATH
@@ -54,6 +73,7 @@ void serve_command(const ServeArgs& a) {
     const std::string path = model_file_in(given);
     add(name, Engine::load(path), path);
   }
+  warn_of_a_config_tuned_for_another_model(a.options.config_path, named);
   const serve::Listen& listen = a.listen;
   serve::RunningServer server = serve::start_server(std::move(models), config, per_context, listen);
   std::fprintf(stderr, "fusor serve: HTTP %s:%d, gRPC %s:%d, metrics %s:%d; %lld execution context(s) x %d thread(s)\n",
