@@ -68,7 +68,8 @@ uint64_t GenerationScheduler::submit(GenerationRequest request, GenerationEvents
   }
   if (blocks_for(length + 1, block_size_) > cache_.blocks) {
     stats_.failed(cls, Code::BadRequest, false, false);
-    return reject(Code::BadRequest, "the prompt has " + std::to_string(length) + " tokens, more than the KV cache holds (" +
+    return reject(Code::BadRequest, "the prompt has " + std::to_string(length) +
+                                        " tokens; with one generated token that is more than the KV cache holds (" +
                                         std::to_string(cache_.blocks * block_size_) + " tokens)");
   }
   for (TokenId id : request.prompt)
