@@ -2,6 +2,7 @@
 dicts and lists: check (the precision gate, `fusor check --report`), profile (`fusor profile
 --json`), optimize (`fusor optimize`'s result) and bench (`fusor bench --json`)."""
 import json
+import numbers
 import operator
 import os
 import shutil
@@ -145,6 +146,11 @@ def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature
         raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
     max_new_tokens = _integer("max_new_tokens", max_new_tokens, 2**63)
     seed = _integer("seed", seed, 2**64)
+    if top_k is not None:
+        top_k = _integer("top_k", top_k, 2**31)
+    temperature, top_p, repetition_penalty = (
+        None if value is None and name != "repetition_penalty" else _real(name, value)
+        for name, value in (("temperature", temperature), ("top_p", top_p), ("repetition_penalty", repetition_penalty)))
     if prompt is not None:
         _check_text("prompt", prompt)
     if prompt_ids is not None:
@@ -176,6 +182,13 @@ def _integer(name: str, value, end: int) -> int:
     if _is_integer(value) and 0 <= operator.index(value) < end:
         return operator.index(value)
     raise _fusor.InvalidArgument(f"{name} must be an integer in [0, 2**{end.bit_length() - 1}), not {value!r}")
+
+
+def _real(name: str, value) -> float:
+    """A Python or numpy real number, not a bool or a string; its range is checked by the engine."""
+    if isinstance(value, (bool, str, bytes)) or not isinstance(value, numbers.Real):
+        raise _fusor.InvalidArgument(f"{name} must be a number, not {value!r}")
+    return float(value)
 
 
 def _token_ids(name: str, ids) -> list:

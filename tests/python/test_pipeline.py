@@ -154,6 +154,11 @@ def test_generate_takes_numpy_seeds_no_stop_and_one_eos_id_and_names_a_wrong_arg
                            (dict(seed=1.5), r"seed must be an integer in \[0, 2\*\*64\), not 1.5"),
                            (dict(eos_ids=[-1]), r"eos_ids must be an integer in \[0, 2\*\*31\)"),
                            (dict(prompt="a\ud800"), "prompt is not UTF-8 text: surrogates not allowed at index 1"),
-                           (dict(stop=["\udc00"]), "stop is not UTF-8 text")]:
+                           (dict(stop=["\udc00"]), "stop is not UTF-8 text"),
+                           # pybind11's multi-line TypeError listing the C++ signature, before:
+                           (dict(temperature="0.5"), "temperature must be a number, not '0.5'"),
+                           (dict(top_k=2.5), r"top_k must be an integer in \[0, 2\*\*31\), not 2.5"),
+                           (dict(top_k=2**70), r"top_k must be an integer in \[0, 2\*\*31\)"),
+                           (dict(repetition_penalty=None), "repetition_penalty must be a number, not None")]:
         with pytest.raises(fusor.InvalidArgument, match=message):
             fusor.generate(model, **{**args, **wrong})
