@@ -165,7 +165,10 @@ std::optional<std::variant<LayerNormMatch, std::string>> match_rms_at(const Fusi
   const int mul = match::only_consumer(ctx, scaled_from, Op::Mul);
   const int gamma = mul >= 0 ? match::other_input(ctx.node(mul), scaled_from) : -1;
   const Tensor* g = gamma >= 0 ? ctx.constant(gamma) : nullptr;
-  if (!g || g->dtype() != DType::Float32 || g->numel() != n || g->dims().size() > rank)
+  // n elements along the last axis ([.., 1, n]): a [n, 1] scale has n elements too, but it scales
+  // along another axis (the kernel applied it along the last: off by 2.5).
+  if (!g || g->dtype() != DType::Float32 || g->numel() != n || g->dims().size() > rank ||
+      (g->dims().empty() ? n != 1 : g->dims().back() != n))
     return std::string("no Mul by a float32 scale of the normalized axis follows (the fast kernel needs one)");
   if (cast >= 0) m.nodes.push_back(cast);
   m.nodes.push_back(mul);

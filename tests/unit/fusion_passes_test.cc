@@ -82,7 +82,8 @@ TEST(FuseLayerNorm, DecomposedFormBecomesOneKernelWithTheSameNumbers) {
 
 // RMSNorm as LLaMA exports it (Cast to float32, x * (1 / sqrt(mean(x^2) + eps)), Cast, * gamma)
 // or as x / sqrt(...) * gamma; `axes` other than the last is a near miss.
-std::shared_ptr<const Graph> rms_norm_graph(bool reciprocal_form, std::vector<int64_t> axes = {-1}) {
+std::shared_ptr<const Graph> rms_norm_graph(bool reciprocal_form, std::vector<int64_t> axes = {-1},
+                                            Dims gamma_dims = {16}) {
   test::GraphBuilder b;
   int x = b.input("x");
   int xf = b.node(Op::Cast, {x}, "to_float", DType::Float32, {{"to", DType::Float32}});
@@ -98,7 +99,7 @@ std::shared_ptr<const Graph> rms_norm_graph(bool reciprocal_form, std::vector<in
   } else {
     y = b.node(Op::Div, {xf, rms}, "normed");
   }
-  y = b.node(Op::Mul, {b.constant("gamma", filled({16}, 0.5f, 1.0f)), y}, "y");
+  y = b.node(Op::Mul, {b.constant("gamma", filled(gamma_dims, 0.5f, 1.0f)), y}, "y");
   return b.finish({y});
 }
 
@@ -119,6 +120,14 @@ TEST(FuseLayerNorm, RmsNormOverAnotherAxisIsDeclinedWithItsReason) {
   auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 8, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
   EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 0u);
   EXPECT_TRUE(declined_with(r.fused, "RMSNorm: the mean of squares is not over the last axis"));
+}
+
+TEST(FuseLayerNorm, RmsNormScaleAlongAnotherAxisIsDeclined) {
+  // gamma [16, 1] has the normalized axis' 16 elements but scales axis 1 of x [4, 16, 16]: fused,
+  // the kernel applied it along the last axis.
+  auto g = rms_norm_graph(false, {-1}, {16, 1});
+  auto r = test::expect_fused_matches_reference(g, {{"x", filled({4, 16, 16}, 3.0f, 1.0f)}}, FusionConfig{}, kStrict);
+  EXPECT_EQ(count_kind(r.fused, "LayerNorm"), 0u);
 }
 
 TEST(FuseLayerNorm, WithoutAffinePartFallsBackToItsNodesWithAReason) {
