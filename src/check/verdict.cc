@@ -134,7 +134,8 @@ std::optional<Verdict> find_saved_verdict(const std::string& model_path, const s
       const std::string hash = hash_of(p, j);
       if (j.value("model_hash", "") != hash) continue;
       const auto& v = j["verdicts"][key];
-      return Verdict{hash, key, v.value("passed", false), v.value("rolled_back", std::vector<std::string>{}),
+      if (!v.contains("passed") || !v.contains("rolled_back")) continue;  // damaged (verdict_file_damage)
+      return Verdict{hash, key, v.at("passed").get<bool>(), v.at("rolled_back").get<std::vector<std::string>>(),
                      v.value("evidence", std::string())};
     } catch (const nlohmann::json::exception&) {
       continue;
@@ -156,12 +157,13 @@ std::string verdict_file_damage(const fs::path& p) {
     return "not valid JSON";
   }
   if (!j.is_object() || (j.contains("verdicts") && !j["verdicts"].is_object())) return "not a verdict file";
+  if (j.contains("model_hash") && !j["model_hash"].is_string()) return "its model_hash is not text";
   const nlohmann::json verdicts = j.value("verdicts", nlohmann::json::object());
   for (const auto& [key, v] : verdicts.items()) {
-    const bool ok = v.is_object() && v.contains("passed") && v["passed"].is_boolean() &&
-                    (!v.contains("rolled_back") || (v["rolled_back"].is_array() &&
-                                                    std::all_of(v["rolled_back"].begin(), v["rolled_back"].end(),
-                                                                [](const auto& s) { return s.is_string(); })));
+    // Every saved verdict lists its rollbacks, none included: one without the list read as "none".
+    const bool ok = v.is_object() && v.contains("passed") && v["passed"].is_boolean() && v.contains("rolled_back") &&
+                    v["rolled_back"].is_array() &&
+                    std::all_of(v["rolled_back"].begin(), v["rolled_back"].end(), [](const auto& s) { return s.is_string(); });
     if (!ok) return "the verdict for '" + key + "' has fields of the wrong type";
   }
   return "";
@@ -193,12 +195,17 @@ std::optional<Verdict> load_verdict(const std::string& model_path, const FusionC
 }
 
 std::string save_verdict(const std::string& model_path, const Verdict& verdict) {
+  // The stamp first, then the bytes: a model replaced while it was checked (same size, even the
+  // same modified time) would otherwise be vouched for by the old model's verdict.
+  const nlohmann::json stamp = model_stamp(model_path, external_data_files(model_path));
+  if (model_file_hash(model_path) != verdict.model_hash)
+    throw Error("'" + model_path + "' changed while it was checked: its verdict is not saved; check it again");
   for (const fs::path& p : places(model_path)) {
     nlohmann::json j = read_json(p);
     const bool same_model = j.contains("model_hash") && j["model_hash"] == verdict.model_hash &&
                             j.contains("verdicts") && j["verdicts"].is_object();
     if (!same_model) j = {{"model_hash", verdict.model_hash}, {"verdicts", nlohmann::json::object()}};
-    j["model_stamp"] = model_stamp(model_path, external_data_files(model_path));
+    j["model_stamp"] = stamp;
     j["verdicts"][verdict.config_key] = {{"passed", verdict.passed}, {"rolled_back", verdict.rolled_back}};
     if (!verdict.evidence.empty()) j["verdicts"][verdict.config_key]["evidence"] = verdict.evidence;
     if (write_atomically(p, j)) return p.string();
@@ -251,6 +258,7 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
     o.dims = gate_dims.empty() ? engine.bind_dims({}, 1, 16) : gate_dims;
     o.progress = progress;
     o.model_file = model_path;
+    const std::string checked_hash = model_file_hash(model_path);  // as check does: before the gate
     CheckReport r;
     try {
       r = run_precision_gate(engine, o);
@@ -262,7 +270,7 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
                       "--shape NAME=...) or set fusion.precision_check: off",
                   e.kind());
     }
-    v = Verdict{model_file_hash(model_path), verdict_config_key(fusion), r.passed, r.rolled_back, "generated samples"};
+    v = Verdict{checked_hash, verdict_config_key(fusion), r.passed, r.rolled_back, "generated samples"};
     std::string where = save_verdict(model_path, *v);
     if (progress) progress("precision verdict saved to " + where);
   }

@@ -176,6 +176,13 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     verdicts.write_text(json.dumps(saved))
     r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode != 0 and "is damaged" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    # A verdict without its rollbacks read as "none rolled back"; a model_hash of another type was
+    # skipped as if there were no file: both ran the whole plan.
+    for damage in ({"verdicts": {k: {"passed": True} for k in saved["verdicts"]}}, {"model_hash": 7}):
+        verdicts.write_text(json.dumps({**saved, **damage}))
+        r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
+        assert r.returncode != 0 and "is damaged" in r.stderr, (damage, r.stderr)
+    verdicts.write_text(json.dumps(saved))
     verdicts.write_text(verdicts.read_text() + " x")
     r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode != 0 and "is damaged (not valid JSON)" in r.stderr, r.stderr

@@ -84,6 +84,20 @@ TEST_F(SavedVerdict, IsFoundByStampThenByContent) {
 
 // A check on stronger samples rolled an item back; a later check on generated samples, which
 // never show the problem, passed it and replaced the verdict: the item fused again.
+TEST_F(SavedVerdict, IsNotSavedForAModelReplacedWhileItWasChecked) {
+  // check hashes the model before it loads it; the file replaced by another of the same size was
+  // stamped and hashed when the check ended, so the old model's verdict vouched for the new one.
+  const std::string checked = model_file_hash(model_);
+  write(model_, "the model's bytes, version two");
+  try {
+    save_verdict(model_, {checked, verdict_config_key(FusionConfig{}), true, {}});
+    FAIL() << "saved";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("changed while it was checked"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(model_ + ".fusor-verdicts.json"));
+}
+
 TEST_F(SavedVerdict, ALaterCheckKeepsTheSavedRollbacks) {
   const FusionConfig fusion;
   const std::string key = verdict_config_key(fusion), hash = model_file_hash(model_);

@@ -123,6 +123,9 @@ int check(const CheckArgs& a) {
     }
   }
   a.model.apply_threads();
+  // Hashed before it loads: the verdict vouches for the bytes that were checked, not for what the
+  // file holds when the check ends (save_verdict refuses a model that changed meanwhile).
+  const std::string checked_hash = a.fault.empty() ? model_file_hash(a.model.model) : "";
   Engine engine = Engine::load(a.model.model);
   CheckOptions o;
   o.mode = a.model.config.fusion.precision_check == PrecisionCheck::Off ? PrecisionCheck::Strict
@@ -212,7 +215,7 @@ int check(const CheckArgs& a) {
   if (!r.injected_into.empty()) std::cout << "  fault " << a.fault << " injected into " << r.injected_into << "\n";
   // Only an unmodified plan's verdict is worth keeping: not one with a deliberate fault in it.
   if (a.fault.empty()) {
-    Verdict v{model_file_hash(a.model.model), verdict_config_key(o.fusion), r.passed, r.rolled_back,
+    Verdict v{checked_hash, verdict_config_key(o.fusion), r.passed, r.rolled_back,
               a.samples_dir.empty() ? "generated samples" : "samples " + a.samples_dir};
     std::vector<std::string> kept;
     std::string kept_from;
