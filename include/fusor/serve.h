@@ -42,6 +42,9 @@ struct ModelToServe {
   Engine engine;
   SessionOptions session;
   std::string path;
+  // serve.matrix's fusion configs, in its order, with this model's precision verdicts applied
+  // (each entry's switches are gated as the top-level ones are); empty: config.matrix's as written.
+  std::vector<FusionConfig> matrix_fusion;
 };
 
 class Server;

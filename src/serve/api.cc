@@ -24,12 +24,15 @@ RunningServer start_server(std::vector<ModelToServe> models, const ServeConfig& 
   std::vector<std::unique_ptr<ServedModel>> served;
   std::vector<std::unique_ptr<GenerativeModel>> generative;
   for (ModelToServe& m : models) {
+    ServeConfig model_config = config;
+    if (m.matrix_fusion.size() == config.matrix.size())
+      for (size_t i = 0; i < config.matrix.size(); ++i) model_config.matrix[i].fusion = m.matrix_fusion[i];
     if (!m.path.empty() && is_decoder_export(m.engine, m.path))
       generative.push_back(std::make_unique<GenerativeModel>(m.name, std::move(m.engine), m.path, config, m.session,
                                                              threads_per_context * static_cast<int>(config.execution_contexts)));
     else
       served.push_back(
-          std::make_unique<ServedModel>(m.name, std::move(m.engine), config, m.session, threads_per_context));
+          std::make_unique<ServedModel>(m.name, std::move(m.engine), model_config, m.session, threads_per_context));
   }
   listen.max_body_bytes = config.max_body_bytes;
   auto server = std::make_unique<Server>(std::move(served), std::move(generative), listen);

@@ -303,3 +303,16 @@ def test_an_audio_model_is_gated_at_the_lengths_it_takes(tmp_path):
     assert got["passed"]
     (skipped,) = got["skipped_edge_shapes"]
     assert skipped.startswith("input_values=[1, 1]: ") and "kernel window" in skipped, skipped
+
+
+def test_serve_gates_each_matrix_entrys_fusion_switches(tmp_path):
+    """A serve.matrix entry's switches replace the top-level ones for its batch bucket, but only
+    the top-level config was gated: a bucket ran fusions the gate had never seen (off by 2.5)."""
+    from serve_util import Served, tiny_model
+    model = tiny_model(tmp_path)
+    config = ("fusion: {precision_check: strict, fuse_elemwise: false}\n"
+              "serve:\n  matrix:\n    - {max_batch: 8, fusion: {fuse_elemwise: true}}\n")
+    s = Served(tmp_path, config, models=[("tiny", model)])
+    assert s.stop() == 0, s.output()
+    keys = json.loads(Path(str(model) + ".fusor-verdicts.json").read_text())["verdicts"].keys()
+    assert {"elemwise=0" in k for k in keys} == {True, False}, keys  # the bucket's config was gated too

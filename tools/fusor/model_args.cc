@@ -73,16 +73,21 @@ SessionOptions ModelArgs::session_options() const {
 SessionOptions ModelArgs::session_options(const Engine& engine, const std::string& model_path) const {
   SessionOptions o = session_options();
   if (!o.fusion || reference) return o;
+  o.fusion = gated(engine, model_path, *o.fusion);
+  return o;
+}
+
+FusionConfig ModelArgs::gated(const Engine& engine, const std::string& model_path, FusionConfig fusion) const {
   // A gate that runs first (with --config) takes the lengths given here (an audio model's
   // samples), at batch 1; else the gate's own.
   const bool gate_if_missing = !config_path.empty();
   std::map<std::string, Dims> gate_dims;
   if (gate_if_missing && (seq_given || !shapes.empty()))
     gate_dims = bind_dims(engine, parsed_shapes(), 1, seq_given ? seq : 16);
-  apply_precision_verdict(engine, model_path, *o.fusion, gate_if_missing,
+  apply_precision_verdict(engine, model_path, fusion, gate_if_missing,
                           [](const std::string& line) { std::fprintf(stderr, "check: %s\n", line.c_str()); },
                           gate_dims);
-  return o;
+  return fusion;
 }
 
 std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text) {

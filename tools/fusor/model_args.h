@@ -54,6 +54,9 @@ struct ModelArgs {
   // join fusion.disabled, docs/check.md). With --config and precision_check strict or relaxed,
   // a missing verdict runs the gate first and saves it.
   SessionOptions session_options(const Engine& engine, const std::string& model_path) const;
+  // `fusion` with the saved precision verdict for it applied (the gate run first with --config),
+  // as session_options(engine, path) applies the top-level one: for serve.matrix's entries.
+  FusionConfig gated(const Engine& engine, const std::string& model_path, FusionConfig fusion) const;
   // Sets the OpenMP thread count (shared with oneDNN) when --threads was given.
   void apply_threads() const;
 

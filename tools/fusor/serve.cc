@@ -55,7 +55,16 @@ void serve_command(const ServeArgs& a) {
   std::vector<serve::ModelToServe> models;
   auto add = [&](const std::string& name, Engine engine, const std::string& path) {
     SessionOptions options = path.empty() ? a.options.session_options() : a.options.session_options(engine, path);
-    models.push_back({name, std::move(engine), options, path});
+    // Each serve.matrix entry runs its own fusion switches: they pass the gate as the top-level
+    // ones do (a batch bucket ran a fusion the gate had never seen, off by 2.5).
+    std::vector<FusionConfig> matrix_fusion;
+    if (!path.empty() && options.fusion)
+      for (const MatrixEntry& e : config.matrix) {
+        FusionConfig f = e.fusion;
+        f.precision_check = options.fusion->precision_check;
+        matrix_fusion.push_back(a.options.gated(engine, path, std::move(f)));
+      }
+    models.push_back({name, std::move(engine), options, path, std::move(matrix_fusion)});
   };
   if (a.models.empty()) add(serve::kDemoModelName, serve::load_demo_model(), "");
   std::vector<std::pair<std::string, std::string>> named;  // NAME, PATH
