@@ -86,6 +86,12 @@ TEST(SimdMath, SigmoidAndSiluEnds) {
   EXPECT_NEAR(u[3], 100.f, 100.f * 0x1p-23f);
   EXPECT_EQ(u[5], kInf);
   EXPECT_TRUE(std::isnan(u[6]));
+  // Past the clamp sigmoid is 0, as ONNX Runtime's: SiLU of -3e38 was -7.05 (x times the clamp's
+  // 2.4e-38), and of -inf -inf where -inf * 0 is NaN.
+  const std::vector<float> far_x = {-3e38f, -kInf};
+  const auto far = apply(cpu::simd::silu, far_x);
+  EXPECT_EQ(far[0], 0.f);
+  EXPECT_TRUE(std::isnan(far[1]));
 }
 
 }  // namespace

@@ -89,15 +89,16 @@ inline V exp(V x) {
 }
 
 // 1 / (1 + e^-x). e^-x's argument is clamped to +-kExpLo: beyond it the result is 1 in float on
-// one side and below 2.4e-38 on the other, so no overflow or underflow case needs a branch. The
-// division is a reciprocal estimate and one Newton step (within 2 ulp; a divide would bound the
-// kernels that apply it as an epilogue). NaN stays NaN.
+// one side and below 2.4e-38 on the other, where it is 0 (the clamp's 2.4e-38 made SiLU of
+// -3e38 -7.05, not -0, and of -inf -inf, not NaN). The division is a reciprocal estimate and one
+// Newton step (within 2 ulp; a divide would bound the kernels that apply it as an epilogue). NaN
+// stays NaN.
 inline V sigmoid(V x) {
   const D d;
   const V lo = hn::Set(d, kExpLo);
   const V den = hn::Add(hn::Set(d, 1.f), exp_in_range(hn::Min(hn::Max(hn::Neg(x), lo), hn::Neg(lo))));
   V r = hn::ApproximateReciprocal(den);
-  r = hn::Mul(r, hn::NegMulAdd(den, r, hn::Set(d, 2.f)));
+  r = hn::IfThenZeroElse(hn::Lt(x, lo), hn::Mul(r, hn::NegMulAdd(den, r, hn::Set(d, 2.f))));
   return hn::IfThenElse(hn::Not(hn::Eq(x, x)), x, r);
 }
 
