@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "ir/control_flow_detail.h"
+#include "ir/data_dependent.h"
 #include "ir/shape_util.h"
 
 namespace fusor::control {
@@ -54,8 +55,8 @@ std::vector<KnownValue> eval_loop(const Node& n, std::span<const KnownValue> in,
 
   std::optional<int64_t> trips;
   if (in[0].type.dtype != DType::Undefined) {
-    if (!known_scalar(in[0]))
-      fail(n, "trip count M is only known at run time; fusor plans static shapes and needs it at plan time");
+    if (!known_scalar(in[0]))  // the engine plans such a model per run, with its inputs' values known
+      throw DataDependentShape(n.describe() + ": trip count M must be known when the plan is built (it is computed at run time)");
     if (in[0].type.dtype != DType::Int64 && in[0].type.dtype != DType::Int32) fail(n, "trip count M must be int64");
     trips = in[0].value.to_int64_vector()[0];
   }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "ir/data_dependent.h"
 #include "ir/op_functions.h"
 #include "ir/shape_util.h"
 
@@ -92,8 +93,7 @@ std::vector<TensorType> shape::OneHot(const InferContext& ctx) {
   if (numel_of(ctx.inputs[1].dims) != 1) fail(ctx.node, "depth must hold one value");
   if (numel_of(ctx.inputs[2].dims) != 2 || ctx.inputs[2].dims.size() != 1)
     fail(ctx.node, "values must be a 1-D tensor of two elements [off, on]");
-  const Tensor* depth_t = ctx.constant(1);
-  if (!depth_t) fail(ctx.node, "depth must be known when the plan is built (input 1 is computed at run time)");
+  const Tensor* depth_t = &known_value(ctx, 1, "OneHot depth");  // else the model is planned per run
   double d = 0;
   try {
     d = depth_t->scalar_as_double(0);

@@ -261,9 +261,7 @@ std::vector<TensorType> shape::Range(const InferContext& ctx) {
   const char* names[3] = {"Range start", "Range limit", "Range delta"};
   const Tensor* v[3];
   for (size_t i = 0; i < 3; ++i) {
-    v[i] = ctx.constant(i);
-    if (!v[i]) fail(ctx.node, std::string(names[i]) + " must be known when the plan is built (input " +
-                                  std::to_string(i) + " is computed at run time)");
+    v[i] = &known_value(ctx, i, names[i]);  // else the model is planned per run
     if (v[i]->numel() != 1) fail(ctx.node, std::string(names[i]) + " must be a scalar");
   }
   int64_t count;

@@ -2,6 +2,7 @@
 // resizing, block rearrangements, gathers and scatters by index tensors.
 #include <algorithm>
 
+#include "ir/data_dependent.h"
 #include "ir/graph.h"
 #include "ir/input_checks.h"
 #include "ir/op_functions.h"
@@ -229,8 +230,7 @@ std::vector<TensorType> shape::Resize(const InferContext& ctx) {
     for (float s : n.attr_floats("scales")) scales.push_back(s);
   } else if (given(ctx, where.scales)) {
     const auto i = static_cast<size_t>(where.scales);
-    const Tensor* t = ctx.constant(i);
-    if (!t) fail(n, "scales must be known when the plan is built (input " + std::to_string(i) + " is computed at run time)");
+    const Tensor* t = &known_value(ctx, i, "Resize scales");  // else the model is planned per run
     if (t->dtype() != DType::Float32 && t->dtype() != DType::Float64)
       fail(n, std::string("scales must be float, got ") + dtype_name(t->dtype()));
     for (int64_t k = 0; k < t->numel(); ++k) scales.push_back(t->scalar_as_double(k));
