@@ -11,13 +11,20 @@ double source_coord(const ResizeSpec& s, int64_t xi, double scale, int64_t in, i
                     double roi1) {
   const double x = static_cast<double>(xi), len = static_cast<double>(in);
   const double width = scale * len;  // the output length before flooring
+  // v / scale; with the scale out / in (from sizes) as in * v / out, exact where the coordinate
+  // is a whole pixel: 12.5 / (25 / 31.) is 15.500000000000002, and Resize's ceil took pixel 16.
+  const bool exact_ratio = scale == static_cast<double>(out) / len;
+  auto unscaled = [&](double v) { return exact_ratio ? v * len / static_cast<double>(out) : v / scale; };
   switch (s.coord) {
-    case ResizeCoord::HalfPixel: return (x + 0.5) / scale - 0.5;
+    case ResizeCoord::HalfPixel: return unscaled(x + 0.5) - 0.5;
     case ResizeCoord::HalfPixelSymmetric: {
-      const double offset = len / 2 * (1 - static_cast<double>(out) / width);
-      return offset + (x + 0.5) / scale - 0.5;
+      // len / 2 * (1 - out / width), written so that it rounds once: 1 - 15 / 15.5 was inexact,
+      // and the offset 0.49999999999999994 moved floor's pixel 1 to 0.
+      const double offset = len * (width - static_cast<double>(out)) / (2 * width);
+      return offset + unscaled(x + 0.5) - 0.5;
     }
-    case ResizeCoord::PytorchHalfPixel: return width == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    // 0 for one output pixel, as the spec and ONNX Runtime (onnx.reference takes -0.5).
+    case ResizeCoord::PytorchHalfPixel: return out == 1 ? 0.0 : unscaled(x + 0.5) - 0.5;
     case ResizeCoord::AlignCorners: return width == 1 ? 0.0 : x * (len - 1) / (width - 1);
     case ResizeCoord::Asymmetric: return x / scale;
     case ResizeCoord::TfHalfPixelForNN: return (x + 0.5) / scale;
