@@ -25,6 +25,9 @@ TEST(RefMovement, PadModesOnOneAxis) {
   EXPECT_EQ(pad("wrap", {2, 2}), (std::vector<float>{2, 3, 1, 2, 3, 1, 2}));
   // A negative pad crops; the constant fills the rest.
   EXPECT_EQ(pad("constant", {-1, 1}, {scalar(9)}), (std::vector<float>{2, 3, 9}));
+  // ... and the other modes read the cropped input, as ONNX Runtime does: wrap read the cropped 1.
+  EXPECT_EQ(pad("wrap", {-1, 2}), (std::vector<float>{2, 3, 2, 3}));
+  EXPECT_EQ(pad("wrap", {2, -1}), (std::vector<float>{1, 2, 1, 2}));
   // Reflecting a single element repeats it.
   EXPECT_EQ(values<float>(run(make_node("Pad", 19, {{"mode", std::string("reflect")}}), {floats({7}), ints({2, 1})})[0]),
             (std::vector<float>{7, 7, 7, 7}));

@@ -14,18 +14,22 @@ namespace fusor::ref {
 namespace {
 
 // The input index that output index `o` reads along an axis of length `len`, or -1 for the fill.
-int64_t source_index(int64_t o, int64_t begin, int64_t len, PadMode mode) {
+// Negative pads crop first, and the other modes read the cropped input, as ONNX Runtime does:
+// wrap with pads (-1, 2) over [0..5] gives [1..5, 1, 2], not [1..5, 0, 1].
+int64_t source_index(int64_t o, int64_t begin, int64_t len, int64_t out_len, PadMode mode) {
   const int64_t i = o - begin;
-  if (i >= 0 && i < len) return i;
+  const int64_t lo = std::max<int64_t>(0, -begin), hi = len - std::max<int64_t>(0, -(out_len - len - begin));
+  if (i >= lo && i < hi) return i;
+  const int64_t kept = hi - lo, j = i - lo;  // the index within the cropped input
   switch (mode) {
     case PadMode::Constant: return -1;
-    case PadMode::Edge: return std::clamp<int64_t>(i, 0, len - 1);
-    case PadMode::Wrap: return ((i % len) + len) % len;
+    case PadMode::Edge: return lo + std::clamp<int64_t>(j, 0, kept - 1);
+    case PadMode::Wrap: return lo + ((j % kept) + kept) % kept;
     case PadMode::Reflect: {
-      if (len == 1) return 0;
-      const int64_t period = 2 * (len - 1);
-      const int64_t r = ((i % period) + period) % period;
-      return r < len ? r : period - r;
+      if (kept == 1) return lo;
+      const int64_t period = 2 * (kept - 1);
+      const int64_t r = ((j % period) + period) % period;
+      return lo + (r < kept ? r : period - r);
     }
   }
   return -1;
@@ -43,7 +47,7 @@ void place(const Tensor& in, Tensor& out, const PadSpec& spec, const std::byte* 
   std::vector<std::vector<int64_t>> map(rank);
   for (size_t d = 0; d < rank; ++d)
     for (int64_t o = 0; o < spec.out_dims[d]; ++o) {
-      const int64_t i = source_index(o, spec.begin[d], in.dims()[d], spec.mode);
+      const int64_t i = source_index(o, spec.begin[d], in.dims()[d], spec.out_dims[d], spec.mode);
       map[d].push_back(i < 0 ? -1 : i * strides[d]);
     }
   const int64_t row = spec.out_dims.back();
