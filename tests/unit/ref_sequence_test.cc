@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "onnx/importer.h"
@@ -228,6 +229,12 @@ TEST(RefSequence, GridSampleIdentityPaddingAndModes) {
   Tensor far = make({1, 1, 2, 2}, {5, 5, 0, 0});
   expect_values(run(node_of(Op::GridSample, 20), {x, far})[0], {1, 1, 1, 2}, {0, 2.5});
   expect_values(run(node_of(Op::GridSample, 16, {{"padding_mode", std::string("border")}}), {x, far})[0], {1, 1, 1, 2}, {4, 2.5});
+  // Infinitely far is far too (it gave NaN): 0, and the edge pixel.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  Tensor infinite = make({1, 1, 2, 2}, {inf, inf, -inf, 0});
+  expect_values(run(node_of(Op::GridSample, 20), {x, infinite})[0], {1, 1, 1, 2}, {0, 0});
+  expect_values(run(node_of(Op::GridSample, 16, {{"padding_mode", std::string("border")}}), {x, infinite})[0], {1, 1, 1, 2},
+                {4, 2});
   // Cubic on a pixel centre reads just that pixel (its outer taps, clamped by border, weigh 0).
   expect_values(run(node_of(Op::GridSample, 20, {{"mode", std::string("cubic")}, {"padding_mode", std::string("border")},
                                                  {"align_corners", int64_t{1}}}),

@@ -44,8 +44,11 @@ void cubic_weights(double t, double w[4]) {
 bool dim_taps(const GridSampleParams& p, double normalized, int64_t size, std::vector<Tap>& taps) {
   const double n = static_cast<double>(size);
   double x = p.align_corners ? (normalized + 1) / 2 * (n - 1) : ((normalized + 1) * n - 1) / 2;
-  if (!std::isfinite(x)) return false;
   const double lo = p.align_corners ? 0.0 : -0.5, hi = p.align_corners ? n - 1 : n - 0.5;
+  // An infinite coordinate lies outside like a huge one: zeros padding reads 0, border the edge
+  // pixel (both were NaN); reflection has no place to bounce it to.
+  if (std::isinf(x) && p.padding != GridSamplePadding::Reflection) x = x > 0 ? hi + 8 : lo - 8;
+  if (!std::isfinite(x)) return false;
   if (p.mode == GridSampleMode::Nearest) x = std::nearbyint(x);  // ties to even, as PyTorch
   if (x < lo || x > hi) {
     // Cubic taps are clamped one by one (as PyTorch and ONNX Runtime do); ONNX's Python
