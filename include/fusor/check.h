@@ -224,7 +224,7 @@ std::optional<std::vector<std::string>> fault_targets(const Engine& engine, cons
 // and one fusion config (by its switches and mode). The file is MODEL.fusor-verdicts.json, one
 // entry per config; when the model's folder is not writable, the same file name under the
 // cache folder (FUSOR_CACHE_DIR, XDG_CACHE_HOME/fusor, ~/.cache/fusor). The file also keeps the
-// size and mtime of the model and of its external data files: while they are unchanged, loading
+// size, mtime and ctime of the model and of its external data files: while they are unchanged, loading
 // trusts the saved hash instead of reading the whole model again.
 
 struct Verdict {

@@ -1,7 +1,8 @@
 #include "fusor/check.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -42,19 +43,17 @@ nlohmann::json read_json(const fs::path& p) {
 
 // A file's size and modification time (ns), rsync's quick check; null when it cannot be read.
 nlohmann::json file_stamp(const fs::path& p) {
-  std::error_code ec;
-  const auto size = fs::file_size(p, ec);
-  if (ec) return nullptr;
-  const auto mtime = fs::last_write_time(p, ec);
-  if (ec) return nullptr;
-  const auto unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::file_clock::to_sys(mtime).time_since_epoch());
-  return {{"size", size}, {"mtime_ns", unix_ns.count()}};
+  // Size, mtime and ctime: a file replaced by one of the same size with its mtime put back (cp -p,
+  // rsync -t, os.utime) still has a new ctime, which nothing can set, so its bytes are hashed.
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  auto ns = [](const timespec& t) { return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec; };
+  return {{"size", static_cast<uint64_t>(st.st_size)}, {"mtime_ns", ns(st.st_mtim)}, {"ctime_ns", ns(st.st_ctim)}};
 }
 
 // The stamps of the model file and of its external data files: a verdict file that saw the same
 // stamp trusts its hash instead of reading the whole model again (a second or more per load for
-// a model of gigabytes). Writing a file moves its mtime.
+// a model of gigabytes). Writing a file moves its mtime, and always its ctime.
 nlohmann::json model_stamp(const std::string& model_path, const std::vector<std::string>& external) {
   nlohmann::json stamp = file_stamp(model_path);
   if (stamp.is_null()) return stamp;

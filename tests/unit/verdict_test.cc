@@ -1,5 +1,5 @@
 // The saved precision verdict (include/fusor/check.h): found again for the same model bytes and
-// config, trusted by the files' sizes and mtimes while those stand, looked up by content once
+// config, trusted by the files' sizes, mtimes and ctimes while those stand, looked up by content once
 // they move, following the weights into external data files, and a damaged verdict file is
 // ignored rather than fatal.
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fusor/check.h"
@@ -64,21 +65,20 @@ TEST_F(SavedVerdict, IsFoundByStampThenByContent) {
   other.fuse_attention = false;
   EXPECT_FALSE(load_verdict(model_, other));  // another config has no verdict yet
 
-  // Same size and mtime: the saved hash is trusted, the bytes are not read (the quick check).
+  // Rewritten with its size and mtime put back (cp -p, rsync -t): the saved hash was trusted, and
+  // version one's verdict vouched for version two. Its ctime moved, so the bytes are hashed.
   const auto mtime = fs::last_write_time(model_);
   write(model_, "the model's bytes, version two");
   fs::last_write_time(model_, mtime);
-  EXPECT_TRUE(load_verdict(model_, fusion));
-  // A moved mtime: the bytes are hashed, and they differ.
-  fs::last_write_time(model_, mtime + std::chrono::seconds(1));
   EXPECT_FALSE(load_verdict(model_, fusion));
-  // Back to version one's bytes with the new mtime: the content matches again, and the file
-  // keeps the new stamp so that the next load reads no bytes.
+  // Back to version one's bytes: the content matches again, and the file keeps the new stamp
+  // (the quick check of the next load, which then reads no bytes).
   write(model_, "the model's bytes, version one");
   EXPECT_TRUE(load_verdict(model_, fusion));
-  const auto stamped = fs::last_write_time(model_);
-  write(model_, "the model's bytes, version two");
-  fs::last_write_time(model_, stamped);
+  struct stat st {};
+  ASSERT_EQ(::stat(model_.c_str(), &st), 0);
+  EXPECT_EQ(read(saved)["model_stamp"]["ctime_ns"].get<int64_t>(),
+            static_cast<int64_t>(st.st_ctim.tv_sec) * 1000000000 + st.st_ctim.tv_nsec);
   EXPECT_TRUE(load_verdict(model_, fusion));
 }
 
