@@ -49,6 +49,9 @@ py::dict run_session(Session& session, const py::dict& feeds) {
 py::dict run_session_into(Session& session, const py::dict& feeds, const py::dict& outputs) {
   auto inputs = tensor_views(feeds, "input");
   for (const auto& [key, value] : outputs) {
+    // A list is not an array: borrowing it as one read a list object's fields as an array's.
+    if (!py::isinstance<py::array>(value))
+      throw Error("output '" + py::cast<std::string>(key) + "' must be bound to a numpy array", ErrorKind::InvalidArgument);
     const auto array = py::reinterpret_borrow<py::array>(value);
     if (!array.writeable())
       throw Error("output '" + py::cast<std::string>(key) + "' is bound to a read-only array", ErrorKind::InvalidArgument);

@@ -53,6 +53,15 @@ def test_a_wrongly_shaped_output_buffer_is_an_error(tiny_model):
         binding.bind_output("y", "cuda")
 
 
+def test_the_session_binding_takes_only_arrays_for_outputs(tiny_model):
+    """run_into borrowed a list as a numpy array (undefined behaviour), then called it read-only."""
+    from fusor import _fusor
+    engine = _fusor.Engine.load(str(tiny_model))
+    session = engine.session({"x": [2, 16]}, _fusor.SessionOptions())
+    with pytest.raises(fusor.InvalidArgument, match="output 'y' must be bound to a numpy array"):
+        session.run_into({"x": np.zeros((2, 16), np.float32)}, {"y": [1, 2]})
+
+
 def test_a_bound_input_is_copied_as_onnx_runtime_copies_it(tiny_model):
     session = fusor.InferenceSession(tiny_model)
     x = np.ones((1, 16), np.float32)
