@@ -147,12 +147,15 @@ void qgemm(ContribExpander&, NodeBuilder& b) {
   std::vector<std::string> gemm_inputs{dequantize(b, 0), b_float};
   if (b.has_in(6))
     gemm_inputs.push_back(b.add("Mul", {b.cast(b.in(6), onnx::TensorProto::FLOAT), b.add("Mul", {b.in(1), b.in(4)})}));
-  const bool quantized = b.has_in(7);
+  // Y's type is y_zero_point's: without one Y is float, y_scale (if given) dividing it, as in ONNX
+  // Runtime (it was quantized into A's type, against the float output the graph declares).
+  const bool quantized = b.has_in(8), scaled = b.has_in(7);
   auto y = b.add("Gemm", gemm_inputs,
                  {NodeBuilder::attr("alpha", alpha), NodeBuilder::attr("beta", alpha), NodeBuilder::attr("transA", trans_a),
                   NodeBuilder::attr("transB", trans_b)},
-                 quantized ? "" : b.out(0));
+                 quantized || scaled ? "" : b.out(0));
   if (quantized) quantize(b, y, 7, b.in(0));
+  else if (scaled) b.add("Div", {y, b.in(7)}, {}, b.out(0));
 }
 
 // (A, B, a_scale, b_scale, a_zp?, b_zp?, bias?) -> MatMulInteger * (a_scale * b_scale) + bias.

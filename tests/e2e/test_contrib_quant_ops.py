@@ -94,9 +94,11 @@ def qgemm(a_dtype, b_dtype, m, k, n, trans_b, per_column, bias, quantized_output
     if bias:
         consts["c"] = rng("c", n).integers(-3000, 3000, n).astype(np.int32)
         inputs.append("c")
-    if quantized_output:
-        consts["ys"], consts["yz"] = scale(0.05), zp(a_dtype, 11)
-        inputs += ([] if bias else [""]) + ["ys", "yz"]
+    if quantized_output:  # "scale only": y_scale without y_zero_point, which makes Y float
+        consts["ys"] = scale(0.05)
+        if quantized_output != "scale only":
+            consts["yz"] = zp(a_dtype, 11)
+        inputs += ([] if bias else [""]) + (["ys", "yz"] if "yz" in consts else ["ys"])
     return one_node("QGemm", inputs, ["y"], {"a": q(a_dtype, m, k)}, consts, alpha=alpha, transB=int(trans_b))
 
 
@@ -218,6 +220,8 @@ CASES = {
     "QGemm-u8s8-per-column-trans-b": lambda: qgemm(u8, i8, 3, 32, 10, True, True, True, True),
     "QGemm-u8u8-float-alpha": lambda: qgemm(u8, u8, 4, 16, 6, False, False, True, False, alpha=0.5),
     "QGemm-s8s8-no-bias": lambda: qgemm(i8, i8, 2, 24, 5, False, True, False, True, alpha=2.0),
+    # Y is float, divided by y_scale: fusor quantized it into A's type (int8) instead
+    "QGemm-s8s8-y-scale-without-zero-point": lambda: qgemm(i8, i8, 3, 8, 4, False, False, True, "scale only"),
     "MatMulIntegerToFloat-u8s8-per-column": lambda: matmul_integer_to_float(u8, i8, (2, 3), 8, 5, True, True, True),
     "MatMulIntegerToFloat-s8s8-per-column": lambda: matmul_integer_to_float(i8, i8, (3,), 20, 4, True, True, True),
     "MatMulIntegerToFloat-u8u8": lambda: matmul_integer_to_float(u8, u8, (4,), 16, 6, False, True, False),
