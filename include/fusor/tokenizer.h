@@ -49,7 +49,8 @@ class Tokenizer {
   // Decodes one id at a time for generation: push() returns only text whose UTF-8 characters
   // are complete and holds back the bytes of an unfinished one (a 4-byte emoji may come as
   // several ids); finish() flushes what is held (as U+FFFD if it never completed). The pieces
-  // joined equal decode() of all the ids pushed.
+  // joined equal decode() of all the ids pushed. An id past the vocabulary (a model whose logits
+  // are wider than its tokenizer) adds no text.
   class StreamDecoder {
    public:
     std::string push(TokenId id);

@@ -60,6 +60,10 @@ Tokenizer::StreamDecoder Tokenizer::stream_decoder(bool skip_special_tokens) con
 }
 
 std::string Tokenizer::StreamDecoder::push(TokenId id) {
+  // A model's logits may be wider than its tokenizer (Phi-3 has 32064 for 32011 ids, Qwen2
+  // pads too): an id the vocabulary lacks adds no text, as Hugging Face's decode skips it,
+  // where it ended the generation with an error.
+  if (id >= 0 && (size_t(id) >= impl_->known.size() || !impl_->known[id])) return {};
   const std::string& b = impl_->bytes(id);
   if (skip_special_ && impl_->special[id]) return {};
   pending_ += b;

@@ -403,3 +403,24 @@ def test_genai_config_names_are_used(tmp_path):
         (tmp_path / "genai_config.json").write_text(json.dumps(genai))
         r = run_fusor("generate", tmp_path, "--prompt-ids", "1,2", "--max-new-tokens", 1)
         assert r.returncode != 0 and "is outside the model folder" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+
+
+def test_an_id_past_the_tokenizers_vocabulary_adds_no_text(tmp_path):
+    """Logits wider than the tokenizer (Phi-3: 32064 for 32011 ids; Qwen2 pads too): a generated id
+    the tokenizer lacks ended the generation with "token id 7893 is not in the vocabulary"."""
+    full = json.loads((MODELS / "gpt2-tiny" / "tokenizer.json").read_text())
+    kept = {tok: i for tok, i in full["model"]["vocab"].items() if i < 7800}
+    full["model"]["vocab"] = kept
+    full["model"]["merges"] = [m for m in full["model"]["merges"]
+                               if "".join(m.split(" ") if isinstance(m, str) else m) in kept]
+    trimmed = tmp_path / "tokenizer.json"
+    trimmed.write_text(json.dumps(full))
+    args = ["--prompt-ids", "1760", "--max-new-tokens", "3"]
+    whole = generate("gpt2-tiny", *args)
+    assert max(whole["output_ids"]) >= 7800, whole  # the case: an id the trimmed tokenizer lacks
+    r = run_fusor("generate", MODELS / "gpt2-tiny", "--tokenizer", trimmed, *args, "--json")
+    assert r.returncode == 0, r.stderr
+    short = json.loads(r.stdout)
+    assert short["output_ids"] == whole["output_ids"]
+    want = Tokenizer.from_file(str(trimmed)).decode([i for i in whole["output_ids"] if i < 7800])
+    assert short["text"] == want

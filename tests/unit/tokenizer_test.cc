@@ -257,7 +257,12 @@ TEST(Tokenizer, BadIdsAndTextAreRefused) {
   EXPECT_THROW(t.decode(std::vector<TokenId>{256}), Error);
   EXPECT_THROW(t.decode(std::vector<TokenId>{-1}), Error);
   EXPECT_THROW(t.id_to_token(1000), Error);
-  EXPECT_THROW(t.stream_decoder().push(999), Error);
+  EXPECT_THROW(t.stream_decoder().push(-1), Error);
+  // A generated id past the vocabulary (logits wider than the tokenizer) adds no text: it ended
+  // the generation with an error.
+  auto stream = t.stream_decoder();
+  EXPECT_EQ(stream.push(999), "");
+  EXPECT_EQ(stream.push(static_cast<TokenId>('a')) + stream.finish(), "a");
   EXPECT_THROW(t.encode("\xC3", false), Error);  // not UTF-8
   EXPECT_FALSE(t.token_to_id("nope").has_value());
   EXPECT_TRUE(t.encode("", true).empty());
