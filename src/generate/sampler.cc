@@ -65,8 +65,9 @@ TokenId Sampler::next(std::span<const float> logits, std::span<const TokenId> hi
   // Shifted by the largest score before dividing: a temperature near 0 (1e-40) divided the raw
   // scores past float's range, inf - inf made every probability NaN, and the draw fell through to
   // the least likely token. Shifted, the best scores 0 and the rest tend to -inf: greedy's limit.
+  // A score of +inf (a penalty near float's smallest divided one up) is the best, not NaN.
   const float best = scores_[static_cast<size_t>(first_argmax(scores_))];
-  for (float& s : scores_) s = (s - best) / options_.temperature;
+  for (float& s : scores_) s = s == best ? 0.f : (s - best) / options_.temperature;
   order_.resize(scores_.size());
   std::iota(order_.begin(), order_.end(), 0);
   std::stable_sort(order_.begin(), order_.end(),

@@ -106,6 +106,16 @@ TEST(Sampler, ATemperatureNearZeroDrawsTheBestToken) {
   }
 }
 
+// A score of +inf (a model's, or a penalty near float's smallest dividing one up) is the best:
+// inf - inf made it NaN, and the draw returned ids that were not among the best.
+TEST(Sampler, AnInfiniteScoreIsTheBest) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  SamplingOptions o;
+  EXPECT_EQ(draw(o, {2.f, inf, -3.f, 9.f}, 50), (std::map<TokenId, int>{{1, 50}}));
+  o.top_p = 0.9f;
+  EXPECT_EQ(draw(o, {2.f, inf, -3.f, 9.f}, 50), (std::map<TokenId, int>{{1, 50}}));
+}
+
 TEST(Sampler, OutOfRangeOptionsAreErrors) {
   auto bad = [](auto set) {
     SamplingOptions o;
