@@ -424,3 +424,11 @@ def test_an_id_past_the_tokenizers_vocabulary_adds_no_text(tmp_path):
     assert short["output_ids"] == whole["output_ids"]
     want = Tokenizer.from_file(str(trimmed)).decode([i for i in whole["output_ids"] if i < 7800])
     assert short["text"] == want
+
+
+@pytest.mark.parametrize("seed", ["-1", "18446744073709551616", "1e3"])
+def test_a_seed_outside_uint64_is_a_usage_error(seed):
+    """CLI11 read -1 and 2^64 as 2^64 - 1: two other seeds ran that one's stream."""
+    r = run_fusor("generate", MODELS / "llama-tiny", "--prompt-ids", "5", "--max-new-tokens", "1", "--temperature", "1",
+                  "--seed", seed)
+    assert r.returncode == 2 and "--seed: must be an integer in [0, 2^64)" in r.stderr, r.stderr

@@ -296,7 +296,20 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k, "Sample among the K most likely tokens");
   cmd->add_option("--top-p", args->top_p, "Sample among the most likely tokens whose probability reaches P");
   cmd->add_option("--repetition-penalty", args->repetition_penalty, "Penalize tokens already in the sequence (1: off)");
-  cmd->add_option("--seed", args->seed, "Seed of the sampling's random stream");
+  // CLI11 read -1 as 2^64 - 1 and 2^64 as 2^64 - 1: seeds that named other streams ran one.
+  cmd->add_option("--seed", args->seed, "Seed of the sampling's random stream")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (!text.empty() && text.size() <= 20 && text.find_first_not_of("0123456789") == std::string::npos) {
+              try {
+                std::stoull(text);
+                return "";
+              } catch (const std::out_of_range&) {
+              }
+            }
+            return "must be an integer in [0, 2^64), got '" + text + "'";
+          },
+          "UINT64"));
   cmd->add_option("--stop", args->stop, "Stop when the text holds STR, cut before it (repeatable)")->type_name("STR");
   cmd->add_flag("--ignore-eos", args->ignore_eos, "Generate --max-new-tokens tokens even after EOS");
   cmd->add_option("--eos-id", args->eos_ids, "EOS token id(s), replacing the model configs' (repeatable)")
