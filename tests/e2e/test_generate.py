@@ -432,3 +432,20 @@ def test_a_seed_outside_uint64_is_a_usage_error(seed):
     r = run_fusor("generate", MODELS / "llama-tiny", "--prompt-ids", "5", "--max-new-tokens", "1", "--temperature", "1",
                   "--seed", seed)
     assert r.returncode == 2 and "--seed: must be an integer in [0, 2^64)" in r.stderr, r.stderr
+
+
+def test_a_batch_of_token_ids_needs_no_tokenizer(tmp_path):
+    """As --prompt-ids alone: --batch required a tokenizer.json even when every line gave ids."""
+    folder = tmp_path / "no-tokenizer"
+    folder.mkdir()
+    for name in ("model.onnx", "config.json", "generation_config.json"):
+        (folder / name).symlink_to(MODELS / "llama-tiny" / name)
+    lines = tmp_path / "batch.jsonl"
+    lines.write_text('{"prompt_ids": [1, 450, 4996]}\n{"prompt": "text"}\n')
+    r = run_fusor("generate", folder, "--batch", lines, "--max-new-tokens", 4, "--ignore-eos", "--json")
+    assert r.returncode == 1 and "--batch line 2: a text prompt needs a tokenizer" in r.stderr, r.stderr
+    lines.write_text('{"prompt_ids": [1, 450, 4996]}\n')
+    r = run_fusor("generate", folder, "--batch", lines, "--max-new-tokens", 4, "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    alone = generate("llama-tiny", "--prompt-ids", "1,450,4996", "--max-new-tokens", 4, "--ignore-eos")
+    assert json.loads(r.stdout)["sequences"][0]["output_ids"] == alone["output_ids"]

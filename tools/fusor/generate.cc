@@ -68,7 +68,8 @@ std::optional<Tokenizer> load_tokenizer(const GenerateArgs& a, const DecoderSpec
   if (!a.tokenizer.empty()) return Tokenizer::load(a.tokenizer);
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::path(spec.folder) / "tokenizer.json", ec)) return Tokenizer::load(spec.folder);
-  if (a.prompt || !a.batch.empty() || !a.stop.empty())
+  // --batch lines of ids need none: a text line says so itself (batch_line).
+  if (a.prompt || !a.stop.empty())
     throw Error("no tokenizer.json in " + spec.folder + ": give one with --tokenizer", ErrorKind::InvalidArgument);
   return std::nullopt;
 }
