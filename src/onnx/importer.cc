@@ -1,9 +1,13 @@
 #include "onnx/importer.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -582,6 +586,52 @@ Graph import_model(onnx::ModelProto& model, const std::string& base_dir) {
   return Importer(model, base_dir).run();
 }
 
+// ONNX's shape inference over `model`, in a child process: libonnx's (1.12) indexes input dims
+// without checking their rank in places (Conv, ConvTranspose), and a malformed model segfaulted
+// the process that loaded it (the importer fuzzer). A child that dies leaves `model` as it was;
+// the import then says what is still missing.
+void infer_shapes_isolated(onnx::ModelProto& model) {
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) return;
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(pipe_fds[0]), ::close(pipe_fds[1]);
+    return;
+  }
+  if (pid == 0) {  // the child: infer, write the model back, and leave without running destructors
+    ::close(pipe_fds[0]);
+    try {
+      onnx::shape_inference::InferShapes(model);
+    } catch (const std::exception&) {
+      // what it inferred before it stopped is kept
+    }
+    std::string out;
+    if (model.SerializeToString(&out))
+      for (size_t done = 0; done < out.size();) {
+        const ssize_t n = ::write(pipe_fds[1], out.data() + done, out.size() - done);
+        if (n <= 0) ::_exit(1);
+        done += static_cast<size_t>(n);
+      }
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string out;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(pipe_fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  onnx::ModelProto inferred;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && inferred.ParseFromString(out)) model = std::move(inferred);
+}
+
 // A contrib op's expansion needs a rank the model's value_info does not give (an ORT-optimized
 // model keeps few): parsed again (import moved the weights out of the first copy), with ONNX's
 // own shape inference filling value_info, it is imported once more. Models that import as they
@@ -595,11 +645,7 @@ Graph import_inferring_shapes_if_needed(Parse&& parse, const std::string& base_d
     if (e.kind() != ErrorKind::UnsupportedOp || !std::strstr(e.what(), "not known at import")) throw;
   }
   model = parse();
-  try {
-    onnx::shape_inference::InferShapes(model);
-  } catch (const std::exception&) {
-    // what it inferred before it stopped is kept; the import says what is still missing
-  }
+  infer_shapes_isolated(model);
   return import_model(model, base_dir);
 }
 const char* kNotOnnx = "model is not a valid ONNX protobuf (truncated or corrupt)";

@@ -226,3 +226,14 @@ def test_an_output_past_the_machines_memory_fails_before_its_kernel_is_built(tmp
     np.save(tmp_path / "x.npy", np.ones((1, 1, 2, 2), np.float32))
     r = run_fusor("run", p, "--input", f"x={tmp_path / 'x.npy'}", "--output-dir", tmp_path / "out", timeout=60)
     assert_one_line_error(r, "out of memory", "Resize", "[1, 1, 600000, 600000]")
+
+
+def test_a_model_that_crashed_onnxs_shape_inference_is_refused_not_a_crash():
+    """The importer fuzzer's input: a model whose op names ask for ONNX's shape inference (run for
+    contrib ops that need ranks) and whose ConvTranspose weight is declared with rank 1 too:
+    libonnx's inference read past the dims and the process died with SIGSEGV. It runs in a child
+    process now, and the import refuses the model."""
+    from pathlib import Path
+    model = Path(__file__).resolve().parent.parent / "fuzz" / "regressions" / "onnx-convtranspose-shape-inference-segv.onnx"
+    r = run_fusor("run", model)
+    assert r.returncode == 1 and r.stderr.startswith("fusor: error: ") and "unsupported operators" in r.stderr, r
