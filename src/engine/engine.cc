@@ -57,8 +57,9 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
                                               int64_t seq) const {
   const Graph& g = *impl_->graph;
   // The CLI checks its --batch and --seq; the Python API's batch=-1 reached a tensor's own check.
-  if (batch < 1) throw Error("batch must be at least 1, got " + std::to_string(batch), ErrorKind::InvalidArgument);
-  if (seq < 1) throw Error("seq must be at least 1, got " + std::to_string(seq), ErrorKind::InvalidArgument);
+  // 0 binds empty dims (a decoder's first step has no past).
+  if (batch < 0) throw Error("batch must not be negative, got " + std::to_string(batch), ErrorKind::InvalidArgument);
+  if (seq < 0) throw Error("seq must not be negative, got " + std::to_string(seq), ErrorKind::InvalidArgument);
   for (const auto& [name, dims] : shapes) {
     int id = g.find_value(name);
     if (id < 0 || std::find(g.inputs.begin(), g.inputs.end(), id) == g.inputs.end())

@@ -49,7 +49,7 @@ def test_profile_matches_the_cli_json(tiny_model, tmp_path):
     assert {k["name"] for k in report["kernels"]} == {k["name"] for k in from_cli["kernels"]}
     with pytest.raises(fusor.InvalidArgument, match="runs must be at least 1"):
         fusor.profile(tiny_model, runs=0)
-    with pytest.raises(fusor.InvalidArgument, match="batch must be at least 1, got -1"):  # was Fail, from a tensor
+    with pytest.raises(fusor.InvalidArgument, match="batch must not be negative, got -1"):  # was Fail, from a tensor
         fusor.profile(tiny_model, batch=-1)
 
 
