@@ -83,10 +83,13 @@ Plan build_steps(std::shared_ptr<const Graph> graph, std::span<const TensorType>
 
     // Before its kernel is made: some kernels build tables per output element at plan time
     // (Resize's taps took 16 GB for an output of 768 GB that would never be allocated).
-    for (int v : n.outputs)
-      if (v >= 0 && memory > 0 && nbytes_of(plan.types[static_cast<size_t>(v)].dims, plan.types[static_cast<size_t>(v)].dtype) > memory)
-        throw Error("out of memory: " + n.describe() + " computes '" + g.values[static_cast<size_t>(v)].name + "' of shape " +
-                    dims_to_string(plan.types[static_cast<size_t>(v)].dims) + ", more than this machine's memory");
+    for (int v : n.outputs) {
+      if (v < 0 || memory == 0) continue;
+      const TensorType& t = plan.types[static_cast<size_t>(v)];
+      if (nbytes_of(t.dims, t.dtype) > memory)
+        throw Error("out of memory: " + n.describe() + " computes '" + g.values[static_cast<size_t>(v)].name +
+                    "' of shape " + dims_to_string(t.dims) + ", more than this machine's memory");
+    }
     Step step;
     step.node = static_cast<int>(ni);
     step.inputs = n.inputs;
