@@ -22,8 +22,19 @@
 
 namespace fusor {
 
+// The sampling a model's generation_config.json asks for (transformers' keys), used where a
+// request or flag leaves a knob unset, as transformers' generate(), vLLM and OpenVINO GenAI read
+// it. Unset: the file does not say (or there is none).
+struct GenerationDefaults {
+  std::optional<bool> do_sample;
+  std::optional<double> temperature, top_p, repetition_penalty;
+  std::optional<int64_t> top_k, max_new_tokens;
+  // "do_sample true, temperature 0.6, top_p 0.9"; empty when nothing is set.
+  std::string describe() const;
+};
+
 // What the loop needs to know about a decoder export: its input and output names, the shape of
-// its cache, its special ids and its context length.
+// its cache, its special ids, its context length and its sampling defaults.
 struct DecoderSpec {
   std::string model_file;  // the .onnx file
   std::string folder;      // where the configs (and by default tokenizer.json) are
@@ -57,6 +68,7 @@ struct DecoderSpec {
   // Most tokens (prompt and generated) one sequence may hold: genai_config.json's
   // context_length, else config.json's max_position_embeddings or n_positions; 0 when unknown.
   int64_t context_length = 0;
+  GenerationDefaults generation_defaults;  // from generation_config.json
 
   // `path` is a model.onnx file or a folder holding one. Reads the configs beside it and checks
   // the names against the model's inputs and outputs. A missing or unreadable model, malformed

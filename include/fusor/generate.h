@@ -47,6 +47,19 @@ class Sampler {
   std::vector<double> probs_;            // reused per step
 };
 
+// The sampling knobs a caller set (a flag, a keyword, a request field); unset ones take the
+// model's defaults.
+struct SamplingKnobs {
+  std::optional<double> temperature, top_p, repetition_penalty;
+  std::optional<int64_t> top_k;
+};
+// Sampling options from `knobs` over a model's generation_config.json `defaults`, knob by knob.
+// A temperature of 0 is greedy whatever else is set; otherwise sampling is on when the caller
+// sets a temperature, top_k or top_p, or else when the defaults' do_sample is true (transformers'
+// rule: greedy unless the config says to sample). The repetition penalty applies either way.
+// Not validated: the caller checks the result (SamplingOptions::validate or its protocol's rules).
+SamplingOptions sampling_with_defaults(const SamplingKnobs& knobs, const GenerationDefaults& defaults, uint64_t seed);
+
 enum class FinishReason { Length, Stop };
 const char* finish_reason_name(FinishReason reason);  // "length", "stop"
 

@@ -20,8 +20,10 @@ struct GenerateArgs {
   std::optional<std::string> prompt;
   std::optional<std::vector<TokenId>> prompt_ids;
   std::string tokenizer;  // a path; "" for the model folder's tokenizer.json, if any
-  GenerateOptions options;
+  GenerateOptions options;                      // its sampling from `knobs` and the model's defaults
   std::optional<std::vector<TokenId>> eos_ids;  // replaces the model configs' EOS ids
+  SamplingKnobs knobs;
+  uint64_t seed = 0;
 };
 
 // As fusor generate: the given tokenizer, else the model folder's; none is fine for token ids
@@ -53,6 +55,7 @@ py::dict generate_text(const Engine& engine, const std::string& model_file, Gene
   const DecoderSpec spec = DecoderSpec::describe(engine, model_file);
   const std::optional<Tokenizer> tokenizer = tokenizer_for(a, spec);
   a.options.eos_ids = a.eos_ids ? *a.eos_ids : spec.eos_ids;
+  a.options.sampling = sampling_with_defaults(a.knobs, spec.generation_defaults, a.seed);
   a.options.sampling.validate();
   const std::vector<TokenId> prompt = a.prompt ? tokenizer->encode(*a.prompt) : *a.prompt_ids;
   if (prompt.empty()) throw Error("the prompt encodes to no tokens", ErrorKind::InvalidArgument);
@@ -75,19 +78,21 @@ void bind_generate(py::module_& m) {
   m.def(
       "generate",
       [](const Engine& engine, const std::string& model_file, std::optional<std::string> prompt,
-         std::optional<std::vector<TokenId>> prompt_ids, int64_t max_new_tokens, bool do_sample, float temperature,
-         int64_t top_k, float top_p, float repetition_penalty, uint64_t seed, std::vector<std::string> stop,
+         std::optional<std::vector<TokenId>> prompt_ids, int64_t max_new_tokens, std::optional<double> temperature,
+         std::optional<int64_t> top_k, std::optional<double> top_p, std::optional<double> repetition_penalty,
+         uint64_t seed, std::vector<std::string> stop,
          bool ignore_eos, std::optional<std::vector<TokenId>> eos_ids, const SessionOptions& options,
          std::string tokenizer) {
         GenerateArgs a{std::move(prompt), std::move(prompt_ids), std::move(tokenizer), {}, std::move(eos_ids)};
         a.options.max_new_tokens = max_new_tokens;
         a.options.ignore_eos = ignore_eos;
         a.options.stop = std::move(stop);
-        a.options.sampling = {do_sample, temperature, top_k, top_p, repetition_penalty, seed};
+        a.knobs = {.temperature = temperature, .top_p = top_p, .repetition_penalty = repetition_penalty, .top_k = top_k};
+        a.seed = seed;
         return generate_text(engine, model_file, std::move(a), options);
       },
       py::arg("engine"), py::arg("model_file"), py::arg("prompt"), py::arg("prompt_ids"), py::arg("max_new_tokens"),
-      py::arg("do_sample"), py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
+      py::arg("temperature"), py::arg("top_k"), py::arg("top_p"),
       py::arg("repetition_penalty"), py::arg("seed"), py::arg("stop"), py::arg("ignore_eos"), py::arg("eos_ids"),
       py::arg("options"), py::arg("tokenizer"));
 }

@@ -71,6 +71,6 @@ def optimize(engine: Engine, dims: Dict[str, List[int]], options: SessionOptions
 
 def decoder_model_file(path: str) -> str: ...
 def generate(engine: Engine, model_file: str, prompt: Optional[str], prompt_ids: Optional[List[int]],
-             max_new_tokens: int, do_sample: bool, temperature: float, top_k: int, top_p: float,
-             repetition_penalty: float, seed: int, stop: List[str], ignore_eos: bool,
+             max_new_tokens: int, temperature: Optional[float], top_k: Optional[int], top_p: Optional[float],
+             repetition_penalty: Optional[float], seed: int, stop: List[str], ignore_eos: bool,
              eos_ids: Optional[List[int]], options: SessionOptions, tokenizer: str) -> Dict[str, Any]: ...

@@ -136,11 +136,12 @@ def _cli_error(done: subprocess.CompletedProcess) -> Exception:
 
 
 def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature=None, top_k=None, top_p=None,
-             repetition_penalty=1.0, seed=0, stop=(), ignore_eos=False, eos_ids=None, tokenizer=None,
+             repetition_penalty=None, seed=0, stop=(), ignore_eos=False, eos_ids=None, tokenizer=None,
              config=None) -> dict:
     """Text after a prompt with a decoder export (docs/generate.md), as `fusor generate --json`:
-    prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Greedy unless a sampling
-    knob is given (a temperature of 0 is greedy); stop is None, a string or a list of them; eos_ids
+    prompt_ids, output_ids, text, finish_reason, ttft_ms, tokens_per_s. Knobs left None take the
+    model's generation_config.json values; greedy unless a sampling knob is given or that config
+    says do_sample (a temperature of 0 is greedy); stop is None, a string or a list of them; eos_ids
     is None (the model configs'), one id or a list of them; model is a model.onnx or its folder."""
     if (prompt is None) == (prompt_ids is None):
         raise _fusor.InvalidArgument("give the prompt as prompt TEXT or prompt_ids [1, 2, 3] (one of them)")
@@ -149,7 +150,7 @@ def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature
     if top_k is not None:
         top_k = _integer("top_k", top_k, 2**31)
     temperature, top_p, repetition_penalty = (
-        None if value is None and name != "repetition_penalty" else _real(name, value)
+        None if value is None else _real(name, value)
         for name, value in (("temperature", temperature), ("top_p", top_p), ("repetition_penalty", repetition_penalty)))
     if prompt is not None:
         _check_text("prompt", prompt)
@@ -163,10 +164,8 @@ def generate(model, prompt=None, prompt_ids=None, max_new_tokens=16, temperature
     model_file = _fusor.decoder_model_file(os.fspath(model))
     engine = _fusor.Engine.load(model_file)
     options = _options(engine, model_file, config, gate_if_missing=config is not None)
-    # A temperature of 0 is greedy whatever else is given, as `fusor serve` reads it.
-    do_sample = temperature != 0 if temperature is not None else top_k is not None or top_p is not None
-    return _fusor.generate(engine, model_file, prompt, prompt_ids, max_new_tokens, do_sample, temperature or 1.0,
-                           top_k or 0, 1.0 if top_p is None else top_p, repetition_penalty, seed, stop, ignore_eos,
+    return _fusor.generate(engine, model_file, prompt, prompt_ids, max_new_tokens, temperature, top_k, top_p,
+                           repetition_penalty, seed, stop, ignore_eos,
                            eos_ids, options, "" if tokenizer is None else os.fspath(tokenizer))
 
 

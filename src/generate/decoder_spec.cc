@@ -66,6 +66,37 @@ void read_special_ids(DecoderSpec& spec, const std::vector<std::pair<json, std::
   }
 }
 
+// transformers' sampling keys of generation_config.json; null is unset, as transformers reads it.
+GenerationDefaults read_generation_defaults(const json& generation, const std::string& where) {
+  GenerationDefaults d;
+  if (!generation.is_object()) return d;
+  auto present = [&](const char* key) { return generation.contains(key) && !generation[key].is_null(); };
+  auto bad = [&](const char* key, const char* what) {
+    return Error(where + ": " + key + " must be " + what, ErrorKind::InvalidModel);
+  };
+  auto number = [&](const char* key, bool (*ok)(double), const char* what) -> std::optional<double> {
+    if (!present(key)) return std::nullopt;
+    if (!generation[key].is_number() || !ok(generation[key].get<double>())) throw bad(key, what);
+    return generation[key].get<double>();
+  };
+  auto integer = [&](const char* key, int64_t least) -> std::optional<int64_t> {
+    if (!present(key)) return std::nullopt;
+    if (!generation[key].is_number_integer() || generation[key].get<int64_t>() < least)
+      throw bad(key, least == 0 ? "a non-negative integer" : "a positive integer");
+    return generation[key].get<int64_t>();
+  };
+  if (present("do_sample")) {
+    if (!generation["do_sample"].is_boolean()) throw bad("do_sample", "true or false");
+    d.do_sample = generation["do_sample"].get<bool>();
+  }
+  d.temperature = number("temperature", [](double v) { return v >= 0 && v <= 100; }, "a number in [0, 100]");
+  d.top_p = number("top_p", [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]");
+  d.repetition_penalty = number("repetition_penalty", [](double v) { return v > 0 && v <= 100; }, "a number in (0, 100]");
+  d.top_k = integer("top_k", 0);
+  d.max_new_tokens = integer("max_new_tokens", 1);
+  return d;
+}
+
 int64_t read_context_length(const json& genai_model, const json& config, const std::string& folder) {
   auto positive = [&](const json& v, const std::string& what) {
     if (!v.is_number_integer() || v.get<int64_t>() <= 0)
@@ -227,7 +258,24 @@ DecoderSpec DecoderSpec::describe(const Engine& engine, const std::string& model
                           {genai_model, spec.folder + "/genai_config.json"},
                           {config, spec.folder + "/config.json"}});
   spec.context_length = read_context_length(genai_model, config, spec.folder);
+  spec.generation_defaults = read_generation_defaults(generation, spec.folder + "/generation_config.json");
   return spec;
+}
+
+std::string GenerationDefaults::describe() const {
+  std::ostringstream out;
+  auto add = [&](const char* key, const auto& value) {
+    if (!value) return;
+    if (out.tellp() > 0) out << ", ";
+    out << key << " " << *value;
+  };
+  if (do_sample) out << "do_sample " << (*do_sample ? "true" : "false");
+  add("temperature", temperature);
+  add("top_k", top_k);
+  add("top_p", top_p);
+  add("repetition_penalty", repetition_penalty);
+  add("max_new_tokens", max_new_tokens);
+  return out.str();
 }
 
 bool is_decoder_export(const Engine& engine, const std::string& model_file) {

@@ -21,6 +21,20 @@ void SamplingOptions::validate() const {
     throw Error("repetition penalty must be a positive number", ErrorKind::InvalidArgument);
 }
 
+SamplingOptions sampling_with_defaults(const SamplingKnobs& knobs, const GenerationDefaults& defaults, uint64_t seed) {
+  SamplingOptions s;
+  const std::optional<double> temperature = knobs.temperature ? knobs.temperature : defaults.temperature;
+  const bool asked = knobs.temperature || knobs.top_k || knobs.top_p;
+  s.do_sample = temperature.value_or(1.0) != 0 && (asked || defaults.do_sample.value_or(false));
+  if (s.do_sample && temperature) s.temperature = static_cast<float>(*temperature);
+  if (const auto top_k = knobs.top_k ? knobs.top_k : defaults.top_k) s.top_k = *top_k;
+  if (const auto top_p = knobs.top_p ? knobs.top_p : defaults.top_p) s.top_p = static_cast<float>(*top_p);
+  if (const auto penalty = knobs.repetition_penalty ? knobs.repetition_penalty : defaults.repetition_penalty)
+    s.repetition_penalty = static_cast<float>(*penalty);
+  s.seed = seed;
+  return s;
+}
+
 Sampler::Sampler(const SamplingOptions& options) : options_(options), rng_(options.seed) { options_.validate(); }
 
 namespace {

@@ -39,6 +39,7 @@ int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens,
                            const std::string& param, std::optional<int64_t> default_max) {
   if (max_tokens && *max_tokens < 1)
     throw bad("'" + param + "' must be at least 1, not " + std::to_string(*max_tokens), param);
+  if (model.defaults.max_new_tokens) default_max = model.defaults.max_new_tokens;
   const int64_t context = model.context_length;
   if (context <= 0) return max_tokens.value_or(default_max.value_or(16));
   const int64_t room = context_room(prompt_tokens, context);
@@ -60,15 +61,16 @@ int64_t fit_max_new_tokens(const GenerationTarget& model, int64_t prompt_tokens,
   return *max_tokens;
 }
 
-SamplingOptions sampling_from(const SamplingFields& f) {
+SamplingOptions sampling_from(const GenerationTarget& model, const SamplingFields& f) {
   SamplingOptions s;
-  const double temperature = f.temperature.value_or(1.0);
+  const GenerationDefaults& d = model.defaults;
+  const double temperature = f.temperature ? *f.temperature : d.do_sample == false ? 0.0 : d.temperature.value_or(1.0);
   if (temperature < 0 || temperature > 100) throw bad("'temperature' must be in [0, 100], not " + std::to_string(temperature), "temperature");
-  const double top_p = f.top_p.value_or(1.0);
+  const double top_p = f.top_p ? *f.top_p : d.top_p.value_or(1.0);
   if (!(top_p > 0 && top_p <= 1)) throw bad("'top_p' must be in (0, 1], not " + std::to_string(top_p), "top_p");
-  const int64_t top_k = f.top_k.value_or(0);
+  const int64_t top_k = f.top_k ? *f.top_k : d.top_k.value_or(0);
   if (top_k < -1) throw bad("'top_k' must be -1 (all), 0 (all) or more, not " + std::to_string(top_k), "top_k");
-  const double repetition = f.repetition_penalty.value_or(1.0);
+  const double repetition = f.repetition_penalty ? *f.repetition_penalty : d.repetition_penalty.value_or(1.0);
   if (!(repetition > 0 && repetition <= 100))
     throw bad("'repetition_penalty' must be in (0, 100], not " + std::to_string(repetition), "repetition_penalty");
   s.do_sample = temperature > 0;

@@ -50,6 +50,10 @@ GenerativeModel::GenerativeModel(std::string name, Engine engine, const std::str
   if (announce && chat_->is_plain())
     std::fprintf(stderr, "fusor serve: model %s: no chat_template in tokenizer_config.json; chat uses the plain template\n",
                  name_.c_str());
+  // vLLM says the same: a request's defaults are not OpenAI's when the model's config sets them.
+  if (const std::string defaults = spec_.generation_defaults.describe(); announce && !defaults.empty())
+    std::fprintf(stderr, "fusor serve: model %s: sampling defaults from generation_config.json: %s\n", name_.c_str(),
+                 defaults.c_str());
   scheduler_ = std::make_unique<GenerationScheduler>(std::move(batch), config_, tokenizer_.get(), *stats_,
                                                      [threads] { cpu::become_compute_thread(threads); });
 }
@@ -99,6 +103,7 @@ GenerationTarget target_of(const GenerativeModel& model) {
   t.chat_template = &model.chat_template();
   t.context_length = model.spec().context_length;
   t.vocab_size = model.spec().vocab_size;
+  t.defaults = model.spec().generation_defaults;
   return t;
 }
 

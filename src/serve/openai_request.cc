@@ -168,11 +168,11 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
   o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), max_tokens, max_param,
                                         endpoint == OpenAiEndpoint::Completions ? std::optional<int64_t>(kCompletionDefaultTokens)
                                                                                 : std::nullopt);
-  o.sampling = sampling_from({.temperature = f.number("temperature"),
-                              .top_p = f.number("top_p"),
-                              .repetition_penalty = f.number("repetition_penalty"),
-                              .top_k = f.integer("top_k"),
-                              .seed = f.seed("seed")});
+  o.sampling = sampling_from(model, {.temperature = f.number("temperature"),
+                                     .top_p = f.number("top_p"),
+                                     .repetition_penalty = f.number("repetition_penalty"),
+                                     .top_k = f.integer("top_k"),
+                                     .seed = f.seed("seed")});
   for (std::string& s : f.strings("stop"))
     if (!s.empty()) o.stop.push_back(std::move(s));
   if (!o.stop.empty() && !model.tokenizer) throw bad("'stop' needs the model's tokenizer.json", "stop");

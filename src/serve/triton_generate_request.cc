@@ -45,11 +45,11 @@ TritonGenerateRequest parse_triton_generate(const nlohmann::json& body, const Ge
   o.max_new_tokens = fit_max_new_tokens(model, static_cast<int64_t>(prompt.size()), f.integer("max_tokens"), "max_tokens");
   std::optional<uint64_t> seed = f.seed("random_seed");
   if (!seed) seed = f.seed("seed");
-  o.sampling = sampling_from({.temperature = f.number("temperature"),
-                              .top_p = f.number("top_p"),
-                              .repetition_penalty = f.number("repetition_penalty"),
-                              .top_k = f.integer("top_k"),
-                              .seed = seed});
+  o.sampling = sampling_from(model, {.temperature = f.number("temperature"),
+                                     .top_p = f.number("top_p"),
+                                     .repetition_penalty = f.number("repetition_penalty"),
+                                     .top_k = f.integer("top_k"),
+                                     .seed = seed});
   for (const char* name : {"stop", "stop_words"})
     for (std::string& s : f.strings(name))
       if (!s.empty()) o.stop.push_back(std::move(s));

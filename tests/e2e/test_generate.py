@@ -314,6 +314,28 @@ def test_repetition_penalty_matches_transformers():
     assert out["output_ids"] != reference("gpt2-tiny")["prompts"][9]["output_ids"][:12]
 
 
+def test_sampling_defaults_come_from_generation_config(tmp_path):
+    """generation_config.json's sampling keys fill the knobs the flags leave out, as transformers'
+    generate() reads them: greedy (with its repetition penalty) unless it says do_sample, and a
+    flag wins over each key."""
+    prompt = reference("gpt2-tiny")["prompts"][9]["prompt_ids"]
+    for f in ("model.onnx", "config.json", "tokenizer.json"):
+        (tmp_path / f).symlink_to(MODELS / "gpt2-tiny" / f)
+    config = tmp_path / "generation_config.json"
+    config.write_text(json.dumps({"repetition_penalty": 1.3, "temperature": 0.9}))  # no do_sample: greedy
+    plain = greedy("gpt2-tiny", prompt, 16)["output_ids"]
+    assert greedy(tmp_path, prompt, 12)["output_ids"] == greedy("gpt2-tiny", prompt, 12, "--repetition-penalty", 1.3)["output_ids"]
+    assert greedy(tmp_path, prompt, 12, "--repetition-penalty", 1)["output_ids"] == plain[:12]
+    config.write_text(json.dumps({"do_sample": True, "temperature": 0.9, "top_k": 40, "top_p": 0.95}))
+    sampled = greedy(tmp_path, prompt, 16, "--seed", 7)["output_ids"]
+    assert sampled == greedy("gpt2-tiny", prompt, 16, *SAMPLING, "--seed", 7)["output_ids"] and sampled != plain
+    assert greedy(tmp_path, prompt, 16, "--seed", 7, "--temperature", 0)["output_ids"] == plain
+    config.write_text(json.dumps({"do_sample": True, "top_p": 2}))
+    r = run_fusor("generate", tmp_path, "--prompt-ids", ids_arg(prompt), "--max-new-tokens", 2)
+    assert r.returncode != 0 and r.stdout == ""
+    assert "generation_config.json: top_p must be a number in (0, 1]" in r.stderr and r.stderr.count("\n") == 1
+
+
 def test_prompt_beyond_the_context_length_is_an_error():
     r = run_fusor("generate", MODELS / "gpt2-tiny", "--prompt-ids", ids_arg([5] * 513), "--max-new-tokens", 1)
     assert r.returncode != 0 and r.stdout == ""

@@ -83,6 +83,40 @@ def test_greedy_completion_equals_fusor_generate(client):
         assert c.usage.total_tokens == len(ids) + 20
 
 
+def test_generation_config_sets_what_a_request_leaves_out(tmp_path):
+    """As vLLM reads it: generation_config.json's keys replace OpenAI's defaults for the fields a
+    request leaves out (here greedy, a repetition penalty and 5 tokens); a field given wins."""
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for f in (MODELS / MODEL).iterdir():
+        if f.name != "generation_config.json":
+            (folder / f.name).symlink_to(f)
+    config = {"eos_token_id": 2, "do_sample": False, "repetition_penalty": 1.3, "max_new_tokens": 5}
+    (folder / "generation_config.json").write_text(json.dumps(config))
+    ids = prompt_ids()
+    penalised = run_fusor("generate", MODELS / MODEL, "--prompt-ids", ",".join(map(str, ids)), "--max-new-tokens", 5,
+                          "--ignore-eos", "--repetition-penalty", 1.3, "--json")
+    assert penalised.returncode == 0, penalised.stderr
+    penalised = json.loads(penalised.stdout)
+    plain = fusor_generate(ids, 8)
+    assert penalised["output_ids"] != plain["output_ids"][:5]  # else the test shows nothing
+    s = Served(tmp_path, models=[("llama", folder)])
+    try:
+        assert "sampling defaults from generation_config.json: do_sample false, repetition_penalty 1.3, " \
+               "max_new_tokens 5" in s.output()
+        url = f"{s.url}/v1/completions"
+        status, body = post(url, json.dumps({"model": "llama", "prompt": ids, "ignore_eos": True}).encode())
+        assert status == 200, body
+        assert json.loads(body)["choices"][0]["text"] == penalised["text"]
+        given = {"model": "llama", "prompt": ids, "ignore_eos": True, "temperature": 0, "repetition_penalty": 1.0,
+                 "max_tokens": 8}
+        status, body = post(url, json.dumps(given).encode())
+        assert status == 200, body
+        assert json.loads(body)["choices"][0]["text"] == plain["text"]
+    finally:
+        assert s.stop() == 0, s.output()
+
+
 def test_stream_joins_to_the_whole_text_with_usage(client):
     whole = greedy(client, prompt=PROMPT, max_tokens=24).choices[0].text
     chunks = list(greedy(client, prompt=PROMPT, max_tokens=24, stream=True, stream_options={"include_usage": True}))

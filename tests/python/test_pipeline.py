@@ -128,6 +128,19 @@ def test_generate_with_temperature_0_is_greedy_whatever_else_is_given():
         fusor.generate(model, prompt="def main():", max_new_tokens=2, seed=-1)
 
 
+def test_generate_takes_the_knobs_left_out_from_generation_config(tmp_path):
+    from conftest import model_path
+    model = model_path("llama-tiny").parent
+    for f in ("model.onnx", "config.json", "tokenizer.json", "tokenizer_config.json"):
+        (tmp_path / f).symlink_to(model / f)
+    (tmp_path / "generation_config.json").write_text(json.dumps({"do_sample": True, "temperature": 0.8, "top_k": 20}))
+    args = dict(prompt="def main():", max_new_tokens=6, ignore_eos=True, seed=3)
+    sampled = fusor.generate(tmp_path, **args)["output_ids"]
+    greedy = fusor.generate(model, **args)["output_ids"]
+    assert sampled == fusor.generate(model, temperature=0.8, top_k=20, **args)["output_ids"] and sampled != greedy
+    assert fusor.generate(tmp_path, temperature=0, **args)["output_ids"] == greedy
+
+
 def test_ctrl_c_stops_generate_at_once_not_after_the_last_token():
     import os
     import signal
@@ -161,6 +174,6 @@ def test_generate_takes_numpy_seeds_no_stop_and_one_eos_id_and_names_a_wrong_arg
                            (dict(temperature="0.5"), "temperature must be a number, not '0.5'"),
                            (dict(top_k=2.5), r"top_k must be an integer in \[0, 2\*\*31\), not 2.5"),
                            (dict(top_k=2**70), r"top_k must be an integer in \[0, 2\*\*31\)"),
-                           (dict(repetition_penalty=None), "repetition_penalty must be a number, not None")]:
+                           (dict(repetition_penalty="1"), "repetition_penalty must be a number, not '1'")]:
         with pytest.raises(fusor.InvalidArgument, match=message):
             fusor.generate(model, **{**args, **wrong})

@@ -130,6 +130,38 @@ TEST(Sampler, OutOfRangeOptionsAreErrors) {
   bad([](SamplingOptions& o) { o.repetition_penalty = 0; });
 }
 
+// transformers' rule over generation_config.json: a knob given wins; greedy unless a sampling knob
+// is given or the config says do_sample; a temperature of 0 is greedy; the penalty applies always.
+TEST(SamplingDefaults, KnobsWinAndTheConfigsDoSampleDecidesWhenNoneIsGiven) {
+  const GenerationDefaults sample{.do_sample = true, .temperature = 0.6, .top_p = 0.9, .repetition_penalty = 1.1, .top_k = 20};
+  SamplingOptions o = sampling_with_defaults({}, sample, 7);
+  EXPECT_TRUE(o.do_sample);
+  EXPECT_FLOAT_EQ(o.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(o.top_p, 0.9f);
+  EXPECT_EQ(o.top_k, 20);
+  EXPECT_FLOAT_EQ(o.repetition_penalty, 1.1f);
+  EXPECT_EQ(o.seed, 7u);
+  o = sampling_with_defaults({.temperature = 0.0}, sample, 7);
+  EXPECT_FALSE(o.do_sample);
+  EXPECT_FLOAT_EQ(o.repetition_penalty, 1.1f);
+  o = sampling_with_defaults({.temperature = 1.5, .top_p = 1.0, .repetition_penalty = 1.0, .top_k = 0}, sample, 7);
+  EXPECT_TRUE(o.do_sample);
+  EXPECT_FLOAT_EQ(o.temperature, 1.5f);
+  EXPECT_FLOAT_EQ(o.top_p, 1.0f);
+  EXPECT_EQ(o.top_k, 0);
+  EXPECT_FLOAT_EQ(o.repetition_penalty, 1.0f);
+
+  const GenerationDefaults unsaid{.temperature = 0.6};  // no do_sample: greedy, until a knob asks
+  EXPECT_FALSE(sampling_with_defaults({}, unsaid, 0).do_sample);
+  o = sampling_with_defaults({.top_k = 5}, unsaid, 0);
+  EXPECT_TRUE(o.do_sample);
+  EXPECT_FLOAT_EQ(o.temperature, 0.6f);
+  EXPECT_FALSE(sampling_with_defaults({}, {.do_sample = true, .temperature = 0.0}, 0).do_sample);
+  o = sampling_with_defaults({}, {}, 0);
+  EXPECT_FALSE(o.do_sample);
+  EXPECT_NO_THROW(o.validate());
+}
+
 // vLLM's rule: the prompt and the generated tokens together never exceed the context.
 TEST(ContextRoom, APromptThatFillsTheContextLeavesNone) {
   EXPECT_EQ(context_room(1, 512), 511);

@@ -113,6 +113,33 @@ TEST(OpenAiRequest, FieldsHonoured) {
   EXPECT_EQ(completion({{"prompt", "Hi"}, {"max_tokens", 16.0}}).generation.options.max_new_tokens, 16);
 }
 
+// vLLM's reading of generation_config.json: its keys replace OpenAI's defaults, a field given wins.
+TEST(OpenAiRequest, TheModelsGenerationConfigFillsTheFieldsLeftOut) {
+  GenerationTarget t = target();
+  t.defaults = {.do_sample = false, .repetition_penalty = 1.3, .max_new_tokens = 5};
+  const json hi = {{"model", "llama"}, {"prompt", "Hi"}};
+  GenerateOptions o = parse_openai_request(hi, OpenAiEndpoint::Completions, t).generation.options;
+  EXPECT_FALSE(o.sampling.do_sample);  // do_sample false: greedy, where OpenAI's temperature 1 samples
+  EXPECT_FLOAT_EQ(o.sampling.repetition_penalty, 1.3f);
+  EXPECT_EQ(o.max_new_tokens, 5);
+  EXPECT_EQ(parse_openai_request({{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}, OpenAiEndpoint::ChatCompletions, t)
+                .generation.options.max_new_tokens,
+            5);
+  json given = hi;
+  given.update({{"temperature", 0.7}, {"repetition_penalty", 1.0}, {"max_tokens", 9}});
+  o = parse_openai_request(given, OpenAiEndpoint::Completions, t).generation.options;
+  EXPECT_TRUE(o.sampling.do_sample);
+  EXPECT_FLOAT_EQ(o.sampling.temperature, 0.7f);
+  EXPECT_FLOAT_EQ(o.sampling.repetition_penalty, 1.0f);
+  EXPECT_EQ(o.max_new_tokens, 9);
+  t.defaults = {.temperature = 0.6, .top_p = 0.9, .top_k = 20};
+  o = parse_triton_generate({{"text_input", "Hi"}}, t).generation.options;
+  EXPECT_TRUE(o.sampling.do_sample);
+  EXPECT_FLOAT_EQ(o.sampling.temperature, 0.6f);
+  EXPECT_FLOAT_EQ(o.sampling.top_p, 0.9f);
+  EXPECT_EQ(o.sampling.top_k, 20);
+}
+
 TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
   EXPECT_NE(completion({{"prompt", "Hi"}}).generation.options.sampling.seed,
             completion({{"prompt", "Hi"}}).generation.options.sampling.seed);

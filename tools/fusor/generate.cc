@@ -27,9 +27,8 @@ struct GenerateArgs {
   std::optional<std::string> prompt_ids;
   int64_t max_new_tokens = 0;
   std::string tokenizer;
-  std::optional<float> temperature, top_p;
+  std::optional<float> temperature, top_p, repetition_penalty;
   std::optional<int64_t> top_k;
-  float repetition_penalty = 1.0f;
   uint64_t seed = 0;
   std::vector<std::string> stop;
   bool ignore_eos = false;
@@ -85,16 +84,14 @@ GenerateOptions generate_options(const GenerateArgs& a, const DecoderSpec& spec)
     for (const std::string& e : a.eos_ids)
       for (TokenId id : parse_ids(e, "--eos-id")) o.eos_ids.push_back(id);
   }
-  SamplingOptions& s = o.sampling;
-  // Sampling is on when a sampling knob is given; a temperature of 0 means greedy whatever else
-  // is given, as fusor serve and most servers read it. The repetition penalty applies either way.
-  s.do_sample = a.temperature ? *a.temperature != 0 : a.top_k || a.top_p;
-  if (a.temperature && *a.temperature != 0) s.temperature = *a.temperature;
-  if (a.top_k) s.top_k = *a.top_k;
-  if (a.top_p) s.top_p = *a.top_p;
-  s.repetition_penalty = a.repetition_penalty;
-  s.seed = a.seed;
-  s.validate();
+  // The flags set, over the model's generation_config.json (a temperature of 0 is greedy).
+  auto knob = [](const std::optional<float>& v) { return v ? std::optional<double>(*v) : std::nullopt; };
+  o.sampling = sampling_with_defaults({.temperature = knob(a.temperature),
+                                       .top_p = knob(a.top_p),
+                                       .repetition_penalty = knob(a.repetition_penalty),
+                                       .top_k = a.top_k},
+                                      spec.generation_defaults, a.seed);
+  o.sampling.validate();
   return o;
 }
 
