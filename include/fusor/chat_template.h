@@ -1,7 +1,7 @@
 // Chat messages -> one prompt string, as Hugging Face transformers' apply_chat_template does it.
 //
 // A model's tokenizer_config.json may carry a `chat_template`: a Jinja template over `messages`
-// (a list of {"role", "content"}), `add_generation_prompt` and the special tokens (`bos_token`,
+// (a list of {"role", "content", and any other fields a message has}), `add_generation_prompt` and the special tokens (`bos_token`,
 // `eos_token`, `unk_token`, `pad_token`). fusor renders the subset of Jinja the common templates
 // use (ChatML/Qwen, Llama 2 and 3, Mistral, Zephyr, Gemma, Phi-3), with the whitespace handling
 // transformers sets (trim_blocks, lstrip_blocks):
@@ -27,6 +27,9 @@ namespace fusor {
 
 struct ChatMessage {
   std::string role, content;
+  // The message's other fields (tool_calls, tool_call_id, name, ...) as one JSON object's text,
+  // "" for none: the template sees them as transformers' apply_chat_template passes them.
+  std::string fields_json;
 };
 
 class ChatTemplate {

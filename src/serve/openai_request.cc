@@ -112,6 +112,27 @@ std::string message_content(const nlohmann::json& m, size_t index) {
   return text;
 }
 
+// A message's fields besides role and content, for the template (a tool call's history: the
+// assistant's tool_calls, a tool message's tool_call_id and name). As vLLM does, a tool call's
+// `function.arguments`, a JSON string in OpenAI's API, reaches the template parsed, since the
+// templates (Llama 3.1, Qwen 2.5) write it with tojson.
+std::string other_fields(const nlohmann::json& m) {
+  nlohmann::json fields = m;
+  fields.erase("role");
+  fields.erase("content");
+  if (fields.empty()) return "";
+  if (auto calls = fields.find("tool_calls"); calls != fields.end() && calls->is_array())
+    for (nlohmann::json& call : *calls)
+      if (call.is_object() && call.contains("function") && call["function"].is_object()) {
+        nlohmann::json& function = call["function"];
+        auto arguments = function.find("arguments");
+        if (arguments == function.end() || !arguments->is_string()) continue;
+        nlohmann::json parsed = nlohmann::json::parse(arguments->get<std::string>(), nullptr, false);
+        if (parsed.is_object()) *arguments = std::move(parsed);
+      }
+  return fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_generation_prompt, const GenerationTarget& model) {
   if (!messages) throw bad("'messages' is required", "messages");
   if (!messages->is_array() || messages->empty()) throw bad("'messages' must be a non-empty list of messages", "messages");
@@ -122,7 +143,7 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_genera
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw bad("'messages[" + std::to_string(i) + "].role' must be a string", "messages");
-    chat.push_back({role->get<std::string>(), message_content(m, i)});
+    chat.push_back({role->get<std::string>(), message_content(m, i), other_fields(m)});
   }
   if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
   std::string text;

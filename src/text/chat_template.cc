@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -78,6 +79,33 @@ std::string template_text(const nlohmann::json& value, const std::string& origin
   invalid(origin + ": \"chat_template\" is neither a string nor a list of named templates");
 }
 
+// A JSON value as the template sees it (Python's json.loads): numbers that are integers stay
+// integers; an object keeps its keys in the order nlohmann holds them (sorted).
+jinja::Value value_of(const nlohmann::json& v) {
+  switch (v.type()) {
+    case nlohmann::json::value_t::null: return jinja::Value::none();
+    case nlohmann::json::value_t::boolean: return jinja::Value::boolean(v.get<bool>());
+    case nlohmann::json::value_t::number_integer: return jinja::Value::integer(v.get<int64_t>());
+    case nlohmann::json::value_t::number_unsigned:
+      if (v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        return jinja::Value::integer(static_cast<int64_t>(v.get<uint64_t>()));
+      return jinja::Value::number(v.get<double>());
+    case nlohmann::json::value_t::number_float: return jinja::Value::number(v.get<double>());
+    case nlohmann::json::value_t::string: return jinja::Value::string(v.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      jinja::List items;
+      for (const auto& item : v) items.push_back(value_of(item));
+      return jinja::Value::list(std::move(items));
+    }
+    case nlohmann::json::value_t::object: {
+      jinja::Dict entries;
+      for (const auto& [key, item] : v.items()) entries.emplace_back(key, value_of(item));
+      return jinja::Value::dict(std::move(entries));
+    }
+    default: invalid("a chat message holds a value that is not JSON");
+  }
+}
+
 }  // namespace
 
 ChatTemplate ChatTemplate::parse(std::string_view source) { return compile(source, false); }
@@ -139,8 +167,16 @@ ChatTemplate ChatTemplate::with_token(const std::string& name, const std::string
 std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const {
   jinja::List list;
   list.reserve(messages.size());
-  for (const ChatMessage& m : messages)
-    list.push_back(jinja::Value::dict({{"role", jinja::Value::string(m.role)}, {"content", jinja::Value::string(m.content)}}));
+  for (const ChatMessage& m : messages) {
+    jinja::Dict fields = {{"role", jinja::Value::string(m.role)}, {"content", jinja::Value::string(m.content)}};
+    if (!m.fields_json.empty()) {
+      const nlohmann::json extra = nlohmann::json::parse(m.fields_json, nullptr, false);
+      if (!extra.is_object()) invalid("a chat message's other fields are not a JSON object");
+      for (const auto& [key, value] : extra.items())
+        if (key != "role" && key != "content") fields.emplace_back(key, value_of(value));
+    }
+    list.push_back(jinja::Value::dict(std::move(fields)));
+  }
   jinja::Dict globals = impl_->tokens;
   globals.emplace_back("messages", jinja::Value::list(std::move(list)));
   globals.emplace_back("add_generation_prompt", jinja::Value::boolean(add_generation_prompt));

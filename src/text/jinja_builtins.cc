@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <cctype>
 
 namespace fusor::text::jinja {
 namespace {
 
-constexpr std::array<std::string_view, 4> kFunctions = {"raise_exception", "namespace", "range", "dict"};
+// strftime_now(format): the local time, as transformers (4.43 on) and vLLM give templates (Llama
+// 3.2's writes "Today Date: ..." with it).
+constexpr std::array<std::string_view, 5> kFunctions = {"raise_exception", "namespace", "range", "dict", "strftime_now"};
 constexpr std::array<std::string_view, 25> kFilters = {
     "trim", "upper", "lower", "capitalize", "title", "length", "count", "tojson", "default", "d",
     "join", "first", "last", "string", "list", "replace", "reverse", "int", "items", "abs",
@@ -176,10 +179,27 @@ Value dict_items(const Value& v) {
   return Value::list(std::move(out));
 }
 
-// item.attribute or item['attribute'] for map and selectattr: a dict's entry, else Undefined.
+// item.attribute or item['attribute'] for map, selectattr and join: a dict's entry, else
+// Undefined. As Jinja's attribute getter, "a.b" walks down and a part of digits indexes a list.
 Value attribute_of(const Value& item, const Value& attribute, const std::string& what) {
-  const Value* found = item.find(need_string(attribute, what));
-  return found ? *found : Value();
+  const std::string& path = need_string(attribute, what);
+  Value current = item;
+  for (size_t start = 0;;) {
+    const size_t dot = path.find('.', start);
+    const std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    const bool index = !part.empty() && part.size() < 18 && std::all_of(part.begin(), part.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (index && current.is(Value::Kind::List)) {
+      const size_t k = std::stoull(part);
+      if (k >= current.as_list().size()) return Value();
+      current = Value(current.as_list()[k]);
+    } else {
+      const Value* found = current.find(part);
+      if (!found) return Value();
+      current = Value(*found);
+    }
+    if (dot == std::string::npos) return current;
+    start = dot + 1;
+  }
 }
 
 // select / reject / selectattr / rejectattr: the items (or their attribute) that pass a test
@@ -271,6 +291,17 @@ Value call_function(const std::string& name, const Args& args) {
     for (size_t k = 0; k < args.keywords.size(); ++k) attributes.emplace_back(args.keywords[k], args.values[k]);
     return name == "dict" ? Value::dict(std::move(attributes)) : Value::ns(std::move(attributes));
   }
+  if (name == "strftime_now") {
+    if (args.positional() != 1 || !args.keywords.empty() || !args.values[0].is(Value::Kind::String))
+      fail("strftime_now(): takes one format string");
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char text[256];
+    const size_t n = std::strftime(text, sizeof text, args.values[0].as_string().c_str(), &local);
+    if (n == 0 && !args.values[0].as_string().empty()) fail("strftime_now(): the format writes nothing or too much");
+    return Value::string(std::string(text, n));
+  }
   // range(stop) / range(start, stop[, step])
   if (args.positional() < 1 || args.positional() > 3 || !args.keywords.empty()) fail("range(): takes 1 to 3 ints");
   int64_t start = 0, stop, step = 1;
@@ -327,10 +358,11 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
   }
   if (name == "join") {
     const Value* sep = args.get(0, "d");
+    const Value* attribute = args.get(1, "attribute");
     std::string separator = sep ? sep->str() : "", out;
     List items = items_of(v, what);
     for (size_t k = 0; k < items.size(); ++k) {
-      out += (k ? separator : "") + items[k].str();
+      out += (k ? separator : "") + (attribute ? attribute_of(items[k], *attribute, what) : items[k]).str();
       if (out.size() > kMaxValueSize) fail(what + ": result too large");
     }
     return Value::string(out);

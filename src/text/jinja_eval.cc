@@ -317,6 +317,9 @@ class Renderer {
       case K::Literal: return e.value;
       case K::Name: {
         const Value* v = lookup(e.name);
+        // A global function named bare is defined, as in Jinja: `strftime_now is defined` guards
+        // its call in Llama 3.2's template.
+        if (!v && is_function(e.name)) return Value::string("<function " + e.name + ">");
         return v ? *v : Value();
       }
       case K::List: {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <ctime>
 #include <thread>
 #include <unistd.h>
 
@@ -76,8 +77,35 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
        "{{ [1, 0, 2] | select | list }}{{ [1, 2, 3] | reject('odd') | list }}{{ ['a'] | map('upper') | first }}",
        "2system,user,assistant,user[1, 2][2]A"},
       {"{{ {'a': {'b': 1}}['a'].b }}{{ '  a b  c '.split(none, 1) }}", "1['a', 'b  c ']"},
+      {"{{ messages | join(', ', attribute='role') }}", "system, user, assistant, user"},
+      {"{{ [{'a': {'b': 1}}, {'a': {'b': 2}}] | map(attribute='a.b') | list }}{{ [[1, 2], [3, 4]] | map(attribute='0') | list }}",
+       "[1, 2][1, 3]"},
+      {"{{ strftime_now is defined }}{{ range is defined }}{{ nope is defined }}", "TrueTrueFalse"},
   };
   for (const Case& c : cases) EXPECT_EQ(render(c.source), c.expected) << c.source;
+}
+
+// transformers' global (4.43 on), which Llama 3.2's template calls for "Today Date: ...".
+TEST(ChatTemplate, StrftimeNowWritesTheLocalTime) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char year[8];
+  std::strftime(year, sizeof year, "%Y", &local);
+  EXPECT_EQ(render("{% if strftime_now is defined %}{{ strftime_now('%Y') }}{% else %}none{% endif %}"), year);
+  EXPECT_EQ(error_of("{{ strftime_now(1) }}"), "chat template line 1: strftime_now(): takes one format string");
+}
+
+// As transformers passes the message dicts whole: a tool call's history reaches the template.
+TEST(ChatTemplate, AMessagesOtherFieldsReachTheTemplate) {
+  const std::vector<ChatMessage> chat = {
+      {"assistant", "", R"({"tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}], "n": 2.5, "none": null})"},
+      {"tool", "42", R"({"tool_call_id": "c1", "role": "ignored"})"}};
+  EXPECT_EQ(render("{% for m in messages %}{{ m.role }}:{{ m.content }}{% if m.tool_calls is defined %}"
+                   "{{ m.tool_calls[0].function.name }}{{ m.tool_calls[0].function.arguments | tojson }}{{ m.n }}"
+                   "{{ m.none is none }}{% endif %}{{ m.tool_call_id }};{% endfor %}",
+                   chat),
+            "assistant:f{\"x\": 1}2.5True;tool:42c1;");
 }
 
 TEST(ChatTemplate, WhitespaceFollowsTransformersSettings) {

@@ -140,6 +140,22 @@ TEST(OpenAiRequest, TheModelsGenerationConfigFillsTheFieldsLeftOut) {
   EXPECT_EQ(o.sampling.top_k, 20);
 }
 
+// vLLM passes a message's other fields to the template, a tool call's arguments parsed from JSON.
+TEST(OpenAiRequest, AToolCallsHistoryReachesTheTemplate) {
+  const ChatTemplate tools = ChatTemplate::parse(
+      "{% for m in messages %}{{ m.role }}:{{ m.content }}{% for c in m.tool_calls or [] %}"
+      "{{ c.function.name }}{{ c.function.arguments | tojson }}{% endfor %}{{ m.tool_call_id }};{% endfor %}");
+  GenerationTarget t = target();
+  t.chat_template = &tools;
+  const json messages = {
+      {{"role", "user"}, {"content", "Weather?"}},
+      {{"role", "assistant"}, {"content", nullptr},
+       {"tool_calls", {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "get"}, {"arguments", "{\"city\": \"Paris\"}"}}}}}}},
+      {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "20C"}}};
+  const OpenAiRequest r = parse_openai_request({{"messages", messages}}, OpenAiEndpoint::ChatCompletions, t);
+  EXPECT_EQ(r.generation.prompt, tokenizer().encode("user:Weather?;assistant:get{\"city\": \"Paris\"};tool:20Cc1;", false));
+}
+
 TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
   EXPECT_NE(completion({{"prompt", "Hi"}}).generation.options.sampling.seed,
             completion({{"prompt", "Hi"}}).generation.options.sampling.seed);
