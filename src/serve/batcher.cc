@@ -127,7 +127,9 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
     forming.oldest = oldest.arrived;
     forming.window = std::chrono::duration_cast<Clock::duration>(ms(q.cls.batch_window_ms));
     forming.rows = rows;
-    forming.target = q.cls.preferred_batch_sizes.empty() ? q.cls.max_batch : q.cls.preferred_batch_sizes.back();
+    forming.target = std::min(rows_per_batch(q.cls), q.cls.preferred_batch_sizes.empty()
+                                                         ? q.cls.max_batch
+                                                         : q.cls.preferred_batch_sizes.back());
     if (token_mode()) {  // fills by tokens; the row limit still closes it
       forming.target = q.cls.max_batch_tokens;
       forming.rows = rows >= q.cls.max_batch ? forming.target : tokens;
@@ -159,7 +161,7 @@ Batcher::Batch Batcher::take_ready(Clock::time_point now, std::vector<Dropped>& 
   int64_t rows = 0, tokens = 0;
   size_t taken = 0;
   for (auto r = w.begin(); r != w.end() && !full(best->cls, rows, tokens); ++r) {
-    if (r->shape.group != group || rows + r->shape.rows > best->cls.max_batch) continue;
+    if (r->shape.group != group || (rows > 0 && rows + r->shape.rows > rows_per_batch(best->cls))) continue;
     if (token_mode() && rows > 0 && tokens + tokens_of(r->shape) > best->cls.max_batch_tokens) continue;
     ++taken;
     if (cancelled(*r)) {
@@ -215,7 +217,11 @@ void Batcher::watch_timeouts() {
 }
 
 bool Batcher::full(const TrafficClass& cls, int64_t rows, int64_t tokens) const {
-  return rows >= cls.max_batch || (token_mode() && tokens >= cls.max_batch_tokens);
+  return rows >= rows_per_batch(cls) || (token_mode() && tokens >= cls.max_batch_tokens);
+}
+
+int64_t Batcher::rows_per_batch(const TrafficClass& cls) const {
+  return sig_.batched && sig_.runs_alone.empty() ? cls.max_batch : 1;
 }
 
 void Batcher::note_holds(Clock::time_point now) {

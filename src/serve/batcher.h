@@ -134,6 +134,10 @@ class Batcher {
   Batch take_ready(Clock::time_point now, std::vector<Dropped>& dropped, Clock::time_point& wake);
   // A forming batch of `rows` (and `tokens`) can take no more of class `cls`.
   bool full(const TrafficClass& cls, int64_t rows, int64_t tokens) const;
+  // The rows one batch may hold: the class's max_batch, or 1 where requests cannot share a run
+  // (a model without a batch axis takes one request's inputs as they come; one whose rows
+  // couple runs each alone). Such a batch is full, its window closed, with its first request.
+  int64_t rows_per_batch(const TrafficClass& cls) const;
   // With mu_ held, after take_ready: which group of each class is now held back at an idle
   // context for a batch-mate (the time its arrival estimate learns from).
   void note_holds(Clock::time_point now);

@@ -86,7 +86,13 @@ std::string rows_coupled_in_a_probe(const Engine& engine, const SessionOptions& 
       const auto alone = one.run(inputs);
       for (const auto& [name, out] : alone) {
         const Tensor& all = together.at(name);
-        if (all.rank() == 0 && out.rank() == 0) continue;  // a scalar is shared, not split
+        if (all.rank() == 0 && out.rank() == 0) {
+          // One value for the whole batch, which every request gets: fine for a constant, not for
+          // a sum over the batch's rows.
+          if (std::string d = difference(all, out); !d.empty())
+            return "output '" + name + "' is one value for the whole batch, and a row alone gets another: " + d;
+          continue;
+        }
         if (all.rank() == 0 || all.dims()[0] != 2)
           return "output '" + name + "' has " + dims_to_string(all.dims()) + " for a batch of 2 rows";
         if (std::string d = difference(row_of(all, r), out); !d.empty())
