@@ -39,13 +39,23 @@ std::string score_text(const Tensor& t, int64_t i) {
   }
 }
 
+void check_classes(DType dtype, int64_t k, const std::string& output) {
+  if (k < 1) throw RequestError{Code::BadRequest, "output '" + output + "': 'classification' must be 1 or more"};
+  if (!classifiable(dtype))
+    throw RequestError{Code::BadRequest, "output '" + output + "' is " + dtype_name(dtype) +
+                                             ": only float32, float64 and integer outputs can be classified"};
+}
+
 }  // namespace
 
+void check_requested_output(const Signature& sig, const std::string& output, int64_t classes) {
+  auto it = std::find_if(sig.outputs.begin(), sig.outputs.end(), [&](const TensorInfo& o) { return o.name == output; });
+  if (it == sig.outputs.end()) throw RequestError{Code::BadRequest, "unknown output '" + output + "' requested"};
+  if (classes > 0) check_classes(it->dtype, classes, output);
+}
+
 Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output) {
-  if (k < 1) throw RequestError{Code::BadRequest, "output '" + output + "': 'classification' must be 1 or more"};
-  if (!classifiable(scores.dtype()))
-    throw RequestError{Code::BadRequest, "output '" + output + "' is " + dtype_name(scores.dtype()) +
-                                             ": only float32, float64 and integer outputs can be classified"};
+  check_classes(scores.dtype(), k, output);
   const int64_t rows = batched && scores.rank() > 0 ? scores.dims()[0] : 1;
   const int64_t per_row = rows ? scores.numel() / rows : 0;
   k = std::min(k, per_row);
@@ -55,15 +65,24 @@ Classes classify(const Tensor& scores, int64_t k, bool batched, const std::strin
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t base = r * per_row;
     std::iota(order.begin(), order.end(), 0);
-    // Largest first, NaN last (a strict order even then); equal values in index order.
+    // Largest first, NaN last (a strict order even then); equal values in index order. 64-bit
+    // integers compare in their own type, as Triton sorts them: 2^53 + 1 is above 2^53.
     auto key = [&](int64_t i) {
       const double v = scores.scalar_as_double(base + i);
       return std::isnan(v) ? -std::numeric_limits<double>::infinity() : v;
     };
-    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+    auto before = [&](int64_t a, int64_t b) {
+      if (scores.dtype() == DType::Int64 || scores.dtype() == DType::UInt64) {
+        const bool is_signed = scores.dtype() == DType::Int64;
+        const auto* i64 = static_cast<const int64_t*>(scores.raw()) + base;
+        const auto* u64 = static_cast<const uint64_t*>(scores.raw()) + base;
+        if (is_signed ? i64[a] != i64[b] : u64[a] != u64[b]) return is_signed ? i64[a] > i64[b] : u64[a] > u64[b];
+        return a < b;
+      }
       const double va = key(a), vb = key(b);
       return va > vb || (va == vb && a < b);
-    });
+    };
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
     for (int64_t i = 0; i < k; ++i)
       c.items.push_back(score_text(scores, base + order[static_cast<size_t>(i)]) + ":" +
                         std::to_string(order[static_cast<size_t>(i)]));

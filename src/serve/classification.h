@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fusor/tensor.h"
+#include "serve/signature.h"
 
 namespace fusor::serve {
 
@@ -17,5 +18,9 @@ struct Classes {
 
 // Throws RequestError (400) for an output that is not numeric or a K below 1.
 Classes classify(const Tensor& scores, int64_t k, bool batched, const std::string& output);
+
+// Before the model runs, as Triton checks a request: an output it does not have (400), or one
+// asked for as `classes` (> 0) that classify() would refuse. 0 classes: the tensor itself.
+void check_requested_output(const Signature& sig, const std::string& output, int64_t classes);
 
 }  // namespace fusor::serve

@@ -28,13 +28,13 @@ EncoderRequest read_encoder_request(const inference::ModelInferRequest& q) {
   return e;
 }
 
-void fill_encoder_response(const ServedModel& m, const inference::ModelInferRequest& q, const Tensors& outputs,
-                           inference::ModelInferResponse& r) {
-  r.set_model_name(m.name());
-  r.set_model_version(kModelVersion);
-  r.set_id(q.id());
-  std::vector<std::pair<std::string, int64_t>> wanted;  // name, classes (0: the tensor)
+namespace {
+
+// The outputs a request names, each with its class count (0: the tensor).
+std::vector<std::pair<std::string, int64_t>> requested_outputs(const inference::ModelInferRequest& q) {
+  std::vector<std::pair<std::string, int64_t>> wanted;
   for (const auto& o : q.outputs()) {
+    if (o.parameters().count(kSharedMemoryRegion)) throw shared_memory_refused(o.name(), "output");
     int64_t classes = 0;
     if (auto p = o.parameters().find("classification"); p != o.parameters().end()) {
       if (p->second.parameter_choice_case() != inference::InferParameter::kInt64Param || p->second.int64_param() < 0)
@@ -43,6 +43,21 @@ void fill_encoder_response(const ServedModel& m, const inference::ModelInferRequ
     }
     wanted.emplace_back(o.name(), classes);
   }
+  return wanted;
+}
+
+}  // namespace
+
+void check_requested_outputs(const ServedModel& m, const inference::ModelInferRequest& q) {
+  for (const auto& [name, classes] : requested_outputs(q)) check_requested_output(m.signature(), name, classes);
+}
+
+void fill_encoder_response(const ServedModel& m, const inference::ModelInferRequest& q, const Tensors& outputs,
+                           inference::ModelInferResponse& r) {
+  r.set_model_name(m.name());
+  r.set_model_version(kModelVersion);
+  r.set_id(q.id());
+  std::vector<std::pair<std::string, int64_t>> wanted = requested_outputs(q);
   if (wanted.empty())
     for (const auto& o : m.signature().outputs) wanted.emplace_back(o.name, 0);
   for (const auto& [name, classes] : wanted) {

@@ -254,6 +254,7 @@ class GrpcService final : public inference::GRPCInferenceService::Service {
   }
   EncoderRequest read_encoder(ServedModel& m, const inference::ModelInferRequest& q) {
     try {
+      check_requested_outputs(m, q);
       return read_encoder_request(q);
     } catch (const RequestError& e) {
       m.refused("", e.code);

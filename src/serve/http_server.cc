@@ -12,6 +12,7 @@
 #include <httplib.h>
 
 #include "fusor/error.h"
+#include "serve/classification.h"
 #include "serve/connection_threads.h"
 #include "serve/json_content_type.h"
 #include "serve/kserve_json.h"
@@ -80,6 +81,26 @@ bool has_conflicting_lengths(const httplib::Request& req) {
   return false;
 }
 
+// Whether every Content-Length value is a number of bytes (digits alone, RFC 9112 6.3). httplib
+// read "1e3" or "1abc" as 1 and took the rest of the body as the connection's next request.
+bool content_length_is_a_number(const httplib::Request& req) {
+  auto [begin, end] = req.headers.equal_range("Content-Length");
+  for (auto h = begin; h != end; ++h) {
+    std::string v = h->second;
+    v.erase(0, v.find_first_not_of(" \t"));
+    v.erase(v.find_last_not_of(" \t") + 1);
+    for (size_t at = 0; at <= v.size();) {  // "5, 5": equal repeats are one length (has_conflicting_lengths)
+      const size_t comma = std::min(v.find(',', at), v.size());
+      std::string one = v.substr(at, comma - at);
+      one.erase(0, one.find_first_not_of(" \t"));
+      one.erase(one.find_last_not_of(" \t") + 1);
+      if (one.empty() || one.find_first_not_of("0123456789") != std::string::npos) return false;
+      at = comma + 1;
+    }
+  }
+  return true;
+}
+
 // The body's length as its (one, checked) Content-Length header gives it; 0 without one or for a
 // value that is not a number (httplib then reads no body), INT64_MAX past that.
 int64_t declared_length(const httplib::Request& req) {
@@ -127,6 +148,20 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     if (has_conflicting_lengths(req)) {
       // Where its body ends is unknown, so nothing after it on this connection can be read.
       send_error_and_close(res, Code::BadRequest, "the request has conflicting Content-Length headers");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!content_length_is_a_number(req)) {
+      send_error_and_close(res, Code::BadRequest, "the request's Content-Length is not a number of bytes");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // httplib (0.11) reads a chunked body whole, past serve.max_body_bytes: one client could fill
+    // the memory. So a body comes with a Content-Length, as tritonclient, perf_analyzer, the
+    // openai SDK and curl -d send it; 411 Length Required says so (RFC 9110 15.5.12).
+    if (req.has_header("Transfer-Encoding")) {
+      send_error_and_close(res, Code::BadRequest,
+                           "send the request body with a Content-Length: a chunked body is not accepted, as its size "
+                           "could not be held to serve.max_body_bytes");
+      res.status = 411;
       return httplib::Server::HandlerResponse::Handled;
     }
     // httplib reads (and drops) a body over the limit before its 413, so a client that sent only
@@ -255,6 +290,7 @@ void HttpServer::inference_routes() {
     HttpInferRequest r;
     try {
       r = parse_infer_request(req.body, header_length);
+      for (const auto& o : r.outputs) check_requested_output(sm.signature(), o.name, o.classes);
     } catch (const RequestError& e) {
       sm.refused("", e.code);
       throw;

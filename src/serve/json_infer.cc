@@ -130,6 +130,7 @@ HttpInferRequest parse_infer_request(const std::string& body, std::optional<size
       if (o.type() != element_type::OBJECT) throw bad("each of 'outputs' must be an object");
       HttpInferRequest::Output out{string_field(o, "name", "output"), r.binary_default};
       if (auto p = field(o, "parameters"); is_object(p)) {
+        if (field(*p, kSharedMemoryRegion)) throw shared_memory_refused(out.name, "output");
         out.binary = bool_field(*p, "binary_data").value_or(out.binary);
         if (auto k = field(*p, "classification")) {
           if (!is_integer(*k) || integer(*k) < 0) throw bad("output '" + out.name + "': 'classification' must be a count");

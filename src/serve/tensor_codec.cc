@@ -139,8 +139,8 @@ std::vector<std::string> bytes_items(const WireTensor& w, const void* data, size
   return items;
 }
 
-RequestError shared_memory_refused(const std::string& input) {
-  return {Code::Unsupported, "input '" + input + "' names a shared memory region: shared memory is not supported by this server"};
+RequestError shared_memory_refused(const std::string& name, const char* what) {
+  return {Code::Unsupported, std::string(what) + " '" + name + "' names a shared memory region: shared memory is not supported by this server"};
 }
 
 }  // namespace fusor::serve

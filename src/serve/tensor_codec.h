@@ -32,9 +32,9 @@ std::string bytes_contents(const std::vector<std::string>& items);
 // The elements of a raw BYTES tensor; RequestError unless they are exactly its shape's count.
 std::vector<std::string> bytes_items(const WireTensor& w, const void* data, size_t bytes);
 
-// Triton's shared-memory parameter on an input: fusor registers no regions, so such an input is
-// refused (501) rather than read as if its values had come inline.
+// Triton's shared-memory parameter on an input or output: fusor registers no regions, so such a
+// tensor is refused (501) rather than read or written inline.
 inline constexpr const char* kSharedMemoryRegion = "shared_memory_region";
-RequestError shared_memory_refused(const std::string& input);
+RequestError shared_memory_refused(const std::string& name, const char* what = "input");  // "input" or "output"
 
 }  // namespace fusor::serve

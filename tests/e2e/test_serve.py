@@ -221,6 +221,25 @@ def test_conflicting_content_lengths_are_refused_and_the_connection_closed(serve
     assert reply.count(b"HTTP/1.1 ") == 1, reply
 
 
+@pytest.mark.parametrize("header, status, says", [
+    (b"Content-Length: 1e3", b"400", b"not a number of bytes"), (b"Content-Length: -1", b"400", b"not a number of bytes"),
+    (b"Transfer-Encoding: chunked", b"411", b"with a Content-Length")])
+def test_a_body_without_a_plain_length_is_refused_and_the_connection_closed(server, header, status, says):
+    """httplib read '1e3' as 1 and the rest of the body as the connection's next request, waited
+    10 s on '-1', and read a chunked body whole, past serve.max_body_bytes."""
+    s = socket.create_connection(("127.0.0.1", server.http), timeout=5)
+    s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n")
+    reply = b""
+    try:
+        while chunk := s.recv(65536):  # the server closes the connection after its one answer
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    assert reply.startswith(b"HTTP/1.1 " + status) and says in reply, reply
+    assert reply.count(b"HTTP/1.1 ") == 1, reply
+
+
 def test_a_post_without_a_length_has_no_body_and_is_answered_at_once(server):
     """httplib read the body of a POST with neither Content-Length nor chunked encoding until the
     connection closed: `curl -X POST` waited 10 s (the read timeout) for its 400."""
@@ -244,6 +263,17 @@ def test_shared_memory_inputs_are_refused_as_unsupported(server):
     with pytest.raises(InferenceServerException) as e:
         grpcclient.InferenceServerClient(server.grpc_url).infer("demo", inputs, client_timeout=10)
     assert "UNIMPLEMENTED" in e.value.status() and "shared memory is not supported" in e.value.message()
+    # An output named in shared memory came back inline with a 200.
+    body = json.loads(infer_body())
+    body["outputs"] = [{"name": "embeddings", "parameters": {"shared_memory_region": "r", "shared_memory_byte_size": 64}}]
+    code, text = post(f"{server.url}/v2/models/demo/infer", json.dumps(body).encode())
+    assert code == 501 and "output 'embeddings' names a shared memory region" in json.loads(text)["error"], text
+    output = grpcclient.InferRequestedOutput("embeddings")
+    output.set_shared_memory("r", 64)
+    with pytest.raises(InferenceServerException) as e:
+        grpcclient.InferenceServerClient(server.grpc_url).infer("demo", text_inputs(grpcclient, ids, ids),
+                                                                outputs=[output], client_timeout=10)
+    assert "UNIMPLEMENTED" in e.value.status() and "output 'embeddings'" in e.value.message()
 
 
 def test_grpc_input_with_typed_and_raw_contents_is_refused(server):
@@ -541,17 +571,28 @@ def test_every_refused_request_is_counted_as_a_failure(server):
         text = get(f"127.0.0.1:{server.metrics}/metrics")[1].decode()
         return int(next(l for l in text.splitlines() if l.startswith(line)).split()[-1])
 
-    before = failures()
+    def successes():
+        stats = httpclient.InferenceServerClient(server.url).get_inference_statistics("demo")["model_stats"][0]
+        return int(stats["inference_stats"]["success"]["count"])
+
+    before, ran = failures(), successes()
     url = f"{server.url}/v2/models/demo/infer"
     unknown_class = json.loads(infer_body())
     unknown_class["parameters"] = {"class": "nope"}
-    for body in [b"{not json", infer_body(ids_shape=(1, 4), data=[1, 2]), json.dumps(unknown_class)]:
+    # An output the model lacks was refused only after the model ran, and counted as a success.
+    unknown_output = {**json.loads(infer_body()), "outputs": [{"name": "nope"}]}
+    for body in [b"{not json", infer_body(ids_shape=(1, 4), data=[1, 2]), json.dumps(unknown_class),
+                 json.dumps(unknown_output)]:
         code, _ = post(url, body.encode() if isinstance(body, str) else body)
         assert code == 400
     client = grpcclient.InferenceServerClient(server.grpc_url)
     ids = np.ones((1, 4), np.int64)
     with pytest.raises(InferenceServerException):
         client.infer("demo", text_inputs(grpcclient, ids, ids), parameters={"class": "nope"}, client_timeout=30)
+    with pytest.raises(InferenceServerException, match="unknown output 'nope'"):
+        client.infer("demo", text_inputs(grpcclient, ids, ids), outputs=[grpcclient.InferRequestedOutput("nope")],
+                     client_timeout=30)
+    assert successes() == ran
     # Raw contents shorter than their shape, which tritonclient itself would refuse to send.
     request = grpcclient.service_pb2.ModelInferRequest(model_name="demo")
     request.inputs.add(name="input_ids", datatype="INT64", shape=[1, 4])
@@ -560,7 +601,7 @@ def test_every_refused_request_is_counted_as_a_failure(server):
         client._client_stub.ModelInfer(request, timeout=30)
     assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     client.close()
-    assert failures() - before == 5
+    assert failures() - before == 7
     # Triton counts queue time for successes only; a request the model failed (an id out of range,
     # above) was counted too, and dashboards dividing queue time by the success count were off.
     stats = httpclient.InferenceServerClient(server.url).get_inference_statistics("demo")["model_stats"][0]
@@ -925,3 +966,4 @@ def test_config_with_the_gate_on_gates_a_model_without_a_verdict_before_serving(
         assert ("running the gate first" in s.output()) == first, s.output()
         (key, verdict), = json.loads(verdicts.read_text())["verdicts"].items()
         assert verdict["passed"] is True and "mode=strict" in key
+
