@@ -51,7 +51,6 @@ std::vector<float> run(const Gemm& g, int width) {
   spec.binary_mds.push_back(dense2(res_rows, g.N));
   spec.binary_indices.push_back(1);
   spec.post_ops.append_binary(dnnl::algorithm::binary_add, spec.binary_mds.back());
-  spec.post_ops_key = "gelu+add" + std::to_string(res_rows);
   OnednnMatmul m(spec);
   if (width > 1 && g.M >= 128) EXPECT_FALSE(m.uses_openmp()) << "not split: " << g.M << "x" << g.K << "x" << g.N;
   std::vector<std::byte> scratch(m.scratch_bytes());
@@ -72,6 +71,40 @@ TEST(MatmulTileSplit, TilesGiveWhatOneCallGives) {
     for (size_t i = 0; i < whole.size(); ++i)
       ASSERT_NEAR(split[i], whole[i], 1e-5f * (1.f + std::abs(whole[i])))
           << "M " << g.M << " K " << g.K << " N " << g.N << " element " << i;
+  }
+  set_thread_width(before);
+}
+
+// Two GEMMs of one shape that differ only in their activation, or its alpha, each get their own
+// primitive: the tiles' cache key held the post-ops' kinds alone, so tanh ran relu's (off by 1035).
+TEST(MatmulTileSplit, GemmsThatDifferOnlyInTheirActivationKeepTheirOwn) {
+  const int before = thread_width();
+  set_thread_width(2);
+  using A = dnnl::algorithm;
+  for (int64_t m : {99, 256}) {
+    const int64_t k = 48, n = 64;
+    const auto a = pattern(static_cast<size_t>(m * k), 1.f), w = pattern(static_cast<size_t>(k * n), 0.5f);
+    for (auto [alg, alpha] : std::vector<std::pair<A, float>>{
+             {A::eltwise_relu, 0.f}, {A::eltwise_tanh, 0.f}, {A::eltwise_relu, 0.1f}, {A::eltwise_relu, 0.3f}}) {
+      OnednnMatmul::Spec spec;
+      spec.src = dense2(m, k);
+      spec.weights = dense2(k, n);
+      spec.dst = dense2(m, n);
+      spec.const_weights = w.data();
+      spec.post_ops.append_eltwise(1.f, alg, alpha, 0.f);
+      OnednnMatmul mm(spec);
+      std::vector<std::byte> scratch(mm.scratch_bytes());
+      std::vector<float> dst(static_cast<size_t>(m * n));
+      mm.execute(a.data(), w.data(), nullptr, dst.data(), {}, scratch);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t r = 0; r < k; ++r) acc += double{a[static_cast<size_t>(i * k + r)]} * w[static_cast<size_t>(r * n + j)];
+          const double want = alg == A::eltwise_tanh ? std::tanh(acc) : acc > 0 ? acc : alpha * acc;
+          ASSERT_NEAR(dst[static_cast<size_t>(i * n + j)], want, 1e-4 * (1 + std::abs(want)))
+              << m << " rows, algorithm " << static_cast<int>(alg) << " alpha " << alpha;
+        }
+    }
   }
   set_thread_width(before);
 }

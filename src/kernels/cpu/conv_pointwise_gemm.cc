@@ -44,11 +44,9 @@ std::unique_ptr<Kernel> make_pointwise_conv_gemm(const KernelRequest& r, const C
     spec.binary_mds.push_back(spec.dst);
     spec.binary_indices.push_back(0);
     spec.post_ops.append_binary(dnnl::algorithm::binary_add, spec.dst);
-    spec.post_ops_key = "add";
   }
   if (alg) {
     spec.post_ops.append_eltwise(1.f, *alg, epi.alpha, 0.f);
-    spec.post_ops_key += "+" + epi.activation + std::to_string(epi.alpha);
   }
   try {
     OnednnMatmul m(std::move(spec));

@@ -189,7 +189,6 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
   }
   if (alg) {
     spec.post_ops.append_eltwise(1.f, *alg, onednn::eltwise_alpha(act, n.attr_float("alpha", 0.01f)), 0.f);
-    spec.post_ops_key = act + std::to_string(n.attr_float("alpha", 0.f));
     name += "_" + act;
   }
   int residual = -1;
@@ -201,7 +200,6 @@ std::unique_ptr<Kernel> make_epilogue(const KernelRequest& r) {
     spec.binary_mds.push_back(dense2(rows, nn));
     spec.binary_indices.push_back(spec.post_ops.len());
     spec.post_ops.append_binary(dnnl::algorithm::binary_add, spec.binary_mds.back());
-    spec.post_ops_key += "+add";
     name += "_residual";
   }
   try {

@@ -44,7 +44,7 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
                             : spec_.weights;
   std::string key = "matmul";
   for (const auto* md : {&spec_.src, &wei_md, &spec_.bias, &spec_.dst}) key.append("|").append(onednn::md_key(*md));
-  key.append("|").append(spec_.post_ops_key);
+  key.append("|").append(onednn::post_ops_key(spec_.post_ops));
   for (const auto& md : spec_.binary_mds) key.append("|").append(onednn::md_key(md));
   const memory::dims& w_dims = spec_.weights.dims();
   const int64_t macs = static_cast<int64_t>(spec_.dst.get_size() / sizeof(float)) * w_dims[w_dims.size() - 2];
@@ -323,7 +323,6 @@ std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r) {
       spec.binary_mds.push_back(dense({c[0], c[1]}));
       spec.binary_indices.push_back(idx);
       spec.post_ops.append_binary(dnnl::algorithm::binary_add, spec.binary_mds.back());
-      spec.post_ops_key = "lin" + std::to_string(alpha_left) + "+add";
       if (cc) {
         const float* p = cc->data<float>();
         c_const.assign(p, p + cc->numel());
@@ -335,7 +334,6 @@ std::unique_ptr<Kernel> make_gemm_kernel(const KernelRequest& r) {
     }
   } else if (alpha_left != 1.f) {
     spec.post_ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, alpha_left, 0.f);
-    spec.post_ops_key = "lin" + std::to_string(alpha_left);
   }
   try {
     OnednnMatmul m(std::move(spec));

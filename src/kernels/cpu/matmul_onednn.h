@@ -30,7 +30,6 @@ class OnednnMatmul {
     const float* const_weights = nullptr;   // packed when set (shared: packed_weights.h)
     const float* const_bias = nullptr;      // copied once when set
     dnnl::post_ops post_ops;
-    std::string post_ops_key;               // describes post_ops for the cache key
     std::vector<dnnl::memory::desc> binary_mds;  // src1 desc of each binary post-op, in order
     std::vector<int> binary_indices;             // post-op index of each binary post-op
   };

@@ -96,8 +96,7 @@ std::shared_ptr<const MatmulTileSplit::Part> MatmulTileSplit::part(int64_t rows,
   std::string key = "matmul-tile|" + onednn::dims_key({rows, cols}) + "|" + onednn::md_key(shape.src) + "|" +
                     onednn::md_key(shape.dst) + "|" + onednn::md_key(shape.weights) + "|" + onednn::md_key(shape.bias);
   for (const auto& md : shape.binary_mds) key += "|" + onednn::md_key(md);
-  key += "|" + std::to_string(shape.post_ops.len());
-  for (int i = 0; i < shape.post_ops.len(); ++i) key += "," + std::to_string(static_cast<int>(shape.post_ops.kind(i)));
+  key += "|" + onednn::post_ops_key(shape.post_ops);
   // Built single-threaded: oneDNN fixes a primitive's thread count when it is created.
   const onednn::OmpThreads one(1);
   return onednn::cached_as<Part>(key, [&] {

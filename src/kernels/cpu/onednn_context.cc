@@ -1,5 +1,7 @@
 #include "kernels/cpu/onednn_context.h"
 
+#include <cstdio>
+
 #include <omp.h>
 
 #include <mutex>
@@ -73,6 +75,28 @@ std::string md_key(const dnnl::memory::desc& md) {
     if (c.format_desc.blocking.inner_nblks) s.append(":blocked");  // not used for user descs
   }
   return s;
+}
+
+std::string post_ops_key(const dnnl::post_ops& post_ops) {
+  std::string key = "po" + std::to_string(post_ops.len());
+  for (int i = 0; i < post_ops.len(); ++i) {
+    dnnl::algorithm alg;
+    char text[128];
+    if (post_ops.kind(i) == dnnl::primitive::kind::binary) {
+      dnnl::memory::desc operand;
+      post_ops.get_params_binary(i, alg, operand);
+      std::snprintf(text, sizeof text, "|b%d:", static_cast<int>(alg));
+      key.append(text).append(md_key(operand));
+    } else if (post_ops.kind(i) == dnnl::primitive::kind::eltwise) {
+      float scale, alpha, beta;
+      post_ops.get_params_eltwise(i, scale, alg, alpha, beta);
+      std::snprintf(text, sizeof text, "|e%d:%a:%a:%a", static_cast<int>(alg), scale, alpha, beta);
+      key.append(text);
+    } else {
+      key.append("|k").append(std::to_string(static_cast<int>(post_ops.kind(i))));  // sum: fusor appends none
+    }
+  }
+  return key;
 }
 
 OmpThreads::OmpThreads(int n) : before_(omp_get_max_threads()) { omp_set_num_threads(n); }

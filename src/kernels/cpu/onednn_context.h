@@ -50,5 +50,9 @@ class OmpThreads {
 // "2x3x4" for dims; used in cache keys.
 std::string dims_key(const dnnl::memory::dims& d);
 std::string md_key(const dnnl::memory::desc& md);
+// Every post-op whole: its kind, algorithm and parameters (scale, alpha, beta exactly), a binary
+// one's operand. Keys that named the activation or rounded alpha to six decimals gave a GEMM the
+// cached primitive of another that differed only there (tanh ran as relu).
+std::string post_ops_key(const dnnl::post_ops& post_ops);
 
 }  // namespace fusor::cpu::onednn
