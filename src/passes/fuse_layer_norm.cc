@@ -75,13 +75,16 @@ std::variant<LayerNormMatch, std::string> match_at(const FusionContext& ctx, int
     return std::string("the centered input is not divided by sqrt(variance + epsilon)");
   m.nodes = {mean1, sub, pow, mean2, add_eps, sqrt, div};
 
-  // Optional affine part: gamma and beta must cover exactly the normalized axes.
+  // Optional affine part: gamma and beta must cover exactly the normalized axes, aligned with
+  // them (a [4, 1] gamma beside normalized dims [1, 4] has their 4 elements but broadcasts the
+  // output to [.., 4, 4]: applied per element it was off by 2.7).
   auto affine_operand = [&](int node, int from) -> int {
     int other = match::other_input(ctx.node(node), from);
     const Tensor* t = ctx.constant(other);
     if (!t || t->dtype() != DType::Float32 || t->numel() != n || t->dims().size() > rank) return -1;
-    for (size_t i = 0; i + (rank - static_cast<size_t>(m.axis)) < t->dims().size(); ++i)
-      if (t->dims()[i] != 1) return -1;
+    const size_t first = rank - t->dims().size();  // the x axis t's first dim aligns with
+    for (size_t i = 0; i < t->dims().size(); ++i)
+      if (t->dims()[i] != (first + i < static_cast<size_t>(m.axis) ? 1 : xt.dims[first + i])) return -1;
     return other;
   };
   int out = ctx.node(div).outputs[0];

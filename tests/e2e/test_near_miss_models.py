@@ -171,3 +171,36 @@ def test_near_miss(name, tmp_path):
     ort_compare.run_fusor(FUSOR, out, tmp_path / "inputs", tmp_path / "fusor-opt")
     assert ort_compare.compare(tmp_path / "fusor-opt", expected)
     assert ort_compare.compare(ort_compare.run_ort(out, inputs, level="disabled"), expected)
+
+
+@pytest.mark.parametrize("operand", ["gamma", "beta"])
+def test_a_layer_norm_affine_operand_that_broadcasts_the_output_is_not_fused_into_it(operand, tmp_path):
+    """x [2, 3, 1, 4] normalized over its last two axes ([1, 4]) and scaled by a [4, 1] gamma (or
+    shifted by such a beta): the right number of elements, but broadcasting makes the output
+    [2, 3, 4, 4]. The fused LayerNorm applied it element by element: off by 2.7."""
+    rng = np.random.default_rng(3)
+    n = helper.make_node
+    affine = {"gamma": (1 + 0.5 * rng.standard_normal((4, 1)), 0.1 * rng.standard_normal(4)),
+              "beta": (1 + 0.5 * rng.standard_normal(4), 0.5 * rng.standard_normal((4, 1)))}[operand]
+    nodes = [
+        n("ReduceMean", ["x"], ["mean"], axes=[2, 3], keepdims=1),
+        n("Sub", ["x", "mean"], ["c"]),
+        n("Pow", ["c", "exp"], ["sq"]),
+        n("ReduceMean", ["sq"], ["var"], axes=[2, 3], keepdims=1),
+        n("Add", ["var", "eps"], ["ve"]),
+        n("Sqrt", ["ve"], ["sd"]),
+        n("Div", ["c", "sd"], ["normed"]),
+        n("Mul", ["normed", "gamma"], ["scaled"]),
+        n("Add", ["scaled", "beta"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "ln_affine", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 1, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          initializer=[const("exp", 2.0), const("eps", 1e-5), const("gamma", affine[0]),
+                                       const("beta", affine[1])])
+    model = tmp_path / "ln.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", OPSET)]), model)
+    inputs = {"x": rng.standard_normal((2, 3, 1, 4)).astype(np.float32)}
+    ort_compare.save_npy_dir(tmp_path / "inputs", inputs)
+    expected = ort_compare.run_ort(model, inputs, level="disabled")
+    ort_compare.run_fusor(FUSOR, model, tmp_path / "inputs", tmp_path / "fusor")
+    assert ort_compare.compare(tmp_path / "fusor", expected)
