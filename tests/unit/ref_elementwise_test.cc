@@ -47,6 +47,11 @@ TEST(RefElementwise, CastFloatToIntTruncatesTowardZero) {
   EXPECT_EQ(values<int64_t>(out[0]), (std::vector<int64_t>{1, -1, 0, 0}));
   out = run(make_node("Cast", 13, {{"to", DType::Bool}}), {make<float>({3}, {0.f, 0.1f, -2.f})});
   EXPECT_EQ(values<bool>(out[0]), (std::vector<bool>{false, true, true}));
+  // uint64 holds [2^63, 2^64) as numpy and ONNX Runtime give it (through int64 it was 2^63).
+  out = run(make_node("Cast", 13, {{"to", DType::UInt64}}), {make<double>({3}, {1.2e19, 9223372036854775808.0, 5.5})});
+  EXPECT_EQ(values<uint64_t>(out[0]), (std::vector<uint64_t>{12000000000000000000ull, 9223372036854775808ull, 5}));
+  out = run(make_node("Cast", 13, {{"to", DType::UInt64}}), {make<float>({1}, {1.2e19f})});
+  EXPECT_EQ(values<uint64_t>(out[0]), (std::vector<uint64_t>{static_cast<uint64_t>(1.2e19f)}));
 }
 
 TEST(RefElementwise, WhereBroadcastsConditionAndOperands) {

@@ -53,9 +53,12 @@ template <class T> T wrap_mul(T a, T b) {
 template <class T> T wrap_neg(T a) { return wrap_sub(T(0), a); }
 
 // Float to integer like numpy's astype on x86: truncate toward zero, wrap into narrower types;
-// NaN and values outside int64 give int64's minimum (then wrapped).
+// NaN and values outside int64 give int64's minimum (then wrapped). uint64 holds [2^63, 2^64)
+// too, as numpy and ONNX Runtime convert it (through int64 1.2e19 came out as 2^63).
 template <class To, class From> To float_to_int(From x) {
   constexpr double lim = 9223372036854775808.0;  // 2^63
+  if constexpr (std::is_same_v<To, uint64_t>)
+    if (x >= lim && x < 2 * lim) return static_cast<uint64_t>(x);
   if (!(x >= -lim && x < lim)) return static_cast<To>(std::numeric_limits<int64_t>::min());
   return static_cast<To>(static_cast<int64_t>(x));
 }
