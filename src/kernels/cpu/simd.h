@@ -110,7 +110,8 @@ inline V silu(V x) { return hn::Mul(x, sigmoid(x)); }
 // times faster than SLEEF's 1-ULP erff on AVX2. Inline, so that a block of independent vectors
 // interleaves (GemmEpilogue::apply_block). The divide stays a divide: a reciprocal and one
 // Newton step moved GELU by an ulp, enough to flip a DynamicQuantizeLinear step downstream in
-// MiniLM-int8 (tests/e2e/test_quantized_fusion.py). NaN stays NaN.
+// MiniLM-int8 (tests/e2e/test_quantized_fusion.py). NaN stays NaN. The quotient is clamped to
+// [-1, 1]: near +/-4 it reached 1.0000002, and sqrt(1 - erf(x)) was NaN.
 inline V erf(V a) {
   const D d;
   const V x = hn::Min(hn::Max(a, hn::Set(d, -4.f)), hn::Set(d, 4.f));
@@ -126,7 +127,8 @@ inline V erf(V a) {
   q = hn::MulAdd(x2, q, hn::Set(d, -1.68282697438203e-03f));
   q = hn::MulAdd(x2, q, hn::Set(d, -7.37332916720468e-03f));
   q = hn::MulAdd(x2, q, hn::Set(d, -1.42647390514189e-02f));
-  return hn::IfThenElse(hn::Not(hn::Eq(a, a)), a, hn::Div(p, q));
+  const V one = hn::Set(d, 1.f);
+  return hn::IfThenElse(hn::Not(hn::Eq(a, a)), a, hn::Min(hn::Max(hn::Div(p, q), hn::Neg(one)), one));
 }
 
 }  // namespace fusor::cpu::simd

@@ -49,6 +49,13 @@ HWY_INLINE hn::Mask<D> abs_above(V x, float limit) {
   return hn::Not(hn::Le(hn::Abs(x), hn::Set(d, limit)));
 }
 
+// y within [-1, 1]; NaN stays NaN.
+HWY_INLINE V unit_range(V y) {
+  const D d;
+  const V one = hn::Set(d, 1.f);
+  return hn::IfThenElse(hn::Eq(y, y), hn::Min(hn::Max(y, hn::Neg(one)), one), y);
+}
+
 #define FUSOR_UNARY(Name, expr)                                            \
   struct Name##Op {                                                        \
     static HWY_INLINE V apply(V x, const Params& p) {                      \
@@ -138,8 +145,10 @@ FUSOR_UNARY(Ceil, hn::Ceil(x))
 FUSOR_UNARY(Round, hn::Round(x))  // halves to even
 FUSOR_UNARY(Sign, hn::IfThenElse(hn::Gt(x, hn::Zero(d)), hn::Set(d, 1.f),
                                  hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Set(d, -1.f), x)))
-FUSOR_UNARY(Sin, beyond_range(x, hn::Sin(d, x), abs_above(x, 39000.f), [](float v) { return std::sin(v); }))
-FUSOR_UNARY(Cos, beyond_range(x, hn::Cos(d, x), abs_above(x, 39000.f), [](float v) { return std::cos(v); }))
+// Highway's sine and cosine reach 1.0000001 at times: clamped to [-1, 1], so Asin(Sin(x)) is
+// never NaN.
+FUSOR_UNARY(Sin, beyond_range(x, unit_range(hn::Sin(d, x)), abs_above(x, 39000.f), [](float v) { return std::sin(v); }))
+FUSOR_UNARY(Cos, beyond_range(x, unit_range(hn::Cos(d, x)), abs_above(x, 39000.f), [](float v) { return std::cos(v); }))
 FUSOR_UNARY(Tan, beyond_range(x, hn::Div(hn::Sin(d, x), hn::Cos(d, x)), abs_above(x, 39000.f),
                               [](float v) { return std::tan(v); }))
 FUSOR_UNARY(Asin, beyond_range(x, hn::Asin(d, x), abs_above(x, 1.f), [](float v) { return std::asin(v); }))
