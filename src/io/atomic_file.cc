@@ -20,7 +20,9 @@ int create_temporary(const std::filesystem::path& path, std::filesystem::path& t
   for (int attempt = 0; attempt < 16; ++attempt) {
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".tmp%08x%08x", entropy(), entropy());
-    tmp = path.parent_path() / ("." + path.filename().string() + suffix);
+    // At most 200 bytes of the name: with the dot and the suffix a 250-byte name went past the
+    // file system's 255.
+    tmp = path.parent_path() / ("." + path.filename().string().substr(0, 200) + suffix);
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd >= 0 || errno != EEXIST) return fd;
   }
@@ -42,6 +44,7 @@ bool write_all(int fd, std::string_view bytes) {
 bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   std::error_code ec;
+  if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return false;
   fs::path tmp;
   const int fd = create_temporary(path, tmp);
   if (fd < 0) return false;

@@ -8,7 +8,9 @@
 
 namespace fusor {
 
-// False when the file could not be written (the temporary file is then removed).
+// False when the file could not be written (the temporary file is then removed), and when `path`
+// is there but is not a regular file: renamed over, a device (/dev/null, as root), a FIFO or a
+// socket became a plain file holding the bytes.
 bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
 
 }  // namespace fusor

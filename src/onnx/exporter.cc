@@ -258,6 +258,10 @@ std::string export_onnx_bytes(const Graph& graph) {
 
 void export_onnx_file(const Graph& graph, const std::string& path) {
   // Whole or not at all: the output may be the model's own file (optimize -o model.onnx).
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw Error("cannot write model file '" + path + "': it is not a regular file (a device, a pipe or a folder)",
+                ErrorKind::InvalidArgument);
   if (!write_file_atomically(path, export_onnx_bytes(graph))) throw Error("cannot write model file '" + path + "'");
 }
 

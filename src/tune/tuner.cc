@@ -186,6 +186,12 @@ std::vector<Priced> price(const Run& run, const Slo& slo, const Layout& layout, 
         out.push_back({{w, b, layout.contexts}, simulated_capacity(cls, layout.contexts, times, slo.p99_ms)});
       }
     }
+  // Every window > 0 with max_batch 1 alone: tune measured nothing, reported capacity 0 at a
+  // window never asked for, and exited 0.
+  if (out.empty())
+    throw Error("nothing to measure: a max_batch of 1 takes no batch window, so give a window of 0 (--windows 0,...) "
+                "or a max_batch above 1",
+                ErrorKind::InvalidArgument);
   std::stable_sort(out.begin(), out.end(), [](const Priced& a, const Priced& b) { return a.predicted_qps > b.predicted_qps; });
   return out;
 }

@@ -2,8 +2,10 @@
 symbolic input dims, and computes the original's outputs in fusor and in ONNX Runtime (which
 inlines the functions), also at a batch and length other than the ones it was fused for."""
 import collections
+import os
 import re
 import shutil
+import stat
 
 import onnx
 import pytest
@@ -163,6 +165,21 @@ def test_bad_input(tmp_path):
     one_line_error(run_fusor("optimize", bad, "-o", tmp_path / "o.onnx"), "not a valid ONNX")
     r = run_fusor("optimize", model_path("minilm-l6"))  # no -o
     assert r.returncode != 0 and "--output" in r.stderr
+    # The model was renamed over whatever the path held: as root, -o /dev/null made the device a
+    # file holding the model. A FIFO stands in for it here.
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    one_line_error(run_fusor("optimize", model_path("minilm-l6"), "--no-fusion", "-o", fifo), "not a regular file")
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_long_output_name_is_written(tmp_path):
+    """A 250-byte name: the temporary file beside it, 21 bytes longer, went past the file
+    system's 255 and the write failed."""
+    out = tmp_path / ("m" * 245 + ".onnx")
+    r = run_fusor("optimize", model_path("minilm-l6"), "--no-fusion", "--seq", 8, "-o", out)
+    assert r.returncode == 0, r.stderr
+    onnx.load(str(out))
 
 
 def test_the_models_metadata_props_are_kept(tmp_path):

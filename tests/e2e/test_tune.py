@@ -291,6 +291,8 @@ def test_a_class_every_setting_is_priced_at_zero_for_still_measures_one(tmp_path
     (["--slo", "a:throughput", "--token-budgets", "0"], 1, "--token-budgets"),
     (["--slo", "a:throughput", "--trace", "/nonexistent.csv"], 1, "cannot read arrival trace"),
     ([], 2, "--slo is required"),
+    # it skipped every (window, batch 1) pair, measured nothing and exited 0
+    (["--slo", "a:throughput", "--max-batch", "1", "--windows", "5"], 1, "--max-batch 1 takes no batch window"),
 ])
 def test_bad_arguments_fail_in_one_line(tmp_path, args, code, message):
     r = run_fusor("tune", model_path("minilm-l6"), *args, "-o", tmp_path / "t.yaml", timeout=60)
@@ -307,10 +309,45 @@ def test_output_over_the_model_is_refused(tmp_path):
     shutil.copyfile(model_path("minilm-l6"), model)
     size = model.stat().st_size
     for args in (["tune", model, "--slo", "a:throughput", "-o", model], ["inspect", model, "--json", model],
-                 ["bench", model, "--json", model], ["profile", model, "--json", model]):
+                 ["bench", model, "--json", model], ["profile", model, "--json", model],
+                 ["check", model, "--report", model], ["check", model, "--junit", model]):
         r = run_fusor(*args, timeout=60)
         assert r.returncode != 0 and "is the model's own file" in r.stderr, (args, r.stderr)
     assert model.stat().st_size == size
+
+
+def test_output_over_the_models_data_or_another_input_is_refused(tmp_path):
+    """`inspect --json model.onnx.data` replaced a model's external weights (74 MiB), `bench
+    --config c.yaml --json c.yaml` the config, `plan --json` the tuned file it read."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.ones((64, 64), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 64])], [w])
+    model = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model, save_as_external_data=True,
+              location="weights.bin", size_threshold=0)
+    data = tmp_path / "weights.bin"
+    config = tmp_path / "c.yaml"
+    config.write_text("fusion: {precision_check: off}\n")
+    before = data.read_bytes(), config.read_text()
+    for args, says in ((["inspect", model, "--json", data], "is the model's own file"),
+                       (["bench", model, "--json", data], "is the model's own file"),
+                       (["bench", model, "--config", config, "--json", config], "which this command reads"),
+                       (["plan", "--tuned", config, "--qps", 10, "--json", config], "which this command reads")):
+        r = run_fusor(*args, timeout=60)
+        assert r.returncode != 0 and says in r.stderr and r.stderr.count("\n") == 1, (args, r.stderr)
+    assert (data.read_bytes(), config.read_text()) == before
+    r = run_fusor("inspect", model, "--json", tmp_path / "report.json")
+    assert r.returncode == 0, r.stderr  # the model runs with its data as it was
+
+
+def test_bench_says_when_its_report_cannot_be_written():
+    """A full disk fails the write, not the open: `bench --json /dev/full` exited 0."""
+    r = run_fusor("bench", model_path("minilm-l6"), "--batch", 1, "--seq", 8, "--seconds", 0.05, "--warmup", 0,
+                  "--json", "/dev/full", timeout=60)
+    assert r.returncode == 1 and "cannot write /dev/full" in r.stderr, r.stderr
 
 
 def test_unwritable_output_fails_before_measuring(tmp_path):

@@ -142,7 +142,7 @@ nlohmann::json bench_one(const Engine& engine, const BenchArgs& a, int64_t batch
 }
 
 void bench(const BenchArgs& a) {
-  if (!a.json_path.empty()) refuse_writing_over_model(a.json_path, a.model.model, "--json");
+  if (!a.json_path.empty()) refuse_writing_over_model(a.json_path, a.model.model, "--json", {a.model.config_path});
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   nlohmann::json report = {{"model", a.model.model}, {"executor", a.model.reference ? "reference" : "fast"},
@@ -167,8 +167,9 @@ void bench(const BenchArgs& a) {
                   100 * r["padding"].get<double>(), r["packed"]["latency_ms"]["p50"].get<double>());
   if (!a.json_path.empty()) {
     std::ofstream f(a.json_path);
-    if (!f) throw Error("cannot write " + a.json_path);
     f << report.dump(2) << "\n";
+    f.close();  // a full disk fails the write or the close, not the open
+    if (!f) throw Error("cannot write " + a.json_path);
   }
 }
 

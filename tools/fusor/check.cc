@@ -115,6 +115,10 @@ int check(const CheckArgs& a) {
     return 0;
   }
   if (a.model.model.empty()) throw CLI::ValidationError("model", "give a MODEL (or --list-faults)");
+  // `--report model.onnx` replaced the model with JSON, and a report over the verdict file the
+  // verdict the check had just saved.
+  for (const auto& [path, flag] : {std::pair{a.report_path, "--report"}, std::pair{a.junit_path, "--junit"}})
+    if (!path.empty()) refuse_writing_over_model(path, a.model.model, flag, {a.model.config_path});
   if (!a.fault.empty()) {  // a bad kind is a usage error, found before any work
     try {
       parse_fault(a.fault);

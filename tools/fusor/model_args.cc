@@ -9,6 +9,7 @@
 #include "fusor/check.h"
 #include "fusor/decoder.h"
 #include "fusor/threads.h"
+#include "onnx/external_data.h"
 
 namespace fusor::cli {
 
@@ -107,15 +108,28 @@ std::optional<std::vector<int64_t>> positive_integers_in(const std::string& text
   return out;
 }
 
-void refuse_writing_over_model(const std::string& output, const std::string& model, const std::string& flag) {
+void refuse_writing_over_inputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::exists(output, ec)) return;
+  for (const std::string& p : inputs)
+    if (!p.empty() && fs::equivalent(output, p, ec))
+      throw Error(flag + " " + output + " is " + p + ", which this command reads: name another", ErrorKind::InvalidArgument);
+}
+
+void refuse_writing_over_model(const std::string& output, const std::string& model, const std::string& flag,
+                               const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(output, ec)) return;  // the model is not parsed for its data files unless needed
   const fs::path file = model_file_in(model);
-  for (const fs::path& p : {file, fs::path(file.string() + ".fusor-verdicts.json")})
+  std::vector<fs::path> own = {file, fs::path(file.string() + ".fusor-verdicts.json")};
+  for (const std::string& data : external_data_files(file.string())) own.push_back(file.parent_path() / data);
+  for (const fs::path& p : own)
     if (fs::equivalent(output, p, ec))
       throw Error(flag + " " + output + " is the model's own file " + p.string() + ": name another",
                   ErrorKind::InvalidArgument);
+  refuse_writing_over_inputs(output, flag, inputs);
 }
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {

@@ -91,9 +91,14 @@ auto at_default_dims_explained(const Engine& engine, const ModelArgs& args, F&& 
 // The model file a MODEL path names: a folder's model.onnx (or the decoder file its
 // genai_config.json names); a file as given. A folder without one is a one-line fusor::Error.
 std::string model_file_in(const std::string& path);
-// Throws a one-line fusor::Error when `output` (a report `flag` writes) is the model file itself
-// or its saved verdicts: `tune -o model.onnx` replaced a 46 MB model with 3 KB of YAML.
-void refuse_writing_over_model(const std::string& output, const std::string& model, const std::string& flag);
+// Throws a one-line fusor::Error when `output` (a report `flag` writes) is one of the files the
+// command reads: the model file, its external data, its saved verdicts, or one of `inputs` (a
+// --config, a --tuned file). `tune -o model.onnx` replaced a 46 MB model with 3 KB of YAML, and
+// `inspect --json model.onnx.data` its weights.
+void refuse_writing_over_model(const std::string& output, const std::string& model, const std::string& flag,
+                               const std::vector<std::string>& inputs = {});
+// The same for a command without a model (plan): `output` must be none of `inputs`.
+void refuse_writing_over_inputs(const std::string& output, const std::string& flag, const std::vector<std::string>& inputs);
 // model_file_in as a MODEL argument's transform: a folder without a model fails while parsing.
 CLI::Validator model_folder_to_file();
 

@@ -10,6 +10,7 @@
 #include "fusor/capacity.h"
 #include "fusor/config.h"
 #include "fusor/error.h"
+#include "model_args.h"
 #include "fusor/tune.h"
 
 namespace fusor::cli {
@@ -37,6 +38,8 @@ std::string read_text(const std::string& path) {
 }
 
 void plan(PlanArgs& a) {
+  if (!a.json_path.empty()) refuse_writing_over_inputs(a.json_path, "--json", {a.tuned_path});
+  if (a.image.empty()) throw Error("--image must name a container image", ErrorKind::InvalidArgument);
   tune::TunedRecord record = tune::load_tuned_record(a.tuned_path);
   Config config = load_config(a.tuned_path);  // the manifests serve this file: it must parse
   capacity::CapacityPlan p = capacity::plan_capacity(record, a.request);

@@ -36,7 +36,7 @@ void profile(const ProfileArgs& a) {
     throw Error("--runs: " + std::to_string(asked_runs) + " is over " + std::to_string(kMaxRuns), ErrorKind::InvalidArgument);
   const int runs = static_cast<int>(asked_runs);
   for (const auto& [path, flag] : {std::pair{a.trace_path, "--trace"}, std::pair{a.json_path, "--json"}})
-    if (!path.empty()) refuse_writing_over_model(path, a.model.model, flag);
+    if (!path.empty()) refuse_writing_over_model(path, a.model.model, flag, {a.model.config_path});
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   auto dims = bind_dims(engine, a.model.parsed_shapes(), batch, seq);

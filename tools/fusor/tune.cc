@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -113,6 +114,12 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
       if (b > kMaxBatch)
         throw Error("--max-batch: " + std::to_string(b) + " is over " + std::to_string(kMaxBatch), ErrorKind::InvalidArgument);
   }
+  // A max_batch of 1 takes no window (tune skips the pairs): with nothing else left, it measured
+  // nothing and exited 0. (A model that packs sweeps token budgets instead: tuner.cc says so.)
+  if (std::all_of(o.max_batches.begin(), o.max_batches.end(), [](int64_t b) { return b == 1; }) &&
+      std::none_of(o.windows_ms.begin(), o.windows_ms.end(), [](double w) { return w == 0; }) && token_budgets.empty())
+    throw Error("--max-batch 1 takes no batch window: give a window of 0 in --windows, or a --max-batch above 1",
+                ErrorKind::InvalidArgument);
   if (!token_budgets.empty()) o.token_budgets = parse_int_list(token_budgets, "--token-budgets");
   if (!lengths.empty()) {
     const tune::LengthRange l = tune::parse_lengths(lengths);
@@ -272,7 +279,7 @@ void tune_command(const TuneArgs& a, const std::string& out_path) {
   if (std::filesystem::is_directory(out_path) || access(parent.empty() ? "." : parent.c_str(), W_OK) != 0 ||
       (access(out_path.c_str(), F_OK) == 0 && access(out_path.c_str(), W_OK) != 0))
     throw Error("cannot write " + out_path);
-  refuse_writing_over_model(out_path, a.model.model, "-o");
+  refuse_writing_over_model(out_path, a.model.model, "-o", {a.model.config_path});
   a.model.apply_threads();
   Engine engine = Engine::load(a.model.model);
   tune::Progress progress;
