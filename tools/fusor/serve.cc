@@ -3,7 +3,11 @@
 // SIGINT, then shuts down gracefully and exits 0.
 #include <signal.h>
 
+#include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
 #include <iostream>
 
 #include "commands.h"
@@ -48,6 +52,26 @@ void serve_command(const ServeArgs& a) {
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  // One thread takes the signal. Before the server is up it ends the process at once: waiting in
+  // the main thread's sigwait, Ctrl-C during a long load or precision gate was held until the
+  // server was ready (17 s), which then exited 0. After, it tells the main thread to drain.
+  // Static: the detached watcher outlives this frame when start-up throws (a port in use).
+  static std::mutex stop_mu;
+  static std::condition_variable stop_cv;
+  static int stop_signal = 0;
+  static bool started = false;
+  std::thread watcher([stop_signals] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::lock_guard lock(stop_mu);
+    if (!started) {
+      std::fprintf(stderr, "fusor serve: %s during start-up: stopped\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+      std::_Exit(128 + sig);
+    }
+    stop_signal = sig;
+    stop_cv.notify_all();
+  });
+  watcher.detach();
 
   const ServeConfig& config = a.options.config.serve;
   int cores = a.options.threads > 0 ? a.options.threads : compute_threads();
@@ -88,8 +112,11 @@ void serve_command(const ServeArgs& a) {
   std::fprintf(stderr, "fusor serve: HTTP %s:%d, gRPC %s:%d, metrics %s:%d; %lld execution context(s) x %d thread(s)\n",
                listen.host.c_str(), listen.http_port, listen.host.c_str(), listen.grpc_port, listen.host.c_str(),
                listen.metrics_port, static_cast<long long>(config.execution_contexts), per_context);
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  std::unique_lock lock(stop_mu);
+  started = true;
+  stop_cv.wait(lock, [&] { return stop_signal != 0; });
+  const int sig = stop_signal;
+  lock.unlock();
   std::fprintf(stderr, "fusor serve: %s, finishing accepted requests\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   server.shutdown();
   std::fprintf(stderr, "fusor serve: stopped\n");
