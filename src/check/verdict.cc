@@ -31,6 +31,8 @@ std::vector<fs::path> places(const std::string& model_path) {
 }
 
 nlohmann::json read_json(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) return nlohmann::json::object();
   std::ifstream f(p);
   if (!f) return nlohmann::json::object();
   try {
@@ -148,6 +150,8 @@ std::optional<Verdict> find_saved_verdict(const std::string& model_path, const s
 std::string verdict_file_damage(const fs::path& p) {
   std::error_code ec;
   if (!fs::exists(p, ec)) return "";
+  // A folder read as a stream threw libstdc++'s "basic_filebuf::underflow", naming no file.
+  if (!fs::is_regular_file(p, ec)) return "not a regular file";
   std::ifstream f(p);
   nlohmann::json j;
   try {

@@ -186,6 +186,14 @@ def test_verdict_is_saved_beside_the_model_and_applied(tmp_path):
     verdicts.write_text(verdicts.read_text() + " x")
     r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode != 0 and "is damaged (not valid JSON)" in r.stderr, r.stderr
+    # A folder in its place gave libstdc++'s "basic_filebuf::underflow error", naming no file.
+    text = verdicts.read_text()
+    verdicts.unlink()
+    verdicts.mkdir()
+    r = run_fusor("run", model, "--seq", 8, "--output-dir", tmp_path / "out", timeout=300)
+    assert r.returncode != 0 and "is damaged (not a regular file)" in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    verdicts.rmdir()
+    verdicts.write_text(text)
     # With one, the gate runs again and saves a whole verdict in its place.
     r = run_fusor("run", model, "--seq", 8, "--config", cfg, "--output-dir", tmp_path / "out", timeout=300)
     assert r.returncode == 0 and "is damaged" in r.stderr and "running the gate first" in r.stderr, r.stderr
