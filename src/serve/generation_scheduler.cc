@@ -218,8 +218,12 @@ void GenerationScheduler::admit(Clock::time_point now) {
       s.admitted_order = ++admissions_;
       if (!s.started) {
         s.started = true;
-        s.gen->started(now);
-        stats_.admitted(q.name, seconds(now - s.arrived));
+        // `now` was taken before finishing aborted requests, whose callbacks run unlocked: a
+        // request submitted meanwhile arrived after it, and its negative queue time made
+        // request_queue_time_seconds_sum go down.
+        const Clock::time_point admitted = std::max(now, s.arrived);
+        s.gen->started(admitted);
+        stats_.admitted(q.name, seconds(admitted - s.arrived));
       } else {
         stats_.readmitted(q.name);
       }

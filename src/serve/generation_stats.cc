@@ -1,6 +1,8 @@
 #include "serve/generation_stats.h"
 
 #include <algorithm>
+#include <iomanip>
+#include <limits>
 #include <sstream>
 
 #include "serve/generative_model.h"
@@ -90,7 +92,9 @@ void histogram(std::ostringstream& o, const std::string& name, const std::string
     else le << "+Inf";
     o << name << "_bucket{" << labels << "," << prometheus_label("le", le.str()) << "} " << cumulative << "\n";
   }
-  o << name << "_sum{" << labels << "} " << h.sum << "\n";
+  // Every digit a double has: at the stream's default 6 a long-running sum stopped moving.
+  o << name << "_sum{" << labels << "} " << std::setprecision(std::numeric_limits<double>::max_digits10) << h.sum
+    << std::setprecision(6) << "\n";
   o << name << "_count{" << labels << "} " << h.count << "\n";
 }
 
