@@ -246,6 +246,10 @@ Verdict keep_saved_rollbacks(const std::string& model_path, Verdict fresh, std::
                              std::string& kept_from);
 // Returns the path written; throws fusor::Error when neither place can be written.
 std::string save_verdict(const std::string& model_path, const Verdict& verdict);
+// The external data files an ONNX model's tensors name (their `location`), as paths beside the
+// model: what a verdict's hash covers besides the model file, and what a command must not write
+// over. Empty when the model names none or does not parse.
+std::vector<std::string> model_data_files(const std::string& model_path);
 
 // What run, bench, profile and serve do with `fusion.precision_check`: with `off`, nothing; else
 // the saved verdict's rollbacks join fusion.disabled. When there is none and `gate_if_missing`,

@@ -284,4 +284,11 @@ void apply_precision_verdict(const Engine& engine, const std::string& model_path
       fusion.disabled.push_back(name);
 }
 
+std::vector<std::string> model_data_files(const std::string& model_path) {
+  std::vector<std::string> files;
+  const fs::path folder = fs::path(model_path).parent_path();
+  for (const std::string& data : external_data_files(model_path)) files.push_back((folder / data).string());
+  return files;
+}
+
 }  // namespace fusor

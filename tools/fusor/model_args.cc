@@ -9,7 +9,6 @@
 #include "fusor/check.h"
 #include "fusor/decoder.h"
 #include "fusor/threads.h"
-#include "onnx/external_data.h"
 
 namespace fusor::cli {
 
@@ -124,7 +123,7 @@ void refuse_writing_over_model(const std::string& output, const std::string& mod
   if (!fs::exists(output, ec)) return;  // the model is not parsed for its data files unless needed
   const fs::path file = model_file_in(model);
   std::vector<fs::path> own = {file, fs::path(file.string() + ".fusor-verdicts.json")};
-  for (const std::string& data : external_data_files(file.string())) own.push_back(file.parent_path() / data);
+  for (const std::string& data : model_data_files(file.string())) own.push_back(data);
   for (const fs::path& p : own)
     if (fs::equivalent(output, p, ec))
       throw Error(flag + " " + output + " is the model's own file " + p.string() + ": name another",
