@@ -107,7 +107,7 @@ void completions(Models& models, OpenAiEndpoint endpoint, int64_t max_body_bytes
   if (endpoint == OpenAiEndpoint::ChatCompletions)
     format.start = [responder] { return std::vector<std::string>{sse_json_event(responder->role_chunk())}; };
   format.piece = [responder](std::string_view text) {
-    return text.empty() ? std::string() : sse_json_event(responder->text_chunk(text));
+    return text.empty() ? std::string() : responder->text_chunk_event(text);
   };
   format.end = [responder, include_usage = r.include_usage](const GenerationOutcome& o) {
     std::vector<std::string> events;

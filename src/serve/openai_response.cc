@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <random>
 
+#include "serve/sse_stream.h"
+
 namespace fusor::serve {
 namespace {
 
@@ -31,7 +33,20 @@ OpenAiResponder::OpenAiResponder(OpenAiEndpoint endpoint, std::string model, int
       model_(std::move(model)),
       id_((endpoint == OpenAiEndpoint::ChatCompletions ? "chatcmpl-" : "cmpl-") + random_hex(24)),
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()),
-      prompt_tokens_(prompt_tokens) {}
+      prompt_tokens_(prompt_tokens) {
+  // A marker stands in for the text's JSON string: the first one in the event, as "choices"
+  // sorts before the other fields (a model name holding the marker comes after it).
+  const std::string marker = "\"\\u0001\"";
+  const std::string event = sse_json_event(text_chunk("\x01"));
+  const size_t at = event.find(marker);
+  chunk_before_ = event.substr(0, at);
+  chunk_after_ = event.substr(at + marker.size());
+}
+
+std::string OpenAiResponder::text_chunk_event(std::string_view text) const {
+  return chunk_before_ + nlohmann::json(text).dump(-1, ' ', /*ensure_ascii=*/true, nlohmann::json::error_handler_t::replace) +
+         chunk_after_;
+}
 
 nlohmann::json OpenAiResponder::envelope(bool chunk) const {
   const char* object = chat() ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";

@@ -20,6 +20,10 @@ class OpenAiResponder {
   nlohmann::json full(const GenerationOutcome& outcome) const;
   nlohmann::json role_chunk() const;  // chat only: delta {"role": "assistant", "content": ""}
   nlohmann::json text_chunk(std::string_view text) const;
+  // text_chunk's server-sent event (sse_json_event of it, the same bytes), from the chunk's text
+  // before and after its one varying field, built once: a token's JSON object built and dumped
+  // took ~10 us of a stream thread, 16 times a step.
+  std::string text_chunk_event(std::string_view text) const;
   nlohmann::json finish_chunk(const GenerationOutcome& outcome) const;
   nlohmann::json usage_chunk(const GenerationOutcome& outcome) const;  // choices: []
   nlohmann::json usage(const GenerationOutcome& outcome) const;
@@ -33,6 +37,7 @@ class OpenAiResponder {
   std::string model_, id_;
   int64_t created_;
   int64_t prompt_tokens_;
+  std::string chunk_before_, chunk_after_;  // a text chunk's event around its text's JSON string
 };
 
 // OpenAI has "stop" and "length"; a cancelled request ("abort") is reported as vLLM does.

@@ -13,6 +13,7 @@
 #include "serve/generation_stream.h"
 #include "serve/openai_request.h"
 #include "serve/openai_response.h"
+#include "serve/sse_stream.h"
 #include "serve/triton_generate.h"
 
 namespace fusor::serve {
@@ -329,6 +330,19 @@ TEST(OpenAiResponse, CompletionAndChatObjects) {
   EXPECT_EQ(ch.usage_chunk(o)["choices"], json::array());
   EXPECT_EQ(ch.usage_chunk(o)["usage"]["total_tokens"], 7);
   EXPECT_EQ(ch.id(), ch.text_chunk("x")["id"]);
+}
+
+// A token's event, built from the chunk's text around its one varying field, is the bytes the
+// JSON object's dump gives: quotes, escapes, non-ASCII, invalid UTF-8, the marker's own byte, and
+// a model name that holds it.
+TEST(OpenAiResponder, ATokensEventIsTheChunksDump) {
+  for (OpenAiEndpoint endpoint : {OpenAiEndpoint::Completions, OpenAiEndpoint::ChatCompletions})
+    for (const std::string model : {std::string("llama"), std::string("a\x01\"b")}) {
+      const OpenAiResponder r(endpoint, model, 4);
+      for (const std::string text : {std::string("he"), std::string(" \"q\\\n\t"), std::string("\xc3\xa9 \xf0\x9f\x98\x80"),
+                                     std::string("\xff\xfe"), std::string("\x01"), std::string()})
+        EXPECT_EQ(r.text_chunk_event(text), sse_json_event(r.text_chunk(text))) << model << " " << text;
+    }
 }
 
 TEST(TritonGenerate, FieldsAtTheTopOrInParameters) {
