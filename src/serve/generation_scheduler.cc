@@ -57,7 +57,10 @@ uint64_t GenerationScheduler::submit(GenerationRequest request, GenerationEvents
     std::lock_guard lock(mu_);
     s->cls = queue_of(request.cls);
   }
-  if (!s->cls) return reject(Code::BadRequest, "unknown traffic class '" + request.cls + "'");
+  if (!s->cls) {  // counted under the default class, as the encoders' batcher counts it
+    stats_.failed(config_.default_class, Code::BadRequest, false, false);
+    return reject(Code::BadRequest, "unknown traffic class '" + request.cls + "'");
+  }
   const std::string& cls = s->cls->name;
   const int64_t length = static_cast<int64_t>(request.prompt.size());
   if (context_room(length, context_) == 0) {

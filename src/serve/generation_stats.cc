@@ -1,6 +1,7 @@
 #include "serve/generation_stats.h"
 
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <limits>
 #include <sstream>
@@ -66,6 +67,8 @@ void GenerationStats::finished(const std::string& cls, const std::string& reason
   c.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
   c.generation_tokens += static_cast<uint64_t>(generated);
   c.e2e.add(e2e_s);
+  c.last_finished_ms = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
 void GenerationStats::failed(const std::string& cls, Code code, bool was_queued, bool was_running) {

@@ -39,6 +39,7 @@ struct GenerationClassStats {
   std::map<std::string, uint64_t> finished;  // finish reason -> requests
   std::map<std::string, uint64_t> failures;  // reason (code name) -> requests
   int64_t running = 0, waiting = 0;
+  uint64_t last_finished_ms = 0;  // when a request last finished, ms since the epoch (Triton's last_inference)
 };
 
 class GenerationStats {

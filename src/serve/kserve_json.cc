@@ -164,8 +164,9 @@ json generative_stats(GenerativeModel& m) {
   // steps shared with other sequences).
   uint64_t finished = 0, failed = 0;
   double e2e_s = 0, queue_s = 0;
-  uint64_t queued = 0;
+  uint64_t queued = 0, last_ms = 0;
   for (const auto& [cls, c] : m.stats().snapshot()) {
+    last_ms = std::max(last_ms, c.last_finished_ms);
     for (const auto& [reason, n] : c.finished) finished += n;
     for (const auto& [reason, n] : c.failures) failed += n;
     e2e_s += c.e2e.sum;
@@ -173,7 +174,7 @@ json generative_stats(GenerativeModel& m) {
     queued += c.queue.count;
   }
   auto ns = [](double s) { return static_cast<uint64_t>(std::max(0.0, s) * 1e9); };
-  return stats_document(m.name(), 0, finished, finished, {finished, ns(e2e_s)}, {failed, 0}, {queued, ns(queue_s)},
+  return stats_document(m.name(), last_ms, finished, finished, {finished, ns(e2e_s)}, {failed, 0}, {queued, ns(queue_s)},
                         {finished, ns(e2e_s - queue_s)}, json::array());
 }
 

@@ -19,7 +19,7 @@ import pytest
 from tokenizers import Tokenizer
 
 from conftest import MODELS, model_path, run_fusor
-from serve_util import Served, post
+from serve_util import Served, get, post
 
 MODEL = "llama-tiny"
 PROMPT = "Once upon a time, there was a little"
@@ -115,6 +115,21 @@ def test_generation_config_sets_what_a_request_leaves_out(tmp_path):
         assert json.loads(body)["choices"][0]["text"] == plain["text"]
     finally:
         assert s.stop() == 0, s.output()
+
+
+def test_stats_count_an_unknown_class_and_say_when_the_last_request_finished(server, client):
+    """A request naming an unknown class was refused but not counted, and a decoder's
+    last_inference stayed 0."""
+    def stats():
+        return json.loads(get(f"{server.url}/v2/models/llama/stats")[1])["model_stats"][0]
+
+    before = stats()
+    body = {"model": "llama", "prompt": "Hi", "max_tokens": 2, "fusor_class": "nope"}
+    assert post(f"{server.url}/v1/completions", json.dumps(body).encode())[0] == 400
+    greedy(client, prompt="Hi", max_tokens=2)
+    after = stats()
+    assert after["inference_stats"]["fail"]["count"] == before["inference_stats"]["fail"]["count"] + 1
+    assert abs(after["last_inference"] - time.time() * 1000) < 60_000, after
 
 
 def test_stream_joins_to_the_whole_text_with_usage(client):
