@@ -198,6 +198,18 @@ def test_http_status_codes_for_model_and_extension_errors(server):
     assert get(f"{server.url}/v2/models/demo/trace/setting")[0] == 501  # as /v2/trace/setting; was 404
 
 
+def read_until_closed(s):
+    """What the server sends until it closes the connection (after its one answer)."""
+    reply = b""
+    try:
+        while chunk := s.recv(65536):
+            reply += chunk
+    except ConnectionResetError:
+        pass
+    s.close()
+    return reply
+
+
 def test_conflicting_content_lengths_are_refused_and_the_connection_closed(server):
     """With the first Content-Length (0) httplib read no body, and the next 'request' on the
     connection was this body: a GET smuggled past any proxy that framed by the second."""
@@ -210,13 +222,7 @@ def test_conflicting_content_lengths_are_refused_and_the_connection_closed(serve
         s.sendall(smuggled)
     except OSError:
         pass  # closed already
-    reply = b""
-    try:
-        while chunk := s.recv(65536):  # the server closes the connection after its one answer
-            reply += chunk
-    except ConnectionResetError:
-        pass
-    s.close()
+    reply = read_until_closed(s)
     assert reply.startswith(b"HTTP/1.1 400") and b"conflicting Content-Length" in reply, reply
     assert reply.count(b"HTTP/1.1 ") == 1, reply
 
@@ -229,13 +235,7 @@ def test_a_body_without_a_plain_length_is_refused_and_the_connection_closed(serv
     10 s on '-1', and read a chunked body whole, past serve.max_body_bytes."""
     s = socket.create_connection(("127.0.0.1", server.http), timeout=5)
     s.sendall(b"POST /v2/models/demo/infer HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n\r\n")
-    reply = b""
-    try:
-        while chunk := s.recv(65536):  # the server closes the connection after its one answer
-            reply += chunk
-    except ConnectionResetError:
-        pass
-    s.close()
+    reply = read_until_closed(s)
     assert reply.startswith(b"HTTP/1.1 " + status) and says in reply, reply
     assert reply.count(b"HTTP/1.1 ") == 1, reply
 

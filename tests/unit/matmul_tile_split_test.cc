@@ -27,6 +27,18 @@ std::vector<float> pattern(size_t n, float scale) {
   return v;
 }
 
+// a [m, k] times w [k, n], in double.
+std::vector<double> product(const std::vector<float>& a, const std::vector<float>& w, int64_t m, int64_t k, int64_t n) {
+  std::vector<double> out(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t r = 0; r < k; ++r) acc += double{a[static_cast<size_t>(i * k + r)]} * w[static_cast<size_t>(r * n + j)];
+      out[static_cast<size_t>(i * n + j)] = acc;
+    }
+  return out;
+}
+
 struct Gemm {
   int64_t M, K, N;
   bool broadcast_residual;
@@ -96,14 +108,12 @@ TEST(MatmulTileSplit, GemmsThatDifferOnlyInTheirActivationKeepTheirOwn) {
       std::vector<std::byte> scratch(mm.scratch_bytes());
       std::vector<float> dst(static_cast<size_t>(m * n));
       mm.execute(a.data(), w.data(), nullptr, dst.data(), {}, scratch);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double acc = 0;
-          for (int64_t r = 0; r < k; ++r) acc += double{a[static_cast<size_t>(i * k + r)]} * w[static_cast<size_t>(r * n + j)];
-          const double want = alg == A::eltwise_tanh ? std::tanh(acc) : acc > 0 ? acc : alpha * acc;
-          ASSERT_NEAR(dst[static_cast<size_t>(i * n + j)], want, 1e-4 * (1 + std::abs(want)))
-              << m << " rows, algorithm " << static_cast<int>(alg) << " alpha " << alpha;
-        }
+      const std::vector<double> acc = product(a, w, m, k, n);
+      for (size_t i = 0; i < acc.size(); ++i) {
+        const double want = alg == A::eltwise_tanh ? std::tanh(acc[i]) : acc[i] > 0 ? acc[i] : alpha * acc[i];
+        ASSERT_NEAR(dst[i], want, 1e-4 * (1 + std::abs(want))) << m << " rows, algorithm " << static_cast<int>(alg)
+                                                                 << " alpha " << alpha;
+      }
     }
   }
   set_thread_width(before);
@@ -136,12 +146,8 @@ TEST(OnednnMatmul, TinyAndOneRowGemmsStayOffTheOpenmpTeam) {
     std::vector<std::byte> scratch(mm.scratch_bytes());
     std::vector<float> dst(static_cast<size_t>(m * n));
     mm.execute(a.data(), w.data(), nullptr, dst.data(), {}, scratch);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t r = 0; r < k; ++r) acc += double{a[static_cast<size_t>(i * k + r)]} * w[static_cast<size_t>(r * n + j)];
-        ASSERT_NEAR(dst[static_cast<size_t>(i * n + j)], acc, 1e-4 * (1 + std::abs(acc)));
-      }
+    const std::vector<double> acc = product(a, w, m, k, n);
+    for (size_t i = 0; i < acc.size(); ++i) ASSERT_NEAR(dst[i], acc[i], 1e-4 * (1 + std::abs(acc[i])));
   }
   set_thread_width(before);
 }
