@@ -6,9 +6,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <thread>
-#include <iostream>
 
 #include "commands.h"
 #include "fusor/check.h"
