@@ -42,13 +42,18 @@ bool write_all(int fd, std::string_view bytes) {
 }  // namespace
 
 bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
+  return write_file_atomically(path, {bytes});
+}
+
+bool write_file_atomically(const std::filesystem::path& path, std::initializer_list<std::string_view> pieces) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(path, ec) && !fs::is_regular_file(path, ec)) return false;
   fs::path tmp;
   const int fd = create_temporary(path, tmp);
   if (fd < 0) return false;
-  const bool written = write_all(fd, bytes);
+  bool written = true;
+  for (std::string_view piece : pieces) written = written && write_all(fd, piece);
   if (::close(fd) != 0 || !written) {
     fs::remove(tmp, ec);
     return false;

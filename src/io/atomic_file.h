@@ -4,6 +4,7 @@
 // `fusor optimize -o model.onnx`, the model's own path) leaves the old file as it was.
 #pragma once
 #include <filesystem>
+#include <initializer_list>
 #include <string_view>
 
 namespace fusor {
@@ -12,5 +13,8 @@ namespace fusor {
 // is there but is not a regular file: renamed over, a device (/dev/null, as root), a FIFO or a
 // socket became a plain file holding the bytes.
 bool write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+// The same for a file of several pieces written one after the other (a header and a tensor's
+// bytes, without copying the tensor into one string).
+bool write_file_atomically(const std::filesystem::path& path, std::initializer_list<std::string_view> pieces);
 
 }  // namespace fusor

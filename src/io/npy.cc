@@ -6,6 +6,8 @@
 #include <sstream>
 #include <vector>
 
+#include "io/atomic_file.h"
+
 namespace fusor {
 namespace {
 
@@ -122,14 +124,13 @@ void write_npy(const std::string& path, const Tensor& t) {
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot write " + path);
-  uint16_t len = static_cast<uint16_t>(header.size());
-  f.write("\x93NUMPY\x01\x00", 8);
-  f.write(reinterpret_cast<const char*>(&len), 2);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(t.nbytes()));
-  if (!f) throw Error("failed writing " + path);
+  const uint16_t len = static_cast<uint16_t>(header.size());
+  std::string prefix("\x93NUMPY\x01\x00", 8);
+  prefix.append(reinterpret_cast<const char*>(&len), 2);
+  prefix += header;
+  // Whole or not at all: SIGTERM during a 600 MB write left a truncated file np.load refused.
+  if (!write_file_atomically(path, {prefix, std::string_view(static_cast<const char*>(t.raw()), t.nbytes())}))
+    throw Error("cannot write " + path);
 }
 
 }  // namespace fusor

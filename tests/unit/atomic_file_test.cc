@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -45,6 +46,18 @@ TEST(AtomicFile, AFailedWriteLeavesWhatWasThere) {
   EXPECT_TRUE(fs::is_directory(dir / "taken" / "inside"));
   EXPECT_FALSE(write_file_atomically(dir / "missing" / "model.onnx", "bytes"));
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary left
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, PiecesAreWrittenInOrderAndNotOverADevice) {
+  const fs::path dir = fresh_folder("atomic_file_pieces");
+  ASSERT_TRUE(write_file_atomically(dir / "a.npy", {"head", std::string_view("\0body", 5), ""}));
+  EXPECT_EQ(read(dir / "a.npy"), std::string("head\0body", 9));
+  // Renamed over, /dev/null became a plain file (as root); a FIFO stands in for it.
+  ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+  EXPECT_FALSE(write_file_atomically(dir / "fifo", "bytes"));
+  EXPECT_TRUE(fs::is_fifo(dir / "fifo"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);  // no temporary left
   fs::remove_all(dir);
 }
 
