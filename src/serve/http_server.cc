@@ -2,12 +2,14 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <vector>
 
 #include <httplib.h>
 
@@ -62,43 +64,35 @@ void end_counted_request() {
   t_counted_in = nullptr;
 }
 
-// Content-Length given twice (or as a list) with different values. Which one ends the body is
-// what request smuggling exploits: a proxy and this server would each frame it their own way, so
-// RFC 9112 (6.3) makes it an error. httplib would read the first.
-bool has_conflicting_lengths(const httplib::Request& req) {
-  std::optional<std::string> first;
+// Every Content-Length value, trimmed: each header, and each item of one given as a list.
+std::vector<std::string> content_lengths(const httplib::Request& req) {
+  std::vector<std::string> values;
   auto [begin, end] = req.headers.equal_range("Content-Length");
   for (auto h = begin; h != end; ++h)
     for (size_t at = 0; at <= h->second.size();) {
-      size_t comma = std::min(h->second.find(',', at), h->second.size());
+      const size_t comma = std::min(h->second.find(',', at), h->second.size());
       std::string value = h->second.substr(at, comma - at);
       value.erase(0, value.find_first_not_of(" \t"));
       value.erase(value.find_last_not_of(" \t") + 1);
-      if (!first) first = value;
-      else if (value != *first) return true;
+      values.push_back(std::move(value));
       at = comma + 1;
     }
-  return false;
+  return values;
+}
+
+// Content-Length given twice (or as a list) with different values. Which one ends the body is
+// what request smuggling exploits: a proxy and this server would each frame it their own way, so
+// RFC 9112 (6.3) makes it an error. httplib would read the first.
+bool has_conflicting_lengths(const std::vector<std::string>& lengths) {
+  return std::any_of(lengths.begin(), lengths.end(), [&](const std::string& v) { return v != lengths.front(); });
 }
 
 // Whether every Content-Length value is a number of bytes (digits alone, RFC 9112 6.3). httplib
 // read "1e3" or "1abc" as 1 and took the rest of the body as the connection's next request.
-bool content_length_is_a_number(const httplib::Request& req) {
-  auto [begin, end] = req.headers.equal_range("Content-Length");
-  for (auto h = begin; h != end; ++h) {
-    std::string v = h->second;
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t") + 1);
-    for (size_t at = 0; at <= v.size();) {  // "5, 5": equal repeats are one length (has_conflicting_lengths)
-      const size_t comma = std::min(v.find(',', at), v.size());
-      std::string one = v.substr(at, comma - at);
-      one.erase(0, one.find_first_not_of(" \t"));
-      one.erase(one.find_last_not_of(" \t") + 1);
-      if (one.empty() || one.find_first_not_of("0123456789") != std::string::npos) return false;
-      at = comma + 1;
-    }
-  }
-  return true;
+bool content_length_is_a_number(const std::vector<std::string>& lengths) {
+  return std::all_of(lengths.begin(), lengths.end(), [](const std::string& v) {
+    return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+  });
 }
 
 // The body's length as its (one, checked) Content-Length header gives it; 0 without one or for a
@@ -145,12 +139,13 @@ HttpServer::HttpServer(Kind kind, Models& models, int64_t max_body_bytes)
     end_counted_request();
     t_counted_in = &requests_in_flight_;
     ++requests_in_flight_;
-    if (has_conflicting_lengths(req)) {
+    const std::vector<std::string> lengths = content_lengths(req);
+    if (has_conflicting_lengths(lengths)) {
       // Where its body ends is unknown, so nothing after it on this connection can be read.
       send_error_and_close(res, Code::BadRequest, "the request has conflicting Content-Length headers");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!content_length_is_a_number(req)) {
+    if (!content_length_is_a_number(lengths)) {
       send_error_and_close(res, Code::BadRequest, "the request's Content-Length is not a number of bytes");
       return httplib::Server::HandlerResponse::Handled;
     }

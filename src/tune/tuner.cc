@@ -135,6 +135,13 @@ struct Run {
 Run::Run(const Engine& engine, const TuneOptions& o, Progress& progress, const std::atomic<bool>& stop)
     : engine(engine), o(o), progress(progress), stop(stop), sig(serve::Signature::of(engine.inputs(), engine.outputs())) {
   max_batches = sig.batched ? o.max_batches : std::vector<int64_t>{1};
+  // price() skips a window with a batch of one, which cannot grow: with only those left tune
+  // measured nothing, reported capacity 0 at a window never asked for, and exited 0.
+  if (*std::max_element(max_batches.begin(), max_batches.end()) == 1 &&
+      std::none_of(o.windows_ms.begin(), o.windows_ms.end(), [](double w) { return w == 0; }))
+    throw Error(std::string(sig.batched ? "--max-batch 1" : "a model without a batch axis (a max_batch of 1)") +
+                    " takes no batch window: give a window of 0 in --windows" + (sig.batched ? ", or a --max-batch above 1" : ""),
+                ErrorKind::InvalidArgument);
   rows = buckets_up_to(*std::max_element(max_batches.begin(), max_batches.end()));
   row_limit = rows.back();
   if (o.max_length > 0) {
@@ -186,12 +193,6 @@ std::vector<Priced> price(const Run& run, const Slo& slo, const Layout& layout, 
         out.push_back({{w, b, layout.contexts}, simulated_capacity(cls, layout.contexts, times, slo.p99_ms)});
       }
     }
-  // Every window > 0 with max_batch 1 alone: tune measured nothing, reported capacity 0 at a
-  // window never asked for, and exited 0.
-  if (out.empty())
-    throw Error("nothing to measure: a max_batch of 1 takes no batch window, so give a window of 0 (--windows 0,...) "
-                "or a max_batch above 1",
-                ErrorKind::InvalidArgument);
   std::stable_sort(out.begin(), out.end(), [](const Priced& a, const Priced& b) { return a.predicted_qps > b.predicted_qps; });
   return out;
 }

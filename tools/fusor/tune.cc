@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -114,12 +113,6 @@ tune::TuneOptions TuneArgs::options(const Engine& engine) const {
       if (b > kMaxBatch)
         throw Error("--max-batch: " + std::to_string(b) + " is over " + std::to_string(kMaxBatch), ErrorKind::InvalidArgument);
   }
-  // A max_batch of 1 takes no window (tune skips the pairs): with nothing else left, it measured
-  // nothing and exited 0. (A model that packs sweeps token budgets instead: tuner.cc says so.)
-  if (std::all_of(o.max_batches.begin(), o.max_batches.end(), [](int64_t b) { return b == 1; }) &&
-      std::none_of(o.windows_ms.begin(), o.windows_ms.end(), [](double w) { return w == 0; }) && token_budgets.empty())
-    throw Error("--max-batch 1 takes no batch window: give a window of 0 in --windows, or a --max-batch above 1",
-                ErrorKind::InvalidArgument);
   if (!token_budgets.empty()) o.token_budgets = parse_int_list(token_budgets, "--token-budgets");
   if (!lengths.empty()) {
     const tune::LengthRange l = tune::parse_lengths(lengths);

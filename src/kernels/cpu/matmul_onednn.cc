@@ -44,8 +44,7 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
                             : spec_.weights;
   std::string key = "matmul";
   for (const auto* md : {&spec_.src, &wei_md, &spec_.bias, &spec_.dst}) key.append("|").append(onednn::md_key(*md));
-  key.append("|").append(onednn::post_ops_key(spec_.post_ops));
-  for (const auto& md : spec_.binary_mds) key.append("|").append(onednn::md_key(md));
+  key.append("|").append(onednn::post_ops_key(spec_.post_ops));  // binary operands' layouts included
   const memory::dims& w_dims = spec_.weights.dims();
   const int64_t macs = static_cast<int64_t>(spec_.dst.get_size() / sizeof(float)) * w_dims[w_dims.size() - 2];
   single_thread_ = macs <= kSingleThreadMacs;

@@ -95,8 +95,7 @@ std::shared_ptr<const MatmulTileSplit::Part> MatmulTileSplit::part(int64_t rows,
   const Shape& shape = shape_;
   std::string key = "matmul-tile|" + onednn::dims_key({rows, cols}) + "|" + onednn::md_key(shape.src) + "|" +
                     onednn::md_key(shape.dst) + "|" + onednn::md_key(shape.weights) + "|" + onednn::md_key(shape.bias);
-  for (const auto& md : shape.binary_mds) key += "|" + onednn::md_key(md);
-  key += "|" + onednn::post_ops_key(shape.post_ops);
+  key += "|" + onednn::post_ops_key(shape.post_ops);  // binary operands' layouts included
   // Built single-threaded: oneDNN fixes a primitive's thread count when it is created.
   const onednn::OmpThreads one(1);
   return onednn::cached_as<Part>(key, [&] {
