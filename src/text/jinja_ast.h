@@ -21,7 +21,7 @@ struct Expr {
     Attribute,    // items[0].name
     Item,         // items[0][items[1]]
     Slice,        // items[0][items[1]:items[2]:items[3]] (each but the first may be null)
-    Call,         // name(items...): a global function (raise_exception, namespace, range, dict)
+    Call,         // name(items...): a macro, else a global function (raise_exception, namespace, range, dict)
     MethodCall,   // items[0].name(items[1:]...): a str or dict method (strip, startswith, items, get)
     Filter,       // items[0] | name(items[1:]...)
     Test,         // items[0] is [not] name(items[1:]...)
@@ -50,7 +50,8 @@ struct Node {
     Output,  // {{ expr }}
     If,      // conditions[i] -> bodies[i]; bodies[conditions.size()] (if there) is the else
     For,     // for targets in expr [if condition]: bodies[0]; bodies[1] (if there) when nothing looped
-    Set,     // set targets[0] [. attribute] = expr
+    Set,     // set targets[0] [. attribute] = expr, or (no expr) set targets[0] to bodies[0]'s text
+    Macro,   // macro targets[0](targets[1:]): bodies[0]; conditions[i] the default of targets[i + 1] or null
   };
   Kind kind;
   int line;

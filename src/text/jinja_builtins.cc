@@ -1,9 +1,15 @@
 #include "text/jinja_builtins.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
 #include <algorithm>
 #include <array>
 #include <ctime>
 #include <cctype>
+
+#include "text/jinja_collection_filters.h"
 
 namespace fusor::text::jinja {
 namespace {
@@ -11,14 +17,15 @@ namespace {
 // strftime_now(format): the local time, as transformers (4.43 on) and vLLM give templates (Llama
 // 3.2's writes "Today Date: ..." with it).
 constexpr std::array<std::string_view, 5> kFunctions = {"raise_exception", "namespace", "range", "dict", "strftime_now"};
-constexpr std::array<std::string_view, 25> kFilters = {
+constexpr std::array<std::string_view, 31> kFilters = {
     "trim", "upper", "lower", "capitalize", "title", "length", "count", "tojson", "default", "d",
     "join", "first", "last", "string", "list", "replace", "reverse", "int", "items", "abs",
-    "map", "select", "reject", "selectattr", "rejectattr"};
-constexpr std::array<std::string_view, 21> kTests = {
+    "map", "select", "reject", "selectattr", "rejectattr", "round", "float", "indent", "safe", "escape", "e"};
+constexpr std::array<std::string_view, 35> kTests = {
     "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true",
     "false", "mapping", "iterable", "sequence", "odd", "even", "divisibleby", "callable",
-    "equalto", "eq", "==", "ne"};
+    "equalto", "eq", "==", "ne", "!=", "in", "gt", ">", "greaterthan", "ge", ">=", "lt", "<",
+    "lessthan", "le", "<=", "lower", "upper"};
 
 template <size_t N>
 bool contains(const std::array<std::string_view, N>& names, std::string_view name) {
@@ -136,6 +143,8 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   return out + s.substr(start);
 }
 
+}  // namespace
+
 // The items a for loop, join or list sees: a list's items, a string's characters, a dict's keys.
 List items_of(const Value& v, const std::string& what) {
   switch (v.kind()) {
@@ -154,29 +163,6 @@ List items_of(const Value& v, const std::string& what) {
     }
     default: fail(what + ": a " + v.type_name() + " is not iterable");
   }
-}
-
-int64_t length_of(const Value& v, const std::string& what) {
-  switch (v.kind()) {
-    case Value::Kind::String: return int64_t(char_offsets(v.as_string()).size() - 1);
-    case Value::Kind::List: return int64_t(v.as_list().size());
-    case Value::Kind::Dict:
-    case Value::Kind::Namespace: return int64_t(v.as_dict().size());
-    case Value::Kind::Undefined: return 0;
-    default: fail(what + ": a " + v.type_name() + " has no length");
-  }
-}
-
-int64_t int_arg(const Value* v, int64_t fallback, const std::string& what) {
-  if (!v || v->is(Value::Kind::None)) return fallback;
-  if (!v->is(Value::Kind::Int) && !v->is(Value::Kind::Bool)) fail(what + ": expected an int, got " + v->type_name());
-  return v->as_int();
-}
-
-Value dict_items(const Value& v) {
-  List out;
-  for (const auto& [k, val] : v.as_dict()) out.push_back(Value::tuple({Value::string(k), val}));
-  return Value::list(std::move(out));
 }
 
 // item.attribute or item['attribute'] for map, selectattr and join: a dict's entry, else
@@ -200,6 +186,31 @@ Value attribute_of(const Value& item, const Value& attribute, const std::string&
     if (dot == std::string::npos) return current;
     start = dot + 1;
   }
+}
+
+namespace {
+
+int64_t length_of(const Value& v, const std::string& what) {
+  switch (v.kind()) {
+    case Value::Kind::String: return int64_t(char_offsets(v.as_string()).size() - 1);
+    case Value::Kind::List: return int64_t(v.as_list().size());
+    case Value::Kind::Dict:
+    case Value::Kind::Namespace: return int64_t(v.as_dict().size());
+    case Value::Kind::Undefined: return 0;
+    default: fail(what + ": a " + v.type_name() + " has no length");
+  }
+}
+
+int64_t int_arg(const Value* v, int64_t fallback, const std::string& what) {
+  if (!v || v->is(Value::Kind::None)) return fallback;
+  if (!v->is(Value::Kind::Int) && !v->is(Value::Kind::Bool)) fail(what + ": expected an int, got " + v->type_name());
+  return v->as_int();
+}
+
+Value dict_items(const Value& v) {
+  List out;
+  for (const auto& [k, val] : v.as_dict()) out.push_back(Value::tuple({Value::string(k), val}));
+  return Value::list(std::move(out));
 }
 
 // select / reject / selectattr / rejectattr: the items (or their attribute) that pass a test
@@ -252,6 +263,81 @@ Value map_items(const Value& v, const Args& args) {
   return Value::list(std::move(out));
 }
 
+// round(precision=0, method='common'): 'common' is Python's round() (halves to even, on the
+// decimal value of the binary number, as printf's correctly rounded digits give it); 'ceil' and
+// 'floor' scale, round and scale back. An int stays an int under 'common', as in Python.
+Value rounded(const Value& v, const Args& args, const std::string& what) {
+  if (!v.is_number()) fail(what + ": expected a number, got " + v.type_name());
+  const int64_t precision = int_arg(args.get(0, "precision"), 0, what);
+  const Value* method = args.get(1, "method");
+  const std::string how = method ? method->str() : "common";
+  if (how != "common" && how != "ceil" && how != "floor") fail(what + ": method must be common, ceil or floor");
+  if (precision < -308 || precision > 308) fail(what + ": precision out of range");
+  const double x = v.as_float(), scale = std::pow(10.0, double(precision));
+  if (how != "common") return Value::number((how == "ceil" ? std::ceil(x * scale) : std::floor(x * scale)) / scale);
+  if (!v.is(Value::Kind::Float) && precision >= 0) return Value::integer(v.as_int());
+  if (!std::isfinite(x)) return Value::number(x);
+  if (precision < 0) {
+    const double r = std::nearbyint(x / std::pow(10.0, double(-precision))) * std::pow(10.0, double(-precision));
+    return v.is(Value::Kind::Float) ? Value::number(r) : Value::integer(int64_t(r));
+  }
+  char text[400];
+  std::snprintf(text, sizeof text, "%.*f", int(std::min<int64_t>(precision, 340)), x);
+  return Value::number(std::strtod(text, nullptr));
+}
+
+// markupsafe's escape: the five characters HTML gives meaning to.
+std::string html_escaped(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  if (out.size() > kMaxValueSize) fail("filter 'escape': result too large");
+  return out;
+}
+
+// indent(width=4, first=False, blank=False): every line but the first (and it too with first)
+// gets `width` spaces, or the string width; empty lines only with blank. Lines split as
+// str.splitlines() does.
+std::string indented(const std::string& s, const Args& args, const std::string& what) {
+  const Value* width = args.get(0, "width");
+  std::string pad = width && width->is(Value::Kind::String) ? width->as_string() : std::string(size_t(std::clamp<int64_t>(int_arg(width, 4, what), 0, 4096)), ' ');
+  const Value* first = args.get(1, "first");
+  const Value* blank = args.get(2, "blank");
+  std::vector<std::string> lines;
+  const std::string text = s + "\n";  // jinja2 adds one, so a trailing newline leaves no empty line
+  size_t start = 0;
+  for (size_t i = 0; i < text.size();) {
+    size_t len = 0;
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\r') len = i + 1 < text.size() && text[i + 1] == '\n' ? 2 : 1;
+    else if (c == '\n' || c == 0x0b || c == 0x0c || (c >= 0x1c && c <= 0x1e)) len = 1;
+    else if (text.compare(i, 2, "\xc2\x85") == 0) len = 2;
+    else if (text.compare(i, 3, "\xe2\x80\xa8") == 0 || text.compare(i, 3, "\xe2\x80\xa9") == 0) len = 3;
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    lines.push_back(text.substr(start, i - start));
+    start = i += len;
+  }
+  std::string out = lines.empty() ? "" : lines[0];
+  for (size_t k = 1; k < lines.size(); ++k) {
+    out += '\n';
+    if ((blank && blank->truthy()) || !lines[k].empty()) out += pad;
+    out += lines[k];
+    if (out.size() > kMaxValueSize) fail(what + ": result too large");
+  }
+  return (first && first->truthy() ? pad : "") + out;
+}
+
 }  // namespace
 
 const Value* Args::get(size_t index, std::string_view name) const {
@@ -277,7 +363,7 @@ std::vector<size_t> char_offsets(const std::string& s) {
 }
 
 bool is_function(std::string_view name) { return contains(kFunctions, name); }
-bool is_filter(std::string_view name) { return contains(kFilters, name); }
+bool is_filter(std::string_view name) { return contains(kFilters, name) || is_collection_filter(name); }
 bool is_test(std::string_view name) { return contains(kTests, name); }
 
 Value call_function(const std::string& name, const Args& args) {
@@ -375,6 +461,22 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
       return Value::integer(int_arg(args.get(0, "default"), 0, what));
     }
   }
+  if (is_collection_filter(name)) return apply_collection_filter(name, v, args);
+  if (name == "round") return rounded(v, args, what);
+  if (name == "float") {
+    if (v.is_number()) return Value::number(v.as_float());
+    const Value* fallback = args.get(0, "default");
+    const std::string text = strip(v.str(), nullptr, true, true);
+    char* end = nullptr;
+    const double f = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+    if (!text.empty() && end == text.c_str() + text.size() && text.find_first_of("xXpP") == std::string::npos)
+      return Value::number(f);  // strtod also reads C's hex floats, which Python's float() refuses
+    return fallback ? *fallback : Value::number(0);
+  }
+  // safe marks text as markup, which matters only where autoescaping is on, and transformers'
+  // template environment leaves it off.
+  if (name == "safe") return v.is(K::String) ? v : Value::string(v.str());
+  if (name == "escape" || name == "e") return Value::string(html_escaped(v.str()));
   if (name == "abs") {
     if (v.is(K::Float)) return Value::number(v.as_float() < 0 ? -v.as_float() : v.as_float());
     if (!v.is_number() || v.as_int() == INT64_MIN) fail(what + ": expected a number, got " + v.type_name());
@@ -387,6 +489,7 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
   if (name == "lower") return Value::string(map_case(s, false));
   if (name == "title") return Value::string(title_case(s));
   if (name == "capitalize") return Value::string(map_case(s.substr(0, 1), true) + map_case(s.size() > 1 ? s.substr(1) : "", false));
+  if (name == "indent") return Value::string(indented(s, args, what));
   if (name == "replace") {
     const std::string& from = need_string(need(args, 0, "old", what), what);
     const std::string& to = need_string(need(args, 1, "new", what), what);
@@ -411,9 +514,25 @@ bool apply_test(const std::string& name, const Value& v, const Args& args) {
   if (name == "iterable") return v.is(K::List) || v.is(K::String) || v.is(K::Dict) || v.is_undefined();
   if (name == "sequence") return v.is(K::List) || v.is(K::String) || v.is(K::Dict);
   if (name == "callable") return false;
-  if (name == "equalto" || name == "eq" || name == "==" || name == "ne")
-    return equal(v, need(args, 0, "other", "test '" + name + "'")) != (name == "ne");
+  if (name == "equalto" || name == "eq" || name == "==" || name == "ne" || name == "!=")
+    return equal(v, need(args, 0, "other", "test '" + name + "'")) != (name == "ne" || name == "!=");
   const std::string what = "test '" + name + "'";
+  if (name == "in") return jinja::contains(v, need(args, 0, "seq", what));
+  if (name == "lower" || name == "upper") {  // str.islower() / isupper(), ASCII letters
+    if (!v.is(K::String)) return false;
+    const std::string& s = v.as_string();
+    const bool cased = std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isalpha(c); });
+    return cased && std::none_of(s.begin(), s.end(), [&](unsigned char c) { return name == "lower" ? std::isupper(c) : std::islower(c); });
+  }
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kComparisons = {{
+      {"gt", ">"}, {">", ">"}, {"greaterthan", ">"}, {"ge", ">="}, {">=", ">="},
+      {"lt", "<"}, {"<", "<"}, {"lessthan", "<"}, {"le", "<="}, {"<=", "<="}}};
+  for (const auto& [test, op] : kComparisons)
+    if (name == test) {
+      const int c = compare(v, need(args, 0, "other", what));
+      if (c == 2) fail(what + ": cannot compare a " + v.type_name() + " with it");
+      return op == ">" ? c > 0 : op == ">=" ? c >= 0 : op == "<" ? c < 0 : c <= 0;
+    }
   if (name == "odd" || name == "even" || name == "divisibleby") {
     if (!v.is(K::Int) && !v.is(K::Bool)) fail(what + ": expected an int, got " + v.type_name());
     int64_t divisor = name == "divisibleby" ? int_arg(&need(args, 0, "num", what), 0, what) : 2;
@@ -461,6 +580,11 @@ Value call_method(const Value& object, const std::string& name, const Args& args
       List out;
       for (const auto& entry : object.as_dict()) out.push_back(entry.second);
       return Value::list(std::move(out));
+    }
+    // loop.cycle(a, b, ...): the loop variable is a dict holding index0 (jinja_eval.cc).
+    if (const Value* index = object.find("index0"); name == "cycle" && index && object.find("revindex0")) {
+      if (args.positional() == 0 || !args.keywords.empty()) fail("loop.cycle(): takes one or more values");
+      return args.values[size_t(index->as_int() % int64_t(args.positional()))];
     }
     if (name == "get") {
       const Value* found = object.find(need_string(need(args, 0, "key", what), what));

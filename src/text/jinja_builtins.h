@@ -33,6 +33,12 @@ Value apply_filter(const std::string& name, const Value& operand, const Args& ar
 bool apply_test(const std::string& name, const Value& operand, const Args& args);
 Value call_method(const Value& object, const std::string& name, const Args& args);
 
+// The items a for loop, join or list sees: a list's items, a string's characters, a dict's keys.
+List items_of(const Value& v, const std::string& what);
+// item.attribute or item['attribute'], as jinja's attribute getter reads it for map, join, sort:
+// "a.b" walks down and a part of digits indexes a list; Undefined where nothing is there.
+Value attribute_of(const Value& item, const Value& attribute, const std::string& what);
+
 // Code point boundaries of UTF-8 text (Python indexes str by code point): the byte offset of each
 // character's start, then one for the end.
 std::vector<size_t> char_offsets(const std::string& s);

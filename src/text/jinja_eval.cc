@@ -1,5 +1,6 @@
 #include "text/jinja_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -10,6 +11,9 @@ namespace {
 
 // Loop iterations one render may run, all loops together: real templates run one per message.
 constexpr size_t kMaxIterations = size_t(1) << 18;
+// Macro calls nested in one another (a macro calling itself walks a JSON schema's levels): each
+// takes stack, so a hostile template recursing forever fails here instead.
+constexpr int kMaxMacroDepth = 100;
 
 [[noreturn]] void fail(const std::string& message) { throw EvalError(message); }
 
@@ -91,22 +95,6 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   int64_t q = x / y, m = x % y;
   if (m != 0 && (m < 0) != (y < 0)) --q, m += y;  // floor, as Python does
   return Value::integer(op == "//" ? q : m);
-}
-
-bool contains(const Value& item, const Value& container) {
-  using K = Value::Kind;
-  switch (container.kind()) {
-    case K::List:
-      for (const Value& v : container.as_list())
-        if (equal(item, v)) return true;
-      return false;
-    case K::String:
-      if (!item.is(K::String)) fail(std::string("'in <string>' requires a string, not '") + item.type_name() + "'");
-      return container.as_string().find(item.as_string()) != std::string::npos;
-    case K::Dict: return item.is(K::String) && container.find(item.as_string());
-    case K::Undefined: return false;
-    default: fail(std::string("a '") + container.type_name() + "' has no 'in'");
-  }
 }
 
 Value binary(const std::string& op, const Value& a, const Value& b) {
@@ -212,6 +200,7 @@ class Renderer {
           return;
         case Node::Kind::For: return for_loop(n);
         case Node::Kind::Set: return set(n);
+        case Node::Kind::Macro: macros_[n.targets[0]] = &n; return;
       }
     } catch (const EvalError& e) {
       throw RenderError{line_, e.what()};
@@ -223,9 +212,23 @@ class Renderer {
     out_ += s;
   }
 
+  // The text `body` renders to, written nowhere else: a {% set %} block's value, a macro's result.
+  std::string capture(const Body& body) {
+    std::string outer;
+    std::swap(out_, outer);
+    try {
+      run(body);
+    } catch (...) {
+      std::swap(out_, outer);
+      throw;
+    }
+    std::swap(out_, outer);
+    return outer;
+  }
+
   void set(const Node& n) {
     line_ = n.line;
-    Value v = eval(*n.expr);
+    Value v = n.expr ? eval(*n.expr) : Value::string(capture(n.bodies[0]));
     line_ = n.line;
     if (n.attribute.empty()) {
       scopes_.back()[n.targets[0]] = std::move(v);
@@ -320,6 +323,7 @@ class Renderer {
         // A global function named bare is defined, as in Jinja: `strftime_now is defined` guards
         // its call in Llama 3.2's template.
         if (!v && is_function(e.name)) return Value::string("<function " + e.name + ">");
+        if (!v && macros_.count(e.name)) return Value::string("<Macro '" + e.name + "'>");
         return v ? *v : Value();
       }
       case K::List: {
@@ -365,6 +369,8 @@ class Renderer {
       case K::Call: {
         Args args = arguments(e, 0);
         line_ = e.line;
+        if (auto macro = macros_.find(e.name); macro != macros_.end()) return call_macro(*macro->second, args);
+        if (!is_function(e.name)) fail("'" + e.name + "' is undefined");  // its {% macro %} has not run
         return call_function(e.name, args);
       }
       case K::MethodCall: {
@@ -415,7 +421,47 @@ class Renderer {
     return Value();
   }
 
+  // A macro's text for `args`, as jinja2 binds them: positional arguments in order, keywords by
+  // name, a parameter given neither takes its default (evaluated now, seeing the earlier ones) or
+  // stays undefined. The body sees the template's top-level variables and its parameters; what it
+  // sets stays inside the call.
+  Value call_macro(const Node& macro, const Args& args) {
+    const std::string& name = macro.targets[0];
+    const size_t params = macro.targets.size() - 1;
+    if (args.positional() > params)
+      fail("macro '" + name + "' takes not more than " + std::to_string(params) + " argument(s)");
+    if (macro_depth_ >= kMaxMacroDepth) fail("macro calls nested too deeply");
+    std::vector<std::map<std::string, Value>> outer = {scopes_.front(), {}};
+    std::swap(scopes_, outer);
+    ++macro_depth_;
+    try {
+      for (size_t k = 0; k < args.keywords.size(); ++k) {
+        const auto param = std::find(macro.targets.begin() + 1, macro.targets.end(), args.keywords[k]);
+        if (param == macro.targets.end()) fail("macro '" + name + "' takes no keyword argument '" + args.keywords[k] + "'");
+        if (size_t(param - macro.targets.begin()) <= args.positional())
+          fail("macro '" + name + "' got multiple values for argument '" + args.keywords[k] + "'");
+        scopes_.back()[*param] = args.values[args.positional() + k];
+      }
+      for (size_t k = 0; k < params; ++k) {
+        const std::string& param = macro.targets[k + 1];
+        if (k < args.positional()) scopes_.back()[param] = args.values[k];
+        else if (!scopes_.back().count(param))  // undefined, not a top-level variable of that name
+          scopes_.back()[param] = macro.conditions[k] ? eval(*macro.conditions[k]) : Value();
+      }
+      Value text = Value::string(capture(macro.bodies[0]));
+      --macro_depth_;
+      std::swap(scopes_, outer);
+      return text;
+    } catch (...) {
+      --macro_depth_;
+      std::swap(scopes_, outer);
+      throw;
+    }
+  }
+
   std::vector<std::map<std::string, Value>> scopes_;
+  std::map<std::string, const Node*> macros_;  // those whose {% macro %} has run
+  int macro_depth_ = 0;
   std::string out_;
   size_t iterations_ = 0;
   int line_ = 1;  // the line of the expression being evaluated, for errors

@@ -1,5 +1,6 @@
 #include "text/jinja_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -20,10 +21,18 @@ ExprPtr make(Expr::Kind kind, int line) {
   return e;
 }
 
+// A call of a name that is no global function: a macro's, checked once the whole template is
+// read (a macro may be called above its definition, inside another macro).
+struct MacroCall {
+  std::string name;
+  int line;
+};
+
 // One tag's tokens.
 class ExpressionParser {
  public:
-  explicit ExpressionParser(std::vector<Token> tokens) : t_(std::move(tokens)) {
+  ExpressionParser(std::vector<Token> tokens, std::vector<MacroCall>& macro_calls)
+      : t_(std::move(tokens)), macro_calls_(macro_calls) {
     // Chains (1 + 1 + ..., 'a' | upper | upper ...) nest one node per link without nesting
     // brackets, and evaluating (and freeing) a tree recurses once per level: two million links
     // overflowed the stack. A node takes at least one token, so this bounds the depth.
@@ -211,7 +220,7 @@ class ExpressionParser {
         if (t.text == "false" || t.text == "False") return literal(Value::boolean(false), t.line);
         if (t.text == "none" || t.text == "None") return literal(Value::none(), t.line);
         if (at_op("(")) {
-          if (!is_function(t.text)) throw SyntaxError{t.line, "unknown function '" + t.text + "'"};
+          if (!is_function(t.text)) macro_calls_.push_back({t.text, t.line});
           auto e = make(Expr::Kind::Call, t.line);
           e->name = t.text;
           arguments(*e);
@@ -364,7 +373,11 @@ class ExpressionParser {
         if (!is_test(name)) throw SyntaxError{line, "unknown test '" + name + "'"};
         test->name = name;
         test->items.push_back(std::move(e));
-        if (at_op("(")) arguments(*test);
+        if (at_op("(")) {
+          arguments(*test);
+        } else if (at_bare_test_argument()) {  // `x is divisibleby 3`, `x is in [1, 2]`: one argument
+          test->items.push_back(postfix(primary()));
+        }
         e = std::move(test);
       } else {
         return e;
@@ -372,7 +385,17 @@ class ExpressionParser {
     }
   }
 
+  // Where jinja2 reads a test's one argument without brackets: a literal, name or display
+  // next, but not the keywords that go on the expression.
+  bool at_bare_test_argument() const {
+    const Token& t = peek();
+    if (t.kind == Token::Kind::Name) return t.text != "else" && t.text != "or" && t.text != "and" && t.text != "is";
+    return t.kind == Token::Kind::String || t.kind == Token::Kind::Int || t.kind == Token::Kind::Float || at_op("[") ||
+           at_op("{");
+  }
+
   std::vector<Token> t_;
+  std::vector<MacroCall>& macro_calls_;
   size_t pos_ = 0;
   int depth_ = 0;
 };
@@ -385,6 +408,9 @@ class TemplateParser {
   Body parse() {
     std::string stop;
     Body body = block({}, stop, 0);
+    for (const MacroCall& call : macro_calls_)
+      if (std::find(macros_.begin(), macros_.end(), call.name) == macros_.end())
+        throw SyntaxError{call.line, "unknown function '" + call.name + "'"};
     return body;
   }
 
@@ -401,7 +427,7 @@ class TemplateParser {
         body.back().text = seg.text;
         continue;
       }
-      auto p = std::make_unique<ExpressionParser>(tokenize_expression(seg));
+      auto p = std::make_unique<ExpressionParser>(tokenize_expression(seg), macro_calls_);
       if (seg.kind == Segment::Kind::Output) {
         if (p->at_end()) throw SyntaxError{seg.line, "empty {{ }}"};
         Node n = node(Node::Kind::Output, seg.line);
@@ -422,8 +448,11 @@ class TemplateParser {
       } else if (tag == "for") {
         body.push_back(for_block(*p, seg.line, depth));
       } else if (tag == "set") {
-        body.push_back(set_statement(*p, seg.line));
-      } else if (tag == "elif" || tag == "else" || tag == "endif" || tag == "endfor") {
+        body.push_back(set_statement(*p, seg.line, depth));
+      } else if (tag == "macro") {
+        body.push_back(macro_block(*p, seg.line, depth));
+      } else if (tag == "elif" || tag == "else" || tag == "endif" || tag == "endfor" || tag == "endset" ||
+                 tag == "endmacro") {
         throw SyntaxError{seg.line, "unexpected '" + tag + "'"};
       } else {
         throw SyntaxError{seg.line, "unknown tag '" + tag + "'"};
@@ -493,23 +522,63 @@ class TemplateParser {
     return n;
   }
 
-  Node set_statement(ExpressionParser& p, int line) {
+  // {% set x = expr %}, {% set ns.x = expr %}, or the block {% set x %}text{% endset %}.
+  Node set_statement(ExpressionParser& p, int line, int depth) {
     Node n = node(Node::Kind::Set, line);
     n.targets.push_back(p.expect_name("a variable name"));
     if (p.at_op(".")) {
       p.next();
       n.attribute = p.expect_name("an attribute name");
     }
-    if (!p.at_op("=")) p.fail(p.at_end() ? "block {% set %} is not supported" : "expected '=' in set");
+    if (p.at_end() && n.attribute.empty()) {
+      std::string stop;
+      n.bodies.push_back(block({"endset"}, stop, depth + 1));
+      current_->expect_end();
+      return n;
+    }
+    if (!p.at_op("=")) p.fail("expected '=' in set");
     p.next();
     n.expr = p.expression();
     p.expect_end();
     return n;
   }
 
+  // {% macro name(a, b=default) %}body{% endmacro %}: targets are the name then the parameters,
+  // conditions their defaults (null where none).
+  Node macro_block(ExpressionParser& p, int line, int depth) {
+    Node n = node(Node::Kind::Macro, line);
+    n.targets.push_back(p.expect_name("a macro name"));
+    p.expect_op("(");
+    while (!p.at_op(")")) {
+      std::string param = p.expect_name("a parameter name");
+      if (std::find(n.targets.begin() + 1, n.targets.end(), param) != n.targets.end())
+        p.fail("parameter '" + param + "' given twice");
+      n.targets.push_back(std::move(param));
+      if (p.at_op("=")) {
+        p.next();
+        n.conditions.push_back(p.expression());
+      } else {
+        if (!n.conditions.empty() && n.conditions.back()) p.fail("a parameter without a default after one with");
+        n.conditions.push_back(nullptr);
+      }
+      if (!p.at_op(",")) break;
+      p.next();
+    }
+    p.expect_op(")");
+    p.expect_end();
+    std::string stop;
+    n.bodies.push_back(block({"endmacro"}, stop, depth + 1));
+    if (!current_->at_end()) current_->expect_name("the macro's name");  // {% endmacro name %}
+    current_->expect_end();
+    macros_.push_back(n.targets[0]);
+    return n;
+  }
+
   std::vector<Segment> s_;
   size_t i_ = 0;
   std::unique_ptr<ExpressionParser> current_;  // the tag that ended the last block
+  std::vector<MacroCall> macro_calls_;
+  std::vector<std::string> macros_;  // the names of the macros defined anywhere
 };
 
 }  // namespace

@@ -267,6 +267,22 @@ bool equal(const Value& a, const Value& b) {
   }
 }
 
+bool contains(const Value& item, const Value& container) {
+  using K = Value::Kind;
+  switch (container.kind()) {
+    case K::List:
+      for (const Value& v : container.as_list())
+        if (equal(item, v)) return true;
+      return false;
+    case K::String:
+      if (!item.is(K::String)) throw EvalError(std::string("'in <string>' requires a string, not '") + item.type_name() + "'");
+      return container.as_string().find(item.as_string()) != std::string::npos;
+    case K::Dict: return item.is(K::String) && container.find(item.as_string());
+    case K::Undefined: return false;
+    default: throw EvalError(std::string("a '") + container.type_name() + "' has no 'in'");
+  }
+}
+
 int compare(const Value& a, const Value& b) {
   using K = Value::Kind;
   if (a.is_number() && b.is_number()) {

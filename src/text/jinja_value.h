@@ -108,6 +108,8 @@ constexpr uint32_t kMaxValueDepth = 160;
 
 // Python's ==: numbers by value across bool/int/float, lists and dicts item by item.
 bool equal(const Value& a, const Value& b);
+// Python's `item in container` for a list, str or dict (Undefined holds nothing).
+bool contains(const Value& item, const Value& container);
 // Python's < for numbers, strings and lists; nullopt-like failure is reported by the caller.
 // Returns -1, 0, 1, or 2 when Python would raise TypeError.
 int compare(const Value& a, const Value& b);

@@ -34,6 +34,15 @@ std::string error_of(const std::string& source) {
   return "(no error)";
 }
 
+// The template's text, or its error: one failing case does not hide the others.
+std::string rendered_or_error(const std::string& source) {
+  try {
+    return render(source);
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 struct Case {
   const char* source;
   const char* expected;
@@ -82,7 +91,50 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
        "[1, 2][1, 3]"},
       {"{{ strftime_now is defined }}{{ range is defined }}{{ nope is defined }}", "TrueTrueFalse"},
   };
-  for (const Case& c : cases) EXPECT_EQ(render(c.source), c.expected) << c.source;
+  for (const Case& c : cases) EXPECT_EQ(rendered_or_error(c.source), c.expected) << c.source;
+}
+
+// Macros (Hermes' and MiniCPM3's tool templates walk a JSON schema with a recursive one), set
+// blocks, and the rest of jinja2's filters and tests that templates use; each expected text is
+// jinja2's (3.1, as transformers renders).
+TEST(ChatTemplate, MacrosSetBlocksAndTheOtherFiltersRenderAsJinja2Does) {
+  const Case cases[] = {
+      {"{% macro m(a, b='x') %}[{{ a }}-{{ b }}]{% endmacro %}{{ m(1) }}{{ m(2, 3) }}{{ m(b=4, a=5) }}{{ m is defined }}",
+       "[1-x][2-3][5-4]True"},
+      {"{%- macro rec(n) -%}{% if n > 0 %}{{ n }},{{ rec(n - 1) }}{% endif %}{%- endmacro -%}{{ rec(3) }}", "3,2,1,"},
+      // A parameter not given is undefined, not the top-level variable of its name; what a macro
+      // sets stays inside it; a namespace carries values out.
+      {"{% macro m(messages) %}{{ messages is defined }}{% endmacro %}{{ m() }}{{ messages | length }}", "False4"},
+      {"{% macro m(a) %}{% set a = a ~ '!' %}{{ a }}{{ bos_token }}{% endmacro %}{% set a = 'top' %}{{ m('in') }}{{ a }}",
+       "in!<s>top"},
+      {"{% set ns = namespace(n=0) %}{% macro count(m) %}{% set ns.n = ns.n + 1 %}{% endmacro %}"
+       "{% for m in messages %}{{ count(m) }}{% endfor %}{{ ns.n }}",
+       "4"},
+      {"{% set x %}{% for m in messages %}{{ m.role[0] }}{% endfor %}{% endset %}{{ x }}/{{ x | length }}", "suau/4"},
+      {"{{ messages | map(attribute='role') | sort | join(',') }}|{{ ['b', 'A', 'a', 'B'] | sort(reverse=true) | join }}|"
+       "{{ ['b', 'A', 'a', 'B'] | sort(case_sensitive=true) | join }}",
+       "assistant,system,user,user|bBAa|ABab"},
+      {"{{ messages | sort(attribute='role,content') | map(attribute='content') | join('|') }}", "Hello!|Be brief.| Hi |é 😀"},
+      {"{{ {'b': 1, 'a': 2, 'C': 0} | dictsort }}{{ {'b': 1, 'a': 2, 'C': 0} | dictsort(by='value', reverse=true) }}",
+       "[('a', 2), ('b', 1), ('C', 0)][('a', 2), ('b', 1), ('C', 0)]"},
+      {"{{ ['b', 'A', 'a', 'B'] | unique | list }}{{ [3, 1, 2] | min }}{{ [3, 1, 2] | max }}{{ ['b', 'A', 'c'] | max }}{{ [] | max }}",
+       "['b', 'A']13c"},
+      {"{{ [1, 2, 3.5] | sum }} {{ [[1], [2]] | sum(start=[]) }} {{ messages | map(attribute='content') | map('length') | sum }}",
+       "6.5 [1, 2] 22"},
+      {"{{ 2.5 | round }} {{ 3.5 | round }} {{ 2.675 | round(2) }} {{ 7 | round }} {{ 1.23 | round(1, 'ceil') }} "
+       "{{ 1.27 | round(1, 'floor') }} {{ 1234.5 | round(-2) }}",
+       "2.0 4.0 2.67 7 1.3 1.2 1200.0"},
+      {"{{ '3.25' | float }} {{ 'x' | float }} {{ 'x' | float(1.5) }} {{ 4 | float }} {{ ' 1e3 ' | float }} {{ '0x10' | float }}",
+       "3.25 0.0 1.5 4.0 1000.0 0.0"},
+      {"{{ 'a\\nb\\n\\nc' | indent }}|{{ 'a\\nb\\n\\nc\\n' | indent(2, true) }}|{{ 'a\\nb\\n\\nc' | indent('--', blank=true) }}",
+       "a\n    b\n\n    c|  a\n  b\n\n  c\n|a\n--b\n--\n--c"},
+      {"{{ 1 | safe }}{{ '<b a=\"1\">&\\'' | e }}", "1&lt;b a=&#34;1&#34;&gt;&amp;&#39;"},
+      {"{{ 2 is in [1, 2] }}{{ 3 is gt 2 }}{{ 3 is lt 2 }}{{ 3 is ge 3 }}{{ 3 is le 2 }}{{ 'abc' is lower }}{{ 'ABC' is upper }}"
+       "{{ 'aBc' is lower }}{{ '12' is lower }}",
+       "TrueTrueFalseTrueFalseTrueTrueFalseFalse"},
+      {"{% for m in messages %}{{ loop.cycle('odd', 'even') }}{% endfor %}", "oddevenoddeven"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(rendered_or_error(c.source), c.expected) << c.source;
 }
 
 // transformers' global (4.43 on), which Llama 3.2's template calls for "Today Date: ...".
@@ -134,12 +186,16 @@ TEST(ChatTemplate, ErrorsNameTheLine) {
       {"line one\n{{ x | foo }}", "chat template line 2: unknown filter 'foo'"},
       {"\n\n{% if x %}", "chat template line 3: missing '{% endif %}'"},
       {"{{ 'a' +\n }}", "chat template line 2: unexpected end of tag"},
-      {"{% macro m() %}{% endmacro %}", "chat template line 1: unknown tag 'macro'"},
+      {"{% call m() %}{% endcall %}", "chat template line 1: unknown tag 'call'"},
       {"{{ x is foo }}", "chat template line 1: unknown test 'foo'"},
       {"{{ foo() }}", "chat template line 1: unknown function 'foo'"},
       {"{% endfor %}", "chat template line 1: unexpected 'endfor'"},
       {"{{ 'abc }}", "chat template line 1: unclosed '{{'"},
-      {"{% set x %}y{% endset %}", "chat template line 1: block {% set %} is not supported"},
+      {"{% set x %}y", "chat template line 1: missing '{% endset %}'"},
+      {"{% macro m(a) %}{{ a }}{% endmacro %}\n{{ m(1, 2) }}", "chat template line 2: macro 'm' takes not more than 1 argument(s)"},
+      {"{% macro m(a) %}{% endmacro %}{{ m(b=1) }}", "chat template line 1: macro 'm' takes no keyword argument 'b'"},
+      {"{{ later(1) }}{% macro later(x) %}{% endmacro %}", "chat template line 1: 'later' is undefined"},
+      {"{% macro r(n) %}{{ r(n + 1) }}{% endmacro %}{{ r(0) }}", "chat template line 1: macro calls nested too deeply"},
       {"a\n{{ messages[0].content + 1 }}", "chat template line 2: unsupported operand types for +: 'str' and 'int'"},
       {"{{ 1 // 0 }}", "chat template line 1: division by zero"},
       {"\n{{ x.y.z }}", "chat template line 2: cannot read attribute 'y' of an undefined value"},
