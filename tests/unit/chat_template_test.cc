@@ -17,7 +17,7 @@ namespace fusor {
 namespace {
 
 const std::vector<ChatMessage> kChat = {
-    {"system", "Be brief."}, {"user", " Hi "}, {"assistant", "Hello!"}, {"user", "é 😀"}};
+    {"system", "Be brief.", ""}, {"user", " Hi ", ""}, {"assistant", "Hello!", ""}, {"user", "é 😀", ""}};
 
 std::string render(const std::string& source, std::vector<ChatMessage> messages = kChat, bool generation = false) {
   return ChatTemplate::parse(source).with_token("bos_token", "<s>").with_token("eos_token", "</s>").apply(messages, generation);
@@ -175,7 +175,7 @@ TEST(ChatTemplate, GenerationPromptAndMessagesReachTheTemplate) {
   const std::string chatml =
       "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{% endfor %}"
       "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
-  std::vector<ChatMessage> one = {{"user", "Hi"}};
+  std::vector<ChatMessage> one = {{"user", "Hi", ""}};
   EXPECT_EQ(render(chatml, one, false), "<|im_start|>user\nHi<|im_end|>\n");
   EXPECT_EQ(render(chatml, one, true), "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
   EXPECT_EQ(render(chatml, {}, true), "<|im_start|>assistant\n");
@@ -234,9 +234,9 @@ TEST(ChatTemplate, RaiseExceptionIsTheCallersErrorWithItsMessage) {
       "{% for m in messages %}{% if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}"
       "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}"
       "{{ m.content }}{% endfor %}";
-  EXPECT_EQ(render(alternate, {{"user", "a"}, {"assistant", "b"}}), "ab");
+  EXPECT_EQ(render(alternate, {{"user", "a", ""}, {"assistant", "b", ""}}), "ab");
   try {
-    render(alternate, {{"user", "a"}, {"user", "b"}});
+    render(alternate, {{"user", "a", ""}, {"user", "b", ""}});
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
@@ -248,7 +248,7 @@ TEST(ChatTemplate, PlainTemplateIsDocumented) {
   ChatTemplate plain = ChatTemplate::plain();
   EXPECT_TRUE(plain.is_plain());
   EXPECT_FALSE(ChatTemplate::parse("x").is_plain());
-  std::vector<ChatMessage> chat = {{"system", "S"}, {"user", "Hi"}};
+  std::vector<ChatMessage> chat = {{"system", "S", ""}, {"user", "Hi", ""}};
   EXPECT_EQ(plain.apply(chat, false), "system: S\nuser: Hi\n");
   EXPECT_EQ(plain.apply(chat, true), "system: S\nuser: Hi\nassistant:");
 }
@@ -271,7 +271,7 @@ TEST_F(ChatTemplateForModel, ReadsTheTemplateAndItsSpecialTokens) {
             "bos_token": {"content": "<s>", "lstrip": false}, "eos_token": null})");
   write("special_tokens_map.json", R"({"eos_token": "</s>"})");
   write("model.onnx", "");
-  std::vector<ChatMessage> chat = {{"user", "a"}, {"assistant", "b"}};
+  std::vector<ChatMessage> chat = {{"user", "a", ""}, {"assistant", "b", ""}};
   for (const std::filesystem::path& p : {dir_, dir_ / "model.onnx"}) {
     ChatTemplate t = ChatTemplate::for_model(p.string());
     EXPECT_FALSE(t.is_plain());

@@ -29,7 +29,7 @@ const Tokenizer& tokenizer() {
 const ChatTemplate kPlain = ChatTemplate::plain();
 
 GenerationTarget target() {
-  return {.name = "llama", .tokenizer = &tokenizer(), .chat_template = &kPlain, .context_length = 512, .vocab_size = 8192};
+  return {.name = "llama", .tokenizer = &tokenizer(), .chat_template = &kPlain, .context_length = 512, .vocab_size = 8192, .defaults = {}};
 }
 
 OpenAiRequest completion(json body) {
@@ -117,7 +117,7 @@ TEST(OpenAiRequest, FieldsHonoured) {
 // vLLM's reading of generation_config.json: its keys replace OpenAI's defaults, a field given wins.
 TEST(OpenAiRequest, TheModelsGenerationConfigFillsTheFieldsLeftOut) {
   GenerationTarget t = target();
-  t.defaults = {.do_sample = false, .repetition_penalty = 1.3, .max_new_tokens = 5};
+  t.defaults = {.do_sample = false, .temperature = {}, .top_p = {}, .repetition_penalty = 1.3, .top_k = {}, .max_new_tokens = 5};
   const json hi = {{"model", "llama"}, {"prompt", "Hi"}};
   GenerateOptions o = parse_openai_request(hi, OpenAiEndpoint::Completions, t).generation.options;
   EXPECT_FALSE(o.sampling.do_sample);  // do_sample false: greedy, where OpenAI's temperature 1 samples
@@ -133,7 +133,7 @@ TEST(OpenAiRequest, TheModelsGenerationConfigFillsTheFieldsLeftOut) {
   EXPECT_FLOAT_EQ(o.sampling.temperature, 0.7f);
   EXPECT_FLOAT_EQ(o.sampling.repetition_penalty, 1.0f);
   EXPECT_EQ(o.max_new_tokens, 9);
-  t.defaults = {.temperature = 0.6, .top_p = 0.9, .top_k = 20};
+  t.defaults = {.do_sample = {}, .temperature = 0.6, .top_p = 0.9, .repetition_penalty = {}, .top_k = 20, .max_new_tokens = {}};
   o = parse_triton_generate({{"text_input", "Hi"}}, t).generation.options;
   EXPECT_TRUE(o.sampling.do_sample);
   EXPECT_FLOAT_EQ(o.sampling.temperature, 0.6f);
@@ -166,7 +166,7 @@ TEST(OpenAiRequest, ChatMessagesGoThroughTheTemplate) {
   const json messages = {{{"role", "system"}, {"content", "Be brief."}},
                          {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "Hello"}}, "there"}}}};
   OpenAiRequest r = chat({{"model", "llama"}, {"messages", messages}, {"max_completion_tokens", 5}});
-  const std::vector<ChatMessage> expected = {{"system", "Be brief."}, {"user", "Hello\nthere"}};  // joined as vLLM joins parts
+  const std::vector<ChatMessage> expected = {{"system", "Be brief.", ""}, {"user", "Hello\nthere", ""}};  // joined as vLLM joins parts
   EXPECT_EQ(r.generation.prompt, tokenizer().encode(kPlain.apply(expected, true), true));
   EXPECT_EQ(r.generation.options.max_new_tokens, 5);
 }
@@ -337,9 +337,9 @@ TEST(OpenAiResponse, CompletionAndChatObjects) {
 // a model name that holds it.
 TEST(OpenAiResponder, ATokensEventIsTheChunksDump) {
   for (OpenAiEndpoint endpoint : {OpenAiEndpoint::Completions, OpenAiEndpoint::ChatCompletions})
-    for (const std::string model : {std::string("llama"), std::string("a\x01\"b")}) {
+    for (const std::string& model : {std::string("llama"), std::string("a\x01\"b")}) {
       const OpenAiResponder r(endpoint, model, 4);
-      for (const std::string text : {std::string("he"), std::string(" \"q\\\n\t"), std::string("\xc3\xa9 \xf0\x9f\x98\x80"),
+      for (const std::string& text : {std::string("he"), std::string(" \"q\\\n\t"), std::string("\xc3\xa9 \xf0\x9f\x98\x80"),
                                      std::string("\xff\xfe"), std::string("\x01"), std::string()})
         EXPECT_EQ(r.text_chunk_event(text), sse_json_event(r.text_chunk(text))) << model << " " << text;
     }

@@ -73,7 +73,7 @@ void run_chat(const TokenizeArgs& a) {
   for (const auto& m : list) {
     if (!m.is_object() || !m.value("role", nlohmann::json()).is_string() || !m.value("content", nlohmann::json()).is_string())
       bad_chat(a.chat, "each message must be {\"role\": str, \"content\": str}");
-    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>()});
+    messages.push_back({m["role"].get<std::string>(), m["content"].get<std::string>(), ""});
   }
   const nlohmann::json& generation = request.value("add_generation_prompt", nlohmann::json(false));
   if (!generation.is_boolean()) bad_chat(a.chat, "\"add_generation_prompt\" must be true or false");
