@@ -82,7 +82,7 @@ void completions(Models& models, OpenAiEndpoint endpoint, int64_t max_body_bytes
   if (!models.ready()) throw FieldError{Code::Unavailable, models.why_not_ready(), ""};
   OpenAiRequest r;
   try {
-    r = parse_openai_request(body, endpoint, target_of(model));
+    r = parse_openai_request(body, endpoint, target_of(model), req.body);
   } catch (const FieldError& e) {
     auto cls = body.find("fusor_class");
     model.refused(cls != body.end() && cls->is_string() ? cls->get<std::string>() : "", e.code);

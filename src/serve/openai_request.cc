@@ -116,26 +116,39 @@ std::string message_content(const nlohmann::json& m, size_t index) {
 // assistant's tool_calls, a tool message's tool_call_id and name). As vLLM does, a tool call's
 // `function.arguments`, a JSON string in OpenAI's API, reaches the template parsed, since the
 // templates (Llama 3.1, Qwen 2.5) write it with tojson.
-std::string other_fields(const nlohmann::json& m) {
-  nlohmann::json fields = m;
+std::string other_fields(const nlohmann::ordered_json& m) {
+  nlohmann::ordered_json fields = m;
   fields.erase("role");
   fields.erase("content");
   if (fields.empty()) return "";
   if (auto calls = fields.find("tool_calls"); calls != fields.end() && calls->is_array())
-    for (nlohmann::json& call : *calls)
+    for (nlohmann::ordered_json& call : *calls)
       if (call.is_object() && call.contains("function") && call["function"].is_object()) {
-        nlohmann::json& function = call["function"];
+        nlohmann::ordered_json& function = call["function"];
         auto arguments = function.find("arguments");
         if (arguments == function.end() || !arguments->is_string()) continue;
-        nlohmann::json parsed = nlohmann::json::parse(arguments->get<std::string>(), nullptr, false);
+        nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(arguments->get<std::string>(), nullptr, false);
         if (parsed.is_object()) *arguments = std::move(parsed);
       }
   return fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_generation_prompt, const GenerationTarget& model) {
+// The messages with their keys in the order the client wrote them, read again from the body's
+// text: a template that iterates a tool call's arguments, or writes them with tojson, shows them
+// in that order, as Python's dicts keep it. Without the text, the parsed body's (sorted) order.
+nlohmann::ordered_json messages_in_order(std::string_view body_text, const nlohmann::json& messages) {
+  if (!body_text.empty()) {
+    nlohmann::ordered_json body = nlohmann::ordered_json::parse(body_text, nullptr, false);
+    if (body.is_object() && body.contains("messages") && body["messages"].size() == messages.size()) return body["messages"];
+  }
+  return nlohmann::ordered_json::parse(messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::vector<TokenId> chat_prompt(const nlohmann::json* messages, std::string_view body_text, bool add_generation_prompt,
+                                 const GenerationTarget& model) {
   if (!messages) throw bad("'messages' is required", "messages");
   if (!messages->is_array() || messages->empty()) throw bad("'messages' must be a non-empty list of messages", "messages");
+  const nlohmann::ordered_json in_order = messages_in_order(body_text, *messages);
   std::vector<ChatMessage> chat;
   for (size_t i = 0; i < messages->size(); ++i) {
     const nlohmann::json& m = (*messages)[i];
@@ -143,7 +156,7 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_genera
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw bad("'messages[" + std::to_string(i) + "].role' must be a string", "messages");
-    chat.push_back({role->get<std::string>(), message_content(m, i), other_fields(m)});
+    chat.push_back({role->get<std::string>(), message_content(m, i), other_fields(in_order[i])});
   }
   if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
   std::string text;
@@ -160,7 +173,8 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, bool add_genera
 
 std::string requested_model(const nlohmann::json& body) { return RequestFields(body).string("model").value_or(""); }
 
-OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint endpoint, const GenerationTarget& model) {
+OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint endpoint, const GenerationTarget& model,
+                                   std::string_view body_text) {
   const RequestFields f(body);
   refuse_unsupported(f, endpoint);
   OpenAiRequest r;
@@ -174,7 +188,7 @@ OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint en
   r.generation.cls = f.string("fusor_class").value_or("");
 
   std::vector<TokenId> prompt = endpoint == OpenAiEndpoint::Completions ? completion_prompt(f.get("prompt"), model)
-                                                                         : chat_prompt(f.get("messages"),
+                                                                         : chat_prompt(f.get("messages"), body_text,
                                                                                        f.boolean("add_generation_prompt").value_or(true), model);
   GenerateOptions& o = r.generation.options;
   std::optional<int64_t> max_tokens = f.integer("max_completion_tokens");

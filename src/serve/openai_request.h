@@ -25,8 +25,10 @@ struct OpenAiRequest {
 std::string requested_model(const nlohmann::json& body);
 
 // Reads and checks `body` (a JSON object) for `model`. A sampling request without "seed" gets
-// a fresh random one.
-OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint endpoint, const GenerationTarget& model);
+// a fresh random one. `body_text`, the body as sent, gives the chat messages' keys in their order
+// (the parsed body sorts them); without it the template sees them sorted.
+OpenAiRequest parse_openai_request(const nlohmann::json& body, OpenAiEndpoint endpoint, const GenerationTarget& model,
+                                   std::string_view body_text = {});
 
 // OpenAI's error object: {"error": {"message", "type", "param", "code"}}.
 nlohmann::json openai_error_json(const FieldError& e);

@@ -80,24 +80,24 @@ std::string template_text(const nlohmann::json& value, const std::string& origin
 }
 
 // A JSON value as the template sees it (Python's json.loads): numbers that are integers stay
-// integers; an object keeps its keys in the order nlohmann holds them (sorted).
-jinja::Value value_of(const nlohmann::json& v) {
+// integers; an object keeps its keys in their order.
+jinja::Value value_of(const nlohmann::ordered_json& v) {
   switch (v.type()) {
-    case nlohmann::json::value_t::null: return jinja::Value::none();
-    case nlohmann::json::value_t::boolean: return jinja::Value::boolean(v.get<bool>());
-    case nlohmann::json::value_t::number_integer: return jinja::Value::integer(v.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned:
+    case nlohmann::ordered_json::value_t::null: return jinja::Value::none();
+    case nlohmann::ordered_json::value_t::boolean: return jinja::Value::boolean(v.get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return jinja::Value::integer(v.get<int64_t>());
+    case nlohmann::ordered_json::value_t::number_unsigned:
       if (v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
         return jinja::Value::integer(static_cast<int64_t>(v.get<uint64_t>()));
       return jinja::Value::number(v.get<double>());
-    case nlohmann::json::value_t::number_float: return jinja::Value::number(v.get<double>());
-    case nlohmann::json::value_t::string: return jinja::Value::string(v.get<std::string>());
-    case nlohmann::json::value_t::array: {
+    case nlohmann::ordered_json::value_t::number_float: return jinja::Value::number(v.get<double>());
+    case nlohmann::ordered_json::value_t::string: return jinja::Value::string(v.get<std::string>());
+    case nlohmann::ordered_json::value_t::array: {
       jinja::List items;
       for (const auto& item : v) items.push_back(value_of(item));
       return jinja::Value::list(std::move(items));
     }
-    case nlohmann::json::value_t::object: {
+    case nlohmann::ordered_json::value_t::object: {
       jinja::Dict entries;
       for (const auto& [key, item] : v.items()) entries.emplace_back(key, value_of(item));
       return jinja::Value::dict(std::move(entries));
@@ -170,7 +170,7 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_
   for (const ChatMessage& m : messages) {
     jinja::Dict fields = {{"role", jinja::Value::string(m.role)}, {"content", jinja::Value::string(m.content)}};
     if (!m.fields_json.empty()) {
-      const nlohmann::json extra = nlohmann::json::parse(m.fields_json, nullptr, false);
+      const nlohmann::ordered_json extra = nlohmann::ordered_json::parse(m.fields_json, nullptr, false);
       if (!extra.is_object()) invalid("a chat message's other fields are not a JSON object");
       for (const auto& [key, value] : extra.items())
         if (key != "role" && key != "content") fields.emplace_back(key, value_of(value));

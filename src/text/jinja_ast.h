@@ -52,6 +52,8 @@ struct Node {
     For,     // for targets in expr [if condition]: bodies[0]; bodies[1] (if there) when nothing looped
     Set,     // set targets[0] [. attribute] = expr, or (no expr) set targets[0] to bodies[0]'s text
     Macro,   // macro targets[0](targets[1:]): bodies[0]; conditions[i] the default of targets[i + 1] or null
+    Break,   // {% break %}, in a for loop's body
+    Continue,
   };
   Kind kind;
   int line;

@@ -10,6 +10,7 @@
 #include <cctype>
 
 #include "text/jinja_collection_filters.h"
+#include "text/jinja_percent_format.h"
 
 namespace fusor::text::jinja {
 namespace {
@@ -17,10 +18,10 @@ namespace {
 // strftime_now(format): the local time, as transformers (4.43 on) and vLLM give templates (Llama
 // 3.2's writes "Today Date: ..." with it).
 constexpr std::array<std::string_view, 5> kFunctions = {"raise_exception", "namespace", "range", "dict", "strftime_now"};
-constexpr std::array<std::string_view, 31> kFilters = {
+constexpr std::array<std::string_view, 32> kFilters = {
     "trim", "upper", "lower", "capitalize", "title", "length", "count", "tojson", "default", "d",
     "join", "first", "last", "string", "list", "replace", "reverse", "int", "items", "abs",
-    "map", "select", "reject", "selectattr", "rejectattr", "round", "float", "indent", "safe", "escape", "e"};
+    "map", "select", "reject", "selectattr", "rejectattr", "round", "float", "indent", "safe", "escape", "e", "format"};
 constexpr std::array<std::string_view, 35> kTests = {
     "defined", "undefined", "none", "string", "number", "integer", "float", "boolean", "true",
     "false", "mapping", "iterable", "sequence", "odd", "even", "divisibleby", "callable",
@@ -286,6 +287,26 @@ Value rounded(const Value& v, const Args& args, const std::string& what) {
   return Value::number(std::strtod(text, nullptr));
 }
 
+// tojson(ensure_ascii=False, indent=None, separators=None, sort_keys=False): transformers' filter,
+// json.dumps with those arguments.
+JsonOptions json_options(const Args& args, const std::string& what) {
+  JsonOptions o;
+  if (const Value* a = args.get(0, "ensure_ascii")) o.ensure_ascii = a->truthy();
+  if (const Value* indent = args.get(1, "indent"); indent && !indent->is(Value::Kind::None)) {
+    if (indent->is(Value::Kind::String)) o.indent = indent->as_string();
+    else o.indent = std::string(size_t(std::clamp<int64_t>(int_arg(indent, 0, what), 0, 64)), ' ');
+  }
+  if (const Value* separators = args.get(2, "separators"); separators && !separators->is(Value::Kind::None)) {
+    if (!separators->is(Value::Kind::List) || separators->as_list().size() != 2 || !separators->as_list()[0].is(Value::Kind::String) ||
+        !separators->as_list()[1].is(Value::Kind::String))
+      fail(what + ": separators must be two strings, (item, key)");
+    o.item_separator = separators->as_list()[0].as_string();
+    o.key_separator = separators->as_list()[1].as_string();
+  }
+  if (const Value* sort = args.get(3, "sort_keys")) o.sort_keys = sort->truthy();
+  return o;
+}
+
 // markupsafe's escape: the five characters HTML gives meaning to.
 std::string html_escaped(const std::string& s) {
   std::string out;
@@ -417,11 +438,14 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
     bool use_fallback = v.is_undefined() || (boolean && boolean->truthy() && !v.truthy());
     return use_fallback ? (fallback ? *fallback : Value::string("")) : v;
   }
+  // jinja2 walks nothing for a false value (none, an empty string) instead of failing on it.
+  if ((name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" || name == "map") && !v.truthy())
+    return Value::list({});
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
     return select_items(name, v, args);
   if (name == "map") return map_items(v, args);
   if (name == "length" || name == "count") return Value::integer(length_of(v, what));
-  if (name == "tojson") return Value::string(to_json(v, int(int_arg(args.get(0, "indent"), -1, what))));
+  if (name == "tojson") return Value::string(to_json(v, json_options(args, what)));
   if (name == "string") return Value::string(v.str());
   if (name == "list") return Value::list(items_of(v, what));
   if (name == "items") {
@@ -490,6 +514,13 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
   if (name == "title") return Value::string(title_case(s));
   if (name == "capitalize") return Value::string(map_case(s.substr(0, 1), true) + map_case(s.size() > 1 ? s.substr(1) : "", false));
   if (name == "indent") return Value::string(indented(s, args, what));
+  if (name == "format") {  // s % args, or s % kwargs
+    if (args.positional() > 0 && !args.keywords.empty()) fail(what + ": can't handle positional and keyword arguments at the same time");
+    if (args.keywords.empty()) return Value::string(percent_format(s, Value::tuple(args.values)));
+    Dict named;
+    for (size_t k = 0; k < args.keywords.size(); ++k) named.emplace_back(args.keywords[k], args.values[k]);
+    return Value::string(percent_format(s, Value::dict(std::move(named))));
+  }
   if (name == "replace") {
     const std::string& from = need_string(need(args, 0, "old", what), what);
     const std::string& to = need_string(need(args, 1, "new", what), what);

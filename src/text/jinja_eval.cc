@@ -5,6 +5,7 @@
 #include <map>
 
 #include "text/jinja_builtins.h"
+#include "text/jinja_percent_format.h"
 
 namespace fusor::text::jinja {
 namespace {
@@ -103,6 +104,7 @@ Value binary(const std::string& op, const Value& a, const Value& b) {
     if (s.size() > kMaxValueSize) fail("string too large");
     return Value::string(std::move(s));
   }
+  if (op == "%" && a.is(Value::Kind::String)) return Value::string(percent_format(a.as_string(), b));
   if (op == "==") return Value::boolean(equal(a, b));
   if (op == "!=") return Value::boolean(!equal(a, b));
   if (op == "in") return Value::boolean(contains(a, b));
@@ -175,6 +177,11 @@ Value item(const Value& v, const Value& key) {
   return Value();
 }
 
+// {% break %} (leave) and {% continue %}, thrown to the for loop around them.
+struct LoopControl {
+  bool leave;
+};
+
 class Renderer {
  public:
   explicit Renderer(const Dict& globals) {
@@ -201,6 +208,8 @@ class Renderer {
         case Node::Kind::For: return for_loop(n);
         case Node::Kind::Set: return set(n);
         case Node::Kind::Macro: macros_[n.targets[0]] = &n; return;
+        case Node::Kind::Break: throw LoopControl{true};
+        case Node::Kind::Continue: throw LoopControl{false};
       }
     } catch (const EvalError& e) {
       throw RenderError{line_, e.what()};
@@ -280,6 +289,10 @@ class Renderer {
       scopes_.back()["loop"] = Value::dict(std::move(loop));
       try {
         run(n.bodies[0]);
+      } catch (const LoopControl& control) {
+        scopes_.pop_back();
+        if (control.leave) return;
+        continue;
       } catch (...) {
         scopes_.pop_back();
         throw;

@@ -52,6 +52,28 @@ size_t find_close(const std::string& src, size_t open, char kind, int line) {
   throw SyntaxError{line, std::string("unclosed '") + name + "'"};
 }
 
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// Where the {% endraw %} tag after `from` opens (npos if none), and whether it strips the
+// whitespace before it ({%- endraw) or keeps it ({%+ endraw).
+size_t find_endraw(const std::string& src, size_t from, char& mark) {
+  for (size_t open = src.find("{%", from); open != std::string::npos; open = src.find("{%", open + 2)) {
+    size_t i = open + 2;
+    mark = i < src.size() && (src[i] == '-' || src[i] == '+') ? src[i++] : 0;
+    while (i < src.size() && is_space(src[i])) ++i;
+    if (src.compare(i, 6, "endraw") != 0) continue;
+    i += 6;
+    while (i < src.size() && is_space(src[i])) ++i;
+    if (i < src.size() && (src[i] == '-' || src[i] == '+')) ++i;
+    if (src.compare(i, 2, "%}") == 0) return open;
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 std::vector<Segment> split_template(std::string_view source) {
@@ -59,6 +81,7 @@ std::vector<Segment> split_template(std::string_view source) {
   std::vector<Segment> out;
   size_t pos = 0;
   int line = 1;
+  bool closing_raw = false;  // the next tag is the {% endraw %} of a raw block
   while (pos <= src.size()) {
     size_t open = pos;
     while ((open = src.find('{', open)) != std::string::npos &&
@@ -89,14 +112,35 @@ std::vector<Segment> split_template(std::string_view source) {
     bool keep_after = close > inner_begin && src[close - 1] == '+' && kind != '{';
     size_t inner_end = close - (strip_after || keep_after);
     std::string inner = src.substr(inner_begin, std::max(inner_begin, inner_end) - inner_begin);
-    if (kind != '#')
+    const bool raw = kind == '%' && trimmed(inner) == "raw";
+    const bool raw_end = kind == '%' && closing_raw && trimmed(inner) == "endraw";
+    closing_raw = false;
+    if (kind != '#' && !raw && !raw_end)
       out.push_back({kind == '{' ? Segment::Kind::Output : Segment::Kind::Statement, inner, line});
     line += lines_in(src.substr(open, close + 2 - open));
     pos = close + 2;
     if (strip_after) {
       while (pos < src.size() && is_space(src[pos])) line += src[pos++] == '\n';
-    } else if (!keep_after && kind != '{' && pos < src.size() && src[pos] == '\n') {  // trim_blocks
+    } else if (!keep_after && !raw && kind != '{' && pos < src.size() && src[pos] == '\n') {  // trim_blocks (not raw's, as jinja2)
       ++pos, ++line;
+    }
+    if (raw) {  // {% raw %}: the text up to {% endraw %} as it is, with the tags' whitespace rules
+      char mark = 0;
+      const size_t end = find_endraw(src, pos, mark);
+      if (end == std::string::npos) throw SyntaxError{line, "missing '{% endraw %}'"};
+      std::string text = src.substr(pos, end - pos);
+      if (mark == '-') {
+        while (!text.empty() && is_space(text.back())) text.pop_back();
+      } else if (mark != '+') {  // lstrip_blocks
+        const size_t line_start = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+        if ((line_start > 0 || src[pos - 1] == '\n') && std::all_of(text.begin() + line_start, text.end(), is_space))
+          text.resize(line_start);
+      }
+      if (!text.empty()) out.push_back({Segment::Kind::Text, text, line});
+      line += lines_in(src.substr(pos, end - pos));
+      pos = end;
+      closing_raw = true;  // the endraw tag at `end` is dropped, its whitespace rules kept
+      continue;
     }
     if (pos == src.size()) break;
   }

@@ -21,18 +21,11 @@ ExprPtr make(Expr::Kind kind, int line) {
   return e;
 }
 
-// A call of a name that is no global function: a macro's, checked once the whole template is
-// read (a macro may be called above its definition, inside another macro).
-struct MacroCall {
-  std::string name;
-  int line;
-};
-
-// One tag's tokens.
+// One tag's tokens. In a soft tag (one inside an if block, or its condition) an unknown filter
+// or test fails only if it runs, as jinja2 compiles it; so does one inside `a if c else b`.
 class ExpressionParser {
  public:
-  ExpressionParser(std::vector<Token> tokens, std::vector<MacroCall>& macro_calls)
-      : t_(std::move(tokens)), macro_calls_(macro_calls) {
+  ExpressionParser(std::vector<Token> tokens, bool soft) : t_(std::move(tokens)), soft_(soft) {
     // Chains (1 + 1 + ..., 'a' | upper | upper ...) nest one node per link without nesting
     // brackets, and evaluating (and freeing) a tree recurses once per level: two million links
     // overflowed the stack. A node takes at least one token, so this bounds the depth.
@@ -67,11 +60,17 @@ class ExpressionParser {
     if (!at_end()) fail("unexpected " + describe(peek()));
   }
 
+  void set_soft(bool soft) { soft_ = soft; }
+
   // expr := or ['if' or ['else' expr]]
   ExprPtr expression() {
     Depth guard(this);
+    const size_t unknown_before = unknown_.size();
     ExprPtr value = or_expr();
-    if (!at_name("if")) return value;
+    if (!at_name("if")) return refuse_unknown(std::move(value));
+    unknown_.resize(unknown_before);  // a conditional expression is soft, its first part too
+    const bool was_soft = soft_;
+    soft_ = true;
     auto e = make(Expr::Kind::Conditional, next().line);
     e->items.push_back(std::move(value));
     e->items.push_back(or_expr());
@@ -81,13 +80,14 @@ class ExpressionParser {
     } else {
       e->items.push_back(nullptr);
     }
+    soft_ = was_soft;
     return e;
   }
 
   // A for loop's iterable: no `x if c else y` there, as the `if` filters the loop.
   ExprPtr expression_without_condition() {
     Depth guard(this);
-    return or_expr();
+    return refuse_unknown(or_expr());
   }
 
  private:
@@ -219,8 +219,7 @@ class ExpressionParser {
         if (t.text == "true" || t.text == "True") return literal(Value::boolean(true), t.line);
         if (t.text == "false" || t.text == "False") return literal(Value::boolean(false), t.line);
         if (t.text == "none" || t.text == "None") return literal(Value::none(), t.line);
-        if (at_op("(")) {
-          if (!is_function(t.text)) macro_calls_.push_back({t.text, t.line});
+        if (at_op("(")) {  // a macro, a global function, or (when it runs) an undefined name
           auto e = make(Expr::Kind::Call, t.line);
           e->name = t.text;
           arguments(*e);
@@ -290,6 +289,13 @@ class ExpressionParser {
     for (;;) {
       if (at_op(".")) {
         int line = next().line;
+        if (peek().kind == Token::Kind::Int) {  // x.0: jinja2 reads it as x[0]
+          auto item = make(Expr::Kind::Item, line);
+          item->items.push_back(std::move(e));
+          item->items.push_back(primary());
+          e = std::move(item);
+          continue;
+        }
         std::string name = expect_name("an attribute name");
         if (at_op("(")) {
           auto call = make(Expr::Kind::MethodCall, line);
@@ -359,7 +365,7 @@ class ExpressionParser {
         next();
         const Token& name = peek();
         std::string filter = expect_name("a filter name");
-        if (!is_filter(filter)) throw SyntaxError{name.line, "unknown filter '" + filter + "'"};
+        if (!is_filter(filter)) unknown(name.line, "unknown filter '" + filter + "'");
         auto f = make(Expr::Kind::Filter, name.line);
         f->name = filter;
         f->items.push_back(std::move(e));
@@ -370,7 +376,7 @@ class ExpressionParser {
         auto test = make(Expr::Kind::Test, line);
         if (at_name("not")) next(), test->negated = true;
         std::string name = expect_name("a test name");
-        if (!is_test(name)) throw SyntaxError{line, "unknown test '" + name + "'"};
+        if (!is_test(name)) unknown(line, "unknown test '" + name + "'");
         test->name = name;
         test->items.push_back(std::move(e));
         if (at_op("(")) {
@@ -394,8 +400,18 @@ class ExpressionParser {
            at_op("{");
   }
 
+  // An unknown filter or test: an error when the outermost expression ends, unless it is soft.
+  void unknown(int line, std::string message) {
+    if (!soft_) unknown_.push_back(SyntaxError{line, std::move(message)});
+  }
+  ExprPtr refuse_unknown(ExprPtr e) {
+    if (depth_ == 1 && !unknown_.empty()) throw unknown_.front();
+    return e;
+  }
+
   std::vector<Token> t_;
-  std::vector<MacroCall>& macro_calls_;
+  bool soft_;
+  std::vector<SyntaxError> unknown_;
   size_t pos_ = 0;
   int depth_ = 0;
 };
@@ -407,17 +423,19 @@ class TemplateParser {
 
   Body parse() {
     std::string stop;
-    Body body = block({}, stop, 0);
-    for (const MacroCall& call : macro_calls_)
-      if (std::find(macros_.begin(), macros_.end(), call.name) == macros_.end())
-        throw SyntaxError{call.line, "unknown function '" + call.name + "'"};
-    return body;
+    return block({}, stop, 0, {});
   }
 
  private:
+  // Where a block is: directly in an if block (soft: unknown filters fail only when run), in a
+  // for loop's body (break and continue allowed).
+  struct Place {
+    bool soft = false, in_loop = false;
+  };
+
   // Statements until a tag named in `stops` (its name in `stop`, the parser left after it) or
   // the end (stop empty; an error if stops were expected).
-  Body block(const std::vector<std::string>& stops, std::string& stop, int depth) {
+  Body block(const std::vector<std::string>& stops, std::string& stop, int depth, Place place) {
     if (depth > kMaxDepth) throw SyntaxError{s_[std::min(i_, s_.size() - 1)].line, "blocks nested too deeply"};
     Body body;
     while (i_ < s_.size()) {
@@ -427,7 +445,7 @@ class TemplateParser {
         body.back().text = seg.text;
         continue;
       }
-      auto p = std::make_unique<ExpressionParser>(tokenize_expression(seg), macro_calls_);
+      auto p = std::make_unique<ExpressionParser>(tokenize_expression(seg), place.soft);
       if (seg.kind == Segment::Kind::Output) {
         if (p->at_end()) throw SyntaxError{seg.line, "empty {{ }}"};
         Node n = node(Node::Kind::Output, seg.line);
@@ -444,15 +462,25 @@ class TemplateParser {
           return body;
         }
       if (tag == "if") {
-        body.push_back(if_block(*p, seg.line, depth));
+        p->set_soft(true);
+        body.push_back(if_block(*p, seg.line, depth, place));
       } else if (tag == "for") {
         body.push_back(for_block(*p, seg.line, depth));
       } else if (tag == "set") {
-        body.push_back(set_statement(*p, seg.line, depth));
+        body.push_back(set_statement(*p, seg.line, depth, place));
       } else if (tag == "macro") {
         body.push_back(macro_block(*p, seg.line, depth));
+      } else if (tag == "break" || tag == "continue") {  // transformers' loopcontrols extension
+        if (!place.in_loop) throw SyntaxError{seg.line, "'" + tag + "' outside a for loop"};
+        p->expect_end();
+        body.push_back(node(tag == "break" ? Node::Kind::Break : Node::Kind::Continue, seg.line));
+      } else if (tag == "generation") {  // transformers' marker of assistant text: the text as it is
+        p->expect_end();
+        Body inner = block({"endgeneration"}, stop, depth + 1, place);
+        current_->expect_end();
+        for (Node& n : inner) body.push_back(std::move(n));
       } else if (tag == "elif" || tag == "else" || tag == "endif" || tag == "endfor" || tag == "endset" ||
-                 tag == "endmacro") {
+                 tag == "endmacro" || tag == "endgeneration") {
         throw SyntaxError{seg.line, "unexpected '" + tag + "'"};
       } else {
         throw SyntaxError{seg.line, "unknown tag '" + tag + "'"};
@@ -472,13 +500,14 @@ class TemplateParser {
     return n;
   }
 
-  Node if_block(ExpressionParser& p, int line, int depth) {
+  Node if_block(ExpressionParser& p, int line, int depth, Place place) {
     Node n = node(Node::Kind::If, line);
     n.conditions.push_back(p.expression());
     p.expect_end();
+    place.soft = true;
     for (;;) {
       std::string stop;
-      n.bodies.push_back(block({"elif", "else", "endif"}, stop, depth + 1));
+      n.bodies.push_back(block({"elif", "else", "endif"}, stop, depth + 1, place));
       ExpressionParser& tag = *current_;
       if (stop == "endif") {
         tag.expect_end();
@@ -490,7 +519,7 @@ class TemplateParser {
         continue;
       }
       tag.expect_end();  // else
-      n.bodies.push_back(block({"endif"}, stop, depth + 1));
+      n.bodies.push_back(block({"endif"}, stop, depth + 1, place));
       current_->expect_end();
       return n;
     }
@@ -513,17 +542,17 @@ class TemplateParser {
     if (p.at_name("recursive")) p.fail("recursive loops are not supported");
     p.expect_end();
     std::string stop;
-    n.bodies.push_back(block({"else", "endfor"}, stop, depth + 1));
+    n.bodies.push_back(block({"else", "endfor"}, stop, depth + 1, {.soft = false, .in_loop = true}));
     current_->expect_end();
     if (stop == "else") {
-      n.bodies.push_back(block({"endfor"}, stop, depth + 1));
+      n.bodies.push_back(block({"endfor"}, stop, depth + 1, {}));
       current_->expect_end();
     }
     return n;
   }
 
   // {% set x = expr %}, {% set ns.x = expr %}, or the block {% set x %}text{% endset %}.
-  Node set_statement(ExpressionParser& p, int line, int depth) {
+  Node set_statement(ExpressionParser& p, int line, int depth, Place place) {
     Node n = node(Node::Kind::Set, line);
     n.targets.push_back(p.expect_name("a variable name"));
     if (p.at_op(".")) {
@@ -532,7 +561,7 @@ class TemplateParser {
     }
     if (p.at_end() && n.attribute.empty()) {
       std::string stop;
-      n.bodies.push_back(block({"endset"}, stop, depth + 1));
+      n.bodies.push_back(block({"endset"}, stop, depth + 1, place));
       current_->expect_end();
       return n;
     }
@@ -567,18 +596,15 @@ class TemplateParser {
     p.expect_op(")");
     p.expect_end();
     std::string stop;
-    n.bodies.push_back(block({"endmacro"}, stop, depth + 1));
+    n.bodies.push_back(block({"endmacro"}, stop, depth + 1, {}));
     if (!current_->at_end()) current_->expect_name("the macro's name");  // {% endmacro name %}
     current_->expect_end();
-    macros_.push_back(n.targets[0]);
     return n;
   }
 
   std::vector<Segment> s_;
   size_t i_ = 0;
   std::unique_ptr<ExpressionParser> current_;  // the tag that ended the last block
-  std::vector<MacroCall> macro_calls_;
-  std::vector<std::string> macros_;  // the names of the macros defined anywhere
 };
 
 }  // namespace

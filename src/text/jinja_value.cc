@@ -162,7 +162,7 @@ std::string float_repr(double f) {
     }
   } else {
     out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     char exp[16];
     std::snprintf(exp, sizeof exp, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     out += exp;
@@ -309,7 +309,7 @@ int compare(const Value& a, const Value& b) {
 
 namespace {
 
-void json_string(const std::string& s, std::string& out) {
+void json_string(const std::string& s, bool ensure_ascii, std::string& out) {
   out += '"';
   auto unicode = [&out](uint32_t u) {
     char buf[8];
@@ -340,13 +340,12 @@ void json_string(const std::string& s, std::string& out) {
       case '\t': out += "\\t"; continue;
       case '\b': out += "\\b"; continue;
       case '\f': out += "\\f"; continue;
-      case '<':
-      case '>':
-      case '&':
-      case '\'': unicode(cp); continue;  // Jinja's HTML-safe escapes
       default: break;
     }
-    if (cp < 0x20 || (cp >= 0x7f && cp < 0x10000)) {
+    if (!ensure_ascii && cp >= 0x20) {  // as it is (a malformed byte as U+FFFD)
+      if (cp == 0xfffd && !(len == 3 && s.compare(i - 3, 3, "\xef\xbf\xbd") == 0)) out += "\xef\xbf\xbd";
+      else out.append(s, i - len, len);
+    } else if (cp < 0x20 || (cp >= 0x7f && cp < 0x10000)) {
       unicode(cp);
     } else if (cp >= 0x10000) {  // a surrogate pair, as Python's ensure_ascii writes it
       cp -= 0x10000;
@@ -359,14 +358,16 @@ void json_string(const std::string& s, std::string& out) {
   out += '"';
 }
 
-void json_value(const Value& v, int indent, int depth, std::string& out) {
+void json_value(const Value& v, const JsonOptions& o, int depth, std::string& out) {
   using K = Value::Kind;
   if (depth > 256) throw EvalError("tojson: value nested too deeply");
   check_size(out);
   auto newline = [&](int d) {
-    if (indent >= 0) out += "\n" + std::string(size_t(indent) * d, ' ');
+    if (!o.indent) return;
+    out += '\n';
+    for (int k = 0; k < d; ++k) out += *o.indent;
   };
-  const char* comma = indent >= 0 ? "," : ", ";
+  const std::string& comma = o.item_separator ? *o.item_separator : o.indent ? std::string(",") : std::string(", ");
   switch (v.kind()) {
     case K::None: out += "null"; return;
     case K::Bool: out += v.as_bool() ? "true" : "false"; return;
@@ -376,7 +377,7 @@ void json_value(const Value& v, int indent, int depth, std::string& out) {
       out += std::isnan(f) ? "NaN" : std::isinf(f) ? (f < 0 ? "-Infinity" : "Infinity") : float_repr(f);
       return;
     }
-    case K::String: json_string(v.as_string(), out); return;
+    case K::String: json_string(v.as_string(), o.ensure_ascii, out); return;
     case K::List: {
       const List& items = v.as_list();
       if (items.empty()) return void(out += "[]");
@@ -384,7 +385,7 @@ void json_value(const Value& v, int indent, int depth, std::string& out) {
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += comma;
         newline(depth + 1);
-        json_value(items[i], indent, depth + 1, out);
+        json_value(items[i], o, depth + 1, out);
       }
       newline(depth);
       out += ']';
@@ -393,15 +394,15 @@ void json_value(const Value& v, int indent, int depth, std::string& out) {
     case K::Dict: {
       std::vector<const std::pair<std::string, Value>*> entries;
       for (const auto& e : v.as_dict()) entries.push_back(&e);
-      std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      if (o.sort_keys) std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
       if (entries.empty()) return void(out += "{}");
       out += '{';
       for (size_t i = 0; i < entries.size(); ++i) {
         if (i) out += comma;
         newline(depth + 1);
-        json_string(entries[i]->first, out);
-        out += ": ";
-        json_value(entries[i]->second, indent, depth + 1, out);
+        json_string(entries[i]->first, o.ensure_ascii, out);
+        out += o.key_separator;
+        json_value(entries[i]->second, o, depth + 1, out);
       }
       newline(depth);
       out += '}';
@@ -413,9 +414,9 @@ void json_value(const Value& v, int indent, int depth, std::string& out) {
 
 }  // namespace
 
-std::string to_json(const Value& v, int indent) {
+std::string to_json(const Value& v, const JsonOptions& options) {
   std::string out;
-  json_value(v, indent, 0, out);
+  json_value(v, options, 0, out);
   return out;
 }
 

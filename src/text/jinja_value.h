@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -115,8 +116,17 @@ bool contains(const Value& item, const Value& container);
 int compare(const Value& a, const Value& b);
 // Python's float repr: the shortest digits that read back, "1.0", "1e+16", "1e-05".
 std::string float_repr(double f);
-// json.dumps(v, sort_keys=True) made HTML-safe, as Jinja's tojson filter writes it: ASCII only,
-// with <, >, & and ' escaped. `indent` < 0 writes one line.
-std::string to_json(const Value& v, int indent);
+// json.dumps(v, ...), as transformers' tojson filter writes it (it replaces Jinja's, which
+// sorted keys and escaped <, >, & and ' for HTML): keys in their order unless sort_keys, non-ASCII
+// as it is unless ensure_ascii, one line unless indent (a string repeated per level; Python's
+// int indent is that many spaces), separators ", " (or "," when indented) and ": " unless given.
+struct JsonOptions {
+  bool ensure_ascii = false;
+  std::optional<std::string> indent;
+  std::optional<std::string> item_separator;
+  std::string key_separator = ": ";
+  bool sort_keys = false;
+};
+std::string to_json(const Value& v, const JsonOptions& options);
 
 }  // namespace fusor::text::jinja

@@ -73,8 +73,13 @@ TEST(ChatTemplate, EachConstructRendersAsJinja2Does) {
        "a|ABab|1-a|d"},
       {"{{ [3, 4] | first }}{{ [3, 4] | last }}{{ 'abc' | length }}{{ 'é😀' | length }}{{ 'abc'[::-1] }}{{ 'abcd'[1:3] }}",
        "3432cbabc"},
-      {"{{ {'b': [1, 2.5, none, true], 'a': '<é>\"'} | tojson }}",
-       "{\"a\": \"\\u003c\\u00e9\\u003e\\\"\", \"b\": [1, 2.5, null, true]}"},
+      // transformers' tojson (it replaces Jinja's): keys in order, nothing escaped for HTML,
+      // non-ASCII as it is, unless asked.
+      {"{{ {'b': [1, 2.5, none, true], 'a': '<é>\"'} | tojson }}", "{\"b\": [1, 2.5, null, true], \"a\": \"<é>\\\"\"}"},
+      {"{{ {'b': 1, 'a': 'é😀\\x7f'} | tojson(ensure_ascii=true, sort_keys=true) }}",
+       "{\"a\": \"\\u00e9\\ud83d\\ude00\\u007f\", \"b\": 1}"},
+      {"{{ {'b': 1, 'a': {'y': [1]}} | tojson(indent=2) }}{{ {'b': 1, 'a': [1, 2]} | tojson(separators=[',', ':']) }}",
+       "{\n  \"b\": 1,\n  \"a\": {\n    \"y\": [\n      1\n    ]\n  }\n}{\"b\":1,\"a\":[1,2]}"},
       {"{{ [1, 'a', none, {'k': \"it's\"}] }}", "[1, 'a', None, {'k': \"it's\"}]"},
       {"{{ ' x '.strip() }}{{ 'hello'.startswith('he') }}{{ 'a,b'.split(',') }}{{ {'a': 1}.get('b', 2) }}{{ 'ab cd'.title() }}",
        "xTrue['a', 'b']2Ab Cd"},
@@ -133,6 +138,23 @@ TEST(ChatTemplate, MacrosSetBlocksAndTheOtherFiltersRenderAsJinja2Does) {
        "{{ 'aBc' is lower }}{{ '12' is lower }}",
        "TrueTrueFalseTrueFalseTrueTrueFalseFalse"},
       {"{% for m in messages %}{{ loop.cycle('odd', 'even') }}{% endfor %}", "oddevenoddeven"},
+      // transformers' loopcontrols extension, and its {% generation %} marker.
+      {"{% for m in messages %}{% if loop.index > 2 %}{% break %}{% endif %}{{ m.role }};{% endfor %}", "system;user;"},
+      {"{% for m in messages %}{% if m.role == 'user' %}{% continue %}{% endif %}{{ m.role }};{% endfor %}",
+       "system;assistant;"},
+      {"{% generation %}{{ messages[0].role }}{% endgeneration %}!", "system!"},
+      // An unknown filter or test inside an if block (or a conditional expression) fails only if
+      // it runs: DeepSeek-V3.2's template has a from_json branch that chat never takes.
+      {"{% if false %}{{ x | from_json }}{% if x is nosuch %}{% endif %}{% endif %}{{ (x | nosuch) if false else 'ok' }}", "ok"},
+      {"{{ messages.0.role }}{{ messages.1.content.1 }}", "systemH"},
+      {"{{ none | selectattr('a') | list }}{{ '' | map('upper') | list }}", "[][]"},
+      {"{{ '%s and %d' | format('a', 3) }}|{{ 'x=%05.1f|%-6s|%+d|%x|%#x|%#o|%e|%g|%%|%r' | format(3.14159, 'ab', 5, 255, 255, 8, "
+       "12345.678, 0.0001, 'q') }}",
+       "a and 3|x=003.1|ab    |+5|ff|0xff|0o10|1.234568e+04|0.0001|%|'q'"},
+      {"{{ '%(name)s is %(age)d' | format(name='Bo', age=3) }}{{ ' %s-%s' % (1, 2) }}{{ ' %s' % [1, 2] }}{{ ' %.2s|%5s|' % ('abc', 'é') }}",
+       "Bo is 3 1-2 [1, 2] ab|    é|"},
+      {"{% raw %}{{ not a tag }} {% if %}{% endraw %}!", "{{ not a tag }} {% if %}!"},
+      {"a\n  {% raw %}\n  {{ x }}\n  {% endraw %}\nb", "a\n\n  {{ x }}\nb"},
   };
   for (const Case& c : cases) EXPECT_EQ(rendered_or_error(c.source), c.expected) << c.source;
 }
@@ -188,7 +210,15 @@ TEST(ChatTemplate, ErrorsNameTheLine) {
       {"{{ 'a' +\n }}", "chat template line 2: unexpected end of tag"},
       {"{% call m() %}{% endcall %}", "chat template line 1: unknown tag 'call'"},
       {"{{ x is foo }}", "chat template line 1: unknown test 'foo'"},
-      {"{{ foo() }}", "chat template line 1: unknown function 'foo'"},
+      {"{{ foo() }}", "chat template line 1: 'foo' is undefined"},  // as jinja2: when it runs
+      {"{% for m in messages %}{{ m | foo }}{% endfor %}", "chat template line 1: unknown filter 'foo'"},
+      {"{% if true %}\n{{ 1 | foo }}{% endif %}", "chat template line 2: unknown filter 'foo'"},  // soft, but it ran
+      {"{% break %}", "chat template line 1: 'break' outside a for loop"},
+      {"{% for m in messages %}{% macro m() %}{% continue %}{% endmacro %}{% endfor %}",
+       "chat template line 1: 'continue' outside a for loop"},
+      {"{% raw %}x", "chat template line 1: missing '{% endraw %}'"},
+      {"{{ '%s %s' % (1,) }}", "chat template line 1: not enough arguments for format string"},
+      {"{{ '%d' | format('x') }}", "chat template line 1: %d format: a real number is required, not str"},
       {"{% endfor %}", "chat template line 1: unexpected 'endfor'"},
       {"{{ 'abc }}", "chat template line 1: unclosed '{{'"},
       {"{% set x %}y", "chat template line 1: missing '{% endset %}'"},

@@ -157,6 +157,24 @@ TEST(OpenAiRequest, AToolCallsHistoryReachesTheTemplate) {
   EXPECT_EQ(r.generation.prompt, tokenizer().encode("user:Weather?;assistant:get{\"city\": \"Paris\"};tool:20Cc1;", false));
 }
 
+// Python's dicts keep the client's key order, and so must the template's: the parsed body sorts
+// them, so the messages are read again from the body's text.
+TEST(OpenAiRequest, AMessagesKeysKeepTheClientsOrder) {
+  const ChatTemplate tools = ChatTemplate::parse(
+      "{% for m in messages %}{% for c in m.tool_calls or [] %}{% for k, v in c.function.arguments.items() %}{{ k }}={{ v }};"
+      "{% endfor %}{{ c | tojson }}{% endfor %}{% endfor %}");
+  GenerationTarget t = target();
+  t.chat_template = &tools;
+  const std::string text =
+      R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"type": "function", "id": "c1",)"
+      R"( "function": {"name": "get", "arguments": "{\"unit\": \"c\", \"city\": \"Paris\"}"}}]}]})";
+  const OpenAiRequest r = parse_openai_request(json::parse(text), OpenAiEndpoint::ChatCompletions, t, text);
+  EXPECT_EQ(r.generation.prompt,
+            tokenizer().encode("unit=c;city=Paris;{\"type\": \"function\", \"id\": \"c1\", \"function\": {\"name\": \"get\", "
+                               "\"arguments\": {\"unit\": \"c\", \"city\": \"Paris\"}}}",
+                               false));
+}
+
 TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
   EXPECT_NE(completion({{"prompt", "Hi"}}).generation.options.sampling.seed,
             completion({{"prompt", "Hi"}}).generation.options.sampling.seed);
