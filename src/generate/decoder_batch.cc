@@ -86,7 +86,7 @@ struct DecoderBatch::Impl {
       names.present_values.push_back(format_name(spec.present_value, layer));
     }
     Graph g = spec.use_cache_branch.empty() ? graph_of(engine) : with_past_branch(graph_of(engine));
-    cached = prepare_cached_decoder(g, names, ref::evaluate);
+    cached = prepare_cached_decoder(g, names, ref::evaluate, spec.context_length);
     const int64_t context = spec.context_length > 0 ? spec.context_length : 4096;
     table_width = (context + batch.block_size - 1) / batch.block_size;
     const int64_t tokens = batch.cache_tokens > 0 ? batch.cache_tokens : 8 * context;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "fusor/error.h"
@@ -189,7 +190,13 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
     const Node* n = producer >= 0 ? &g.nodes[static_cast<size_t>(producer)] : nullptr;
     int64_t axis = n ? n->attr_int("axis", 0) : 0;
     if (axis < 0) axis += 4;
-    if (!n || n->op != Op::Concat || n->inputs.size() != 2 || n->inputs[0] != past || axis != 2)
+    int first = n && !n->inputs.empty() ? n->inputs[0] : -1;
+    for (int hop = 0; first >= 0 && hop < kMaxChain; ++hop) {  // through Identity (a one-input Concat was one)
+      const int from = g.values[static_cast<size_t>(first)].producer;
+      if (from < 0 || g.nodes[static_cast<size_t>(from)].op != Op::Identity) break;
+      first = g.nodes[static_cast<size_t>(from)].inputs[0];
+    }
+    if (!n || n->op != Op::Concat || n->inputs.size() != 2 || first != past || axis != 2)
       refuse("'" + present_name + "' is not Concat('" + past_name + "', new) along the sequence axis");
     fresh = n->inputs[1];
   };
@@ -232,14 +239,43 @@ int add_input(Graph& g, const std::string& name, DType dtype, Shape shape) {
   return id;
 }
 
+// A probe far into the context, 2 tokens after `past`: the longest past that binds (a window
+// shows only there), the context's own when it is known. None when no long past binds.
+std::optional<Probe> bind_long_probe(const Graph& g, const DecoderGraphNames& names, int64_t context_length,
+                                     EvaluateFn evaluate) {
+  std::vector<int64_t> pasts = {4094, 2046, 1022, 510, 126};
+  if (context_length > 8) pasts = {context_length - 2};
+  for (int64_t past : pasts) {
+    try {
+      return bind_probe(g, names, 2, past, evaluate);
+    } catch (const Error&) {  // positions past the model's own table: try a shorter past
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate) {
+CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate,
+                                     int64_t context_length) {
   const size_t layers = names.past_keys.size();
   if (layers == 0 || names.past_values.size() != layers || names.present_keys.size() != layers ||
       names.present_values.size() != layers)
     refuse("the decoder names no cache layers");
+  // transformers 5 exports Concat([past]), one input, before the real Concat(past, new).
+  for (Node& n : g.nodes)
+    if (n.op == Op::Concat && n.inputs.size() == 1) {
+      n.op = Op::Identity;
+      n.op_type = op_info(Op::Identity).name;
+      n.attrs.clear();
+    }
   remove_dead_nodes(g);  // only what reaches an output counts as a reader below
+  // A step packs several sequences' tokens (and a plan's padding rows) into one input: one scale
+  // over all of them would make each sequence's values depend on the others'.
+  for (const Node& n : g.nodes)
+    if (n.op == Op::DynamicQuantizeLinear)
+      refuse(n.describe() + " takes one scale over all of a step's tokens, so sequences stepped together would change each "
+             "other's outputs");
   const int ids = value_id(g, names.input_ids, "input");
   const int positions = value_id(g, names.position_ids, "input");
   if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");
@@ -248,6 +284,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   // Two probes: a prefill (no past) and a step after a past, both with several tokens so that
   // causality shows.
   const Probe probes[2] = {bind_probe(g, names, 3, 0, evaluate), bind_probe(g, names, 2, 5, evaluate)};
+  const std::optional<Probe> far = bind_long_probe(g, names, context_length, evaluate);
   std::vector<LayerMatch> matches;
   std::vector<double> scales;
   CachedDecoder out;
@@ -269,6 +306,16 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       const double s = check_scores(g, p, m.score_path, m.scores, evaluate, what);
       if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
       scale = s;
+    }
+    // A sliding window (Mistral, Qwen2, Gemma) masks keys more than its width behind: the paged
+    // attention would see them.
+    if (far) {
+      try {
+        check_scores(g, *far, m.score_path, m.scores, evaluate, what);
+      } catch (const Error& e) {
+        refuse(what + " masks keys far behind the query (a sliding window?), which the paged attention does not: " +
+               std::string(e.what()).substr(std::string("cannot cache attention: ").size()));
+      }
     }
     matches.push_back(std::move(m));
     scales.push_back(scale);

@@ -9,7 +9,9 @@
 // sequence's block table), so one plan per token count serves every past length.
 //
 // What it proves before rewriting, refusing with an UnsupportedOp Error ("cannot cache attention:
-// <why>") otherwise. The original graph is bound at two (tokens, past) probes with an all-ones
+// <why>") otherwise; a graph with DynamicQuantizeLinear (one scale over the whole step) is refused
+// outright. A one-input Concat (transformers 5 exports Concat([past])) is an Identity
+// first. The original graph is bound at two (tokens, past) probes with an all-ones
 // attention_mask, and at each probe:
 //  - present key and value are Concat(past, new) along the sequence axis;
 //  - the path from each present to its product (head repeat, key transpose) is evaluated on a
@@ -18,6 +20,8 @@
 //    scale * score where key j <= query i + past, and at most -1e4 (nothing, after the
 //    softmax) elsewhere: a causal mask, with any padding mask a no-op when every token is real;
 //  - after the rewrite nothing reads the past, the present or the attention mask.
+// A third probe, 2 tokens after a past near the context length (or the longest of 4094, 2046, ...
+// that binds), checks the mask again: a sliding window hides keys only that far behind.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -47,6 +51,8 @@ struct CachedDecoder {
 };
 
 // Rewrites `g` (an imported decoder step). Throws UnsupportedOp with the reason.
-CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate);
+// `context_length` (0: unknown) places the far probe.
+CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate,
+                                     int64_t context_length = 0);
 
 }  // namespace fusor

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from conftest import MODELS, model_path, run_fusor
+from conftest import MODELS, ROOT, model_path, run_fusor
 
 TIE = 1e-5
 ALL = os.environ.get("FUSOR_GENERATE_ALL") == "1"
@@ -471,3 +471,38 @@ def test_a_batch_of_token_ids_needs_no_tokenizer(tmp_path):
     assert r.returncode == 0, r.stderr
     alone = generate("llama-tiny", "--prompt-ids", "1,450,4996", "--max-new-tokens", 4, "--ignore-eos")
     assert json.loads(r.stdout)["sequences"][0]["output_ids"] == alone["output_ids"]
+
+
+def test_a_sliding_window_runs_the_plain_loop_with_transformers_tokens(tmp_path):
+    """A mask that hides keys more than a window behind (Mistral's and Gemma's sliding window;
+    here 8 positions, baked into a small Llama's causal_mask) shows only far into the context,
+    past where the paged cache's short probes look. The cache, which attends to the whole past,
+    is refused with the reason, and the plain loop gives transformers' tokens."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    import sys
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import decoder_export
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                   intermediate_size=128, vocab_size=256, max_position_embeddings=64,
+                                   attn_implementation="eager")
+    torch.manual_seed(0)
+    lm = transformers.LlamaForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for p in lm.parameters():
+            if p.dim() >= 2:
+                p.normal_(0, 0.2)  # decisive logits: no near-ties between the two best tokens
+    n = lm.model.causal_mask.shape[-1]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    lm.model.register_buffer("causal_mask", ((j > i) | (j <= i - 8)).to(lm.model.causal_mask.dtype), persistent=False)
+    os.replace(decoder_export.export_decoder(lm, tmp_path / "model.onnx", "windowed"), tmp_path / "model.onnx")
+    cfg.save_pretrained(tmp_path)
+    prompt = list(range(3, 30))
+    with torch.no_grad():
+        expected = lm.generate(torch.tensor([prompt]), max_new_tokens=8, do_sample=False, pad_token_id=0)[0, len(prompt):]
+    r = run_fusor("generate", tmp_path, "--prompt-ids", ids_arg(prompt), "--max-new-tokens", 8, "--ignore-eos", "--json",
+                  "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "plain loop" in r.stderr and "a sliding window?" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["output_ids"] == expected.tolist()

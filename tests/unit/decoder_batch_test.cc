@@ -172,6 +172,66 @@ TEST(CacheAttentionPass, RefusesWhatItCannotProve) {
   }
 }
 
+// transformers 5 exports a one-input Concat([past]) before the real Concat(past, new): an identity.
+TEST(CacheAttentionPass, SeesThroughAOneInputConcatOfThePast) {
+  Graph g = graph_of(engine());
+  for (int layer = 0; layer < spec().layers; ++layer)
+    for (const std::string& present : {format_name(spec().present_key, layer), format_name(spec().present_value, layer)}) {
+      Node& concat = g.nodes[static_cast<size_t>(g.values[static_cast<size_t>(g.find_value(present))].producer)];
+      Value copy = g.values[static_cast<size_t>(concat.inputs[0])];
+      copy.name += ".alone";
+      copy.producer = -1;
+      const int alone = g.add_value(std::move(copy));
+      Node identity = concat;
+      identity.name += "/alone";
+      identity.inputs = {concat.inputs[0]};
+      identity.outputs = {alone};
+      concat.inputs[0] = alone;
+      g.nodes.push_back(std::move(identity));
+      g.values[static_cast<size_t>(alone)].producer = static_cast<int>(g.nodes.size()) - 1;
+    }
+  g.reorder_nodes();
+  const CachedDecoder c = prepare_cached_decoder(g, names(), ref::evaluate);
+  EXPECT_EQ(c.key_caches.size(), 4u);
+  for (const Node& n : g.nodes) EXPECT_NE(n.op, Op::Softmax) << n.name;
+}
+
+// DynamicQuantizeLinear takes one scale over its whole input: a step's other sequences (and a
+// plan's padding rows) would change each sequence's values.
+TEST(CacheAttentionPass, RefusesAScaleOverTheWholeStep) {
+  Graph g = graph_of(engine());
+  Node& matmul = node_named(g, Op::MatMul, "layers.1/");
+  const int x = matmul.inputs[0];
+  auto fresh = [&](const std::string& name, DType dtype) {
+    Value v;
+    v.name = name;
+    v.dtype = dtype;
+    return g.add_value(std::move(v));
+  };
+  const int q = fresh("q", DType::UInt8), scale = fresh("q.scale", DType::Float32), zero = fresh("q.zero", DType::UInt8),
+            back = fresh("q.back", DType::Float32);
+  Node quantize;
+  quantize.op = Op::DynamicQuantizeLinear;
+  quantize.op_type = "DynamicQuantizeLinear";
+  quantize.name = "quantize";
+  quantize.opset = 17;
+  quantize.inputs = {x};
+  quantize.outputs = {q, scale, zero};
+  Node dequantize = quantize;
+  dequantize.op = Op::DequantizeLinear;
+  dequantize.op_type = "DequantizeLinear";
+  dequantize.name = "dequantize";
+  dequantize.inputs = {q, scale, zero};
+  dequantize.outputs = {back};
+  node_named(g, Op::MatMul, "layers.1/").inputs[0] = back;
+  g.nodes.push_back(std::move(quantize));
+  g.nodes.push_back(std::move(dequantize));
+  for (size_t i = g.nodes.size() - 2; i < g.nodes.size(); ++i)
+    for (int out : g.nodes[i].outputs) g.values[static_cast<size_t>(out)].producer = static_cast<int>(i);
+  g.reorder_nodes();
+  EXPECT_NE(refusal(g).find("takes one scale over all of a step's tokens"), std::string::npos) << refusal(g);
+}
+
 std::vector<TokenId> ids(int n, int seed) { return test::prompt_ids(n, seed); }
 
 double max_diff(std::span<const float> a, std::span<const float> b) {
