@@ -32,6 +32,8 @@ CachedAttentionParams cached_attention_params(const Node& node, std::span<const 
   p.kv_heads = node.attr_int("kv_heads", 0);
   p.scale = node.attr_float("scale", 1.f);
   if (!node.has_attr("scale")) fail(node, "needs attribute 'scale'", ErrorKind::InvalidModel);
+  p.window = node.attr_int("window", 0);
+  if (p.window < 0) fail(node, "window must be 0 (none) or positive, got " + std::to_string(p.window), ErrorKind::InvalidModel);
   if (p.heads < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0)
     fail(node, "num_heads (" + std::to_string(p.heads) + ") must be a positive multiple of kv_heads (" +
                    std::to_string(p.kv_heads) + ")", ErrorKind::InvalidModel);

@@ -8,8 +8,10 @@
 // lives in cache block block_table[t][p / BS], at p % BS: column p % BS of the block's keys, row
 // p % BS of its values. Keys are stored transposed so that a query's scores against a block are
 // vector FMAs over its D rows, with no transpose per step. A run first writes every token's key
-// and value at its own position, then attends each token to positions 0..pos of its sequence.
+// and value at its own position, then attends each token to positions 0..pos of its sequence, or,
+// with attribute `window` W > 0 (a sliding window: Mistral, Qwen2, Gemma), to pos - W + 1..pos.
 #pragma once
+#include <algorithm>
 #include <span>
 
 #include "ir/graph.h"
@@ -26,10 +28,13 @@ struct CachedAttentionParams {
   int64_t block_size = 0;  // BS, positions per block
   int64_t max_blocks = 0;  // MB, block table entries per token
   float scale = 1.f;
+  int64_t window = 0;      // > 0: a token sees only the last `window` positions, its own included
   int64_t group() const { return heads / kv_heads; }  // query heads per kv head
+  // The first position a token at `pos` attends to.
+  int64_t first_key(int64_t pos) const { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; }
 };
 
-// Reads the attributes (num_heads, kv_heads, scale) and checks the input types against them;
+// Reads the attributes (num_heads, kv_heads, scale, window) and checks the input types against them;
 // throws a one-line fusor::Error naming the node on anything else.
 CachedAttentionParams cached_attention_params(const Node& node, std::span<const TensorType> inputs);
 

@@ -120,26 +120,49 @@ void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& p
       }
 }
 
-// The score path must compute scale * score where key j <= i + past and mask the rest; returns
-// the scale.
-double check_scores(const Graph& g, const Probe& p, const std::vector<int>& path, int scores, EvaluateFn evaluate,
+// The score path evaluated on known scores `x`, giving `y`.
+struct ScoreRun {
+  Dims dims;  // [1, H, T, past + T]
+  Tensor x, y;
+};
+
+ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path, int scores, EvaluateFn evaluate,
                     const std::string& what) {
-  const Dims d = p.bound.types[static_cast<size_t>(scores)].dims;  // [1, H, T, S]
+  const Dims d = p.bound.types[static_cast<size_t>(scores)].dims;
   if (d.size() != 4 || d[2] != p.tokens || d[3] != p.tokens + p.past)
     refuse(what + ": the scores are " + dims_to_string(d) + ", not [1, heads, tokens, past + tokens]");
   Tensor x(DType::Float32, d);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f + static_cast<float>(i % 13) * 0.5f;
-  const Tensor y = run_path(g, p.bound, path, scores, x, evaluate, what);
+  Tensor y = run_path(g, p.bound, path, scores, x, evaluate, what);
   if (y.dtype() != DType::Float32 || y.dims() != d)
     refuse(what + ": the masked scores are " + dims_to_string(y.dims()) + ", not " + dims_to_string(d));
-  const double scale = static_cast<double>(y.data<float>()[0]) / x.data<float>()[0];
+  return {d, x, y};
+}
+
+// The sliding window the masked scores show: query 0 (at position `past`) sees keys from
+// past - window + 1 on; 0 when it sees key 0 (no window shows at this past).
+int64_t window_shown(const ScoreRun& s, const Probe& p) {
+  for (int64_t j = 0; j <= p.past; ++j)
+    if (!(s.y.data<float>()[j] <= kMasked)) return j == 0 ? 0 : p.past - j + 1;
+  return 0;
+}
+
+// The masked scores must be scale * score where key j is in query i's view (j <= i + past, and
+// within the last `window` positions when there is a window) and masked elsewhere; returns the scale.
+double check_scores(const ScoreRun& s, const Probe& p, int64_t window, const std::string& what) {
+  const Dims& d = s.dims;
+  const float* x = s.x.data<float>();
+  const float* y = s.y.data<float>();
+  const double scale = static_cast<double>(y[p.past]) / x[p.past];  // query 0 always sees its own key
   for (int64_t hq = 0; hq < d[1] * d[2]; ++hq)
     for (int64_t j = 0; j < d[3]; ++j) {
       const int64_t i = hq % d[2], at = hq * d[3] + j;
-      const float got = y.data<float>()[at], want = static_cast<float>(scale * x.data<float>()[at]);
-      if (j <= i + p.past ? std::fabs(got - want) > 1e-6f * std::fabs(want) : !(got <= kMasked))
+      const float got = y[at], want = static_cast<float>(scale * x[at]);
+      const bool seen = j <= i + p.past && (window == 0 || j > i + p.past - window);
+      if (seen ? std::fabs(got - want) > 1e-6f * std::fabs(want) : !(got <= kMasked))
         refuse(what + ": at tokens " + std::to_string(p.tokens) + ", past " + std::to_string(p.past) + ", query " +
-               std::to_string(i) + " key " + std::to_string(j) + " the scores are not scaled and causally masked");
+               std::to_string(i) + " key " + std::to_string(j) + " the scores are not scaled and causally masked" +
+               (window ? " within a window of " + std::to_string(window) : std::string()));
     }
   return scale;
 }
@@ -239,8 +262,9 @@ int add_input(Graph& g, const std::string& name, DType dtype, Shape shape) {
   return id;
 }
 
-// A probe far into the context, 2 tokens after `past`: the longest past that binds (a window
-// shows only there), the context's own when it is known. None when no long past binds.
+// A probe far into the context, 2 tokens after `past`: the longest past that binds (a sliding
+// window as wide as most of the context shows only there), the context's own when it is known.
+// None when no long past binds.
 std::optional<Probe> bind_long_probe(const Graph& g, const DecoderGraphNames& names, int64_t context_length,
                                      EvaluateFn evaluate) {
   std::vector<int64_t> pasts = {4094, 2046, 1022, 510, 126};
@@ -287,11 +311,24 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   const std::optional<Probe> far = bind_long_probe(g, names, context_length, evaluate);
   std::vector<LayerMatch> matches;
   std::vector<double> scales;
+  std::vector<int64_t> windows;
   CachedDecoder out;
   for (size_t layer = 0; layer < layers; ++layer) {
     const std::string what = "layer " + std::to_string(layer);
     LayerMatch m = match_layer(g, consumers, probes[0], names, layer);
+    // The masks at every probe, and the widest sliding window they show (the far probe's, where
+    // a window of most of the context shows).
+    std::vector<std::pair<const Probe*, ScoreRun>> runs;
+    for (const Probe& p : probes) runs.emplace_back(&p, run_scores(g, p, m.score_path, m.scores, evaluate, what));
+    if (far) runs.emplace_back(&*far, run_scores(g, *far, m.score_path, m.scores, evaluate, what));
+    int64_t window = 0;
+    for (const auto& [p, run] : runs) window = std::max(window, window_shown(run, *p));
     double scale = 0;
+    for (const auto& [p, run] : runs) {
+      const double s = check_scores(run, *p, window, what);
+      if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
+      scale = s;
+    }
     for (const Probe& p : probes) {
       if (match_layer(g, consumers, p, names, layer).product != m.product) refuse(what + " matches differently at another shape");
       const Dims& q = p.bound.types[static_cast<size_t>(m.query)].dims;
@@ -303,22 +340,10 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       out.heads = q[1], out.kv_heads = k[1], out.head_dim = k[3];
       check_head_repeat(g, p, m.key_path, m.present_k, q[1], true, evaluate, what + "'s key path");
       check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, evaluate, what + "'s value path");
-      const double s = check_scores(g, p, m.score_path, m.scores, evaluate, what);
-      if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
-      scale = s;
-    }
-    // A sliding window (Mistral, Qwen2, Gemma) masks keys more than its width behind: the paged
-    // attention would see them.
-    if (far) {
-      try {
-        check_scores(g, *far, m.score_path, m.scores, evaluate, what);
-      } catch (const Error& e) {
-        refuse(what + " masks keys far behind the query (a sliding window?), which the paged attention does not: " +
-               std::string(e.what()).substr(std::string("cannot cache attention: ").size()));
-      }
     }
     matches.push_back(std::move(m));
     scales.push_back(scale);
+    windows.push_back(window);
   }
 
   // The new inputs: the pool per layer, shared by every token, and each token's block table.
@@ -341,6 +366,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     n.opset = 1;
     n.inputs = {m.query, m.new_k, m.new_v, positions, table, kc, vc};
     n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads}, {"scale", static_cast<float>(scales[layer])}};
+    if (windows[layer] > 0) n.attrs["window"] = windows[layer];
     n.name = n.name + "/" + kCacheAttentionItem;
   }
 

@@ -17,11 +17,14 @@
 //  - the path from each present to its product (head repeat, key transpose) is evaluated on a
 //    tensor of distinct values and must give exactly "query head h reads KV head h / (H / KVH)";
 //  - the ops between Q K^T and the Softmax are evaluated on known scores and must give
-//    scale * score where key j <= query i + past, and at most -1e4 (nothing, after the
-//    softmax) elsewhere: a causal mask, with any padding mask a no-op when every token is real;
+//    scale * score where key j <= query i + past (and j > i + past - window, with a window), and
+//    at most -1e4 (nothing, after the softmax) elsewhere: a causal mask, with any padding mask a
+//    no-op when every token is real;
 //  - after the rewrite nothing reads the past, the present or the attention mask.
 // A third probe, 2 tokens after a past near the context length (or the longest of 4094, 2046, ...
-// that binds), checks the mask again: a sliding window hides keys only that far behind.
+// that binds), checks the mask again: a sliding window hides keys only that far behind. The
+// widest window a probe shows becomes the node's `window` attribute, and every probe's mask must
+// be exactly that window's.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -473,11 +473,11 @@ def test_a_batch_of_token_ids_needs_no_tokenizer(tmp_path):
     assert json.loads(r.stdout)["sequences"][0]["output_ids"] == alone["output_ids"]
 
 
-def test_a_sliding_window_runs_the_plain_loop_with_transformers_tokens(tmp_path):
+def test_a_sliding_window_gives_transformers_tokens(tmp_path):
     """A mask that hides keys more than a window behind (Mistral's and Gemma's sliding window;
     here 8 positions, baked into a small Llama's causal_mask) shows only far into the context,
-    past where the paged cache's short probes look. The cache, which attends to the whole past,
-    is refused with the reason, and the plain loop gives transformers' tokens."""
+    past where the paged cache's short probes look: a far probe finds it, and the paged kernel
+    attends to each token's last 8 positions, alone and with other sequences in its steps."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     import sys
@@ -504,5 +504,10 @@ def test_a_sliding_window_runs_the_plain_loop_with_transformers_tokens(tmp_path)
     r = run_fusor("generate", tmp_path, "--prompt-ids", ids_arg(prompt), "--max-new-tokens", 8, "--ignore-eos", "--json",
                   "--stats")
     assert r.returncode == 0, r.stderr
-    assert "plain loop" in r.stderr and "a sliding window?" in r.stderr, r.stderr
+    assert "paged KV cache" in r.stderr, r.stderr
     assert json.loads(r.stdout)["output_ids"] == expected.tolist()
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"prompt_ids": prompt}) + "\n" + json.dumps({"prompt_ids": prompt[:5], "start_step": 3}) + "\n")
+    r = run_fusor("generate", tmp_path, "--batch", batch, "--max-new-tokens", 8, "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["sequences"][0]["output_ids"] == expected.tolist()

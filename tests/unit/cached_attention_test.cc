@@ -36,11 +36,12 @@ struct Config {
   int64_t H, KVH, D, BS;
   std::vector<Seq> seqs;
   int64_t padding = 0;  // padding tokens (position -1) mixed into the step
+  int64_t window = 0;   // a sliding window (attribute `window`): each token sees its last positions
 };
 
 std::string describe(const Config& c) {
   return "H=" + std::to_string(c.H) + " KVH=" + std::to_string(c.KVH) + " D=" + std::to_string(c.D) +
-         " BS=" + std::to_string(c.BS);
+         " BS=" + std::to_string(c.BS) + (c.window ? " window=" + std::to_string(c.window) : "");
 }
 
 void PrintTo(const Config& c, std::ostream* os) { *os << describe(c); }
@@ -88,6 +89,7 @@ Step make_step(const Config& c, uint32_t seed) {
   Step s;
   s.c = c;
   s.node = cached_attention_node(c.H, c.KVH, 1.f / std::sqrt(static_cast<float>(c.D)));
+  if (c.window > 0) s.node.attrs["window"] = c.window;
   const size_t n = c.seqs.size();
   std::vector<int64_t> need(n);
   for (size_t i = 0; i < n; ++i) {
@@ -236,8 +238,9 @@ std::vector<double> naive_attention(const Step& s, int64_t t, int64_t h) {
   const auto& hk = s.hist_k[seq][g];
   const auto& hv = s.hist_v[seq][g];
   const double scale = s.node.attr_float("scale", 0.f);
-  std::vector<double> w(static_cast<size_t>(pos + 1));
-  for (int64_t p = 0; p <= pos; ++p) {
+  const int64_t first = c.window > 0 ? std::max<int64_t>(0, pos - c.window + 1) : 0;
+  std::vector<double> w(static_cast<size_t>(pos + 1), -INFINITY);
+  for (int64_t p = first; p <= pos; ++p) {
     double dot = 0;
     for (int64_t e = 0; e < c.D; ++e) dot += static_cast<double>(q[e]) * hk[static_cast<size_t>(p * c.D + e)];
     w[static_cast<size_t>(p)] = dot * scale;
@@ -267,6 +270,15 @@ const Config kConfigs[] = {
     {8, 1, 20, 16, mixed_step(), 1},     // head dim not whole vectors; a group of 8 heads
     {8, 2, 64, 16, {{0, 40}, {3, 7}}, 2},  // prefill: causal within the step
     {4, 2, 64, 16, {{511, 1}}, 0},          // one long decode
+    // Sliding windows: within a block, across blocks and a 256-key tile, a prefill whose rows
+    // start at different keys, a window of one, and one wider than every position.
+    {8, 2, 64, 16, mixed_step(), 2, 5},
+    {8, 2, 64, 16, mixed_step(), 2, 40},
+    {8, 2, 64, 16, {{0, 40}, {3, 7}}, 2, 9},
+    {4, 2, 64, 16, {{511, 1}, {290, 20}}, 0, 270},
+    {8, 2, 32, 4, mixed_step(), 1, 1},
+    {8, 1, 20, 16, mixed_step(), 1, 3},
+    {8, 2, 64, 16, mixed_step(), 1, 1000},
 };
 
 class CachedAttentionCase : public ::testing::TestWithParam<Config> {};

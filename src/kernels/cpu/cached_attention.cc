@@ -166,8 +166,11 @@ class CachedAttentionKernel final : public Kernel {
     std::fill(l, l + rows, 0.f);
     const V vscale = hn::Set(d, p_.scale);
     const int64_t keys = pos0 + n;  // the last row sees every position up to its own
-    for (int64_t k0 = 0; k0 < keys; k0 += tile_) {
-      const bool first = k0 == 0;  // acc is written, not accumulated, and needs no rescaling
+    // A sliding window: the first row sees nothing before first_key(pos0), later rows less; the
+    // tiles start at a whole one (tiles are whole blocks) and mask each row's own start.
+    const int64_t start = p_.first_key(pos0) / tile_ * tile_;
+    for (int64_t k0 = start; k0 < keys; k0 += tile_) {
+      const bool first = k0 == start;  // acc is written, not accumulated, and needs no rescaling
       const int64_t nk = std::min(tile_, keys - k0), nk_pad = round_up(nk, L_);
       // Scores: a decode token's G heads' rows are head_stride apart, one product for all; a
       // run's rows of one head are contiguous, one product per head.
@@ -196,14 +199,18 @@ class CachedAttentionKernel final : public Kernel {
 
       for (int64_t r = 0; r < rows; ++r) {
         float* sr = s + r * tile_pad_;
-        // Keys past the row's own position (and the tile's padding columns) take no weight.
+        // Keys past the row's own position (and the tile's padding columns), and those before its
+        // window, take no weight.
         const int64_t limit = std::min(nk, pos0 + r % n + 1 - k0);
+        const int64_t low = p_.first_key(pos0 + r % n) - k0;
         V vmax = hn::Set(d, kNegInf);
         for (int64_t j = 0; j < nk_pad; j += L_) {
           V x = hn::Mul(hn::LoadU(d, sr + j), vscale);
-          if (j + L_ > limit) {
+          if (j + L_ > limit || j < low) {
             const V idx = hn::Add(hn::Iota(d, 0.f), hn::Set(d, static_cast<float>(j)));
-            x = hn::IfThenElse(hn::Lt(idx, hn::Set(d, static_cast<float>(limit))), x, hn::Set(d, kNegInf));
+            const auto kept = hn::And(hn::Lt(idx, hn::Set(d, static_cast<float>(limit))),
+                                      hn::Ge(idx, hn::Set(d, static_cast<float>(low))));
+            x = hn::IfThenElse(kept, x, hn::Set(d, kNegInf));
           }
           hn::StoreU(x, d, sr + j);
           vmax = hn::Max(vmax, x);

@@ -1,6 +1,6 @@
 // Reference CachedAttention (ir/cached_attention_params.h): append this step's keys and values to
-// the paged caches in place, then attend each token to its sequence's positions 0..pos, in plain
-// loops with a max-subtracted softmax accumulated in double.
+// the paged caches in place, then attend each token to its sequence's positions 0..pos (the last
+// `window` of them with a window), in plain loops with a max-subtracted softmax accumulated in double.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -51,21 +51,22 @@ void CachedAttention(const Node& node, std::span<const Tensor> inputs, std::span
         continue;
       }
       const float* qr = q + (h * T + t) * D;
-      scores.assign(static_cast<size_t>(pos + 1), 0.0);
+      const int64_t first = p.first_key(pos);
+      scores.assign(static_cast<size_t>(pos + 1 - first), 0.0);
       double max = -INFINITY;
-      for (int64_t j = 0; j <= pos; ++j) {
+      for (int64_t j = first; j <= pos; ++j) {
         const float* kc = key_cache + key_slot(t, j, g);
         double dot = 0;
         for (int64_t c = 0; c < D; ++c) dot += static_cast<double>(qr[c]) * kc[c * BS];
-        scores[static_cast<size_t>(j)] = static_cast<double>(p.scale) * dot;
-        max = std::max(max, scores[static_cast<size_t>(j)]);
+        scores[static_cast<size_t>(j - first)] = static_cast<double>(p.scale) * dot;
+        max = std::max(max, scores[static_cast<size_t>(j - first)]);
       }
       double sum = 0;
       for (double& s : scores) sum += s = std::exp(s - max);
       std::fill(acc.begin(), acc.end(), 0.0);
-      for (int64_t j = 0; j <= pos; ++j) {
+      for (int64_t j = first; j <= pos; ++j) {
         const float* vr = value_cache + value_slot(t, j, g);
-        const double w = scores[static_cast<size_t>(j)] / sum;
+        const double w = scores[static_cast<size_t>(j - first)] / sum;
         for (int64_t c = 0; c < D; ++c) acc[static_cast<size_t>(c)] += w * vr[c];
       }
       for (int64_t c = 0; c < D; ++c) o[c] = static_cast<float>(acc[static_cast<size_t>(c)]);
