@@ -182,5 +182,22 @@ TEST(RefNnOps, AveragePoolDilations) {
                {make({1, 1, 4}, {1, 2, 3, 4})}, "dilations are not part of AveragePool before opset 19");
 }
 
+// ceil_mode's last window runs past the padded input: with count_include_pad its divisor counts
+// the taps inside the padded input (PyTorch's and ONNX Runtime's), not the whole kernel. A 5x5
+// ramp pooled 2x2 by 2: the right column averages 2 values, the corner 1 (HF Funnel exports it).
+TEST(RefNnOps, AveragePoolCeilModeCountsOnlyThePaddedInput) {
+  std::vector<float> ramp(25);
+  for (int i = 0; i < 25; ++i) ramp[static_cast<size_t>(i)] = static_cast<float>(i);
+  Node ap = node_of(Op::AveragePool, 19, {{"kernel_shape", V{2, 2}}, {"strides", V{2, 2}}, {"ceil_mode", int64_t{1}},
+                                          {"count_include_pad", int64_t{1}}});
+  expect_values(run(ap, {make({1, 1, 5, 5}, ramp)})[0], {1, 1, 3, 3}, {3, 5, 6.5, 13, 15, 16.5, 20.5, 22.5, 24});
+  // With a pad of 1 the padding counts, the overhang past it does not: on a 4-wide row padded to
+  // [-1, 5), the last window [3, 6) holds x[3] and one pad, so 4 / 2 (torch's avg_pool1d too).
+  ap.attrs["kernel_shape"] = V{3};
+  ap.attrs["strides"] = V{2};
+  ap.attrs["pads"] = V{1, 1};
+  expect_values(run(ap, {make({1, 1, 4}, {1, 2, 3, 4})})[0], {1, 1, 3}, {1, 3, 2});
+}
+
 }  // namespace
 }  // namespace fusor

@@ -1,7 +1,9 @@
 // Reference MaxPool, AveragePool, LpPool (1 to 3 spatial dims), GlobalAveragePool and GlobalMaxPool. Averages are
 // taken in double. With ceil_mode, windows may run past the padded input; with
-// count_include_pad the divisor is still the full kernel volume, as in ONNX's reference and
-// node tests (PyTorch and ORT clip the divisor to the padded input instead).
+// count_include_pad the divisor counts the taps inside the padded input, not past it, as
+// PyTorch (whose exports these are) and ONNX Runtime divide. ONNX 1.17's reference divides by
+// the whole kernel there, so its node test averagepool_3d_dilations_large_count_include_pad_is_1_
+// ceil_mode_is_True expects otherwise (ONNX Runtime fails it too).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -47,11 +49,21 @@ void for_each_tap(const Window& w, const std::array<int64_t, 3>& st, F&& f) {
 }
 
 // For each output of a windowed pool: y = finish(sum of term(x) over the window's taps inside
-// the input, how many taps those are, the kernel volume), in double (AveragePool, LpPool).
+// the input, how many taps those are, how many lie inside the padded input), in double
+// (AveragePool, LpPool).
 template <class Term, class Finish>
 void sum_windows(const Node& node, const Tensor& x, Tensor& y, Term&& term, Finish&& finish) {
   const Window w = window_of(node, x.dims(), y.dims(), node.attr_ints("kernel_shape"));
-  const int64_t kernel_vol = w.k[0] * w.k[1] * w.k[2];
+  // Taps of the window starting at `st` inside the padded input (a ceil_mode window may run past it).
+  auto padded_taps = [&w](const std::array<int64_t, 3>& st) {
+    int64_t taps = 1;
+    for (int i = 0; i < 3; ++i) {
+      int64_t n = 0;
+      for (int64_t k = 0; k < w.k[i]; ++k) n += st[i] + k * w.d[i] < w.in[i] + w.pe[i];
+      taps *= n;
+    }
+    return taps;
+  };
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t in_vol = w.in[0] * w.in[1] * w.in[2], p_len = w.out[0] * w.out[1] * w.out[2];
   visit_float(x.dtype(), node, [&](auto* tag) {
@@ -66,7 +78,7 @@ void sum_windows(const Node& node, const Tensor& x, Tensor& y, Term&& term, Fini
         ++valid;
         sum += term(static_cast<double>(xc[(iz * w.in[1] + iy) * w.in[2] + ix]));
       });
-      py[plane * p_len + p] = static_cast<T>(finish(sum, valid, kernel_vol));
+      py[plane * p_len + p] = static_cast<T>(finish(sum, valid, padded_taps(st)));
     });
   });
 }
@@ -132,8 +144,8 @@ void MaxPool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor>
 void AveragePool(const Node& node, std::span<const Tensor> inputs, std::span<Tensor> outputs) {
   const bool include_pad = node.attr_int("count_include_pad", 0) != 0;
   sum_windows(node, inputs[0], outputs[0], [](double v) { return v; },
-              [&](double sum, int64_t valid, int64_t kernel_vol) {
-                const int64_t count = include_pad ? kernel_vol : valid;
+              [&](double sum, int64_t valid, int64_t padded) {
+                const int64_t count = include_pad ? padded : valid;
                 return count ? sum / static_cast<double>(count) : 0.0;
               });
 }

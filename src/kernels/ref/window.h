@@ -10,7 +10,7 @@
 namespace fusor::ref {
 
 struct Window {
-  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1}, pb{0, 0, 0};
+  std::array<int64_t, 3> in{1, 1, 1}, out{1, 1, 1}, k{1, 1, 1}, s{1, 1, 1}, d{1, 1, 1}, pb{0, 0, 0}, pe{0, 0, 0};
 };
 
 // `x` and `y` are the NC... input and output dims; `kernel` the spatial kernel extent.
@@ -29,8 +29,10 @@ inline Window window_of(const Node& node, const Dims& x, const Dims& y, const Di
     if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t total = std::max<int64_t>(0, (w.out[j] - 1) * w.s[j] + (w.k[j] - 1) * w.d[j] + 1 - w.in[j]);
       w.pb[j] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      w.pe[j] = total - w.pb[j];
     } else if (auto_pad != "VALID" && !pads.empty()) {
       w.pb[j] = pads[i];
+      w.pe[j] = pads.size() == 2 * ns ? pads[i + ns] : 0;
     }
   }
   return w;
