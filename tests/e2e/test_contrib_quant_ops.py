@@ -188,7 +188,20 @@ def qlinear_matmul(a_type, b_type, m, k, n, y_scale):
                     feeds, consts, domain="", opset=13)
 
 
+def exact_ties(op):
+    """QLinearMatMul or QGemm whose outputs before rounding are exact halves (a x 1 x 0.5) with an
+    odd zero point: the spec rounds, then adds the zero point (127 for 2.5 + 125); fusor added
+    first and rounded 127.5 to 128."""
+    consts = {"as": scale(1.0), "az": zp(u8, 0), "b": np.ones((1, 1), np.int8), "bs": scale(0.5), "bz": zp(i8, 0),
+              "ys": scale(1.0), "yz": zp(u8, 125)}
+    a = np.array([1, 3, 5, 7, 9, 2, 4, 6], np.uint8).reshape(8, 1)
+    inputs = ["a", "as", "az", "b", "bs", "bz"] + ([""] if op == "QGemm" else []) + ["ys", "yz"]
+    return one_node(op, inputs, ["y"], {"a": a}, consts, **({} if op == "QGemm" else {"domain": "", "opset": 13}))
+
+
 CASES = {
+    "QLinearMatMul-exact-ties-odd-zero-point": lambda: exact_ties("QLinearMatMul"),
+    "QGemm-exact-ties-odd-zero-point": lambda: exact_ties("QGemm"),
     "QLinearMatMul-u8u8-saturates": lambda: qlinear_matmul(u8, u8, 4, 24, 6, 15.0),
     "QLinearMatMul-s8s8-saturates": lambda: qlinear_matmul(i8, i8, 3, 32, 5, 2.0),
     "QLinearAdd-u8": lambda: qlinear_binary("QLinearAdd", u8, (2, 3, 4), (2, 3, 4)),

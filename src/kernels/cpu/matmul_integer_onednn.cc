@@ -15,7 +15,9 @@
 // read at run time).
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/factories.h"
@@ -34,6 +36,9 @@ using tag = memory::format_tag;
 
 // Where the kernel finds its run-time operands among the node's inputs, and its epilogue:
 //   dst = saturate(round(post_ops(out_scale * acc)) + dst_zero_point),
+// rounded before the zero point is added, as QuantizeLinear does: oneDNN's own dst zero point
+// rounds after adding it, one step off on ties when it is odd, so such a kernel writes int32 into
+// scratch and adds the zero point itself.
 //   post-ops: [* the run-time scale] + bias, then the activation, then + residual (float32 out only).
 struct IntegerOperands {
   size_t a = 0;
@@ -53,7 +58,8 @@ struct IntegerOperands {
 class MatmulIntegerKernel final : public Kernel {
  public:
   MatmulIntegerKernel(int64_t rows, int64_t K, int64_t N, bool a_signed, const Tensor& b, IntegerOperands io)
-      : io_(io) {
+      : io_(io), out_type_(io.dst), outputs_(rows * N) {
+    if (io.dst_zero_point) io.dst = dt::s32;  // rounded here, the zero point added in run()
     const bool a_has_zp = io.zero_point >= 0, dequantize = io.scale >= 0;
     const dt a_type = a_signed ? dt::s8 : dt::u8;
     const memory::desc src({rows, K}, a_type, tag::ab), dst({rows, N}, io.dst, tag::ab);
@@ -62,8 +68,8 @@ class MatmulIntegerKernel final : public Kernel {
     std::string key = "matmul_int|" + onednn::md_key(src) + "|" + onednn::md_key(wei_any) + "|" + onednn::md_key(dst) +
                       (a_has_zp ? "|zp" : "") + (dequantize ? "|scales" + std::to_string(io.scales) : "") +
                       (io.bias.empty() ? "" : "|bias") + "|" + io.activation + std::to_string(io.alpha) +
-                      (io.residual >= 0 ? "|residual" : "") + (io.dst_zero_point ? "|dzp" : "");
-    for (float sc : io.out_scales) key += "," + std::to_string(sc);  // baked into the primitive
+                      (io.residual >= 0 ? "|residual" : "");
+    for (float sc : io.out_scales) key.append(",").append(std::to_string(sc));  // baked into the primitive
     // Post-op positions, in the order the chain below appends them (-1: absent).
     int next_op = 0;
     const int scale_op = dequantize ? next_op++ : -1, bias_op = io.bias.empty() ? -1 : next_op++;
@@ -72,7 +78,6 @@ class MatmulIntegerKernel final : public Kernel {
     entry_ = onednn::cached_as<Entry>(key, [&] {
       dnnl::primitive_attr attr;
       if (a_has_zp) attr.set_zero_points(DNNL_ARG_SRC, 0, {DNNL_RUNTIME_S32_VAL});
-      if (io.dst_zero_point) attr.set_zero_points(DNNL_ARG_DST, 0, {DNNL_RUNTIME_S32_VAL});
       if (!io.out_scales.empty()) attr.set_output_scales(io.out_scales.size() > 1 ? 1 << 1 : 0, io.out_scales);
       dnnl::post_ops po;
       if (dequantize) po.append_binary(dnnl::algorithm::binary_mul, scales_md);
@@ -109,27 +114,29 @@ class MatmulIntegerKernel final : public Kernel {
       residual_mem_ = memory(dst, eng, DNNL_MEMORY_NONE);
       args_.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(residual_op) | DNNL_ARG_SRC_1, residual_mem_);
     }
-    if (io.dst_zero_point) {
-      dst_zp_mem_ = memory(memory::desc({1}, dt::s32, tag::a), eng);
-      *static_cast<int32_t*>(dst_zp_mem_.get_data_handle()) = io.dst_zero_point;
-      args_.emplace(DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_DST, dst_zp_mem_);
-    }
     arg_list_ = onednn::arg_list(args_);
-    const char* out = io.dst == dt::f32 ? "dequantized_" : io.dst == dt::u8 ? "requantized_u8_" : io.dst == dt::s8 ? "requantized_s8_" : "";
+    const char* out = out_type_ == dt::f32 ? "dequantized_" : out_type_ == dt::u8 ? "requantized_u8_" : out_type_ == dt::s8 ? "requantized_s8_" : "";
     name_ = std::string("matmul_integer_") + out + (a_signed ? "s8" : "u8") + "s8" + (io.bias.empty() ? "" : "_bias") +
             (io.activation == "none" ? "" : "_" + io.activation) + (io.residual >= 0 ? "_residual" : "") + "_onednn_packed";
   }
 
-  size_t scratch_bytes() const override { return entry_->pd.scratchpad_desc().get_size(); }
+  size_t scratch_bytes() const override {
+    return round_up(entry_->pd.scratchpad_desc().get_size()) + (io_.dst_zero_point ? outputs_ * sizeof(int32_t) : 0);
+  }
   void run(std::span<const Tensor> in, std::span<Tensor> out, std::span<std::byte> scratch) override {
     if (io_.zero_point >= 0) zp_ = static_cast<int32_t>(in[static_cast<size_t>(io_.zero_point)].scalar_as_double(0));
     if (io_.scale >= 0) scales_mem_.set_data_handle(const_cast<void*>(in[static_cast<size_t>(io_.scale)].raw()));
     src_mem_.set_data_handle(const_cast<void*>(in[io_.a].raw()));
     if (io_.residual >= 0) residual_mem_.set_data_handle(const_cast<void*>(in[static_cast<size_t>(io_.residual)].raw()));
-    dst_mem_.set_data_handle(out[0].raw());
+    int32_t* rounded = reinterpret_cast<int32_t*>(scratch.data() + round_up(entry_->pd.scratchpad_desc().get_size()));
+    dst_mem_.set_data_handle(io_.dst_zero_point ? static_cast<void*>(rounded) : out[0].raw());
     scratch_mem_.set_data_handle(scratch.data());
     onednn::execute(entry_->prim, arg_list_);
     onednn::stream().wait();
+    if (io_.dst_zero_point) {
+      if (out_type_ == dt::u8) shift_and_saturate(rounded, out[0].data<uint8_t>());
+      else shift_and_saturate(rounded, out[0].data<int8_t>());
+    }
   }
   std::string name() const override { return name_; }
   bool uses_openmp() const override { return true; }
@@ -140,11 +147,20 @@ class MatmulIntegerKernel final : public Kernel {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
   };
+  static size_t round_up(size_t bytes) { return (bytes + 63) / 64 * 64; }
+  template <class T>
+  void shift_and_saturate(const int32_t* rounded, T* y) const {
+    const int32_t lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+    for (int64_t i = 0; i < outputs_; ++i) y[i] = static_cast<T>(std::clamp(rounded[i] + io_.dst_zero_point, lo, hi));
+  }
+
   IntegerOperands io_;
+  dt out_type_;      // what the node writes: s32, f32, or u8/s8
+  int64_t outputs_;  // rows x N
   int32_t zp_ = 0;
   std::shared_ptr<Entry> entry_;
   std::shared_ptr<const PackedWeights> packed_;
-  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_, residual_mem_, dst_zp_mem_;
+  memory src_mem_, dst_mem_, scratch_mem_, zp_mem_, scales_mem_, bias_mem_, residual_mem_;
   std::unordered_map<int, memory> args_;
   onednn::ArgList arg_list_;
   std::string name_;

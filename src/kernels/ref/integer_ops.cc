@@ -67,7 +67,9 @@ std::vector<double> requantize_multipliers(const Tensor& a_scale, const Tensor& 
 
 void store_requantized(Tensor& y, int64_t i, double acc, double multiplier, double zero_point, bool wrap) {
   const auto [lo, hi] = quant_range(y.dtype());
-  const double v = std::nearbyint(acc * multiplier + zero_point);
+  // Rounded, then shifted by the zero point, as the spec's saturate(round(x / y_scale) + zero_point)
+  // and ONNX Runtime do: with an odd zero point, a tie rounded after the shift lands one step off.
+  const double v = std::nearbyint(acc * multiplier) + zero_point;
   if (std::isnan(v)) store_integer(y, i, 0);
   else if (!wrap) store_integer(y, i, std::clamp(v, lo, hi));
   else {
