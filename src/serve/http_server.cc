@@ -230,6 +230,7 @@ void HttpServer::inference_routes() {
   };
   auto model = [named](const httplib::Request& req) -> ServedModel& {
     auto [encoder, decoder] = named(req);
+    if (!encoder) decoder->refused("", Code::BadRequest);  // counted as the decoder's failure
     if (!encoder)
       throw RequestError{Code::BadRequest, "model '" + decoder->name() +
                                                "' is a generative model: use its /generate or /generate_stream, "
@@ -267,23 +268,23 @@ void HttpServer::inference_routes() {
   });
   s.Post(m + "/infer", [this, model](const httplib::Request& req, httplib::Response& res) {
     ServedModel& sm = model(req);
-    inflate_body(req, max_body_bytes_);
-    std::optional<size_t> header_length;
-    if (req.has_header("Inference-Header-Content-Length")) {
-      const std::string v = req.get_header_value("Inference-Header-Content-Length");
-      size_t used = 0;
-      try {
-        header_length = std::stoull(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      // stoull reads "-5" as 2^64 - 5: only digits are a length.
-      if (used == 0 || used != v.size() || v.find_first_not_of("0123456789") != std::string::npos)
-        throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
-    }
     if (!models_.ready()) throw RequestError{Code::Unavailable, models_.why_not_ready()};
     HttpInferRequest r;
-    try {
+    try {  // every refusal from here on is the model's failure, an oversize body's too
+      inflate_body(req, max_body_bytes_);
+      std::optional<size_t> header_length;
+      if (req.has_header("Inference-Header-Content-Length")) {
+        const std::string v = req.get_header_value("Inference-Header-Content-Length");
+        size_t used = 0;
+        try {
+          header_length = std::stoull(v, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        // stoull reads "-5" as 2^64 - 5: only digits are a length.
+        if (used == 0 || used != v.size() || v.find_first_not_of("0123456789") != std::string::npos)
+          throw RequestError{Code::BadRequest, "bad Inference-Header-Content-Length '" + v + "'"};
+      }
       r = parse_infer_request(req.body, header_length);
       for (const auto& o : r.outputs) check_requested_output(sm.signature(), o.name, o.classes);
     } catch (const RequestError& e) {
