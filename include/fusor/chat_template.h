@@ -28,7 +28,8 @@ namespace fusor {
 struct ChatMessage {
   std::string role, content;
   // The message's other fields (tool_calls, tool_call_id, name, ...) as one JSON object's text,
-  // "" for none: the template sees them as transformers' apply_chat_template passes them.
+  // "" for none: the template sees them as transformers' apply_chat_template passes them. A
+  // "content" there (a list of parts) replaces `content` for the template.
   std::string fields_json;
 };
 
@@ -57,6 +58,10 @@ class ChatTemplate {
   std::string apply(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
   bool is_plain() const;  // the fallback, not the model's template
+  // Whether the template loops over a message's content (`for part in message['content']`), as
+  // the multimodal templates do (Gemma 3, Llama 4): vLLM then passes the content as a list of
+  // {"type": "text", "text": ...} parts (its "openai" content format) rather than one string.
+  bool loops_over_content() const;
   const std::string& source() const;
 
  private:

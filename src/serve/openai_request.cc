@@ -116,11 +116,10 @@ std::string message_content(const nlohmann::json& m, size_t index) {
 // assistant's tool_calls, a tool message's tool_call_id and name). As vLLM does, a tool call's
 // `function.arguments`, a JSON string in OpenAI's API, reaches the template parsed, since the
 // templates (Llama 3.1, Qwen 2.5) write it with tojson.
-std::string other_fields(const nlohmann::ordered_json& m) {
+nlohmann::ordered_json other_fields(const nlohmann::ordered_json& m) {
   nlohmann::ordered_json fields = m;
   fields.erase("role");
   fields.erase("content");
-  if (fields.empty()) return "";
   if (auto calls = fields.find("tool_calls"); calls != fields.end() && calls->is_array())
     for (nlohmann::ordered_json& call : *calls)
       if (call.is_object() && call.contains("function") && call["function"].is_object()) {
@@ -130,7 +129,7 @@ std::string other_fields(const nlohmann::ordered_json& m) {
         nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(arguments->get<std::string>(), nullptr, false);
         if (parsed.is_object()) *arguments = std::move(parsed);
       }
-  return fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return fields;
 }
 
 // The messages with their keys in the order the client wrote them, read again from the body's
@@ -142,6 +141,21 @@ nlohmann::ordered_json messages_in_order(std::string_view body_text, const nlohm
     if (body.is_object() && body.contains("messages") && body["messages"].size() == messages.size()) return body["messages"];
   }
   return nlohmann::ordered_json::parse(messages.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+// A message's content as vLLM gives a template that loops over it: a list of text parts (a
+// string is one part, none is no part).
+nlohmann::ordered_json content_parts(const nlohmann::ordered_json& m) {
+  nlohmann::ordered_json parts = nlohmann::ordered_json::array();
+  auto it = m.find("content");
+  if (it == m.end() || it->is_null()) return parts;
+  if (it->is_string()) {
+    parts.push_back({{"type", "text"}, {"text", *it}});
+    return parts;
+  }
+  for (const auto& part : *it)  // message_content checked them: strings or text objects
+    parts.push_back({{"type", "text"}, {"text", part.is_string() ? part : part.at("text")}});
+  return parts;
 }
 
 std::vector<TokenId> chat_prompt(const nlohmann::json* messages, std::string_view body_text, bool add_generation_prompt,
@@ -156,9 +170,14 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, std::string_vie
     auto role = m.find("role");
     if (role == m.end() || !role->is_string())
       throw bad("'messages[" + std::to_string(i) + "].role' must be a string", "messages");
-    chat.push_back({role->get<std::string>(), message_content(m, i), other_fields(in_order[i])});
+    chat.push_back({role->get<std::string>(), message_content(m, i), ""});
   }
   if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
+  for (size_t i = 0; i < chat.size(); ++i) {
+    nlohmann::ordered_json fields = other_fields(in_order[i]);
+    if (model.chat_template->loops_over_content()) fields["content"] = content_parts(in_order[i]);
+    if (!fields.empty()) chat[i].fields_json = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   std::string text;
   try {
     text = model.chat_template->apply(chat, add_generation_prompt);

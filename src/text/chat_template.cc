@@ -25,6 +25,7 @@ struct ChatTemplate::Impl {
   std::shared_ptr<const jinja::Body> body;  // shared by the copies with_token makes
   jinja::Dict tokens;
   bool plain = false;
+  bool loops_over_content = false;
 };
 
 namespace {
@@ -106,6 +107,24 @@ jinja::Value value_of(const nlohmann::ordered_json& v) {
   }
 }
 
+// Whether an expression reads an attribute or item named "content" (m.content, m['content']).
+bool reads_content(const jinja::Expr& e) {
+  using K = jinja::Expr::Kind;
+  return (e.kind == K::Attribute && e.name == "content") ||
+         (e.kind == K::Item && e.items.size() == 2 && e.items[1] && e.items[1]->kind == K::Literal &&
+          e.items[1]->value.is(jinja::Value::Kind::String) && e.items[1]->value.as_string() == "content");
+}
+
+// vLLM's test for its "openai" content format: a for loop over some message's content.
+bool has_content_loop(const jinja::Body& body) {
+  for (const jinja::Node& n : body) {
+    if (n.kind == jinja::Node::Kind::For && n.expr && reads_content(*n.expr)) return true;
+    for (const jinja::Body& inner : n.bodies)
+      if (has_content_loop(inner)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ChatTemplate ChatTemplate::parse(std::string_view source) { return compile(source, false); }
@@ -119,6 +138,7 @@ ChatTemplate ChatTemplate::compile(std::string_view source, bool plain) {
     invalid("chat template line " + std::to_string(e.line) + ": " + e.message);
   }
   impl->plain = plain;
+  impl->loops_over_content = has_content_loop(*impl->body);
   return ChatTemplate(std::move(impl));
 }
 
@@ -172,8 +192,10 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_
     if (!m.fields_json.empty()) {
       const nlohmann::ordered_json extra = nlohmann::ordered_json::parse(m.fields_json, nullptr, false);
       if (!extra.is_object()) invalid("a chat message's other fields are not a JSON object");
-      for (const auto& [key, value] : extra.items())
-        if (key != "role" && key != "content") fields.emplace_back(key, value_of(value));
+      for (const auto& [key, value] : extra.items()) {
+        if (key == "content") fields[1].second = value_of(value);  // the parts, for a template that loops over them
+        else if (key != "role") fields.emplace_back(key, value_of(value));
+      }
     }
     list.push_back(jinja::Value::dict(std::move(fields)));
   }
@@ -190,6 +212,7 @@ std::string ChatTemplate::apply(std::span<const ChatMessage> messages, bool add_
 }
 
 bool ChatTemplate::is_plain() const { return impl_->plain; }
+bool ChatTemplate::loops_over_content() const { return impl_->loops_over_content; }
 const std::string& ChatTemplate::source() const { return impl_->source; }
 
 }  // namespace fusor

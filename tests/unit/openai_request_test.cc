@@ -175,6 +175,29 @@ TEST(OpenAiRequest, AMessagesKeysKeepTheClientsOrder) {
                                false));
 }
 
+// A template that loops over a message's content (Gemma 3's, Llama 4's) gets it as text parts,
+// as vLLM passes it (its "openai" content format): Gemma 3 trims each part and joins them with
+// nothing, where the one string joined with newlines reads differently. Other templates get the
+// joined string.
+TEST(OpenAiRequest, ATemplateThatLoopsOverContentGetsItsParts) {
+  const ChatTemplate parts = ChatTemplate::parse(
+      "{% for m in messages %}{% if m['content'] is string %}S:{{ m['content'] }}{% else %}"
+      "{% for p in m['content'] %}[{{ p.type }}:{{ p.text | trim }}]{% endfor %}{% endif %};{% endfor %}");
+  const ChatTemplate joined = ChatTemplate::parse("{% for m in messages %}{{ m.content }};{% endfor %}");
+  EXPECT_TRUE(parts.loops_over_content());
+  EXPECT_FALSE(joined.loops_over_content());
+  const json messages = {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", " a "}}, "b"}}},
+                         {{"role", "user"}, {"content", "c"}},
+                         {{"role", "assistant"}, {"content", nullptr}}};
+  GenerationTarget t = target();
+  t.chat_template = &parts;
+  EXPECT_EQ(parse_openai_request({{"messages", messages}}, OpenAiEndpoint::ChatCompletions, t).generation.prompt,
+            tokenizer().encode("[text:a][text:b];[text:c];;", false));
+  t.chat_template = &joined;
+  EXPECT_EQ(parse_openai_request({{"messages", messages}}, OpenAiEndpoint::ChatCompletions, t).generation.prompt,
+            tokenizer().encode(" a \nb;c;;", false));
+}
+
 TEST(OpenAiRequest, UnseededSamplingDrawsAFreshSeed) {
   EXPECT_NE(completion({{"prompt", "Hi"}}).generation.options.sampling.seed,
             completion({{"prompt", "Hi"}}).generation.options.sampling.seed);
