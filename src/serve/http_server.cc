@@ -230,11 +230,12 @@ void HttpServer::inference_routes() {
   };
   auto model = [named](const httplib::Request& req) -> ServedModel& {
     auto [encoder, decoder] = named(req);
-    if (!encoder) decoder->refused("", Code::BadRequest);  // counted as the decoder's failure
-    if (!encoder)
+    if (!encoder) {
+      decoder->refused("", Code::BadRequest);  // counted as the decoder's failure
       throw RequestError{Code::BadRequest, "model '" + decoder->name() +
                                                "' is a generative model: use its /generate or /generate_stream, "
                                                "/v1/completions, or gRPC ModelStreamInfer"};
+    }
     return *encoder;
   };
   const std::string m = R"(/v2/models/([^/]+)(?:/versions/([^/]+))?)";

@@ -1,5 +1,6 @@
 #include "serve/openai_request.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "serve/unsupported_sampling.h"
@@ -145,7 +146,7 @@ nlohmann::ordered_json messages_in_order(std::string_view body_text, const nlohm
 
 // A message's content as vLLM gives a template that loops over it: a list of text parts (a
 // string is one part, none is no part).
-nlohmann::ordered_json content_parts(const nlohmann::ordered_json& m) {
+nlohmann::ordered_json content_parts(const nlohmann::json& m) {
   nlohmann::ordered_json parts = nlohmann::ordered_json::array();
   auto it = m.find("content");
   if (it == m.end() || it->is_null()) return parts;
@@ -162,7 +163,11 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, std::string_vie
                                  const GenerationTarget& model) {
   if (!messages) throw bad("'messages' is required", "messages");
   if (!messages->is_array() || messages->empty()) throw bad("'messages' must be a non-empty list of messages", "messages");
-  const nlohmann::ordered_json in_order = messages_in_order(body_text, *messages);
+  // Read again in order only when some message has fields besides its role and content.
+  const bool other = std::any_of(messages->begin(), messages->end(), [](const nlohmann::json& m) {
+    return m.is_object() && m.size() > m.count("role") + m.count("content");
+  });
+  const nlohmann::ordered_json in_order = other ? messages_in_order(body_text, *messages) : nlohmann::ordered_json();
   std::vector<ChatMessage> chat;
   for (size_t i = 0; i < messages->size(); ++i) {
     const nlohmann::json& m = (*messages)[i];
@@ -174,8 +179,8 @@ std::vector<TokenId> chat_prompt(const nlohmann::json* messages, std::string_vie
   }
   if (!model.chat_template) throw bad("model '" + model.name + "' has no chat template", "messages");
   for (size_t i = 0; i < chat.size(); ++i) {
-    nlohmann::ordered_json fields = other_fields(in_order[i]);
-    if (model.chat_template->loops_over_content()) fields["content"] = content_parts(in_order[i]);
+    nlohmann::ordered_json fields = other ? other_fields(in_order[i]) : nlohmann::ordered_json::object();
+    if (model.chat_template->loops_over_content()) fields["content"] = content_parts((*messages)[i]);
     if (!fields.empty()) chat[i].fields_json = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   std::string text;

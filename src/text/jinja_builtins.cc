@@ -439,11 +439,9 @@ Value apply_filter(const std::string& name, const Value& v, const Args& args) {
     return use_fallback ? (fallback ? *fallback : Value::string("")) : v;
   }
   // jinja2 walks nothing for a false value (none, an empty string) instead of failing on it.
-  if ((name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr" || name == "map") && !v.truthy())
-    return Value::list({});
   if (name == "select" || name == "reject" || name == "selectattr" || name == "rejectattr")
-    return select_items(name, v, args);
-  if (name == "map") return map_items(v, args);
+    return v.truthy() ? select_items(name, v, args) : Value::list({});
+  if (name == "map") return v.truthy() ? map_items(v, args) : Value::list({});
   if (name == "length" || name == "count") return Value::integer(length_of(v, what));
   if (name == "tojson") return Value::string(to_json(v, json_options(args, what)));
   if (name == "string") return Value::string(v.str());

@@ -177,6 +177,20 @@ Value item(const Value& v, const Value& key) {
   return Value();
 }
 
+// Puts `value` in `slot` for its lifetime, then the old value back, an exception leaving or not.
+template <class T>
+class Swapped {
+ public:
+  Swapped(T& slot, T value) : slot_(slot), saved_(std::move(value)) { std::swap(slot_, saved_); }
+  ~Swapped() { std::swap(slot_, saved_); }
+  Swapped(const Swapped&) = delete;
+  Swapped& operator=(const Swapped&) = delete;
+
+ private:
+  T& slot_;
+  T saved_;
+};
+
 // {% break %} (leave) and {% continue %}, thrown to the for loop around them.
 struct LoopControl {
   bool leave;
@@ -223,16 +237,9 @@ class Renderer {
 
   // The text `body` renders to, written nowhere else: a {% set %} block's value, a macro's result.
   std::string capture(const Body& body) {
-    std::string outer;
-    std::swap(out_, outer);
-    try {
-      run(body);
-    } catch (...) {
-      std::swap(out_, outer);
-      throw;
-    }
-    std::swap(out_, outer);
-    return outer;
+    const Swapped<std::string> fresh(out_, {});
+    run(body);
+    return std::move(out_);  // taken before the outer text comes back
   }
 
   void set(const Node& n) {
@@ -444,32 +451,22 @@ class Renderer {
     if (args.positional() > params)
       fail("macro '" + name + "' takes not more than " + std::to_string(params) + " argument(s)");
     if (macro_depth_ >= kMaxMacroDepth) fail("macro calls nested too deeply");
-    std::vector<std::map<std::string, Value>> outer = {scopes_.front(), {}};
-    std::swap(scopes_, outer);
-    ++macro_depth_;
-    try {
-      for (size_t k = 0; k < args.keywords.size(); ++k) {
-        const auto param = std::find(macro.targets.begin() + 1, macro.targets.end(), args.keywords[k]);
-        if (param == macro.targets.end()) fail("macro '" + name + "' takes no keyword argument '" + args.keywords[k] + "'");
-        if (size_t(param - macro.targets.begin()) <= args.positional())
-          fail("macro '" + name + "' got multiple values for argument '" + args.keywords[k] + "'");
-        scopes_.back()[*param] = args.values[args.positional() + k];
-      }
-      for (size_t k = 0; k < params; ++k) {
-        const std::string& param = macro.targets[k + 1];
-        if (k < args.positional()) scopes_.back()[param] = args.values[k];
-        else if (!scopes_.back().count(param))  // undefined, not a top-level variable of that name
-          scopes_.back()[param] = macro.conditions[k] ? eval(*macro.conditions[k]) : Value();
-      }
-      Value text = Value::string(capture(macro.bodies[0]));
-      --macro_depth_;
-      std::swap(scopes_, outer);
-      return text;
-    } catch (...) {
-      --macro_depth_;
-      std::swap(scopes_, outer);
-      throw;
+    const Swapped<std::vector<std::map<std::string, Value>>> scope(scopes_, {scopes_.front(), {}});
+    const Swapped<int> depth(macro_depth_, macro_depth_ + 1);
+    for (size_t k = 0; k < args.keywords.size(); ++k) {
+      const auto param = std::find(macro.targets.begin() + 1, macro.targets.end(), args.keywords[k]);
+      if (param == macro.targets.end()) fail("macro '" + name + "' takes no keyword argument '" + args.keywords[k] + "'");
+      if (size_t(param - macro.targets.begin()) <= args.positional())
+        fail("macro '" + name + "' got multiple values for argument '" + args.keywords[k] + "'");
+      scopes_.back()[*param] = args.values[args.positional() + k];
     }
+    for (size_t k = 0; k < params; ++k) {
+      const std::string& param = macro.targets[k + 1];
+      if (k < args.positional()) scopes_.back()[param] = args.values[k];
+      else if (!scopes_.back().count(param))  // undefined, not a top-level variable of that name
+        scopes_.back()[param] = macro.conditions[k] ? eval(*macro.conditions[k]) : Value();
+    }
+    return Value::string(capture(macro.bodies[0]));
   }
 
   std::vector<std::map<std::string, Value>> scopes_;
