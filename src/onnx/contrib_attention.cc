@@ -101,10 +101,6 @@ void attention(ContribExpander& ex, NodeBuilder& b) {
   ex.set_rank(b.out(0), 3);
 }
 
-namespace {
-
-// Rotates the first `rd` features of the head axis (last) of the 4-D `x` by the angles whose
-// cos and sin broadcast against x's [..., rd/2] (RotaryEmbedding, GroupQueryAttention).
 std::string rotate(NodeBuilder& b, const std::string& x, const std::string& cos, const std::string& sin, int64_t rd,
                    bool interleaved, bool keep_rest, const std::string& out) {
   const int64_t half = rd / 2;
@@ -127,6 +123,8 @@ std::string rotate(NodeBuilder& b, const std::string& x, const std::string& cos,
   auto rest = b.slice(x, 3, rd, std::numeric_limits<int64_t>::max());
   return b.add("Concat", {rotated, rest}, {NodeBuilder::attr("axis", int64_t{3})}, out);
 }
+
+namespace {
 
 // cos or sin rows at the positions, shaped to broadcast against x in layout [B,S,N,D]
 // (`heads_first` false) or [B,N,S,D]: position_ids [B,S], or [1] as the offset of 0..S-1.

@@ -63,6 +63,13 @@ std::vector<int64_t> NodeBuilder::attr_ints(const char* name) const {
   return {a->ints().begin(), a->ints().end()};
 }
 
+std::string NodeBuilder::attr_string(const char* name, const std::string& fallback) const {
+  const auto* a = find_attr(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::STRING) invalid(std::string("attribute '") + name + "' is not a string");
+  return a->s();
+}
+
 std::vector<onnx::AttributeProto> NodeBuilder::attrs_named(std::initializer_list<const char*> names) const {
   std::vector<onnx::AttributeProto> out;
   for (const char* name : names)

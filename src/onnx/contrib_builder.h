@@ -32,6 +32,7 @@ class NodeBuilder {
   int64_t attr_int(const char* name, int64_t fallback) const;
   float attr_float(const char* name, float fallback) const;
   std::vector<int64_t> attr_ints(const char* name) const;
+  std::string attr_string(const char* name, const std::string& fallback) const;
   // The contrib node's attributes among `names` that it sets, to pass on to an emitted node.
   std::vector<onnx::AttributeProto> attrs_named(std::initializer_list<const char*> names) const;
   // Throw fusor::Error (InvalidModel) when a required input is absent, (UnsupportedOp) when an

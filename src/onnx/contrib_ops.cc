@@ -7,6 +7,7 @@
 #include "onnx/contrib_attention.h"
 #include "onnx/contrib_builder.h"
 #include "onnx/contrib_quant.h"
+#include "onnx/onnx_function_ops.h"
 
 namespace fusor {
 namespace {
@@ -176,45 +177,54 @@ void quick_gelu(ContribExpander&, NodeBuilder& b) {
 
 using Expansion = void (*)(ContribExpander&, NodeBuilder&);
 
+// Where an op of the table lives.
+enum class Domains { Contrib, ContribAndOnnx, Onnx };
+
 struct ContribOp {
   const char* name;
-  bool default_domain_too;  // ORT also registers it in ONNX's domain
+  Domains domains;
   Expansion expand;
 };
 
 constexpr ContribOp kContribOps[] = {
-    {"FusedMatMul", false, fused_matmul},
-    {"BiasGelu", false, bias_gelu},
-    {"FastGelu", false, fast_gelu},
-    {"Gelu", false, gelu},
-    {"QuickGelu", false, quick_gelu},
-    {"BiasAdd", false, bias_add},
-    {"SkipLayerNormalization", false, skip_layer_norm},
-    {"SimplifiedLayerNormalization", true, simplified_layer_norm},
-    {"SkipSimplifiedLayerNormalization", false, skip_simplified_layer_norm},
-    {"EmbedLayerNormalization", false, embed_layer_norm},
-    {"Attention", false, contrib::attention},
-    {"RotaryEmbedding", false, contrib::rotary_embedding},
-    {"GroupQueryAttention", false, contrib::group_query_attention},
-    {"QLinearAdd", false, contrib::qlinear_add},
-    {"QLinearMul", false, contrib::qlinear_mul},
-    {"QLinearSigmoid", false, contrib::qlinear_sigmoid},
-    {"QLinearLeakyRelu", false, contrib::qlinear_leaky_relu},
-    {"QLinearGlobalAveragePool", false, contrib::qlinear_global_average_pool},
-    {"QLinearAveragePool", false, contrib::qlinear_average_pool},
-    {"QLinearConcat", false, contrib::qlinear_concat},
-    {"QLinearSoftmax", false, contrib::qlinear_softmax},
-    {"QGemm", false, contrib::qgemm},
-    {"MatMulIntegerToFloat", false, contrib::matmul_integer_to_float},
-    {"DynamicQuantizeMatMul", false, contrib::dynamic_quantize_matmul},
-    {"MatMulNBits", false, contrib::matmul_nbits},
+    {"FusedMatMul", Domains::Contrib, fused_matmul},
+    {"BiasGelu", Domains::Contrib, bias_gelu},
+    {"FastGelu", Domains::Contrib, fast_gelu},
+    {"Gelu", Domains::Contrib, gelu},
+    {"QuickGelu", Domains::Contrib, quick_gelu},
+    {"BiasAdd", Domains::Contrib, bias_add},
+    {"SkipLayerNormalization", Domains::Contrib, skip_layer_norm},
+    {"SimplifiedLayerNormalization", Domains::ContribAndOnnx, simplified_layer_norm},
+    {"SkipSimplifiedLayerNormalization", Domains::Contrib, skip_simplified_layer_norm},
+    {"EmbedLayerNormalization", Domains::Contrib, embed_layer_norm},
+    {"Attention", Domains::Contrib, contrib::attention},
+    {"RotaryEmbedding", Domains::Contrib, contrib::rotary_embedding},
+    {"GroupQueryAttention", Domains::Contrib, contrib::group_query_attention},
+    {"QLinearAdd", Domains::Contrib, contrib::qlinear_add},
+    {"QLinearMul", Domains::Contrib, contrib::qlinear_mul},
+    {"QLinearSigmoid", Domains::Contrib, contrib::qlinear_sigmoid},
+    {"QLinearLeakyRelu", Domains::Contrib, contrib::qlinear_leaky_relu},
+    {"QLinearGlobalAveragePool", Domains::Contrib, contrib::qlinear_global_average_pool},
+    {"QLinearAveragePool", Domains::Contrib, contrib::qlinear_average_pool},
+    {"QLinearConcat", Domains::Contrib, contrib::qlinear_concat},
+    {"QLinearSoftmax", Domains::Contrib, contrib::qlinear_softmax},
+    {"QGemm", Domains::Contrib, contrib::qgemm},
+    {"MatMulIntegerToFloat", Domains::Contrib, contrib::matmul_integer_to_float},
+    {"DynamicQuantizeMatMul", Domains::Contrib, contrib::dynamic_quantize_matmul},
+    {"MatMulNBits", Domains::Contrib, contrib::matmul_nbits},
+    {"Attention", Domains::Onnx, contrib::onnx_attention},
+    {"RMSNormalization", Domains::Onnx, contrib::onnx_rms_normalization},
+    {"RotaryEmbedding", Domains::Onnx, contrib::onnx_rotary_embedding},
+    {"Swish", Domains::Onnx, contrib::onnx_swish},
+    {"TensorScatter", Domains::Onnx, contrib::onnx_tensor_scatter},
 };
 
 const ContribOp* find_op(const std::string& domain, const std::string& op_type) {
   const bool contrib = domain == kOrtContribDomain;
   if (!contrib && !domain.empty()) return nullptr;
   for (const auto& op : kContribOps)
-    if (op_type == op.name && (contrib || op.default_domain_too)) return &op;
+    if (op_type == op.name && (op.domains == Domains::ContribAndOnnx || contrib == (op.domains == Domains::Contrib)))
+      return &op;
   return nullptr;
 }
 
@@ -227,12 +237,16 @@ bool is_expanded_contrib_op(const std::string& domain, const std::string& op_typ
 std::optional<std::vector<int64_t>> ContribExpander::shape_of(const std::string& name) const {
   if (shapes_)
     if (auto s = (*shapes_)(name)) return s;
-  if (auto it = ranks_.find(name); it != ranks_.end()) return std::vector<int64_t>(it->second, -1);
+  if (auto it = shapes_of_.find(name); it != shapes_of_.end()) return it->second;
   return std::nullopt;
 }
 
 void ContribExpander::set_rank(const std::string& name, size_t rank) {
-  if (!name.empty()) ranks_[name] = rank;
+  if (!name.empty()) shapes_of_[name] = std::vector<int64_t>(rank, -1);
+}
+
+void ContribExpander::set_shape(const std::string& name, std::vector<int64_t> dims) {
+  if (!name.empty()) shapes_of_[name] = std::move(dims);
 }
 
 std::optional<std::string> ContribExpander::shared(const std::string& key) const {
@@ -242,26 +256,34 @@ std::optional<std::string> ContribExpander::shared(const std::string& key) const
 
 void ContribExpander::share(const std::string& key, const std::string& value) { shared_[key] = value; }
 
+DType ContribExpander::type_of(const std::string& name) const {
+  return types_ ? (*types_)(name) : DType::Undefined;
+}
+
 const Tensor* ContribExpander::constant(const std::string& name) const {
   return constants_ ? (*constants_)(name) : nullptr;
 }
 
 std::vector<onnx::NodeProto> ContribExpander::expand(const onnx::NodeProto& node, int64_t opset,
-                                                     const ShapeLookup& shapes, const ConstantLookup& constants) {
+                                                     const ShapeLookup& shapes, const TypeLookup& types,
+                                                     const ConstantLookup& constants) {
   const ContribOp* op = find_op(node.domain() == "ai.onnx" ? "" : node.domain(), node.op_type());
   NodeBuilder b(node, opset, scope_uses_[NodeBuilder::scope(node)]++);
   if (!op) b.unsupported("unsupported operator");
   if (node.output_size() == 0 || node.output(0).empty()) b.invalid("output 0 is required");
   shapes_ = &shapes;
+  types_ = &types;
   constants_ = &constants;
   try {
     op->expand(*this, b);
   } catch (...) {
     shapes_ = nullptr;
+    types_ = nullptr;
     constants_ = nullptr;
     throw;
   }
   shapes_ = nullptr;
+  types_ = nullptr;
   constants_ = nullptr;
   return b.take();
 }

@@ -24,7 +24,7 @@ namespace fusor {
 namespace {
 
 constexpr int64_t kMinOpset = 1;
-constexpr int64_t kMaxOpset = 22;
+constexpr int64_t kMaxOpset = 25;
 
 std::optional<Shape> shape_from_type(const onnx::TypeProto& type) {
   if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
@@ -132,6 +132,44 @@ Opsets read_opsets(const OpsetList& list) {
   Opsets out;
   for (const auto& o : list) out[o.domain() == "ai.onnx" ? "" : o.domain()] = o.version();
   return out;
+}
+
+// The shape the model declares for value `id` (-1 for a dim of unknown size), else the one a
+// Cast (ORT's optimizer casts masks and ids to int32), Transpose or Reshape to a constant shape
+// gives from its input's: an export without value_info declares none, and the expansions need
+// ranks and head counts.
+std::optional<std::vector<int64_t>> known_shape(const Graph& g, int id, int depth = 0) {
+  constexpr int kMaxDepth = 16;
+  if (id < 0 || depth > kMaxDepth) return std::nullopt;
+  const Value& v = g.values[static_cast<size_t>(id)];
+  if (v.shape) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : *v.shape) dims.push_back(d.value);
+    return dims;
+  }
+  if (v.producer < 0) return std::nullopt;
+  const Node& n = g.nodes[static_cast<size_t>(v.producer)];
+  if (n.op == Op::Cast) return known_shape(g, n.inputs[0], depth + 1);
+  if (n.op == Op::Transpose && n.has_attr("perm")) {
+    const std::vector<int64_t> perm = n.attr_ints("perm");
+    auto in = known_shape(g, n.inputs[0], depth + 1);
+    std::vector<int64_t> dims(perm.size(), -1);
+    if (in && in->size() == perm.size())
+      for (size_t i = 0; i < perm.size(); ++i)
+        if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(in->size())) dims[i] = (*in)[static_cast<size_t>(perm[i])];
+    return dims;
+  }
+  if (n.op == Op::Reshape && n.inputs.size() >= 2 && n.inputs[1] >= 0) {
+    const auto& target = g.values[static_cast<size_t>(n.inputs[1])].constant;
+    if (!target || target->dtype() != DType::Int64 || target->dims().size() != 1) return std::nullopt;
+    auto in = known_shape(g, n.inputs[0], depth + 1);
+    std::vector<int64_t> dims(target->data<int64_t>(), target->data<int64_t>() + target->numel());
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] == 0 && !n.attr_int("allowzero", 0)) dims[i] = in && i < in->size() ? (*in)[i] : -1;
+      else if (dims[i] < 0) dims[i] = -1;
+    return dims;
+  }
+  return std::nullopt;
 }
 
 class Importer {
@@ -340,24 +378,17 @@ class Importer {
   void add_contrib_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
     Opsets expanded = opsets;
     expanded[""] = std::max<int64_t>(expanded[""], 13);
-    auto shape_of = [&graph](const std::string& name) -> std::optional<std::vector<int64_t>> {
-      int id = graph.find_value(name);
-      // Through Casts (ORT's optimizer casts masks and ids to int32): the shape is the input's.
-      for (int p; id >= 0 && !graph.values[static_cast<size_t>(id)].shape &&
-                  (p = graph.values[static_cast<size_t>(id)].producer) >= 0 &&
-                  graph.nodes[static_cast<size_t>(p)].op == Op::Cast;)
-        id = graph.nodes[static_cast<size_t>(p)].inputs[0];
-      if (id < 0 || !graph.values[static_cast<size_t>(id)].shape) return std::nullopt;
-      std::vector<int64_t> dims;
-      for (const Dim& d : *graph.values[static_cast<size_t>(id)].shape) dims.push_back(d.value);
-      return dims;
-    };
+    auto shape_of = [&graph](const std::string& name) { return known_shape(graph, graph.find_value(name)); };
     auto constant_of = [&graph](const std::string& name) -> const Tensor* {
       int id = graph.find_value(name);
       if (id < 0 || !graph.values[static_cast<size_t>(id)].constant) return nullptr;
       return &*graph.values[static_cast<size_t>(id)].constant;
     };
-    for (const auto& node : contrib_.expand(np, expanded[""], shape_of, constant_of))
+    auto type_of = [&graph](const std::string& name) {
+      int id = graph.find_value(name);
+      return id < 0 ? DType::Undefined : graph.values[static_cast<size_t>(id)].dtype;
+    };
+    for (const auto& node : contrib_.expand(np, expanded[""], shape_of, type_of, constant_of))
       add_node(graph, node, expanded, value_info);
   }
 

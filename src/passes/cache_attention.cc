@@ -27,7 +27,10 @@ struct LayerMatch {
   int query = -1;                       // [1, H, T, D]
   int scores = -1;                      // Q K^T, [1, H, T, past + T]
   int product = -1;                     // node index of P V
-  std::vector<int> key_path, value_path, score_path;  // node indices, in graph order
+  int probs = -1;                       // the Softmax's output
+  // Node indices, in graph order. The probability path (Casts, and a Where that zeroes rows
+  // seeing no key, as ONNX's Attention has) must leave the probabilities as they are.
+  std::vector<int> key_path, value_path, score_path, prob_path;
 };
 
 // One graph bound at a probe (tokens, past), with the attention mask all ones.
@@ -139,6 +142,19 @@ ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path
   return {d, x, y};
 }
 
+// The path from the Softmax to P V must give the probabilities unchanged (with every token real,
+// a guard that zeroes rows seeing no key passes every row).
+void check_probabilities_kept(const Graph& g, const Probe& p, const std::vector<int>& path, int probs,
+                              EvaluateFn evaluate, const std::string& what) {
+  if (path.empty()) return;
+  const Dims d = p.bound.types[static_cast<size_t>(probs)].dims;
+  Tensor x(DType::Float32, d);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.125f + static_cast<float>(i % 7) * 0.0625f;
+  const Tensor y = run_path(g, p.bound, path, probs, x, evaluate, what);
+  if (y.dtype() != DType::Float32 || y.dims() != d || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>()))
+    refuse(what + " changes the probabilities");
+}
+
 // The sliding window the masked scores show: query 0 (at position `past`) sees keys from
 // past - window + 1 on; 0 when it sees key 0 (no window shows at this past).
 int64_t window_shown(const ScoreRun& s, const Probe& p) {
@@ -239,10 +255,12 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
   int64_t axis = softmax.attr_int("axis", softmax.opset >= 13 ? -1 : 1);
   if (axis != -1 && axis != 3) refuse(what + ": the softmax is not over the key axis");
   m.score_path.pop_back();
-  std::vector<int> probs = forward_path(g, consumers, p.bound, softmax.outputs[0], {Op::Cast, Op::Identity}, Op::MatMul,
-                                        what + "'s probabilities");
-  m.product = probs.back();
-  const int prob_operand = probs.size() > 1 ? g.nodes[static_cast<size_t>(probs[probs.size() - 2])].outputs[0] : softmax.outputs[0];
+  m.probs = softmax.outputs[0];
+  m.prob_path = forward_path(g, consumers, p.bound, m.probs, {Op::Cast, Op::Identity, Op::Where}, Op::MatMul,
+                             what + "'s probabilities");
+  m.product = m.prob_path.back();
+  m.prob_path.pop_back();
+  const int prob_operand = m.prob_path.empty() ? m.probs : g.nodes[static_cast<size_t>(m.prob_path.back())].outputs[0];
   if (g.nodes[static_cast<size_t>(m.product)].inputs[0] != prob_operand)
     refuse(what + ": the probabilities are not the left operand of P V");
   m.value_path = forward_path(g, consumers, p.bound, m.present_v, repeat, Op::MatMul, what + "'s present value");
@@ -293,6 +311,17 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       n.op_type = op_info(Op::Identity).name;
       n.attrs.clear();
     }
+  // torch's dynamo exporter may read the batch size off a past tensor (Shape(past)[0:1]); the
+  // batch is input_ids' dim 0 as well, which stays when the past leaves the graph.
+  std::set<int> pasts;
+  for (size_t layer = 0; layer < layers; ++layer)
+    for (const std::string* name : {&names.past_keys[layer], &names.past_values[layer]}) pasts.insert(g.find_value(*name));
+  const int ids = value_id(g, names.input_ids, "input");
+  for (Node& n : g.nodes)
+    if (n.op == Op::Shape && pasts.count(n.inputs[0])) {
+      const int64_t start = n.attr_int("start", 0), end = n.attr_int("end", 4);
+      if ((start == 0 || start == -4) && (end == 1 || end == -3)) n.inputs[0] = ids;
+    }
   remove_dead_nodes(g);  // only what reaches an output counts as a reader below
   // A step packs several sequences' tokens (and a plan's padding rows) into one input: one scale
   // over all of them would make each sequence's values depend on the others'.
@@ -300,7 +329,6 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     if (n.op == Op::DynamicQuantizeLinear)
       refuse(n.describe() + " takes one scale over all of a step's tokens, so sequences stepped together would change each "
              "other's outputs");
-  const int ids = value_id(g, names.input_ids, "input");
   const int positions = value_id(g, names.position_ids, "input");
   if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");
   const auto consumers = g.consumers();
@@ -340,6 +368,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       out.heads = q[1], out.kv_heads = k[1], out.head_dim = k[3];
       check_head_repeat(g, p, m.key_path, m.present_k, q[1], true, evaluate, what + "'s key path");
       check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, evaluate, what + "'s value path");
+      check_probabilities_kept(g, p, m.prob_path, m.probs, evaluate, what + "'s probability path");
     }
     matches.push_back(std::move(m));
     scales.push_back(scale);

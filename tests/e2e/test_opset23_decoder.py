@@ -1,0 +1,131 @@
+"""A decoder written with ONNX's own ops of opsets 23 and 24, as torch's dynamo exporter and ONNX
+Runtime GenAI write them: RMSNormalization, RotaryEmbedding, Attention with its KV cache inside
+(grouped-query heads, a causal and a boolean padding mask) and Swish. fusor imports them by
+expanding them into older ops; the decoder must generate ONNX Runtime's greedy tokens on the
+paged KV cache (the expanded attention rewritten to cached attention, the batch size read off a
+past tensor as the dynamo exporter reads it), alone and in a batch."""
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T, helper as h, numpy_helper
+
+from conftest import run_fusor
+
+VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
+
+
+def decoder_graph():
+    rng = np.random.default_rng(23)
+    inits, nodes = [], []
+
+    def weight(name, *shape, scale=0.3):
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(op, ins, out, **attrs):
+        nodes.append(h.make_node(op, ins, [out], **attrs))
+        return out
+
+    angles = np.outer(np.arange(CONTEXT), 1.0 / 10000 ** (np.arange(0, HEAD, 2) / HEAD))
+    const("cos", np.cos(angles).astype(np.float32))
+    const("sin", np.sin(angles).astype(np.float32))
+    const("split_shape", np.array([0, 0, -1, HEAD], np.int64))
+    const("mask_axes", np.array([1, 2], np.int64))
+    # [B,1,S,T]: ONNX Runtime wants the mask's query axis as long as the query
+    mask = node("Unsqueeze", [node("Cast", ["attention_mask"], "mask_bool", to=T.BOOL), "mask_axes"], "mask4d")
+    nodes.append(h.make_node("Shape", ["input_ids"], ["seq"], start=1, end=2))
+    rows = node("Concat", [const("ones2", np.array([1, 1], np.int64)), "seq", const("one", np.array([1], np.int64))],
+                "mask_rows", axis=0)
+    mask = node("Expand", [mask, rows], "mask_expanded")
+    # torch's dynamo exporter reads the batch size off a past tensor
+    nodes.append(h.make_node("Shape", [f"past_key_values.{LAYERS - 1}.value"], ["batch"], start=0, end=1))
+    merge_shape = node("Concat", ["batch", "seq", const("width", np.array([HEADS * HEAD], np.int64))], "merge_shape", axis=0)
+    x = node("Gather", [weight("embed", VOCAB, HIDDEN), "input_ids"], "x0")
+    for layer in range(LAYERS):
+        p = f"l{layer}."
+        normed = node("RMSNormalization", [x, const(p + "ln1", np.ones(HIDDEN, np.float32))], p + "n1", epsilon=1e-6)
+
+        def heads(proj, width, rotary):
+            y = node("MatMul", [normed, weight(p + proj, HIDDEN, width)], p + proj + "_y")
+            y = node("Transpose", [node("Reshape", [y, "split_shape"], p + proj + "_r")], p + proj + "_t", perm=[0, 2, 1, 3])
+            return node("RotaryEmbedding", [y, "cos", "sin", "position_ids"], p + proj + "_rot") if rotary else y
+
+        q, k, v = heads("q", HEADS * HEAD, True), heads("k", KV_HEADS * HEAD, True), heads("v", KV_HEADS * HEAD, False)
+        nodes.append(h.make_node("Attention", [q, k, v, mask, f"past_key_values.{layer}.key", f"past_key_values.{layer}.value"],
+                                 [p + "att", f"present.{layer}.key", f"present.{layer}.value"], is_causal=1))
+        merged = node("Reshape", [node("Transpose", [p + "att"], p + "att_t", perm=[0, 2, 1, 3]), merge_shape], p + "att_m")
+        x = node("Add", [x, node("MatMul", [merged, weight(p + "o", HEADS * HEAD, HIDDEN)], p + "o_y")], p + "x1")
+        n2 = node("RMSNormalization", [x, const(p + "ln2", np.ones(HIDDEN, np.float32))], p + "n2", epsilon=1e-6)
+        gate = node("Swish", [node("MatMul", [n2, weight(p + "gate", HIDDEN, FFN)], p + "g")], p + "silu")
+        up = node("MatMul", [n2, weight(p + "up", HIDDEN, FFN)], p + "u")
+        x = node("Add", [x, node("MatMul", [node("Mul", [gate, up], p + "gu"), weight(p + "down", FFN, HIDDEN)], p + "d")],
+                 p + "x2")
+    node("MatMul", [node("RMSNormalization", [x, const("lnf", np.ones(HIDDEN, np.float32))], "nf", epsilon=1e-6),
+                    weight("lm_head", HIDDEN, VOCAB)], "logits")
+    kv = lambda name, seq: h.make_tensor_value_info(name, T.FLOAT, ["batch", KV_HEADS, seq, HEAD])  # noqa: E731
+    inputs = [h.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
+              h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"]),
+              h.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
+    outputs = [h.make_tensor_value_info("logits", T.FLOAT, ["batch", "seq", VOCAB])]
+    for layer in range(LAYERS):
+        inputs += [kv(f"past_key_values.{layer}.key", "past"), kv(f"past_key_values.{layer}.value", "past")]
+        outputs += [kv(f"present.{layer}.key", "total"), kv(f"present.{layer}.value", "total")]
+    graph = h.make_graph(nodes, "opset23_decoder", inputs, outputs, initializer=inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)], ir_version=10)
+
+
+@pytest.fixture(scope="module")
+def decoder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("opset23_decoder")
+    onnx.save(decoder_graph(), folder / "model.onnx")
+    (folder / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT, "eos_token_id": 2}))
+    return folder
+
+
+def ort_greedy(folder, prompt, n):
+    session = ort.InferenceSession(str(folder / "model.onnx"))
+    past = {f"past_key_values.{i}.{t}": np.zeros((1, KV_HEADS, 0, HEAD), np.float32)
+            for i in range(LAYERS) for t in ("key", "value")}
+    ids, out = list(prompt), []
+    feed_ids = ids
+    for _ in range(n):
+        start = len(ids) - len(feed_ids)
+        res = session.run(None, {"input_ids": np.array([feed_ids], np.int64),
+                                 "attention_mask": np.ones((1, len(ids)), np.int64),
+                                 "position_ids": np.arange(start, len(ids), dtype=np.int64)[None], **past})
+        token = int(res[0][0, -1].argmax())
+        out.append(token)
+        ids.append(token)
+        feed_ids = [token]
+        past = {name: res[1 + j] for j, name in enumerate(past)}
+    return out
+
+
+PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
+def test_generates_onnx_runtimes_tokens_on_the_paged_cache(decoder, prompt):
+    n = min(16, CONTEXT - len(prompt))
+    r = run_fusor("generate", str(decoder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
+                  "--ignore-eos", "--json", "--stats")
+    assert r.returncode == 0, r.stderr
+    assert "paged KV cache" in r.stderr, r.stderr
+    assert json.loads(r.stdout)["output_ids"] == ort_greedy(decoder, prompt, n)
+
+
+def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
+    lines = tmp_path / "prompts.jsonl"
+    lines.write_text("".join(json.dumps({"prompt_ids": p, "start_step": 2 * k}) + "\n" for k, p in enumerate(PROMPTS)))
+    r = run_fusor("generate", str(decoder), "--batch", str(lines), "--max-new-tokens", 12, "--ignore-eos", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["steps"] < len(PROMPTS) * 12  # they really ran together
+    assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder, p, 12) for p in PROMPTS]
