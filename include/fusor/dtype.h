@@ -11,7 +11,8 @@ namespace fusor {
 enum class DType : uint8_t {
   Undefined, Float32, Float64, Int64, Int32, Int8, UInt8, Bool,
   Float16, BFloat16, Int16, UInt16, UInt32, UInt64,
-  Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Int4, UInt4
+  Float8E4M3FN, Float8E4M3FNUZ, Float8E5M2, Float8E5M2FNUZ, Int4, UInt4,
+  Float4E2M1, Float8E8M0, Int2, UInt2
 };
 
 size_t dtype_size(DType t);

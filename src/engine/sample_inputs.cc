@@ -109,7 +109,8 @@ std::map<std::string, Tensor> sample_inputs(const Graph& g, const std::map<std::
         for (int64_t i = 0; i < n; ++i) t.data<bool>()[i] = true;
         break;
       case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
-      case DType::Int4: case DType::UInt4:  // quantized storage: zeros are valid in every one of them
+      case DType::Int4: case DType::UInt4: case DType::Int2: case DType::UInt2: case DType::Float4E2M1:
+      case DType::Float8E8M0:  // quantized storage: zeros are valid in every one of them (2^-127 for e8m0)
         if (n) std::memset(t.raw(), 0, static_cast<size_t>(n));
         break;
       case DType::Undefined: break;

@@ -22,7 +22,11 @@ size_t dtype_size(DType t) {
     case DType::Float8E5M2:
     case DType::Float8E5M2FNUZ:
     case DType::Int4:
-    case DType::UInt4: return 1;
+    case DType::UInt4:
+    case DType::Float4E2M1:
+    case DType::Float8E8M0:
+    case DType::Int2:
+    case DType::UInt2: return 1;
     case DType::Undefined: return 0;
   }
   return 0;
@@ -49,6 +53,10 @@ const char* dtype_name(DType t) {
     case DType::Float8E5M2FNUZ: return "float8e5m2fnuz";
     case DType::Int4: return "int4";
     case DType::UInt4: return "uint4";
+    case DType::Float4E2M1: return "float4e2m1";
+    case DType::Float8E8M0: return "float8e8m0";
+    case DType::Int2: return "int2";
+    case DType::UInt2: return "uint2";
     case DType::Undefined: return "undefined";
   }
   return "?";

@@ -15,7 +15,7 @@ bool is_8bit(DType t) { return t == DType::Int8 || t == DType::UInt8; }
 // The element types QuantizeLinear writes and DequantizeLinear reads (besides int32).
 bool is_quantized(DType t) {
   return is_8bit(t) || t == DType::Int16 || t == DType::UInt16 || t == DType::Int4 || t == DType::UInt4 ||
-         is_float8(t);
+         t == DType::Int2 || t == DType::UInt2 || t == DType::Float4E2M1 || is_float8(t);
 }
 
 void require_input(const InferContext& ctx, size_t i, const char* what) {

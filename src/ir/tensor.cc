@@ -11,6 +11,7 @@
 
 #include "ir/float8.h"
 #include "ir/half.h"
+#include "ir/mx_formats.h"
 
 namespace fusor {
 namespace {
@@ -124,8 +125,10 @@ double Tensor::scalar_as_double(int64_t i) const {
     case DType::UInt64: return static_cast<double>(static_cast<const uint64_t*>(data_)[i]);
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
       return float8_to_float(static_cast<const uint8_t*>(data_)[i], dtype_);
-    case DType::Int4: return static_cast<const int8_t*>(data_)[i];
-    case DType::UInt4: return static_cast<const uint8_t*>(data_)[i];
+    case DType::Int4: case DType::Int2: return static_cast<const int8_t*>(data_)[i];
+    case DType::UInt4: case DType::UInt2: return static_cast<const uint8_t*>(data_)[i];
+    case DType::Float4E2M1: return float4e2m1_to_float(static_cast<const uint8_t*>(data_)[i]);
+    case DType::Float8E8M0: return float8e8m0_to_float(static_cast<const uint8_t*>(data_)[i]);
     case DType::Undefined: break;
   }
   throw Error("scalar read of an undefined tensor");

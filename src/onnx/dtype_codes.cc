@@ -9,7 +9,7 @@ namespace {
 // TensorProto codes newer than the onnx headers fusor may build against (float8: onnx 1.14,
 // int4/uint4: onnx 1.16).
 constexpr int kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19, kFloat8E5M2FNUZ = 20, kUInt4 = 21,
-              kInt4 = 22;
+              kInt4 = 22, kFloat4E2M1 = 23, kFloat8E8M0 = 24, kUInt2 = 25, kInt2 = 26;
 }  // namespace
 
 DType dtype_from_onnx(int t) {
@@ -33,6 +33,10 @@ DType dtype_from_onnx(int t) {
     case kFloat8E5M2FNUZ: return DType::Float8E5M2FNUZ;
     case kUInt4: return DType::UInt4;
     case kInt4: return DType::Int4;
+    case kFloat4E2M1: return DType::Float4E2M1;
+    case kFloat8E8M0: return DType::Float8E8M0;
+    case kUInt2: return DType::UInt2;
+    case kInt2: return DType::Int2;
     default: return DType::Undefined;
   }
 }
@@ -58,6 +62,10 @@ int dtype_to_onnx(DType t) {
     case DType::Float8E5M2FNUZ: return kFloat8E5M2FNUZ;
     case DType::UInt4: return kUInt4;
     case DType::Int4: return kInt4;
+    case DType::Float4E2M1: return kFloat4E2M1;
+    case DType::Float8E8M0: return kFloat8E8M0;
+    case DType::UInt2: return kUInt2;
+    case DType::Int2: return kInt2;
     case DType::Undefined: return onnx::TensorProto::UNDEFINED;
   }
   return onnx::TensorProto::UNDEFINED;

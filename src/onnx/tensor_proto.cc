@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "onnx/dtype_codes.h"
-#include "onnx/int4_packing.h"
+#include "onnx/subbyte_packing.h"
 
 namespace fusor {
 namespace {
@@ -95,10 +95,10 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   // Inline raw data is read in place: a copy of it held a second whole tensor (the largest is
   // 17 MB in llama-tiny) at the peak of every model's load.
   std::string external_bytes;
-  if (external) external_bytes = read_external(p, base_dir, is_4bit(dtype) ? packed_4bit_bytes(count) : count * dtype_size(dtype));
+  if (external) external_bytes = read_external(p, base_dir, is_packed(dtype) ? packed_bytes(count, packed_bits(dtype)) : count * dtype_size(dtype));
   const std::string& bytes = external ? external_bytes : p.raw_data();
   const bool raw = external || p.has_raw_data();
-  if (is_4bit(dtype)) return tensor_4bit_from_proto(p, dtype, dims, count, raw, bytes);  // packed in files
+  if (is_packed(dtype)) return packed_tensor_from_proto(p, dtype, dims, count, raw, bytes);  // packed in files
   if (raw && count * dtype_size(dtype) != bytes.size())
     throw Error("tensor '" + p.name() + "' has " + std::to_string(bytes.size()) + " bytes of data but its shape " +
                 dims_to_string(dims) + " needs " + std::to_string(count * dtype_size(dtype)));
@@ -128,7 +128,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
       copy_field<uint8_t>(p.int32_data(), t, p.name());
       break;
-    case DType::Int4: case DType::UInt4: break;  // read above
+    case DType::Float8E8M0: copy_field<uint8_t>(p.int32_data(), t, p.name()); break;
+    case DType::Int4: case DType::UInt4: case DType::Float4E2M1: case DType::Int2: case DType::UInt2: break;  // read above
     case DType::Undefined: break;
   }
   return t;
@@ -138,7 +139,7 @@ void tensor_to_proto(const Tensor& t, onnx::TensorProto& p) {
   p.set_data_type(dtype_to_onnx(t.dtype()));
   p.clear_dims();
   for (int64_t d : t.dims()) p.add_dims(d);
-  if (is_4bit(t.dtype())) p.set_raw_data(pack_4bit(static_cast<const uint8_t*>(t.raw()), t.numel()));
+  if (is_packed(t.dtype())) p.set_raw_data(pack_bits(static_cast<const uint8_t*>(t.raw()), t.numel(), packed_bits(t.dtype())));
   else p.set_raw_data(std::string(static_cast<const char*>(t.raw()), t.nbytes()));
 }
 

@@ -6,6 +6,7 @@
 #include "fusor/error.h"
 #include "ir/float8.h"
 #include "ir/half.h"
+#include "ir/mx_formats.h"
 
 namespace fusor::serve {
 namespace {
@@ -25,8 +26,14 @@ void fill(std::byte* dst, int64_t n, DType t, double v) {
     case DType::UInt16: std::fill_n(reinterpret_cast<uint16_t*>(dst), n, static_cast<uint16_t>(v)); break;
     case DType::UInt32: std::fill_n(reinterpret_cast<uint32_t*>(dst), n, static_cast<uint32_t>(v)); break;
     case DType::UInt64: std::fill_n(reinterpret_cast<uint64_t*>(dst), n, static_cast<uint64_t>(v)); break;
-    case DType::Int4: std::fill_n(reinterpret_cast<int8_t*>(dst), n, static_cast<int8_t>(v)); break;  // a byte each
-    case DType::UInt4: std::fill_n(reinterpret_cast<uint8_t*>(dst), n, static_cast<uint8_t>(v)); break;
+    case DType::Int4: case DType::Int2:  // a byte each
+      std::fill_n(reinterpret_cast<int8_t*>(dst), n, static_cast<int8_t>(v));
+      break;
+    case DType::UInt4: case DType::UInt2: std::fill_n(reinterpret_cast<uint8_t*>(dst), n, static_cast<uint8_t>(v)); break;
+    case DType::Float4E2M1: std::fill_n(reinterpret_cast<uint8_t*>(dst), n, float_to_float4e2m1(static_cast<float>(v))); break;
+    case DType::Float8E8M0:
+      std::fill_n(reinterpret_cast<uint8_t*>(dst), n, float_to_float8e8m0(static_cast<float>(v), E8M0Rounding::Nearest, true));
+      break;
     case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2: case DType::Float8E5M2FNUZ:
       std::fill_n(reinterpret_cast<uint8_t*>(dst), n, float_to_float8(static_cast<float>(v), t, true));
       break;

@@ -7,7 +7,8 @@
 #include <cmath>
 
 #include "ir/float8.h"
-#include "onnx/int4_packing.h"
+#include "ir/mx_formats.h"
+#include "onnx/subbyte_packing.h"
 #include "onnx/tensor_proto.h"
 #include "ref_test_util.h"
 
@@ -96,15 +97,74 @@ TEST(Float8, RoundsHalfToEvenIncludingSubnormals) {
 
 TEST(Int4Packing, RoundTripWithOddCounts) {
   const std::vector<uint8_t> s = {0xF8, 0xFF, 0x00, 0x07, 0x03};  // -8, -1, 0, 7, 3
-  std::string packed = pack_4bit(s.data(), 5);
+  std::string packed = pack_bits(s.data(), 5, 4);
   ASSERT_EQ(packed.size(), 3u);
   EXPECT_EQ(static_cast<uint8_t>(packed[0]), 0xF8);  // first element in the low nibble
   EXPECT_EQ(static_cast<uint8_t>(packed[2]), 0x03);  // the odd one leaves the high nibble 0
   std::vector<uint8_t> back(5);
-  unpack_4bit(reinterpret_cast<const uint8_t*>(packed.data()), 5, true, back.data());
+  unpack_bits(reinterpret_cast<const uint8_t*>(packed.data()), 5, 4, true, back.data());
   EXPECT_EQ(back, s);
-  unpack_4bit(reinterpret_cast<const uint8_t*>(packed.data()), 5, false, back.data());
+  unpack_bits(reinterpret_cast<const uint8_t*>(packed.data()), 5, 4, false, back.data());
   EXPECT_EQ(back, (std::vector<uint8_t>{8, 15, 0, 7, 3}));
+}
+
+TEST(SubbytePacking, TwoBitTypesPackFourToAByte) {
+  const std::vector<uint8_t> s = {0xFE, 0x01, 0xFF, 0x00, 0x01};  // int2: -2, 1, -1, 0, 1
+  std::string packed = pack_bits(s.data(), 5, 2);
+  ASSERT_EQ(packed.size(), 2u);
+  EXPECT_EQ(static_cast<uint8_t>(packed[0]), 0x36);  // 10 01 11 00, the first in the lowest bits
+  EXPECT_EQ(static_cast<uint8_t>(packed[1]), 0x01);
+  std::vector<uint8_t> back(5);
+  unpack_bits(reinterpret_cast<const uint8_t*>(packed.data()), 5, 2, true, back.data());
+  EXPECT_EQ(back, s);
+  unpack_bits(reinterpret_cast<const uint8_t*>(packed.data()), 5, 2, false, back.data());
+  EXPECT_EQ(back, (std::vector<uint8_t>{2, 1, 3, 0, 1}));
+  for (DType t : {DType::Int2, DType::UInt2, DType::Float4E2M1}) {
+    Tensor x = t == DType::Int2 ? typed<int8_t>(t, {5}, {-2, 1, -1, 0, 1}) : typed<uint8_t>(t, {5}, {3, 0, 2, 1, 3});
+    onnx::TensorProto p;
+    tensor_to_proto(x, p);
+    EXPECT_EQ(p.raw_data().size(), t == DType::Float4E2M1 ? 3u : 2u);
+    EXPECT_EQ(doubles(tensor_from_proto(p, "")), doubles(x));
+  }
+}
+
+TEST(MxFormats, Float4E2M1RoundsToNearestEvenAndSaturates) {
+  // Ties go to the even code: 0.25 -> 0, 1.25 -> 1, 1.75 -> 2, 2.5 -> 2, 3.5 -> 4, 5 -> 4.
+  const std::vector<std::pair<float, float>> cases = {
+      {0.25f, 0.0f}, {0.26f, 0.5f}, {1.25f, 1.0f}, {1.75f, 2.0f}, {2.5f, 2.0f}, {3.5f, 4.0f},
+      {5.0f, 4.0f},  {5.5f, 6.0f},  {7.0f, 6.0f},  {1e6f, 6.0f}, {-7.0f, -6.0f}, {-0.1f, -0.0f}};
+  for (auto [x, want] : cases) {
+    const float got = float4e2m1_to_float(float_to_float4e2m1(x));
+    EXPECT_EQ(got, want) << x;
+    EXPECT_EQ(std::signbit(got), std::signbit(want)) << x;
+  }
+  EXPECT_EQ(float_to_float4e2m1(std::numeric_limits<float>::infinity()), 0x7);
+  EXPECT_EQ(float_to_float4e2m1(std::numeric_limits<float>::quiet_NaN()), 0x8);  // -0, as ml_dtypes
+}
+
+TEST(MxFormats, Float8E8M0KeepsTheExponentRoundedByMode) {
+  EXPECT_EQ(float_to_float8e8m0(1.0f, E8M0Rounding::Up, true), 127);
+  EXPECT_EQ(float_to_float8e8m0(1.1f, E8M0Rounding::Up, true), 128);       // any mantissa rounds up
+  EXPECT_EQ(float_to_float8e8m0(1.9f, E8M0Rounding::Down, true), 127);
+  EXPECT_EQ(float_to_float8e8m0(1.4f, E8M0Rounding::Nearest, true), 127);
+  EXPECT_EQ(float_to_float8e8m0(1.5f, E8M0Rounding::Nearest, true), 128);  // ties round up
+  EXPECT_EQ(float_to_float8e8m0(std::ldexp(1.5f, 127), E8M0Rounding::Up, true), 254);   // saturates
+  EXPECT_EQ(float_to_float8e8m0(std::ldexp(1.5f, 127), E8M0Rounding::Up, false), 255);  // NaN
+  EXPECT_EQ(float_to_float8e8m0(std::numeric_limits<float>::infinity(), E8M0Rounding::Up, true), 255);
+  EXPECT_EQ(float8e8m0_to_float(0), std::ldexp(1.0f, -127));
+  EXPECT_TRUE(std::isnan(float8e8m0_to_float(255)));
+}
+
+TEST(RefQuant, CastToNarrowIntegersTruncatesAndWraps) {
+  const Tensor x = make({7}, {-9, -3, -2.5f, 1.7f, 3, 8, NAN});
+  for (auto [t, want] : {std::pair{DType::Int4, std::vector<double>{7, -3, -2, 1, 3, -8, 0}},
+                         std::pair{DType::UInt4, std::vector<double>{7, 13, 14, 1, 3, 8, 0}},
+                         std::pair{DType::Int2, std::vector<double>{-1, 1, -2, 1, -1, 0, 0}},
+                         std::pair{DType::UInt2, std::vector<double>{3, 1, 2, 1, 3, 0, 0}}}) {
+    auto y = run(node_of(Op::Cast, 25, {{"to", t}}), {x});
+    EXPECT_EQ(y[0].dtype(), t);
+    EXPECT_EQ(doubles(y[0]), want) << dtype_name(t);
+  }
 }
 
 TEST(Int4Packing, TensorProtoRoundTripAndSizeCheck) {

@@ -31,6 +31,10 @@ void visit_dtype(DType t, const Node& node, F&& f) {
     case DType::Float8E5M2FNUZ:
     case DType::Int4:
     case DType::UInt4:
+    case DType::Float4E2M1:
+    case DType::Float8E8M0:
+    case DType::Int2:
+    case DType::UInt2:
     case DType::Undefined: break;
   }
   throw Error(node.describe() + ": unsupported dtype " + dtype_name(t));

@@ -1,12 +1,14 @@
 // Reference kernels of QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, computed
 // the way ONNX's reference does: x / scale in the scale's precision (float32 stays float32),
 // rounded half to even, plus the zero point, clamped to the output type's range (float8
-// targets round and saturate per ir/float8.h, following the `saturate` attribute).
+// targets round and saturate per ir/float8.h, following the `saturate` attribute; float4e2m1
+// ones per ir/mx_formats.h).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "ir/float8.h"
+#include "ir/mx_formats.h"
 #include "ir/quant_layout.h"
 #include "ir/shape_util.h"
 #include "kernels/ref/dispatch.h"
@@ -67,6 +69,8 @@ void QuantizeLinear(const Node& n, std::span<const Tensor> in, std::span<Tensor>
       if (is_float8(t)) {
         // A zero point of 0 is skipped so that -0 stays -0.
         static_cast<uint8_t*>(y.raw())[i] = float_to_float8(static_cast<float>(z != 0 ? r + z : r), f8, saturate);
+      } else if (t == DType::Float4E2M1) {
+        static_cast<uint8_t*>(y.raw())[i] = float_to_float4e2m1(static_cast<float>(z != 0 ? r + z : r));
       } else {
         const double v = std::nearbyint(r) + z;
         store_integer(y, i, std::isnan(v) ? 0 : std::clamp(v, lo, hi));
