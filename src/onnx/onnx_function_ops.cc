@@ -59,13 +59,16 @@ std::string repeat_heads(NodeBuilder& b, const std::string& x, const std::string
   return b.add("Reshape", {e, b.add("Concat", {b.ints({0}), heads, dims(x, 2, 4)}, {axis0})});
 }
 
-// The head size of Q (its last dim, or its width over the heads).
-int64_t head_size(ContribExpander& ex, NodeBuilder& b, size_t rank, int64_t q_heads) {
+// 1 / sqrt(head size): a constant when the import knows Q's last dim, else computed from the
+// shape of `q` ([B,H,S,D]) at run time.
+std::string default_scale(ContribExpander& ex, NodeBuilder& b, const std::string& q, size_t rank, int64_t q_heads) {
   auto qs = ex.shape_of(b.in(0));
   const int64_t last = qs && !qs->empty() ? qs->back() : -1;
-  if (last <= 0) b.unsupported("the head size of Q is not known at import (give scale)");
-  if (rank == 3 && last % q_heads) b.invalid("Q's width " + std::to_string(last) + " does not split into q_num_heads");
-  return rank == 3 ? last / q_heads : last;
+  if (last > 0 && rank == 3 && q_heads > 0 && last % q_heads)
+    b.invalid("Q's width " + std::to_string(last) + " does not split into q_num_heads");
+  if (last > 0 && (rank == 4 || q_heads > 0))
+    return b.scalar(1.0f / std::sqrt(static_cast<float>(rank == 3 ? last / q_heads : last)));
+  return b.add("Reciprocal", {b.add("Sqrt", {b.cast(b.dim_scalar(q, 3), kFloat)})});
 }
 
 // Key j of `keys` is seen from query i of `queries` when j <= i + offset (bottom-right causal);
@@ -93,8 +96,7 @@ void onnx_attention(ContribExpander& ex, NodeBuilder& b) {
   const size_t rank = qs->size();
   const auto [q_heads, kv_heads] = head_counts(ex, b, rank);
   if (q_heads > 0 && q_heads % kv_heads) b.invalid("q_num_heads must be a multiple of kv_num_heads");
-  float scale = b.attr_float("scale", 0.0f);
-  if (scale == 0.0f) scale = 1.0f / std::sqrt(static_cast<float>(head_size(ex, b, rank, q_heads)));
+  const float scale = b.attr_float("scale", 0.0f);
   const int64_t mode = b.attr_int("qk_matmul_output_mode", 0);
   if (mode < 0 || mode > 3) b.invalid("qk_matmul_output_mode must be 0 to 3");
 
@@ -116,7 +118,7 @@ void onnx_attention(ContribExpander& ex, NodeBuilder& b) {
   k = repeat_heads(b, k, q, q_heads, kv_heads);
   v = repeat_heads(b, v, q, q_heads, kv_heads);
   auto kt = b.add("Transpose", {k}, {NodeBuilder::attr("perm", Ints{0, 1, 3, 2})});
-  auto scores = b.add("Mul", {b.add("MatMul", {q, kt}), b.scalar(scale)});
+  auto scores = b.add("Mul", {b.add("MatMul", {q, kt}), scale != 0.0f ? b.scalar(scale) : default_scale(ex, b, q, rank, q_heads)});
   std::string qk = mode == 0 ? scores : "";
   if (const float cap = b.attr_float("softcap", 0.0f); cap > 0.0f)
     scores = b.add("Mul", {b.add("Tanh", {b.add("Div", {scores, b.scalar(cap)})}), b.scalar(cap)});
@@ -160,9 +162,15 @@ void onnx_attention(ContribExpander& ex, NodeBuilder& b) {
   if (!bias.empty()) scores = b.add("Add", {scores, bias});
   if (mode == 2) qk = scores;
   auto probs = b.add("Softmax", {scores}, {NodeBuilder::attr("axis", int64_t{-1})});
-  if (!seen.empty() && (b.has_in(3) || b.has_in(6))) {
-    // A row that sees no key (a boolean mask, or more queries than valid keys) gives zeros.
-    auto any = b.add("ReduceMax", {b.cast(seen, kFloat), b.ints({-1})}, {NodeBuilder::attr("keepdims", int64_t{1})});
+  if (b.has_in(3) || b.has_in(6)) {
+    // A row that sees no key (a boolean mask, a float mask of -inf, or more queries than valid
+    // keys) gives zeros. From the masks alone, so that the guard is known wherever they are.
+    std::string allowed = seen;
+    if (!bias.empty()) {
+      auto finite = b.add("Greater", {bias, b.scalar(kNegInf)});
+      allowed = allowed.empty() ? finite : b.add("And", {allowed, finite});
+    }
+    auto any = b.add("ReduceMax", {b.cast(allowed, kFloat), b.ints({-1})}, {NodeBuilder::attr("keepdims", int64_t{1})});
     probs = b.add("Where", {b.cast(any, onnx::TensorProto::BOOL), probs, b.scalar(0.0f)});
   }
   if (mode == 3) qk = probs;
