@@ -140,10 +140,24 @@ const TensorInfo* find(const std::vector<TensorInfo>& infos, const std::string& 
   return nullptr;
 }
 
+// The head size the configs give (genai_config.json's decoder.head_size, config.json's head_dim
+// or hidden_size / num_attention_heads), or 0: ONNX Runtime GenAI's exports name the cache's last
+// dim ("kv_cache_dim").
+int64_t configured_head_size(const json& genai_decoder, const json& config) {
+  auto positive = [](const json& j, const char* key) -> int64_t {
+    return j.is_object() && j.contains(key) && j[key].is_number_integer() && j[key].get<int64_t>() > 0 ? j[key].get<int64_t>() : 0;
+  };
+  if (int64_t d = positive(genai_decoder, "head_size")) return d;
+  if (int64_t d = positive(config, "head_dim")) return d;
+  const int64_t hidden = positive(config, "hidden_size"), heads = positive(config, "num_attention_heads");
+  return hidden && heads && hidden % heads == 0 ? hidden / heads : 0;
+}
+
 // Counts the layers from the past-key template and checks that each has its four tensors with
-// one cache shape [batch, kv_heads, past, head_dim], the heads and head size fixed.
+// one cache shape [batch, kv_heads, past, head_dim], the heads fixed and the head size fixed or
+// configured (`head_size`, 0 when no config gives it).
 void read_cache(DecoderSpec& spec, const std::vector<TensorInfo>& inputs, const std::vector<TensorInfo>& outputs,
-                const std::string& where) {
+                int64_t head_size, const std::string& where) {
   for (const std::string* t : {&spec.past_key, &spec.past_value, &spec.present_key, &spec.present_value})
     check_name_template(*t, where);
   while (find(inputs, format_name(spec.past_key, spec.layers))) ++spec.layers;
@@ -158,12 +172,14 @@ void read_cache(DecoderSpec& spec, const std::vector<TensorInfo>& inputs, const 
       if (!info)
         throw Error(where + ": no " + (i < 2 ? "input '" : "output '") + names[i] + "'", ErrorKind::InvalidModel);
       if (i >= 2) continue;
-      if (!info->has_shape || info->dims.size() != 4 || info->dims[1] <= 0 || info->dims[3] <= 0)
+      std::vector<int64_t> dims = info->dims;
+      if (dims.size() == 4 && dims[3] <= 0) dims[3] = head_size;
+      if (!info->has_shape || dims.size() != 4 || dims[1] <= 0 || dims[3] <= 0)
         throw Error(where + ": input '" + names[i] + "' must be [batch, kv_heads, past, head_dim] with fixed heads and head size",
                     ErrorKind::UnsupportedOp);
       if (layer == 0 && i == 0) {
-        spec.kv_heads = info->dims[1], spec.head_dim = info->dims[3], spec.cache_dtype = info->dtype;
-      } else if (info->dims[1] != spec.kv_heads || info->dims[3] != spec.head_dim || info->dtype != spec.cache_dtype) {
+        spec.kv_heads = dims[1], spec.head_dim = dims[3], spec.cache_dtype = info->dtype;
+      } else if (dims[1] != spec.kv_heads || dims[3] != spec.head_dim || info->dtype != spec.cache_dtype) {
         throw Error(where + ": input '" + names[i] + "' differs from the other layers' cache shape or type",
                     ErrorKind::UnsupportedOp);
       }
@@ -242,17 +258,17 @@ DecoderSpec DecoderSpec::describe(const Engine& engine, const std::string& model
   const json genai = read_json(folder / "genai_config.json");
   const json generation = read_json(folder / "generation_config.json");
   const json config = read_json(folder / "config.json");
-  json genai_model;
+  json genai_model, genai_decoder;
   if (genai.is_object() && genai.contains("model")) {
     genai_model = genai["model"];
     if (!genai_model.is_object()) throw Error(spec.folder + "/genai_config.json: model must be an object", ErrorKind::InvalidModel);
-    const json decoder = genai_model.value("decoder", json());
-    if (decoder.is_object()) read_genai_names(spec, decoder, spec.folder + "/genai_config.json");
+    genai_decoder = genai_model.value("decoder", json());
+    if (genai_decoder.is_object()) read_genai_names(spec, genai_decoder, spec.folder + "/genai_config.json");
   }
 
   const std::vector<TensorInfo> inputs = engine.inputs();
   const std::vector<TensorInfo> outputs = engine.outputs();
-  read_cache(spec, inputs, outputs, model_file);
+  read_cache(spec, inputs, outputs, configured_head_size(genai_decoder, config), model_file);
   check_inputs(spec, inputs, outputs, model_file);
   read_special_ids(spec, {{generation, spec.folder + "/generation_config.json"},
                           {genai_model, spec.folder + "/genai_config.json"},

@@ -169,12 +169,17 @@ void rotary_embedding(ContribExpander& ex, NodeBuilder& b) {
   ex.set_rank(b.out(0), xs->size());
 }
 
-// Decoder self-attention whose K and V have fewer heads than Q, here without a KV cache (the
-// prompt pass): present_key/value are this pass's K and V, keys are masked causally and beyond
-// each row's seqlens_k + 1 (right padding), and each KV head serves num_heads / kv_num_heads.
+// Decoder self-attention whose K and V have fewer heads than Q, each KV head serving
+// num_heads / kv_num_heads. With past_key/past_value, this step's keys and values are written into
+// the past at each row's past length, seqlens_k[b] + 1 - S (ORT's buffer, max(past length,
+// total_sequence_length) long: the past as it is when it holds the valid keys only, ONNX Runtime
+// GenAI's shared max-length buffer otherwise). Key j is seen from query i when j <= i + that past
+// length and j <= seqlens_k[b] (right padding and a buffer's unwritten tail stay hidden); rotary
+// positions count from the past length too, unless position_ids give them.
 void group_query_attention(ContribExpander& ex, NodeBuilder& b) {
   b.require_inputs({0, 5, 6});
-  b.forbid_inputs(3, 4, "past_key/past_value: a KV cache");
+  const bool past = b.has_in(3) || b.has_in(4);
+  if (past && !(b.has_in(3) && b.has_in(4))) b.invalid("past_key and past_value come together");
   b.forbid_inputs(11, 11, "head_sink");
   b.forbid_outputs(3, "output_qk");
   if (b.attr_int("smooth_softmax", 0)) b.unsupported("smooth_softmax is not supported");
@@ -195,12 +200,26 @@ void group_query_attention(ContribExpander& ex, NodeBuilder& b) {
     v = b.slice(b.in(0), 2, (heads + kv_heads) * d, width);
   }
   auto seq_len = b.dim_scalar(b.in(0), 1);
+  // seqlens_k [B]: each row's valid keys - 1 ([B, 1] read as [B], as ONNX Runtime reads it).
+  auto lengths = b.add("Reshape", {b.cast(b.in(5), onnx::TensorProto::INT64), b.ints({-1})});
+  // Each row's past length [B] (0 for a first, right-padded prompt).
+  std::string past_len;
+  if (past) past_len = b.add("Max", {b.add("Sub", {b.add("Add", {lengths, b.scalar_i64(1)}), seq_len}), b.scalar_i64(0)});
+  // Rotary positions: position_ids [B,S] or [1] (an offset), else 0.. (after the past length).
+  std::optional<std::vector<int64_t>> position_shape{std::vector<int64_t>{1}};
+  std::string positions = b.ints({0});
+  if (b.has_in(9)) {
+    position_shape = ex.shape_of(b.in(9));
+    positions = b.in(9);
+  } else if (past) {
+    position_shape = std::vector<int64_t>{-1, -1};
+    positions = b.add("Add", {b.unsqueeze(past_len, {1}), b.unsqueeze(b.arange(seq_len), {0})});
+  }
   auto to_heads = [&](const std::string& x, int64_t n, bool rotary, const std::string& out) {
     auto y = b.add("Reshape", {x, b.ints({0, 0, n, d})});  // [B,S,n,D]
     if (rotary) {
-      auto ps = b.has_in(9) ? ex.shape_of(b.in(9)) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{1});
+      const auto& ps = position_shape;
       if (!ps || (ps->size() != 2 && ps->size() != 1)) b.unsupported("the position_ids' rank is not known at import");
-      auto positions = b.has_in(9) ? b.in(9) : b.ints({0});
       auto cos = angles(b, b.in(7), positions, ps->size(), seq_len, false);
       auto sin = angles(b, b.in(8), positions, ps->size(), seq_len, false);
       auto cs = ex.shape_of(b.in(7));
@@ -212,8 +231,28 @@ void group_query_attention(ContribExpander& ex, NodeBuilder& b) {
   const bool rotary = b.attr_int("do_rotary", 0) != 0;
   if (rotary && (!b.has_in(7) || !b.has_in(8))) b.invalid("do_rotary needs cos_cache and sin_cache");
   auto qh = to_heads(q, heads, rotary, "");
-  auto kh = to_heads(k, kv_heads, rotary, b.out(1));
-  auto vh = to_heads(v, kv_heads, false, b.out(2));
+  auto kh = to_heads(k, kv_heads, rotary, past ? "" : b.out(1));
+  auto vh = to_heads(v, kv_heads, false, past ? "" : b.out(2));
+  std::string keys_len = seq_len;
+  if (past) {
+    // The buffer: each row's valid past (the rest zeros, as ONNX Runtime writes a present of its
+    // own), padded at its end up to total_sequence_length, with this step written after it.
+    auto total = b.cast(b.add("Reshape", {b.in(6), b.ints({-1})}), onnx::TensorProto::INT64);  // [1]
+    auto short_by = b.add("Max", {b.add("Sub", {total, b.dim(b.in(3), 2)}), b.ints({0})});
+    auto pads = b.add("Concat", {b.ints({0, 0, 0, 0, 0, 0}), short_by, b.ints({0})}, {NodeBuilder::attr("axis", int64_t{0})});
+    auto row_past = b.unsqueeze(past_len, {1, 2, 3});
+    auto at = b.add("Add", {row_past, b.unsqueeze(b.arange(seq_len), {0, 1, 3})});
+    auto write = [&](size_t past_input, const std::string& fresh, const std::string& out) {
+      auto padded = b.add("Pad", {b.in(past_input), pads});
+      auto slots = b.unsqueeze(b.arange(b.dim_scalar(padded, 2)), {0, 1, 3});
+      auto buffer = b.add("Where", {b.add("Less", {slots, row_past}), padded, b.scalar(0.0f)});
+      auto index = b.add("Expand", {at, b.add("Shape", {fresh})});
+      return b.add("ScatterElements", {buffer, index, fresh}, {NodeBuilder::attr("axis", int64_t{2})}, out);
+    };
+    kh = write(3, kh, b.out(1));
+    vh = write(4, vh, b.out(2));
+    keys_len = b.dim_scalar(kh, 2);
+  }
   auto repeat = [&](const std::string& x) {  // [B,kv,S,D] -> [B,kv*g,S,D], each head g times
     if (heads == kv_heads) return x;
     auto e = b.add("Expand", {b.unsqueeze(x, {2}), b.ints({1, 1, heads / kv_heads, 1, 1})});
@@ -224,12 +263,13 @@ void group_query_attention(ContribExpander& ex, NodeBuilder& b) {
   auto scores = b.add("Mul", {b.add("MatMul", {qh, kt}), b.scalar(scale != 0.0f ? scale : 1.0f / std::sqrt(float(d)))});
   if (const float cap = b.attr_float("softcap", 0.0f); cap > 0.0f)
     scores = b.add("Mul", {b.add("Tanh", {b.add("Div", {scores, b.scalar(cap)})}), b.scalar(cap)});
-  // Key j is seen from query i when j <= i and j <= seqlens_k[b]: Where(a, b, a) is a && b.
-  auto positions = b.arange(seq_len);
-  auto keys = b.unsqueeze(positions, {0, 1, 2});
-  auto causal = b.add("Not", {b.add("Greater", {keys, b.unsqueeze(positions, {0, 1, 3})})});
-  auto lengths = b.unsqueeze(b.cast(b.in(5), onnx::TensorProto::INT64), {1, 2, 3});
-  auto in_row = b.add("Not", {b.add("Greater", {keys, lengths})});
+  // Key j is seen from query i when j <= i + past length and j <= seqlens_k[b]: Where(a, b, a)
+  // is a && b.
+  auto keys = b.unsqueeze(b.arange(keys_len), {0, 1, 2});
+  auto queries = b.unsqueeze(b.arange(seq_len), {0, 1, 3});
+  if (past) queries = b.add("Add", {queries, b.unsqueeze(past_len, {1, 2, 3})});
+  auto causal = b.add("Not", {b.add("Greater", {keys, queries})});
+  auto in_row = b.add("Not", {b.add("Greater", {keys, b.unsqueeze(lengths, {1, 2, 3})})});
   auto seen = b.add("Where", {in_row, causal, in_row});
   scores = b.add("Where", {seen, scores, b.scalar(std::numeric_limits<float>::lowest())});
   if (b.has_in(10)) scores = b.add("Add", {scores, b.in(10)});

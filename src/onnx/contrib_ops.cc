@@ -99,11 +99,18 @@ void fused_matmul(ContribExpander& ex, NodeBuilder& b) {
   if (alpha != 1.0f) b.add("Mul", {y, b.scalar(alpha)}, {}, b.out(0));
 }
 
-void skip_layer_norm(ContribExpander&, NodeBuilder& b) {
+// A norm's output (and a skip norm's sum) has its input's shape, which later expansions read.
+void same_shape(ContribExpander& ex, NodeBuilder& b, std::initializer_list<size_t> outputs) {
+  if (auto shape = ex.shape_of(b.in(0)))
+    for (size_t o : outputs) ex.set_shape(b.out(o), *shape);
+}
+
+void skip_layer_norm(ContribExpander& ex, NodeBuilder& b) {
   b.require_inputs({0, 1, 2});
   auto sum = skip_sum(b, 4, b.out(3));
   layer_norm(b, sum, b.in(2), b.in(3), b.attr_float("epsilon", kDefaultSkipEpsilon), {-1}, b.out(0), b.out(1),
              b.out(2));
+  same_shape(ex, b, {0, 3});
 }
 
 void simplified_layer_norm(ContribExpander& ex, NodeBuilder& b) {
@@ -111,13 +118,15 @@ void simplified_layer_norm(ContribExpander& ex, NodeBuilder& b) {
   auto shape = ex.shape_of(b.in(0));
   auto axes = trailing_axes(b, b.attr_int("axis", -1), shape ? std::optional<size_t>(shape->size()) : std::nullopt);
   rms_norm(b, b.in(0), b.in(1), b.attr_float("epsilon", 1e-5f), axes, b.out(0), b.out(1));
+  same_shape(ex, b, {0});
 }
 
-void skip_simplified_layer_norm(ContribExpander&, NodeBuilder& b) {
+void skip_simplified_layer_norm(ContribExpander& ex, NodeBuilder& b) {
   b.require_inputs({0, 1, 2});
   if (b.has_out(1)) b.unsupported("output 1 (mean) is not defined for the simplified norm");
   auto sum = skip_sum(b, 3, b.out(3));
   rms_norm(b, sum, b.in(2), b.attr_float("epsilon", kDefaultSkipEpsilon), {-1}, b.out(0), b.out(2));
+  same_shape(ex, b, {0, 3});
 }
 
 void embed_layer_norm(ContribExpander& ex, NodeBuilder& b) {
@@ -237,8 +246,12 @@ bool is_expanded_contrib_op(const std::string& domain, const std::string& op_typ
 std::optional<std::vector<int64_t>> ContribExpander::shape_of(const std::string& name) const {
   if (shapes_)
     if (auto s = (*shapes_)(name)) return s;
-  if (auto it = shapes_of_.find(name); it != shapes_of_.end()) return it->second;
-  return std::nullopt;
+  return recorded_shape(name);
+}
+
+std::optional<std::vector<int64_t>> ContribExpander::recorded_shape(const std::string& name) const {
+  auto it = shapes_of_.find(name);
+  return it == shapes_of_.end() ? std::nullopt : std::optional<std::vector<int64_t>>(it->second);
 }
 
 void ContribExpander::set_rank(const std::string& name, size_t rank) {

@@ -53,6 +53,8 @@ class ContribExpander {
   DType type_of(const std::string& name) const;
   // The constant value of `name` (MatMulNBits unpacks its weight at import), or nullptr.
   const Tensor* constant(const std::string& name) const;
+  // The shape an earlier expansion recorded for `name` (set_shape or set_rank), if any.
+  std::optional<std::vector<int64_t>> recorded_shape(const std::string& name) const;
   // Records the rank of an output that an expansion defines.
   void set_rank(const std::string& name, size_t rank);
   // Records the shape (-1 for a dim of unknown size) of an output that an expansion defines.

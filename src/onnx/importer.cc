@@ -135,10 +135,11 @@ Opsets read_opsets(const OpsetList& list) {
 }
 
 // The shape the model declares for value `id` (-1 for a dim of unknown size), else the one a
-// Cast (ORT's optimizer casts masks and ids to int32), Transpose or Reshape to a constant shape
-// gives from its input's: an export without value_info declares none, and the expansions need
+// Cast (ORT's optimizer casts masks and ids to int32), Transpose, Reshape to a constant shape,
+// MatMul by a 2-D weight or a broadcasting Add, Sub, Mul or Div gives from its inputs': an export without value_info declares none, and the expansions need
 // ranks and head counts.
-std::optional<std::vector<int64_t>> known_shape(const Graph& g, int id, int depth = 0) {
+// `recorded` gives the shapes earlier expansions recorded for their outputs.
+std::optional<std::vector<int64_t>> known_shape(const Graph& g, int id, const ShapeLookup& recorded, int depth = 0) {
   constexpr int kMaxDepth = 16;
   if (id < 0 || depth > kMaxDepth) return std::nullopt;
   const Value& v = g.values[static_cast<size_t>(id)];
@@ -147,22 +148,41 @@ std::optional<std::vector<int64_t>> known_shape(const Graph& g, int id, int dept
     for (const Dim& d : *v.shape) dims.push_back(d.value);
     return dims;
   }
+  if (auto dims = recorded(v.name)) return dims;
   if (v.producer < 0) return std::nullopt;
   const Node& n = g.nodes[static_cast<size_t>(v.producer)];
-  if (n.op == Op::Cast) return known_shape(g, n.inputs[0], depth + 1);
+  if (n.op == Op::Cast) return known_shape(g, n.inputs[0], recorded, depth + 1);
   if (n.op == Op::Transpose && n.has_attr("perm")) {
     const std::vector<int64_t> perm = n.attr_ints("perm");
-    auto in = known_shape(g, n.inputs[0], depth + 1);
+    auto in = known_shape(g, n.inputs[0], recorded, depth + 1);
     std::vector<int64_t> dims(perm.size(), -1);
     if (in && in->size() == perm.size())
       for (size_t i = 0; i < perm.size(); ++i)
         if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(in->size())) dims[i] = (*in)[static_cast<size_t>(perm[i])];
     return dims;
   }
+  if ((n.op == Op::Add || n.op == Op::Sub || n.op == Op::Mul || n.op == Op::Div) && n.inputs.size() == 2) {
+    auto a = known_shape(g, n.inputs[0], recorded, depth + 1), b = known_shape(g, n.inputs[1], recorded, depth + 1);
+    if (!a || !b) return std::nullopt;
+    if (a->size() < b->size()) std::swap(a, b);
+    const size_t lead = a->size() - b->size();
+    for (size_t i = 0; i < b->size(); ++i) {  // broadcast: a dim of 1 takes the other's
+      int64_t& d = (*a)[lead + i];
+      const int64_t e = (*b)[i];
+      if (d == 1 || (d < 0 && e > 1)) d = e;
+    }
+    return a;
+  }
+  if (n.op == Op::MatMul && n.inputs.size() == 2) {  // a projection: [..., K] x [K, N] -> [..., N]
+    auto a = known_shape(g, n.inputs[0], recorded, depth + 1), w = known_shape(g, n.inputs[1], recorded, depth + 1);
+    if (!a || !w || a->size() < 2 || w->size() != 2) return std::nullopt;
+    a->back() = w->back();
+    return a;
+  }
   if (n.op == Op::Reshape && n.inputs.size() >= 2 && n.inputs[1] >= 0) {
     const auto& target = g.values[static_cast<size_t>(n.inputs[1])].constant;
     if (!target || target->dtype() != DType::Int64 || target->dims().size() != 1) return std::nullopt;
-    auto in = known_shape(g, n.inputs[0], depth + 1);
+    auto in = known_shape(g, n.inputs[0], recorded, depth + 1);
     std::vector<int64_t> dims(target->data<int64_t>(), target->data<int64_t>() + target->numel());
     for (size_t i = 0; i < dims.size(); ++i)
       if (dims[i] == 0 && !n.attr_int("allowzero", 0)) dims[i] = in && i < in->size() ? (*in)[i] : -1;
@@ -378,7 +398,8 @@ class Importer {
   void add_contrib_node(Graph& graph, const onnx::NodeProto& np, const Opsets& opsets, const ValueInfos* value_info) {
     Opsets expanded = opsets;
     expanded[""] = std::max<int64_t>(expanded[""], 13);
-    auto shape_of = [&graph](const std::string& name) { return known_shape(graph, graph.find_value(name)); };
+    const ShapeLookup recorded = [this](const std::string& name) { return contrib_.recorded_shape(name); };
+    auto shape_of = [&](const std::string& name) { return known_shape(graph, graph.find_value(name), recorded); };
     auto constant_of = [&graph](const std::string& name) -> const Tensor* {
       int id = graph.find_value(name);
       if (id < 0 || !graph.values[static_cast<size_t>(id)].constant) return nullptr;

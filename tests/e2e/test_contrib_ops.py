@@ -118,13 +118,22 @@ def behind_transpose(model_feeds):
     return model, feeds
 
 
-def gqa(packed=False, do_rotary=0, lengths=(S, S), **attrs):
-    feeds = {"q": rand(B, S, (N + 2 * KV) * D if packed else N * D) * 0.5}
+def gqa(packed=False, do_rotary=0, lengths=None, past=0, buffer=0, batch=B, seq=S, **attrs):
+    """past: that many keys and values before this step's `seq` (each row's length is then
+    past + seq); buffer: the past in a buffer that long (ONNX Runtime GenAI's shared buffer).
+    ONNX Runtime takes a past with more than one new token for one row only."""
+    feeds = {"q": rand(batch, seq, (N + 2 * KV) * D if packed else N * D) * 0.5}
     if not packed:
-        feeds.update(k=rand(B, S, KV * D) * 0.5, v=rand(B, S, KV * D))
+        feeds.update(k=rand(batch, seq, KV * D) * 0.5, v=rand(batch, seq, KV * D))
+    lengths = lengths or (seq,) * batch
+    if past or buffer:
+        lengths = (past + seq,) * batch
+        for name in ("past_key", "past_value"):
+            feeds[name] = rand(batch, KV, max(past, buffer), D)
     feeds["seqlens_k"] = np.array(lengths, np.int32) - 1
-    feeds["total_sequence_length"] = np.array(S, np.int32)
-    inputs = ["q", "" if packed else "k", "" if packed else "v", "", "", "seqlens_k", "total_sequence_length"]
+    feeds["total_sequence_length"] = np.array(max(lengths), np.int32)
+    cache = ["past_key", "past_value"] if past or buffer else ["", ""]
+    inputs = ["q", "" if packed else "k", "" if packed else "v", *cache, "seqlens_k", "total_sequence_length"]
     consts = {}
     if do_rotary:
         inputs += ["cos", "sin"]
@@ -199,6 +208,9 @@ CASES = {
     "GroupQueryAttention-rotary-interleaved-scale": lambda: gqa(do_rotary=1, rotary_interleaved=1, scale=0.2),
     "GroupQueryAttention-softcap": lambda: gqa(softcap=2.0),
     "GroupQueryAttention-right-padded": lambda: gqa(lengths=(3, S)),
+    "GroupQueryAttention-past-one-row": lambda: gqa(past=4, batch=1, do_rotary=1),
+    "GroupQueryAttention-past-decode-step": lambda: gqa(past=6, seq=1, do_rotary=1),
+    "GroupQueryAttention-shared-buffer-decode-step": lambda: gqa(past=3, buffer=MAX_POS, seq=1, do_rotary=1),
 }
 
 

@@ -318,11 +318,11 @@ TEST(ContribImport, OtherOpsRejectBadAttributesAndInputsNamingTheNode) {
     expect_error(m, ErrorKind::InvalidModel, {"the_RotaryEmbedding", "even"});
   }
   {
-    OneNodeModel m("GroupQueryAttention", {"q", "k", "v", "past_key", "past_value", "lens", "total"}, {"y", "pk", "pv"});
+    OneNodeModel m("GroupQueryAttention", {"q", "k", "v", "past_key", "", "lens", "total"}, {"y", "pk", "pv"});
     m.input("q", {1, 3, 16}).input("k", {1, 3, 8}).input("v", {1, 3, 8}).input("past_key", {1, 1, 0, 8});
-    m.input("past_value", {1, 1, 0, 8}).input("lens", {1}, true, onnx::TensorProto::INT32);
+    m.input("lens", {1}, true, onnx::TensorProto::INT32);
     m.input("total", {}, true, onnx::TensorProto::INT32).attr("num_heads", 2).attr("kv_num_heads", 1);
-    expect_error(m, ErrorKind::UnsupportedOp, {"the_GroupQueryAttention", "KV cache"});
+    expect_error(m, ErrorKind::InvalidModel, {"the_GroupQueryAttention", "past_key and past_value come together"});
   }
   {
     OneNodeModel m("GroupQueryAttention", {"q", "k", "v", "", "", "lens", "total"}, {"y", "pk", "pv"});
