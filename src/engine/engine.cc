@@ -52,6 +52,29 @@ std::vector<TensorInfo> Engine::inputs() const { return infos_of(*impl_->graph, 
 std::vector<TensorInfo> Engine::outputs() const { return infos_of(*impl_->graph, impl_->graph->outputs); }
 size_t Engine::node_count() const { return impl_->graph->source_node_count; }
 
+namespace {
+
+// Where dims have other names ("b", "s", "t", "p" in a dynamo export): a decoder step's
+// attention_mask [batch, past + tokens], its length a dim of its own that the shapes given left
+// unbound, spans the past (dim 2 of a past_key_values input) and input_ids' tokens.
+void bind_decoder_mask(const std::vector<TensorInfo>& inputs, const std::vector<TensorInfo>& unbound,
+                       std::map<std::string, Dims>& out) {
+  const TensorInfo *ids = nullptr, *past = nullptr;
+  for (const TensorInfo& in : inputs) {
+    if (in.name == "input_ids" && in.dims.size() == 2) ids = &in;
+    if (in.name.find("past") != std::string::npos && in.dims.size() == 4 && !past) past = &in;
+  }
+  if (!ids || !past) return;
+  for (const TensorInfo& in : unbound) {
+    if (in.name != "attention_mask" || in.dims.size() != 2 || in.dims[1] >= 0 || in.symbols.size() != 2) continue;
+    const std::string& total = in.symbols[1];
+    if (total.empty() || total == ids->symbols.at(1) || total == past->symbols.at(2)) continue;
+    out[in.name][1] = out.at(past->name)[2] + out.at(ids->name)[1];
+  }
+}
+
+}  // namespace
+
 std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>& shapes, int64_t batch,
                                               int64_t seq) const {
   const Graph& g = *impl_->graph;
@@ -114,6 +137,7 @@ std::map<std::string, Dims> Engine::bind_dims(const std::map<std::string, Dims>&
     for (const TensorInfo& in : unbound)
       for (size_t i = 0; i < in.symbols.size(); ++i)
         if (in.dims[i] < 0 && in.symbols[i].rfind("total", 0) == 0) out[in.name][i] = *past + tokens.value_or(seq);
+  bind_decoder_mask(inputs(), unbound, out);
   return out;
 }
 

@@ -243,5 +243,21 @@ TEST(Engine, BindDimsGivesADecodersMaskThePastAndTheTokens) {
   EXPECT_EQ(no_past.bind_dims({}, 1, 16).at("attention_mask"), (Dims{1, 16}));
 }
 
+// torch's dynamo exporter names the dims as the export's torch.export.Dim objects were named:
+// the mask's own dim still spans the past and the tokens.
+TEST(Engine, BindDimsFindsADecodersMaskByItsInputsNotItsDimNames) {
+  Engine decoder = Engine::load_bytes(model_with_dims({{"input_ids", {"b", "s"}},
+                                                       {"attention_mask", {"b", "t"}},
+                                                       {"position_ids", {"b", "s"}},
+                                                       {"past_key_values.0.key", {"b", "2", "p", "4"}}}));
+  auto dims = decoder.bind_dims({}, 1, 16);
+  EXPECT_EQ(dims.at("attention_mask"), (Dims{1, 32}));
+  EXPECT_EQ(dims.at("position_ids"), (Dims{1, 16}));
+  auto step = decoder.bind_dims({{"past_key_values.0.key", {1, 2, 7, 4}}, {"input_ids", {1, 3}}}, 1, 16);
+  EXPECT_EQ(step.at("attention_mask"), (Dims{1, 10}));
+  // A mask given outright keeps its length.
+  EXPECT_EQ(decoder.bind_dims({{"attention_mask", {1, 5}}}, 1, 16).at("attention_mask"), (Dims{1, 5}));
+}
+
 }  // namespace
 }  // namespace fusor
