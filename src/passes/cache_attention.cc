@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "fusor/error.h"
 #include "ir/bind.h"
@@ -296,6 +297,117 @@ std::optional<Probe> bind_long_probe(const Graph& g, const DecoderGraphNames& na
   return std::nullopt;
 }
 
+// The values computed from `gone` ones (the past, the mask) that the rewritten graph still reads.
+std::vector<bool> computed_from(const Graph& g, const std::set<int>& gone) {
+  std::vector<bool> tainted(g.values.size(), false);
+  for (int v : gone) tainted[static_cast<size_t>(v)] = true;
+  for (const Node& n : g.nodes)
+    if (std::any_of(n.inputs.begin(), n.inputs.end(), [&](int v) { return v >= 0 && tainted[static_cast<size_t>(v)]; }))
+      for (int o : n.outputs)
+        if (o >= 0) tainted[static_cast<size_t>(o)] = true;
+  return tainted;
+}
+
+// Where `v` holds each token's position plus one offset at every probe (T elements along one axis,
+// past + i + offset): the axis and the offset.
+std::optional<std::pair<size_t, int64_t>> position_pattern(const Graph& g, int v, std::span<const Probe* const> probes) {
+  std::optional<std::pair<size_t, int64_t>> found;
+  for (const Probe* p : probes) {
+    if (!p) continue;
+    if (static_cast<size_t>(v) >= p->bound.constants.size() || !p->bound.is_constant(v)) return std::nullopt;
+    const Tensor& t = p->bound.constants[static_cast<size_t>(v)];
+    const DType d = t.dtype();
+    if ((d != DType::Int64 && d != DType::Int32 && d != DType::Float32) || t.numel() != p->tokens) return std::nullopt;
+    size_t axis = t.dims().size();
+    for (size_t a = 0; a < t.dims().size(); ++a)
+      if (t.dims()[a] != 1) axis = a;
+    if (axis == t.dims().size()) axis = t.dims().empty() ? 0 : t.dims().size() - 1;  // one token
+    if (t.dims().empty()) return std::nullopt;
+    const double first = t.scalar_as_double(0) - static_cast<double>(p->past);
+    if (first != std::round(first)) return std::nullopt;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (t.scalar_as_double(i) != static_cast<double>(p->past + i) + first) return std::nullopt;
+    const auto offset = static_cast<int64_t>(first);
+    if (found && (found->first != axis || found->second != offset)) return std::nullopt;
+    found = std::pair{axis, offset};
+  }
+  return found;
+}
+
+// Adds node `op` reading `inputs` and writing a fresh value of type `dtype`; returns the value.
+int append_node(Graph& g, Op op, std::vector<int> inputs, DType dtype, const std::string& name,
+                std::map<std::string, Attribute> attrs = {}) {
+  Value out;
+  out.name = name;
+  out.dtype = dtype;
+  const int id = g.add_value(std::move(out));
+  Node n;
+  n.op = op;
+  n.op_type = op_info(op).name;
+  n.opset = g.opset;
+  n.name = name;
+  n.inputs = std::move(inputs);
+  n.outputs = {id};
+  n.attrs = std::move(attrs);
+  g.nodes.push_back(std::move(n));
+  return id;
+}
+
+int constant_value(Graph& g, const std::string& name, Tensor t) {
+  Value v;
+  v.name = name;
+  v.dtype = t.dtype();
+  Shape shape;
+  for (int64_t d : t.dims()) shape.push_back(Dim{d, ""});
+  v.shape = shape;
+  v.constant = std::move(t);
+  return g.add_value(std::move(v));
+}
+
+// The values that gave each token's position from the past's length or the mask (transformers 5's
+// cache_position, ONNX Runtime GenAI's positions from seqlens_k, OPT's from the mask's cumsum)
+// read position_ids instead: position_ids + offset, in the value's own shape and type, where it
+// held exactly that at every probe. The first such value on each path is replaced; what fed it
+// becomes dead.
+void read_positions_from_input(Graph& g, const std::set<int>& gone, int positions, std::span<const Probe* const> probes) {
+  for (size_t pass = 0; pass < g.nodes.size(); ++pass) {
+    const std::vector<bool> tainted = computed_from(g, gone);
+    int target = -1;
+    std::pair<size_t, int64_t> pattern;
+    for (const Node& n : g.nodes) {
+      for (int v : n.inputs)
+        if (v >= 0 && tainted[static_cast<size_t>(v)] && !gone.count(v))
+          if (auto found = position_pattern(g, v, probes)) {
+            target = v, pattern = *found;
+            break;
+          }
+      if (target >= 0) break;
+    }
+    if (target < 0) return;
+    const Value& old = g.values[static_cast<size_t>(target)];
+    const std::string base = old.name + "/" + kCacheAttentionItem + "_position";
+    const size_t rank = probes[0]->bound.constants[static_cast<size_t>(target)].dims().size();
+    const DType dtype = probes[0]->bound.constants[static_cast<size_t>(target)].dtype();
+    Tensor shape(DType::Int64, {static_cast<int64_t>(rank)});
+    for (size_t a = 0; a < rank; ++a) shape.data<int64_t>()[a] = a == pattern.first ? -1 : 1;
+    int value = append_node(g, Op::Reshape, {positions, constant_value(g, base + "_shape", std::move(shape))}, DType::Int64,
+                            base + "_reshaped");
+    if (pattern.second != 0) {
+      Tensor offset(DType::Int64, {});
+      offset.data<int64_t>()[0] = pattern.second;
+      value = append_node(g, Op::Add, {value, constant_value(g, base + "_offset", std::move(offset))}, DType::Int64,
+                          base + "_offset_added");
+    }
+    if (dtype != DType::Int64) value = append_node(g, Op::Cast, {value}, dtype, base + "_cast", {{"to", dtype}});
+    for (Node& n : g.nodes)
+      for (int& v : n.inputs)
+        if (v == target) v = value;
+    std::replace(g.outputs.begin(), g.outputs.end(), target, value);
+    g.reorder_nodes();
+    remove_dead_nodes(g);
+  }
+}
+
 }  // namespace
 
 CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, EvaluateFn evaluate,
@@ -311,16 +423,17 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       n.op_type = op_info(Op::Identity).name;
       n.attrs.clear();
     }
-  // torch's dynamo exporter may read the batch size off a past tensor (Shape(past)[0:1]); the
-  // batch is input_ids' dim 0 as well, which stays when the past leaves the graph.
-  std::set<int> pasts;
+  // torch's dynamo exporter may read the batch size off a past tensor or the mask
+  // (Shape(x)[0:1]); the batch is input_ids' dim 0 as well, which stays when they leave the graph.
+  std::map<int, int64_t> leaving;  // value -> rank
   for (size_t layer = 0; layer < layers; ++layer)
-    for (const std::string* name : {&names.past_keys[layer], &names.past_values[layer]}) pasts.insert(g.find_value(*name));
+    for (const std::string* name : {&names.past_keys[layer], &names.past_values[layer]}) leaving[g.find_value(*name)] = 4;
+  if (int mask = g.find_value(names.attention_mask); mask >= 0) leaving[mask] = 2;
   const int ids = value_id(g, names.input_ids, "input");
   for (Node& n : g.nodes)
-    if (n.op == Op::Shape && pasts.count(n.inputs[0])) {
-      const int64_t start = n.attr_int("start", 0), end = n.attr_int("end", 4);
-      if ((start == 0 || start == -4) && (end == 1 || end == -3)) n.inputs[0] = ids;
+    if (auto it = leaving.find(n.inputs[0]); n.op == Op::Shape && it != leaving.end()) {
+      const int64_t rank = it->second, start = n.attr_int("start", 0), end = n.attr_int("end", rank);
+      if ((start == 0 || start == -rank) && (end == 1 || end == 1 - rank)) n.inputs[0] = ids;
     }
   remove_dead_nodes(g);  // only what reaches an output counts as a reader below
   // A step packs several sequences' tokens (and a plan's padding rows) into one input: one scale
@@ -329,7 +442,11 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     if (n.op == Op::DynamicQuantizeLinear)
       refuse(n.describe() + " takes one scale over all of a step's tokens, so sequences stepped together would change each "
              "other's outputs");
-  const int positions = value_id(g, names.position_ids, "input");
+  // An export without position_ids (transformers 5 counts positions from the past's length, ONNX
+  // Runtime GenAI's builder from the mask) gets the input: the cached attention reads it, and so
+  // do the values that gave each token's position (read_positions_from_input).
+  int positions = g.find_value(names.position_ids);
+  if (positions < 0) positions = add_input(g, names.position_ids, DType::Int64, *g.values[static_cast<size_t>(ids)].shape);
   if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");
   const auto consumers = g.consumers();
 
@@ -407,6 +524,9 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       gone.insert(g.find_value(*name));
   if (int mask = g.find_value(names.attention_mask); mask >= 0) gone.insert(mask);
   std::erase_if(g.outputs, [&](int v) { return gone.count(v) > 0; });
+  remove_dead_nodes(g);
+  const Probe* bound[] = {&probes[0], &probes[1], far ? &*far : nullptr};
+  read_positions_from_input(g, gone, positions, bound);
   remove_dead_nodes(g);
   for (const Node& n : g.nodes)
     for (int v : n.inputs)

@@ -3,7 +3,8 @@ Runtime GenAI write them: RMSNormalization, RotaryEmbedding, Attention with its 
 (grouped-query heads, a causal and a boolean padding mask) and Swish. fusor imports them by
 expanding them into older ops; the decoder must generate ONNX Runtime's greedy tokens on the
 paged KV cache (the expanded attention rewritten to cached attention, the batch size read off a
-past tensor as the dynamo exporter reads it), alone and in a batch."""
+past tensor or the mask as the dynamo exporter reads it), alone and in a batch; and so must the
+same decoder without a position_ids input, whose positions count from the past's length."""
 import json
 
 import numpy as np
@@ -17,7 +18,9 @@ from conftest import run_fusor
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 
 
-def decoder_graph():
+def decoder_graph(position_input=True):
+    """position_input False: no position_ids input; positions count from the past's length, and
+    the batch size comes off the mask, as transformers 5's dynamo export without position_ids."""
     rng = np.random.default_rng(23)
     inits, nodes = [], []
 
@@ -44,8 +47,18 @@ def decoder_graph():
     rows = node("Concat", [const("ones2", np.array([1, 1], np.int64)), "seq", const("one", np.array([1], np.int64))],
                 "mask_rows", axis=0)
     mask = node("Expand", [mask, rows], "mask_expanded")
-    # torch's dynamo exporter reads the batch size off a past tensor
-    nodes.append(h.make_node("Shape", [f"past_key_values.{LAYERS - 1}.value"], ["batch"], start=0, end=1))
+    # torch's dynamo exporter reads the batch size off a past tensor, or the mask
+    batch_from = f"past_key_values.{LAYERS - 1}.value" if position_input else "attention_mask"
+    nodes.append(h.make_node("Shape", [batch_from], ["batch"], start=0, end=1))
+    positions = "position_ids"
+    if not position_input:
+        nodes += [h.make_node("Shape", ["past_key_values.0.key"], ["past_len1"], start=2, end=3),
+                  h.make_node("Squeeze", ["past_len1"], ["past_len"]),
+                  h.make_node("Squeeze", ["seq"], ["seq_len"]),
+                  h.make_node("Add", ["past_len", "seq_len"], ["end_pos"]),
+                  h.make_node("Range", ["past_len", "end_pos", const("step", np.array(1, np.int64))], ["cache_position"]),
+                  h.make_node("Unsqueeze", ["cache_position", const("axis0", np.array([0], np.int64))], ["positions"])]
+        positions = "positions"
     merge_shape = node("Concat", ["batch", "seq", const("width", np.array([HEADS * HEAD], np.int64))], "merge_shape", axis=0)
     x = node("Gather", [weight("embed", VOCAB, HIDDEN), "input_ids"], "x0")
     for layer in range(LAYERS):
@@ -55,7 +68,7 @@ def decoder_graph():
         def heads(proj, width, rotary):
             y = node("MatMul", [normed, weight(p + proj, HIDDEN, width)], p + proj + "_y")
             y = node("Transpose", [node("Reshape", [y, "split_shape"], p + proj + "_r")], p + proj + "_t", perm=[0, 2, 1, 3])
-            return node("RotaryEmbedding", [y, "cos", "sin", "position_ids"], p + proj + "_rot") if rotary else y
+            return node("RotaryEmbedding", [y, "cos", "sin", positions], p + proj + "_rot") if rotary else y
 
         q, k, v = heads("q", HEADS * HEAD, True), heads("k", KV_HEADS * HEAD, True), heads("v", KV_HEADS * HEAD, False)
         nodes.append(h.make_node("Attention", [q, k, v, mask, f"past_key_values.{layer}.key", f"past_key_values.{layer}.value"],
@@ -71,8 +84,9 @@ def decoder_graph():
                     weight("lm_head", HIDDEN, VOCAB)], "logits")
     kv = lambda name, seq: h.make_tensor_value_info(name, T.FLOAT, ["batch", KV_HEADS, seq, HEAD])  # noqa: E731
     inputs = [h.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
-              h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"]),
-              h.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
+              h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"])]
+    if position_input:
+        inputs.append(h.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"]))
     outputs = [h.make_tensor_value_info("logits", T.FLOAT, ["batch", "seq", VOCAB])]
     for layer in range(LAYERS):
         inputs += [kv(f"past_key_values.{layer}.key", "past"), kv(f"past_key_values.{layer}.value", "past")]
@@ -81,10 +95,10 @@ def decoder_graph():
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)], ir_version=10)
 
 
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory):
+@pytest.fixture(scope="module", params=[True, False], ids=["position_ids", "positions_from_past"])
+def decoder(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("opset23_decoder")
-    onnx.save(decoder_graph(), folder / "model.onnx")
+    onnx.save(decoder_graph(request.param), folder / "model.onnx")
     (folder / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT, "eos_token_id": 2}))
     return folder
 
@@ -97,9 +111,10 @@ def ort_greedy(folder, prompt, n):
     feed_ids = ids
     for _ in range(n):
         start = len(ids) - len(feed_ids)
-        res = session.run(None, {"input_ids": np.array([feed_ids], np.int64),
-                                 "attention_mask": np.ones((1, len(ids)), np.int64),
-                                 "position_ids": np.arange(start, len(ids), dtype=np.int64)[None], **past})
+        feeds = {"input_ids": np.array([feed_ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64), **past}
+        if "position_ids" in [i.name for i in session.get_inputs()]:
+            feeds["position_ids"] = np.arange(start, len(ids), dtype=np.int64)[None]
+        res = session.run(None, feeds)
         token = int(res[0][0, -1].argmax())
         out.append(token)
         ids.append(token)
