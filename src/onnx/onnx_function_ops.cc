@@ -48,7 +48,7 @@ std::pair<int64_t, int64_t> head_counts(ContribExpander& ex, NodeBuilder& b, siz
 // [B,kv,S,D] -> [B,q_heads,S,D], each KV head serving q_heads / kv_heads query heads; from the
 // shapes at run time when the import does not know the head counts (-1).
 std::string repeat_heads(NodeBuilder& b, const std::string& x, const std::string& q, int64_t q_heads, int64_t kv_heads) {
-  if (q_heads > 0 && q_heads == kv_heads) return x;
+  if (q_heads > 0 && (q_heads == kv_heads || kv_heads == 1)) return x;  // one KV head: the MatMuls broadcast it
   auto axis0 = NodeBuilder::attr("axis", int64_t{0});
   auto dims = [&](const std::string& v, int64_t from, int64_t to) {
     return b.add("Slice", {b.add("Shape", {v}), b.ints({from}), b.ints({to})});

@@ -111,10 +111,12 @@ void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& p
   const Tensor y = run_path(g, p.bound, path, present, x, evaluate, what);
   const int64_t kvh = d[1], s = d[2], hd = d[3];
   const Dims want = transposed ? Dims{1, heads, hd, s} : Dims{1, heads, s, hd};
-  if (y.dtype() != DType::Float32 || y.dims() != want)
+  // One KV head the product broadcasts over every query head (Falcon's multi-query attention).
+  const bool broadcast = kvh == 1 && y.dims() == (transposed ? Dims{1, 1, hd, s} : Dims{1, 1, s, hd});
+  if (y.dtype() != DType::Float32 || (y.dims() != want && !broadcast))
     refuse(what + " is " + dims_to_string(y.dims()) + " where " + dims_to_string(want) + " was expected");
   const int64_t rep = heads / kvh;
-  for (int64_t h = 0; h < heads; ++h)
+  for (int64_t h = 0; h < (broadcast ? 1 : heads); ++h)
     for (int64_t j = 0; j < s; ++j)
       for (int64_t c = 0; c < hd; ++c) {
         const float got = y.data<float>()[transposed ? (h * hd + c) * s + j : (h * s + j) * hd + c];

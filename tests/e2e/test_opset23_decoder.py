@@ -18,9 +18,10 @@ from conftest import run_fusor
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 
 
-def decoder_graph(position_input=True):
+def decoder_graph(position_input=True, kv_heads=KV_HEADS):
     """position_input False: no position_ids input; positions count from the past's length, and
-    the batch size comes off the mask, as transformers 5's dynamo export without position_ids."""
+    the batch size comes off the mask, as transformers 5's dynamo export without position_ids.
+    kv_heads 1: multi-query attention, whose one KV head the attention's MatMuls broadcast."""
     rng = np.random.default_rng(23)
     inits, nodes = [], []
 
@@ -70,7 +71,7 @@ def decoder_graph(position_input=True):
             y = node("Transpose", [node("Reshape", [y, "split_shape"], p + proj + "_r")], p + proj + "_t", perm=[0, 2, 1, 3])
             return node("RotaryEmbedding", [y, "cos", "sin", positions], p + proj + "_rot") if rotary else y
 
-        q, k, v = heads("q", HEADS * HEAD, True), heads("k", KV_HEADS * HEAD, True), heads("v", KV_HEADS * HEAD, False)
+        q, k, v = heads("q", HEADS * HEAD, True), heads("k", kv_heads * HEAD, True), heads("v", kv_heads * HEAD, False)
         nodes.append(h.make_node("Attention", [q, k, v, mask, f"past_key_values.{layer}.key", f"past_key_values.{layer}.value"],
                                  [p + "att", f"present.{layer}.key", f"present.{layer}.value"], is_causal=1))
         merged = node("Reshape", [node("Transpose", [p + "att"], p + "att_t", perm=[0, 2, 1, 3]), merge_shape], p + "att_m")
@@ -82,7 +83,7 @@ def decoder_graph(position_input=True):
                  p + "x2")
     node("MatMul", [node("RMSNormalization", [x, const("lnf", np.ones(HIDDEN, np.float32))], "nf", epsilon=1e-6),
                     weight("lm_head", HIDDEN, VOCAB)], "logits")
-    kv = lambda name, seq: h.make_tensor_value_info(name, T.FLOAT, ["batch", KV_HEADS, seq, HEAD])  # noqa: E731
+    kv = lambda name, seq: h.make_tensor_value_info(name, T.FLOAT, ["batch", kv_heads, seq, HEAD])  # noqa: E731
     inputs = [h.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
               h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"])]
     if position_input:
@@ -95,17 +96,19 @@ def decoder_graph(position_input=True):
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)], ir_version=10)
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["position_ids", "positions_from_past"])
+@pytest.fixture(scope="module", params=[(True, KV_HEADS), (False, KV_HEADS), (True, 1)],
+                ids=["position_ids", "positions_from_past", "multi_query"])
 def decoder(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("opset23_decoder")
-    onnx.save(decoder_graph(request.param), folder / "model.onnx")
+    onnx.save(decoder_graph(*request.param), folder / "model.onnx")
     (folder / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT, "eos_token_id": 2}))
     return folder
 
 
 def ort_greedy(folder, prompt, n):
     session = ort.InferenceSession(str(folder / "model.onnx"))
-    past = {f"past_key_values.{i}.{t}": np.zeros((1, KV_HEADS, 0, HEAD), np.float32)
+    kv_heads = session.get_inputs()[-1].shape[1]
+    past = {f"past_key_values.{i}.{t}": np.zeros((1, kv_heads, 0, HEAD), np.float32)
             for i in range(LAYERS) for t in ("key", "value")}
     ids, out = list(prompt), []
     feed_ids = ids
