@@ -198,11 +198,13 @@ void check_inputs(DecoderSpec& spec, const std::vector<TensorInfo>& inputs, cons
   if (!ids) throw Error(where + ": no input '" + spec.input_ids + "'", ErrorKind::InvalidModel);
   if (ids->dtype != DType::Int64 && ids->dtype != DType::Int32)
     throw Error(where + ": input '" + spec.input_ids + "' must be int64 or int32", ErrorKind::UnsupportedOp);
-  if (spec.cache_dtype != DType::Float32)
-    throw Error(where + ": the key/value cache must be float32", ErrorKind::UnsupportedOp);
+  auto is_float = [](DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; };
+  if (!is_float(spec.cache_dtype))
+    throw Error(where + ": the key/value cache must be float32, float16 or bfloat16", ErrorKind::UnsupportedOp);
   const TensorInfo* logits = find(outputs, spec.logits);
   if (!logits) throw Error(where + ": no output '" + spec.logits + "'", ErrorKind::InvalidModel);
-  if (logits->dtype != DType::Float32) throw Error(where + ": output '" + spec.logits + "' must be float32", ErrorKind::UnsupportedOp);
+  if (!is_float(logits->dtype))
+    throw Error(where + ": output '" + spec.logits + "' must be float32, float16 or bfloat16", ErrorKind::UnsupportedOp);
   if (logits->has_shape && !logits->dims.empty() && logits->dims.back() > 0) spec.vocab_size = logits->dims.back();
   for (const TensorInfo& in : inputs) {
     if (fed.count(in.name)) continue;

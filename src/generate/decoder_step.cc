@@ -169,7 +169,6 @@ struct DecoderStep::Impl {
       throw Error("output '" + spec.logits + "' is " + dims_to_string(all_logits.dims()) + ", expected [1, " +
                   std::to_string(n) + ", vocab]");
     const int64_t vocab = all_logits.dim(2);
-    const float* last = all_logits.data<float>() + (n - 1) * vocab;
     std::vector<Tensor> present(present_names.size());
     for (size_t i = 0; i < present_names.size(); ++i) {
       present[i] = outputs.at(present_names[i]);
@@ -177,7 +176,13 @@ struct DecoderStep::Impl {
         throw Error("output '" + present_names[i] + "' is " + dims_to_string(present[i].dims()) + ", expected " +
                     dims_to_string(cache_dims(past_length + n)));
     }
-    logits.assign(last, last + vocab);
+    if (all_logits.dtype() == DType::Float32) {
+      const float* last = all_logits.data<float>() + (n - 1) * vocab;
+      logits.assign(last, last + vocab);
+    } else {  // a float16 or bfloat16 model's logits, widened
+      logits.resize(static_cast<size_t>(vocab));
+      for (int64_t j = 0; j < vocab; ++j) logits[static_cast<size_t>(j)] = static_cast<float>(all_logits.scalar_as_double((n - 1) * vocab + j));
+    }
     past = std::move(present);
     past_length += n;
     return logits;

@@ -206,6 +206,7 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
         else refuse("attention_mask is " + std::string(dtype_name(v.dtype)));
       }
     } else if (is_past) {
+      if (v.dtype != DType::Float32) refuse("the paged pool holds float32 keys and values, and '" + v.name + "' is " + dtype_name(v.dtype));
       if (!v.shape || v.shape->size() != 4 || !(*v.shape)[1].is_static() || !(*v.shape)[3].is_static())
         refuse("past input '" + v.name + "' is not [batch, kv_heads, past, head_dim] with fixed heads and head size");
       t.dims = {1, (*v.shape)[1].value, past, (*v.shape)[3].value};

@@ -5,6 +5,7 @@ expanding them into older ops; the decoder must generate ONNX Runtime's greedy t
 paged KV cache (the expanded attention rewritten to cached attention, the batch size read off a
 past tensor or the mask as the dynamo exporter reads it), alone and in a batch; and so must the
 same decoder without a position_ids input, whose positions count from the past's length."""
+import collections
 import json
 
 import numpy as np
@@ -18,15 +19,17 @@ from conftest import run_fusor
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 
 
-def decoder_graph(position_input=True, kv_heads=KV_HEADS):
+def decoder_graph(position_input=True, kv_heads=KV_HEADS, dtype=np.float32):
     """position_input False: no position_ids input; positions count from the past's length, and
     the batch size comes off the mask, as transformers 5's dynamo export without position_ids.
-    kv_heads 1: multi-query attention, whose one KV head the attention's MatMuls broadcast."""
+    kv_heads 1: multi-query attention, whose one KV head the attention's MatMuls broadcast.
+    dtype float16: weights, cache and logits in float16 (the plain loop: the pool is float32)."""
+    elem = T.FLOAT16 if dtype == np.float16 else T.FLOAT
     rng = np.random.default_rng(23)
     inits, nodes = [], []
 
     def weight(name, *shape, scale=0.3):
-        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name))
+        inits.append(numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(dtype), name))
         return name
 
     def const(name, value):
@@ -38,8 +41,8 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS):
         return out
 
     angles = np.outer(np.arange(CONTEXT), 1.0 / 10000 ** (np.arange(0, HEAD, 2) / HEAD))
-    const("cos", np.cos(angles).astype(np.float32))
-    const("sin", np.sin(angles).astype(np.float32))
+    const("cos", np.cos(angles).astype(dtype))
+    const("sin", np.sin(angles).astype(dtype))
     const("split_shape", np.array([0, 0, -1, HEAD], np.int64))
     const("mask_axes", np.array([1, 2], np.int64))
     # [B,1,S,T]: ONNX Runtime wants the mask's query axis as long as the query
@@ -64,7 +67,7 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS):
     x = node("Gather", [weight("embed", VOCAB, HIDDEN), "input_ids"], "x0")
     for layer in range(LAYERS):
         p = f"l{layer}."
-        normed = node("RMSNormalization", [x, const(p + "ln1", np.ones(HIDDEN, np.float32))], p + "n1", epsilon=1e-6)
+        normed = node("RMSNormalization", [x, const(p + "ln1", np.ones(HIDDEN, dtype))], p + "n1", epsilon=1e-6)
 
         def heads(proj, width, rotary):
             y = node("MatMul", [normed, weight(p + proj, HIDDEN, width)], p + proj + "_y")
@@ -76,19 +79,19 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS):
                                  [p + "att", f"present.{layer}.key", f"present.{layer}.value"], is_causal=1))
         merged = node("Reshape", [node("Transpose", [p + "att"], p + "att_t", perm=[0, 2, 1, 3]), merge_shape], p + "att_m")
         x = node("Add", [x, node("MatMul", [merged, weight(p + "o", HEADS * HEAD, HIDDEN)], p + "o_y")], p + "x1")
-        n2 = node("RMSNormalization", [x, const(p + "ln2", np.ones(HIDDEN, np.float32))], p + "n2", epsilon=1e-6)
+        n2 = node("RMSNormalization", [x, const(p + "ln2", np.ones(HIDDEN, dtype))], p + "n2", epsilon=1e-6)
         gate = node("Swish", [node("MatMul", [n2, weight(p + "gate", HIDDEN, FFN)], p + "g")], p + "silu")
         up = node("MatMul", [n2, weight(p + "up", HIDDEN, FFN)], p + "u")
         x = node("Add", [x, node("MatMul", [node("Mul", [gate, up], p + "gu"), weight(p + "down", FFN, HIDDEN)], p + "d")],
                  p + "x2")
-    node("MatMul", [node("RMSNormalization", [x, const("lnf", np.ones(HIDDEN, np.float32))], "nf", epsilon=1e-6),
+    node("MatMul", [node("RMSNormalization", [x, const("lnf", np.ones(HIDDEN, dtype))], "nf", epsilon=1e-6),
                     weight("lm_head", HIDDEN, VOCAB)], "logits")
-    kv = lambda name, seq: h.make_tensor_value_info(name, T.FLOAT, ["batch", kv_heads, seq, HEAD])  # noqa: E731
+    kv = lambda name, seq: h.make_tensor_value_info(name, elem, ["batch", kv_heads, seq, HEAD])  # noqa: E731
     inputs = [h.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
               h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "total"])]
     if position_input:
         inputs.append(h.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"]))
-    outputs = [h.make_tensor_value_info("logits", T.FLOAT, ["batch", "seq", VOCAB])]
+    outputs = [h.make_tensor_value_info("logits", elem, ["batch", "seq", VOCAB])]
     for layer in range(LAYERS):
         inputs += [kv(f"past_key_values.{layer}.key", "past"), kv(f"past_key_values.{layer}.value", "past")]
         outputs += [kv(f"present.{layer}.key", "total"), kv(f"present.{layer}.value", "total")]
@@ -96,19 +99,20 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS):
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)], ir_version=10)
 
 
-@pytest.fixture(scope="module", params=[(True, KV_HEADS), (False, KV_HEADS), (True, 1)],
-                ids=["position_ids", "positions_from_past", "multi_query"])
+@pytest.fixture(scope="module", params=[(True, KV_HEADS), (False, KV_HEADS), (True, 1), (True, KV_HEADS, np.float16)],
+                ids=["position_ids", "positions_from_past", "multi_query", "float16"])
 def decoder(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("opset23_decoder")
     onnx.save(decoder_graph(*request.param), folder / "model.onnx")
     (folder / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT, "eos_token_id": 2}))
-    return folder
+    return Decoder(folder, float16=request.param[2:] == (np.float16,))
 
 
 def ort_greedy(folder, prompt, n):
     session = ort.InferenceSession(str(folder / "model.onnx"))
-    kv_heads = session.get_inputs()[-1].shape[1]
-    past = {f"past_key_values.{i}.{t}": np.zeros((1, kv_heads, 0, HEAD), np.float32)
+    cache = session.get_inputs()[-1]
+    dtype = np.float16 if cache.type == "tensor(float16)" else np.float32
+    past = {f"past_key_values.{i}.{t}": np.zeros((1, cache.shape[1], 0, HEAD), dtype)
             for i in range(LAYERS) for t in ("key", "value")}
     ids, out = list(prompt), []
     feed_ids = ids
@@ -118,7 +122,7 @@ def ort_greedy(folder, prompt, n):
         if "position_ids" in [i.name for i in session.get_inputs()]:
             feeds["position_ids"] = np.arange(start, len(ids), dtype=np.int64)[None]
         res = session.run(None, feeds)
-        token = int(res[0][0, -1].argmax())
+        token = int(res[0][0, -1].astype(np.float32).argmax())
         out.append(token)
         ids.append(token)
         feed_ids = [token]
@@ -126,24 +130,27 @@ def ort_greedy(folder, prompt, n):
     return out
 
 
+Decoder = collections.namedtuple("Decoder", "folder float16")
 PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
 def test_generates_onnx_runtimes_tokens_on_the_paged_cache(decoder, prompt):
     n = min(16, CONTEXT - len(prompt))
-    r = run_fusor("generate", str(decoder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
+    r = run_fusor("generate", str(decoder.folder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
                   "--ignore-eos", "--json", "--stats")
     assert r.returncode == 0, r.stderr
-    assert "paged KV cache" in r.stderr, r.stderr
-    assert json.loads(r.stdout)["output_ids"] == ort_greedy(decoder, prompt, n)
+    assert ("plain loop" if decoder.float16 else "paged KV cache") in r.stderr, r.stderr
+    assert json.loads(r.stdout)["output_ids"] == ort_greedy(decoder.folder, prompt, n)
 
 
 def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
+    if decoder.float16:
+        pytest.skip("--batch needs the paged cache, whose pool is float32")
     lines = tmp_path / "prompts.jsonl"
     lines.write_text("".join(json.dumps({"prompt_ids": p, "start_step": 2 * k}) + "\n" for k, p in enumerate(PROMPTS)))
-    r = run_fusor("generate", str(decoder), "--batch", str(lines), "--max-new-tokens", 12, "--ignore-eos", "--json")
+    r = run_fusor("generate", str(decoder.folder), "--batch", str(lines), "--max-new-tokens", 12, "--ignore-eos", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["steps"] < len(PROMPTS) * 12  # they really ran together
-    assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder, p, 12) for p in PROMPTS]
+    assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]
