@@ -1,5 +1,6 @@
 #include "ir/cached_attention_params.h"
 
+#include <cmath>
 #include <string>
 
 #include "ir/shape_util.h"
@@ -34,6 +35,9 @@ CachedAttentionParams cached_attention_params(const Node& node, std::span<const 
   if (!node.has_attr("scale")) fail(node, "needs attribute 'scale'", ErrorKind::InvalidModel);
   p.window = node.attr_int("window", 0);
   if (p.window < 0) fail(node, "window must be 0 (none) or positive, got " + std::to_string(p.window), ErrorKind::InvalidModel);
+  p.softcap = node.attr_float("softcap", 0.f);
+  if (!(p.softcap >= 0.f) || std::isinf(p.softcap))
+    fail(node, "softcap must be 0 (none) or positive and finite, got " + std::to_string(p.softcap), ErrorKind::InvalidModel);
   if (p.heads < 1 || p.kv_heads < 1 || p.heads % p.kv_heads != 0)
     fail(node, "num_heads (" + std::to_string(p.heads) + ") must be a positive multiple of kv_heads (" +
                    std::to_string(p.kv_heads) + ")", ErrorKind::InvalidModel);

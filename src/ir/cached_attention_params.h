@@ -10,6 +10,7 @@
 // vector FMAs over its D rows, with no transpose per step. A run first writes every token's key
 // and value at its own position, then attends each token to positions 0..pos of its sequence, or,
 // with attribute `window` W > 0 (a sliding window: Mistral, Qwen2, Gemma), to pos - W + 1..pos.
+// With attribute `softcap` C > 0, each scaled score s is C * tanh(s / C) before the softmax.
 #pragma once
 #include <algorithm>
 #include <span>
@@ -29,12 +30,13 @@ struct CachedAttentionParams {
   int64_t max_blocks = 0;  // MB, block table entries per token
   float scale = 1.f;
   int64_t window = 0;      // > 0: a token sees only the last `window` positions, its own included
+  float softcap = 0;       // > 0: a scaled score s becomes softcap * tanh(s / softcap) (Gemma 2)
   int64_t group() const { return heads / kv_heads; }  // query heads per kv head
   // The first position a token at `pos` attends to.
   int64_t first_key(int64_t pos) const { return window > 0 ? std::max<int64_t>(0, pos - window + 1) : 0; }
 };
 
-// Reads the attributes (num_heads, kv_heads, scale, window) and checks the input types against them;
+// Reads the attributes (num_heads, kv_heads, scale, window, softcap) and checks the input types against them;
 // throws a one-line fusor::Error naming the node on anything else.
 CachedAttentionParams cached_attention_params(const Node& node, std::span<const TensorType> inputs);
 

@@ -126,10 +126,14 @@ void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& p
       }
 }
 
-// The score path evaluated on known scores `x`, giving `y`.
+// The score path evaluated on known scores, giving `y`. With a softcap (Gemma 2's
+// cap * tanh(scale * score / cap), before the mask) the path splits at its Tanh: the part before
+// must be linear, pre_scale * score, and `x` is then tanh of that, so that the rest, like a path
+// without a softcap, must give y = cap * x where a key is seen.
 struct ScoreRun {
   Dims dims;  // [1, H, T, past + T]
   Tensor x, y;
+  double pre_scale = 0;  // with a softcap: the scale before the Tanh; 0 without one
 };
 
 ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path, int scores, EvaluateFn evaluate,
@@ -139,10 +143,29 @@ ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path
     refuse(what + ": the scores are " + dims_to_string(d) + ", not [1, heads, tokens, past + tokens]");
   Tensor x(DType::Float32, d);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f + static_cast<float>(i % 13) * 0.5f;
-  Tensor y = run_path(g, p.bound, path, scores, x, evaluate, what);
+  const auto tanh_at = std::find_if(path.begin(), path.end(), [&](int n) { return g.nodes[static_cast<size_t>(n)].op == Op::Tanh; });
+  double pre_scale = 0;
+  int start = scores;
+  std::vector<int> rest = path;
+  if (tanh_at != path.end()) {
+    if (std::count_if(tanh_at + 1, path.end(), [&](int n) { return g.nodes[static_cast<size_t>(n)].op == Op::Tanh; }))
+      refuse(what + ": the scores pass more than one Tanh");
+    const std::vector<int> before(path.begin(), tanh_at);
+    const Tensor u = run_path(g, p.bound, before, scores, x, evaluate, what);
+    if (u.dtype() != DType::Float32 || u.dims() != d) refuse(what + ": the scores before the softcap change shape");
+    pre_scale = static_cast<double>(u.data<float>()[0]) / x.data<float>()[0];
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      const float want = static_cast<float>(pre_scale * x.data<float>()[i]), got = u.data<float>()[i];
+      if (std::fabs(got - want) > 1e-6f * std::fabs(want)) refuse(what + ": the scores before the softcap are not only scaled");
+      x.data<float>()[i] = std::tanh(got);
+    }
+    start = g.nodes[static_cast<size_t>(*tanh_at)].outputs[0];
+    rest.assign(tanh_at + 1, path.end());
+  }
+  Tensor y = run_path(g, p.bound, rest, start, x, evaluate, what);
   if (y.dtype() != DType::Float32 || y.dims() != d)
     refuse(what + ": the masked scores are " + dims_to_string(y.dims()) + ", not " + dims_to_string(d));
-  return {d, x, y};
+  return {d, x, y, pre_scale};
 }
 
 // The path from the Softmax to P V must give the probabilities unchanged (with every token real,
@@ -253,7 +276,7 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
   m.query = qk.inputs[0];
   m.scores = qk.outputs[0];
   m.key_path.pop_back();
-  const std::set<Op> scoring = {Op::Div, Op::Mul, Op::Add, Op::Sub, Op::Where, Op::Cast, Op::Identity};
+  const std::set<Op> scoring = {Op::Div, Op::Mul, Op::Add, Op::Sub, Op::Where, Op::Cast, Op::Identity, Op::Tanh};
   m.score_path = forward_path(g, consumers, p.bound, qk.outputs[0], scoring, Op::Softmax, what + "'s scores");
   const Node& softmax = g.nodes[static_cast<size_t>(m.score_path.back())];
   int64_t axis = softmax.attr_int("axis", softmax.opset >= 13 ? -1 : 1);
@@ -459,6 +482,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   const std::optional<Probe> far = bind_long_probe(g, names, context_length, evaluate);
   std::vector<LayerMatch> matches;
   std::vector<double> scales;
+  std::vector<double> softcaps;
   std::vector<int64_t> windows;
   CachedDecoder out;
   for (size_t layer = 0; layer < layers; ++layer) {
@@ -471,11 +495,15 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     if (far) runs.emplace_back(&*far, run_scores(g, *far, m.score_path, m.scores, evaluate, what));
     int64_t window = 0;
     for (const auto& [p, run] : runs) window = std::max(window, window_shown(run, *p));
-    double scale = 0;
+    double scale = 0, softcap = 0;
     for (const auto& [p, run] : runs) {
-      const double s = check_scores(run, *p, window, what);
+      // With a softcap, check_scores finds the cap; the kernel's scale is then pre_scale * cap.
+      const double c = check_scores(run, *p, window, what);
+      const double s = run.pre_scale != 0 ? run.pre_scale * c : c;
       if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
+      if ((run.pre_scale != 0) != (runs.front().second.pre_scale != 0)) refuse(what + "'s softcap depends on the shape");
       scale = s;
+      if (run.pre_scale != 0) softcap = c;
     }
     for (const Probe& p : probes) {
       if (match_layer(g, consumers, p, names, layer).product != m.product) refuse(what + " matches differently at another shape");
@@ -492,6 +520,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     }
     matches.push_back(std::move(m));
     scales.push_back(scale);
+    softcaps.push_back(softcap);
     windows.push_back(window);
   }
 
@@ -516,6 +545,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     n.inputs = {m.query, m.new_k, m.new_v, positions, table, kc, vc};
     n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads}, {"scale", static_cast<float>(scales[layer])}};
     if (windows[layer] > 0) n.attrs["window"] = windows[layer];
+    if (softcaps[layer] > 0) n.attrs["softcap"] = static_cast<float>(softcaps[layer]);
     n.name = n.name + "/" + kCacheAttentionItem;
   }
 

@@ -19,11 +19,12 @@ from conftest import run_fusor
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 
 
-def decoder_graph(position_input=True, kv_heads=KV_HEADS, dtype=np.float32):
+def decoder_graph(position_input=True, kv_heads=KV_HEADS, dtype=np.float32, softcap=0.0):
     """position_input False: no position_ids input; positions count from the past's length, and
     the batch size comes off the mask, as transformers 5's dynamo export without position_ids.
     kv_heads 1: multi-query attention, whose one KV head the attention's MatMuls broadcast.
-    dtype float16: weights, cache and logits in float16 (the plain loop: the pool is float32)."""
+    dtype float16: weights, cache and logits in float16 (the plain loop: the pool is float32).
+    softcap: Gemma 2's cap * tanh(score / cap) on the attention scores."""
     elem = T.FLOAT16 if dtype == np.float16 else T.FLOAT
     rng = np.random.default_rng(23)
     inits, nodes = [], []
@@ -76,7 +77,8 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS, dtype=np.float32):
 
         q, k, v = heads("q", HEADS * HEAD, True), heads("k", kv_heads * HEAD, True), heads("v", kv_heads * HEAD, False)
         nodes.append(h.make_node("Attention", [q, k, v, mask, f"past_key_values.{layer}.key", f"past_key_values.{layer}.value"],
-                                 [p + "att", f"present.{layer}.key", f"present.{layer}.value"], is_causal=1))
+                                 [p + "att", f"present.{layer}.key", f"present.{layer}.value"], is_causal=1,
+                                 **({"softcap": softcap} if softcap else {})))
         merged = node("Reshape", [node("Transpose", [p + "att"], p + "att_t", perm=[0, 2, 1, 3]), merge_shape], p + "att_m")
         x = node("Add", [x, node("MatMul", [merged, weight(p + "o", HEADS * HEAD, HIDDEN)], p + "o_y")], p + "x1")
         n2 = node("RMSNormalization", [x, const(p + "ln2", np.ones(HIDDEN, dtype))], p + "n2", epsilon=1e-6)
@@ -99,8 +101,9 @@ def decoder_graph(position_input=True, kv_heads=KV_HEADS, dtype=np.float32):
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 24)], ir_version=10)
 
 
-@pytest.fixture(scope="module", params=[(True, KV_HEADS), (False, KV_HEADS), (True, 1), (True, KV_HEADS, np.float16)],
-                ids=["position_ids", "positions_from_past", "multi_query", "float16"])
+@pytest.fixture(scope="module", params=[(True, KV_HEADS), (False, KV_HEADS), (True, 1), (True, KV_HEADS, np.float16),
+                                        (True, KV_HEADS, np.float32, 1.5)],
+                ids=["position_ids", "positions_from_past", "multi_query", "float16", "softcap"])
 def decoder(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("opset23_decoder")
     onnx.save(decoder_graph(*request.param), folder / "model.onnx")

@@ -37,11 +37,13 @@ struct Config {
   std::vector<Seq> seqs;
   int64_t padding = 0;  // padding tokens (position -1) mixed into the step
   int64_t window = 0;   // a sliding window (attribute `window`): each token sees its last positions
+  float softcap = 0;    // attribute `softcap`: a scaled score s becomes softcap * tanh(s / softcap)
 };
 
 std::string describe(const Config& c) {
   return "H=" + std::to_string(c.H) + " KVH=" + std::to_string(c.KVH) + " D=" + std::to_string(c.D) +
-         " BS=" + std::to_string(c.BS) + (c.window ? " window=" + std::to_string(c.window) : "");
+         " BS=" + std::to_string(c.BS) + (c.window ? " window=" + std::to_string(c.window) : "") +
+         (c.softcap > 0 ? " softcap=" + std::to_string(c.softcap) : "");
 }
 
 void PrintTo(const Config& c, std::ostream* os) { *os << describe(c); }
@@ -90,6 +92,7 @@ Step make_step(const Config& c, uint32_t seed) {
   s.c = c;
   s.node = cached_attention_node(c.H, c.KVH, 1.f / std::sqrt(static_cast<float>(c.D)));
   if (c.window > 0) s.node.attrs["window"] = c.window;
+  if (c.softcap > 0) s.node.attrs["softcap"] = c.softcap;
   const size_t n = c.seqs.size();
   std::vector<int64_t> need(n);
   for (size_t i = 0; i < n; ++i) {
@@ -243,7 +246,7 @@ std::vector<double> naive_attention(const Step& s, int64_t t, int64_t h) {
   for (int64_t p = first; p <= pos; ++p) {
     double dot = 0;
     for (int64_t e = 0; e < c.D; ++e) dot += static_cast<double>(q[e]) * hk[static_cast<size_t>(p * c.D + e)];
-    w[static_cast<size_t>(p)] = dot * scale;
+    w[static_cast<size_t>(p)] = c.softcap > 0 ? c.softcap * std::tanh(dot * scale / c.softcap) : dot * scale;
   }
   const double max = *std::max_element(w.begin(), w.end());
   double sum = 0;
@@ -279,6 +282,9 @@ const Config kConfigs[] = {
     {8, 2, 32, 4, mixed_step(), 1, 1},
     {8, 1, 20, 16, mixed_step(), 1, 3},
     {8, 2, 64, 16, mixed_step(), 1, 1000},
+    // Softcaps (Gemma 2): one that bends most scores, and one with a window.
+    {8, 2, 64, 16, mixed_step(), 2, 0, 0.5f},
+    {8, 2, 64, 16, {{0, 40}, {3, 7}}, 2, 9, 2.0f},
 };
 
 class CachedAttentionCase : public ::testing::TestWithParam<Config> {};

@@ -165,6 +165,7 @@ class CachedAttentionKernel final : public Kernel {
     std::fill(m, m + rows, kNegInf);
     std::fill(l, l + rows, 0.f);
     const V vscale = hn::Set(d, p_.scale);
+    const V vcap = hn::Set(d, p_.softcap), vinv_cap = hn::Set(d, p_.softcap > 0 ? 1.f / p_.softcap : 0.f);
     const int64_t keys = pos0 + n;  // the last row sees every position up to its own
     // A sliding window: the first row sees nothing before first_key(pos0), later rows less; the
     // tiles start at a whole one (tiles are whole blocks) and mask each row's own start.
@@ -206,6 +207,7 @@ class CachedAttentionKernel final : public Kernel {
         V vmax = hn::Set(d, kNegInf);
         for (int64_t j = 0; j < nk_pad; j += L_) {
           V x = hn::Mul(hn::LoadU(d, sr + j), vscale);
+          if (p_.softcap > 0) x = hn::Mul(hn::Tanh(d, hn::Mul(x, vinv_cap)), vcap);
           if (j + L_ > limit || j < low) {
             const V idx = hn::Add(hn::Iota(d, 0.f), hn::Set(d, static_cast<float>(j)));
             const auto kept = hn::And(hn::Lt(idx, hn::Set(d, static_cast<float>(limit))),

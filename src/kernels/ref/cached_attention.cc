@@ -58,7 +58,9 @@ void CachedAttention(const Node& node, std::span<const Tensor> inputs, std::span
         const float* kc = key_cache + key_slot(t, j, g);
         double dot = 0;
         for (int64_t c = 0; c < D; ++c) dot += static_cast<double>(qr[c]) * kc[c * BS];
-        scores[static_cast<size_t>(j - first)] = static_cast<double>(p.scale) * dot;
+        double score = static_cast<double>(p.scale) * dot;
+        if (p.softcap > 0) score = p.softcap * std::tanh(score / p.softcap);
+        scores[static_cast<size_t>(j - first)] = score;
         max = std::max(max, scores[static_cast<size_t>(j - first)]);
       }
       double sum = 0;
