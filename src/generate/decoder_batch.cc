@@ -78,7 +78,7 @@ struct DecoderBatch::Impl {
       throw Error("block_size, max_step_tokens and max_sequences must be positive, cache_tokens not negative",
                   ErrorKind::InvalidArgument);
     row_cap = capacity_for(batch.max_sequences);
-    DecoderGraphNames names{spec.input_ids, spec.attention_mask, spec.position_ids, {}, {}, {}, {}};
+    DecoderGraphNames names{spec.input_ids, spec.attention_mask, spec.position_ids, {}, {}, {}, {}, spec.head_dim};
     for (int layer = 0; layer < spec.layers; ++layer) {
       names.past_keys.push_back(format_name(spec.past_key, layer));
       names.past_values.push_back(format_name(spec.past_value, layer));

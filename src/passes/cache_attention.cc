@@ -230,9 +230,10 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
       }
     } else if (is_past) {
       if (v.dtype != DType::Float32) refuse("the paged pool holds float32 keys and values, and '" + v.name + "' is " + dtype_name(v.dtype));
-      if (!v.shape || v.shape->size() != 4 || !(*v.shape)[1].is_static() || !(*v.shape)[3].is_static())
+      const int64_t head_dim = v.shape && v.shape->size() == 4 && (*v.shape)[3].is_static() ? (*v.shape)[3].value : names.head_dim;
+      if (!v.shape || v.shape->size() != 4 || !(*v.shape)[1].is_static() || head_dim <= 0)
         refuse("past input '" + v.name + "' is not [batch, kv_heads, past, head_dim] with fixed heads and head size");
-      t.dims = {1, (*v.shape)[1].value, past, (*v.shape)[3].value};
+      t.dims = {1, (*v.shape)[1].value, past, head_dim};
     } else {
       refuse("input '" + v.name + "' is not one a cached decoder step feeds");
     }
@@ -245,8 +246,65 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
   }
 }
 
+// ONNX Runtime's GroupQueryAttention, as the importer expands it, writes this step's keys into the
+// past at each row's past length (a ScatterElements into the padded past) rather than
+// concatenating. Evaluated at probe `p` (every token real) on distinct values, the nodes from
+// `past` and `fresh` to `present` must give Concat(past, fresh) along the sequence axis exactly.
+bool writes_like_concat(const Graph& g, const Probe& p, int present, int past, int fresh, EvaluateFn evaluate) {
+  constexpr size_t kMaxNodes = 64;
+  std::set<int> nodes;
+  std::vector<int> stack = {present};
+  while (!stack.empty()) {
+    const int v = stack.back();
+    stack.pop_back();
+    if (v < 0 || v == past || v == fresh || (v != present && p.bound.is_constant(v))) continue;
+    const int producer = g.values[static_cast<size_t>(v)].producer;
+    if (producer < 0 || nodes.size() > kMaxNodes) return false;
+    if (nodes.insert(producer).second)
+      for (int in : g.nodes[static_cast<size_t>(producer)].inputs) stack.push_back(in);
+  }
+  std::map<int, Tensor> values;
+  auto distinct = [&](int v, float offset) {
+    const TensorType& t = p.bound.types[static_cast<size_t>(v)];
+    Tensor x(DType::Float32, t.dims);
+    for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = offset + static_cast<float>(i);
+    return x;
+  };
+  if (p.bound.types[static_cast<size_t>(past)].dtype != DType::Float32) return false;
+  values[past] = distinct(past, 1.0f);
+  values[fresh] = distinct(fresh, 100000.0f);
+  for (int idx : nodes) {  // graph order is topological
+    const Node& n = g.nodes[static_cast<size_t>(idx)];
+    std::vector<Tensor> ins;
+    for (int v : n.inputs) {
+      if (v < 0) ins.emplace_back();
+      else if (auto it = values.find(v); it != values.end()) ins.push_back(it->second);
+      else if (p.bound.is_constant(v)) ins.push_back(p.bound.constants[static_cast<size_t>(v)]);
+      else return false;
+    }
+    std::vector<Tensor> outs;
+    for (int v : n.outputs) outs.emplace_back(p.bound.types[static_cast<size_t>(v)].dtype, p.bound.types[static_cast<size_t>(v)].dims);
+    evaluate(n, ins, outs);
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i] >= 0) values[n.outputs[i]] = outs[i];
+  }
+  const Tensor& got = values[present];
+  const Tensor& a = values[past];
+  const Tensor& b = values[fresh];
+  if (got.dims() != Dims{1, a.dim(1), a.dim(2) + b.dim(2), a.dim(3)} || b.dim(1) != a.dim(1) || b.dim(3) != a.dim(3))
+    return false;
+  const int64_t heads = a.dim(1), pl = a.dim(2), nl = b.dim(2), d = a.dim(3);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t j = 0; j < pl + nl; ++j)
+      for (int64_t c = 0; c < d; ++c) {
+        const float want = j < pl ? a.data<float>()[(h * pl + j) * d + c] : b.data<float>()[(h * nl + j - pl) * d + c];
+        if (got.data<float>()[(h * (pl + nl) + j) * d + c] != want) return false;
+      }
+  return true;
+}
+
 LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Probe& p,
-                       const DecoderGraphNames& names, size_t layer) {
+                       const DecoderGraphNames& names, size_t layer, EvaluateFn evaluate) {
   LayerMatch m;
   const std::string what = "layer " + std::to_string(layer);
   auto concat_of = [&](const std::string& present_name, const std::string& past_name, int& present, int& fresh) {
@@ -261,6 +319,11 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
       const int from = g.values[static_cast<size_t>(first)].producer;
       if (from < 0 || g.nodes[static_cast<size_t>(from)].op != Op::Identity) break;
       first = g.nodes[static_cast<size_t>(from)].inputs[0];
+    }
+    if (n && n->op == Op::ScatterElements && n->inputs.size() == 3 && axis == 2 &&
+        writes_like_concat(g, p, present, past, n->inputs[2], evaluate)) {
+      fresh = n->inputs[2];
+      return;
     }
     if (!n || n->op != Op::Concat || n->inputs.size() != 2 || first != past || axis != 2)
       refuse("'" + present_name + "' is not Concat('" + past_name + "', new) along the sequence axis");
@@ -487,7 +550,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   CachedDecoder out;
   for (size_t layer = 0; layer < layers; ++layer) {
     const std::string what = "layer " + std::to_string(layer);
-    LayerMatch m = match_layer(g, consumers, probes[0], names, layer);
+    LayerMatch m = match_layer(g, consumers, probes[0], names, layer, evaluate);
     // The masks at every probe, and the widest sliding window they show (the far probe's, where
     // a window of most of the context shows).
     std::vector<std::pair<const Probe*, ScoreRun>> runs;
@@ -506,7 +569,8 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       if (run.pre_scale != 0) softcap = c;
     }
     for (const Probe& p : probes) {
-      if (match_layer(g, consumers, p, names, layer).product != m.product) refuse(what + " matches differently at another shape");
+      if (match_layer(g, consumers, p, names, layer, evaluate).product != m.product)
+        refuse(what + " matches differently at another shape");
       const Dims& q = p.bound.types[static_cast<size_t>(m.query)].dims;
       const Dims& k = p.bound.types[static_cast<size_t>(m.new_k)].dims;
       if (q.size() != 4 || k.size() != 4 || q[0] != 1 || q[2] != p.tokens || k[2] != p.tokens || q[3] != k[3] ||

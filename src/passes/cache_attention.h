@@ -43,6 +43,7 @@ inline constexpr const char* kBlockTable = "fusor.kv.block_table";
 struct DecoderGraphNames {
   std::string input_ids, attention_mask, position_ids;
   std::vector<std::string> past_keys, past_values, present_keys, present_values;
+  int64_t head_dim = 0;  // the configs' head size, for past inputs that name theirs (0: none given)
 };
 
 // What the rewritten graph takes besides input_ids and position_ids (both [1, T]).
