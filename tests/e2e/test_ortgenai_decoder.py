@@ -3,8 +3,11 @@ attention mask reduced to GroupQueryAttention's seqlens_k and total_sequence_len
 embeddings and the KV cache inside GroupQueryAttention, and a cache whose head size is a named
 dim ("kv_cache_dim") that genai_config.json gives. fusor generate runs it on the paged KV cache
 (GroupQueryAttention's write into the past proven a concatenation, the positions taken from the
-new position_ids input) and must give ONNX Runtime's greedy tokens, alone and in a batch."""
+new position_ids input) and must give ONNX Runtime's greedy tokens, alone and in a batch; and
+fusor serve serves it with continuous batching."""
 import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import onnx
@@ -12,7 +15,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from conftest import run_fusor
+from conftest import MODELS, model_path, run_fusor
+from serve_util import Served, post
 
 VOCAB, HEADS, KV_HEADS, HEAD, LAYERS, CONTEXT = 61, 4, 2, 16, 2, 48
 HIDDEN = HEADS * HEAD
@@ -116,3 +120,34 @@ def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
                   "--json")
     assert r.returncode == 0, r.stderr
     assert [s["output_ids"] for s in json.loads(r.stdout)["sequences"]] == [ort_greedy(decoder, p, 10) for p in prompts]
+
+
+def test_fusor_serve_serves_it(decoder, tmp_path):
+    """Four greedy /v1/completions at once give fusor generate's text (llama-tiny's tokenizer
+    names the ids; the model's vocabulary is its first ids)."""
+    model_path("llama-tiny")
+    folder = tmp_path / "served"
+    shutil.copytree(decoder, folder)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(MODELS / "llama-tiny" / name, folder / name)
+    prompts = [[5], [9, 30, 4, 17, 52, 8, 3], list(range(3, 30)), [40, 41]]
+    expected = []
+    for p in prompts:
+        r = run_fusor("generate", str(folder), "--prompt-ids", ",".join(map(str, p)), "--max-new-tokens", 10,
+                      "--ignore-eos", "--json")
+        assert r.returncode == 0, r.stderr
+        expected.append(json.loads(r.stdout)["text"])
+    s = Served(tmp_path, models=[("gqa", folder)])
+    try:
+        assert "generative (continuous batching)" in s.output()
+
+        def complete(p):
+            body = {"model": "gqa", "prompt": p, "max_tokens": 10, "temperature": 0, "ignore_eos": True}
+            status, out = post(f"{s.url}/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+            assert status == 200, out
+            return json.loads(out)["choices"][0]["text"]
+
+        with ThreadPoolExecutor(len(prompts)) as pool:
+            assert list(pool.map(complete, prompts)) == expected
+    finally:
+        assert s.stop() == 0, s.output()
