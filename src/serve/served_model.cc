@@ -43,6 +43,14 @@ ServedModel::ServedModel(std::string name, Engine engine, const ServeConfig& con
                          int threads_per_context)
     : name_(std::move(name)), engine_(std::move(engine)), sig_(Signature::of(engine_.inputs(), engine_.outputs())), config_(config),
       stats_(class_names(config)), matrix_(std::make_shared<OptionsMatrix>(OptionsMatrix::of(config, options))) {
+  // KServe has no datatype for float8, int4, int2 or the MX types: their tensors cannot go over
+  // the wire (the JSON body came out without its data).
+  for (const auto* list : {&sig_.inputs, &sig_.outputs})
+    for (const TensorInfo& t : *list)
+      if (*triton_dtype(t.dtype) == '\0')
+        throw Error("model " + name_ + ": " + (list == &sig_.inputs ? "input '" : "output '") + t.name + "' is " +
+                        dtype_name(t.dtype) + ", which has no KServe datatype",
+                    ErrorKind::UnsupportedOp);
   if (sig_.batched) sig_.runs_alone = couples_rows(graph_of(engine_), sig_);
   if (sig_.batched && sig_.runs_alone.empty()) sig_.runs_alone = rows_coupled_in_a_probe(engine_, options);
   if (!sig_.runs_alone.empty())
