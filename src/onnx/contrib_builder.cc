@@ -208,4 +208,27 @@ onnx::AttributeProto NodeBuilder::attr(const char* name, const std::vector<int64
   return a;
 }
 
+std::vector<int64_t> trailing_axes(NodeBuilder& b, int64_t axis, std::optional<size_t> rank) {
+  const auto r = static_cast<int64_t>(rank.value_or(0));
+  if (axis >= 0) {
+    if (!rank) b.unsupported("a non-negative axis needs the input's rank, which is not known at import");
+    if (axis >= r) b.invalid("axis " + std::to_string(axis) + " is out of range");
+    axis -= r;
+  } else if (rank && axis < -r) {
+    b.invalid("axis " + std::to_string(axis) + " is out of range");
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
+  return axes;
+}
+
+std::string rms_norm(NodeBuilder& b, const std::string& x, const std::string& scale, float eps,
+                     const std::vector<int64_t>& axes, const std::string& out, const std::string& inv_std_out) {
+  auto ms = b.reduce_mean(b.add("Pow", {x, b.scalar(2.0f)}), axes);
+  auto rms = b.add("Sqrt", {b.add("Add", {ms, b.scalar(eps)})});
+  if (!inv_std_out.empty()) b.add("Reciprocal", {rms}, {}, inv_std_out);
+  auto normed = b.add("Div", {x, rms}, {}, scale.empty() ? out : "");
+  return scale.empty() ? normed : b.add("Mul", {normed, scale}, {}, out);
+}
+
 }  // namespace fusor::contrib

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,5 +90,16 @@ class NodeBuilder {
   int counter_ = 0;
   std::vector<onnx::NodeProto> nodes_;
 };
+
+// Norm pieces shared by the contrib expansions and ONNX's own function ops.
+
+// The trailing axes from `axis` to the last, as negative axes so that no rank is needed; a
+// non-negative `axis` needs `rank`. Throws (InvalidModel) for an axis out of range.
+std::vector<int64_t> trailing_axes(NodeBuilder& b, int64_t axis, std::optional<size_t> rank);
+// RMSNorm over `axes` in the decomposed form of a torch export: x / sqrt(mean(x^2) + eps), then
+// times `scale` into `out` when `scale` is given (else `out` is the normalized x); 1 / rms into
+// `inv_std_out` when given. Returns the output's name (fresh when `out` is "").
+std::string rms_norm(NodeBuilder& b, const std::string& x, const std::string& scale, float eps,
+              const std::vector<int64_t>& axes, const std::string& out, const std::string& inv_std_out = "");
 
 }  // namespace fusor::contrib

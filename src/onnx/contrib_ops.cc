@@ -13,23 +13,13 @@ namespace fusor {
 namespace {
 
 using contrib::NodeBuilder;
+using contrib::rms_norm;
+using contrib::trailing_axes;
 using Ints = std::vector<int64_t>;
 
 constexpr float kSqrt2 = 1.41421356237f;
 constexpr float kSqrt2OverPi = 0.7978845608f;
 constexpr float kDefaultSkipEpsilon = 1e-12f;  // ORT's default for the Skip*/Embed* norms
-
-// Trailing axes from `axis` to the last, as negative axes so that no rank is needed.
-Ints trailing_axes(NodeBuilder& b, int64_t axis, std::optional<size_t> rank) {
-  if (axis >= 0) {
-    if (!rank) b.unsupported("a non-negative axis needs the input's rank, which is not known at import");
-    if (axis >= static_cast<int64_t>(*rank)) b.invalid("axis " + std::to_string(axis) + " is out of range");
-    axis -= static_cast<int64_t>(*rank);
-  }
-  Ints axes;
-  for (int64_t a = axis; a < 0; ++a) axes.push_back(a);
-  return axes;
-}
 
 // x * (1 + erf(x / sqrt(2))) * 0.5, as torch exports GELU.
 void erf_gelu(NodeBuilder& b, const std::string& x, const std::string& out) {
@@ -60,15 +50,6 @@ void layer_norm(NodeBuilder& b, const std::string& x, const std::string& gamma, 
   if (gamma.empty() && beta.empty()) return;
   if (!gamma.empty()) normed = b.add("Mul", {normed, gamma}, {}, beta.empty() ? out : "");
   if (!beta.empty()) b.add("Add", {normed, beta}, {}, out);
-}
-
-// RMSNorm: x / sqrt(mean(x^2) + eps) * scale.
-void rms_norm(NodeBuilder& b, const std::string& x, const std::string& scale, float eps, const Ints& axes,
-              const std::string& out, const std::string& inv_std_out) {
-  auto ms = b.reduce_mean(b.add("Pow", {x, b.scalar(2.0f)}), axes);
-  auto rms = b.add("Sqrt", {b.add("Add", {ms, b.scalar(eps)})});
-  if (!inv_std_out.empty()) b.add("Reciprocal", {rms}, {}, inv_std_out);
-  b.add("Mul", {b.add("Div", {x, rms}), scale}, {}, out);
 }
 
 // input + bias + skip (bias first, as a projection's bias Add precedes the residual Add).
@@ -244,9 +225,8 @@ bool is_expanded_contrib_op(const std::string& domain, const std::string& op_typ
 }
 
 std::optional<std::vector<int64_t>> ContribExpander::shape_of(const std::string& name) const {
-  if (shapes_)
-    if (auto s = (*shapes_)(name)) return s;
-  return recorded_shape(name);
+  // The importer's lookup consults the recorded shapes itself.
+  return shapes_ ? (*shapes_)(name) : recorded_shape(name);
 }
 
 std::optional<std::vector<int64_t>> ContribExpander::recorded_shape(const std::string& name) const {

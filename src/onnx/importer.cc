@@ -399,7 +399,10 @@ class Importer {
     Opsets expanded = opsets;
     expanded[""] = std::max<int64_t>(expanded[""], 13);
     const ShapeLookup recorded = [this](const std::string& name) { return contrib_.recorded_shape(name); };
-    auto shape_of = [&](const std::string& name) { return known_shape(graph, graph.find_value(name), recorded); };
+    auto shape_of = [&](const std::string& name) {
+      const int id = graph.find_value(name);  // an output of this node is not in the graph yet
+      return id < 0 ? recorded(name) : known_shape(graph, id, recorded);
+    };
     auto constant_of = [&graph](const std::string& name) -> const Tensor* {
       int id = graph.find_value(name);
       if (id < 0 || !graph.values[static_cast<size_t>(id)].constant) return nullptr;

@@ -192,21 +192,13 @@ void onnx_rms_normalization(ContribExpander& ex, NodeBuilder& b) {
   b.expect_inputs(2, 2);
   if (b.attr_int("stash_type", 1) != 1) b.unsupported("stash_type other than 1 (float32) is not supported");
   auto shape = ex.shape_of(b.in(0));
-  const int64_t axis = b.attr_int("axis", -1);
-  std::optional<size_t> rank = shape ? std::optional<size_t>(shape->size()) : std::nullopt;
-  if (!rank && axis >= 0) b.unsupported("a non-negative axis needs the input's rank, which is not known at import");
-  if (rank && (axis >= static_cast<int64_t>(*rank) || axis < -static_cast<int64_t>(*rank)))
-    b.invalid("axis " + std::to_string(axis) + " is out of range");
-  Ints axes;
-  for (int64_t a = axis < 0 ? axis : axis - static_cast<int64_t>(rank.value_or(0)); a < 0; ++a) axes.push_back(a);
+  auto axes = trailing_axes(b, b.attr_int("axis", -1), shape ? std::optional<size_t>(shape->size()) : std::nullopt);
   const DType t = ex.type_of(b.in(0));
-  auto x = as_float(b, b.in(0), t);
-  auto ms = b.reduce_mean(b.add("Pow", {x, b.scalar(2.0f)}), axes);
-  auto rms = b.add("Sqrt", {b.add("Add", {ms, b.scalar(b.attr_float("epsilon", 1e-5f))})});
-  auto normed = b.add("Div", {x, rms});
+  const float eps = b.attr_float("epsilon", 1e-5f);
   if (is_float32(t) && is_float32(ex.type_of(b.in(1)))) {
-    b.add("Mul", {normed, b.in(1)}, {}, b.out(0));
-  } else {
+    rms_norm(b, b.in(0), b.in(1), eps, axes, b.out(0));
+  } else {  // normalized in float32, scaled in the input's type
+    auto normed = rms_norm(b, as_float(b, b.in(0), t), "", eps, axes, "");
     b.add("Mul", {b.add("CastLike", {normed, b.in(0)}), b.in(1)}, {}, b.out(0));
   }
   if (shape) ex.set_rank(b.out(0), shape->size());
