@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <span>
+#include <tuple>
 
 #include "fusor/error.h"
 #include "ir/bind.h"
@@ -23,15 +24,19 @@ constexpr int kMaxChain = 8;
 
 // One layer's attention as the export computes it.
 struct LayerMatch {
-  int present_k = -1, present_v = -1;   // Concat outputs
+  int present_k = -1, present_v = -1;   // Concat outputs: the keys and values attended over
+  int crop_k = -1, crop_v = -1;         // the Slices that crop them into the present outputs, if any
+  int64_t past_kept = 0;                // the past's last positions the Concat reads; 0: all
   int new_k = -1, new_v = -1;           // this step's keys and values, [1, KVH, T, D]
   int query = -1;                       // [1, H, T, D]
   int scores = -1;                      // Q K^T, [1, H, T, past + T]
   int product = -1;                     // node index of P V
   int probs = -1;                       // the Softmax's output
-  // Node indices, in graph order. The probability path (Casts, and a Where that zeroes rows
-  // seeing no key, as ONNX's Attention has) must leave the probabilities as they are.
-  std::vector<int> key_path, value_path, score_path, prob_path;
+  // Node indices, in graph order. The probability nodes (Casts, and a guard that zeroes rows
+  // seeing no key) must leave the probabilities as they are.
+  std::vector<int> key_path, value_path, score_path;
+  std::set<int> prob_nodes;
+  float key_scale = 1;  // a constant the key path multiplies by (torch's SDPA export scales K by sqrt(scale))
 };
 
 // One graph bound at a probe (tokens, past), with the attention mask all ones.
@@ -46,11 +51,13 @@ int value_id(const Graph& g, const std::string& name, const char* what) {
   return id;
 }
 
-// The one consumer of `value` that is not folded at plan time (Shape readers are), or -1.
-int only_live_consumer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Binding& b, int value) {
+// The one consumer of `value` that is not folded at plan time (Shape readers are), or -1; node
+// `skip` does not count.
+int only_live_consumer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Binding& b, int value,
+                       int skip = -1) {
   int found = -1;
   for (int c : consumers[static_cast<size_t>(value)]) {
-    if (b.folded(g.nodes[static_cast<size_t>(c)])) continue;
+    if (c == skip || b.folded(g.nodes[static_cast<size_t>(c)])) continue;
     if (found >= 0 && found != c) return -2;
     found = c;
   }
@@ -58,12 +65,13 @@ int only_live_consumer(const Graph& g, const std::vector<std::vector<int>>& cons
 }
 
 // Follows `value` forward through single live consumers of the `through` ops to a node of op
-// `until`; returns the nodes passed and the one reached (last), or refuses naming `what`.
+// `until`; returns the nodes passed and the one reached (last), or refuses naming `what`. Node
+// `skip` does not count as a reader of `value`.
 std::vector<int> forward_path(const Graph& g, const std::vector<std::vector<int>>& consumers, const Binding& b,
-                              int value, const std::set<Op>& through, Op until, const std::string& what) {
+                              int value, const std::set<Op>& through, Op until, const std::string& what, int skip = -1) {
   std::vector<int> path;
   for (int step = 0; step <= kMaxChain; ++step) {
-    const int c = only_live_consumer(g, consumers, b, value);
+    const int c = only_live_consumer(g, consumers, b, value, path.empty() ? skip : -1);
     if (c == -2) refuse(what + " ('" + g.values[static_cast<size_t>(value)].name + "') is read by more than one op");
     if (c < 0) refuse(what + " ('" + g.values[static_cast<size_t>(value)].name + "') is not read by an attention");
     const Node& n = g.nodes[static_cast<size_t>(c)];
@@ -102,9 +110,32 @@ Tensor run_path(const Graph& g, const Binding& b, const std::vector<int>& path, 
   return x;
 }
 
+// Evaluates `nodes` (indices, in graph order) at a probe, each reading `values` (which it extends
+// with its outputs) or plan-time constants; false when one reads anything else.
+bool run_nodes(const Graph& g, const Binding& b, const std::set<int>& nodes, std::map<int, Tensor>& values,
+               EvaluateFn evaluate) {
+  for (int idx : nodes) {  // graph order is topological
+    const Node& n = g.nodes[static_cast<size_t>(idx)];
+    std::vector<Tensor> ins;
+    for (int v : n.inputs) {
+      if (v < 0) ins.emplace_back();
+      else if (auto it = values.find(v); it != values.end()) ins.push_back(it->second);
+      else if (b.is_constant(v)) ins.push_back(b.constants[static_cast<size_t>(v)]);
+      else return false;
+    }
+    std::vector<Tensor> outs;
+    for (int v : n.outputs) outs.emplace_back(b.types[static_cast<size_t>(v)].dtype, b.types[static_cast<size_t>(v)].dims);
+    evaluate(n, ins, outs);
+    for (size_t i = 0; i < n.outputs.size(); ++i)
+      if (n.outputs[i] >= 0) values[n.outputs[i]] = outs[i];
+  }
+  return true;
+}
+
 // The key (transposed) or value path must read KV head h / (H / KVH) for query head h.
+// With `factor` != 1 (the key path's constant), the path must give factor times the keys.
 void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& path, int present, int64_t heads,
-                       bool transposed, EvaluateFn evaluate, const std::string& what) {
+                       bool transposed, float factor, EvaluateFn evaluate, const std::string& what) {
   const Dims d = p.bound.types[static_cast<size_t>(present)].dims;  // [1, KVH, S, D]
   Tensor x(DType::Float32, d);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i);
@@ -120,7 +151,8 @@ void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& p
     for (int64_t j = 0; j < s; ++j)
       for (int64_t c = 0; c < hd; ++c) {
         const float got = y.data<float>()[transposed ? (h * hd + c) * s + j : (h * s + j) * hd + c];
-        if (got != x.data<float>()[((h / rep) * s + j) * hd + c])
+        const float want = x.data<float>()[((h / rep) * s + j) * hd + c] * factor;
+        if (factor == 1 ? got != want : std::fabs(got - want) > 1e-6f * std::fabs(want))
           refuse(what + " does not give query head " + std::to_string(h) + " the keys and values of KV head " +
                  std::to_string(h / rep));
       }
@@ -131,15 +163,18 @@ void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& p
 // must be linear, pre_scale * score, and `x` is then tanh of that, so that the rest, like a path
 // without a softcap, must give y = cap * x where a key is seen.
 struct ScoreRun {
-  Dims dims;  // [1, H, T, past + T]
+  Dims dims;  // [1, H, T, past + T], or [1, H, T, kept + T] where the past is cut to its last `kept`
   Tensor x, y;
-  double pre_scale = 0;  // with a softcap: the scale before the Tanh; 0 without one
+  double pre_scale = 0;   // with a softcap: the scale before the Tanh; 0 without one
+  int64_t first_key = 0;  // the position of key 0: past - kept where the cut acts
 };
 
-ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path, int scores, EvaluateFn evaluate,
-                    const std::string& what) {
+ScoreRun run_scores(const Graph& g, const Probe& p, const LayerMatch& m, EvaluateFn evaluate, const std::string& what) {
+  const std::vector<int>& path = m.score_path;
+  const int scores = m.scores;
   const Dims d = p.bound.types[static_cast<size_t>(scores)].dims;
-  if (d.size() != 4 || d[2] != p.tokens || d[3] != p.tokens + p.past)
+  const int64_t seen_past = m.past_kept ? std::min(p.past, m.past_kept) : p.past;
+  if (d.size() != 4 || d[2] != p.tokens || d[3] != p.tokens + seen_past)
     refuse(what + ": the scores are " + dims_to_string(d) + ", not [1, heads, tokens, past + tokens]");
   Tensor x(DType::Float32, d);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f + static_cast<float>(i % 13) * 0.5f;
@@ -165,27 +200,69 @@ ScoreRun run_scores(const Graph& g, const Probe& p, const std::vector<int>& path
   Tensor y = run_path(g, p.bound, rest, start, x, evaluate, what);
   if (y.dtype() != DType::Float32 || y.dims() != d)
     refuse(what + ": the masked scores are " + dims_to_string(y.dims()) + ", not " + dims_to_string(d));
-  return {d, x, y, pre_scale};
+  return {d, x, y, pre_scale, p.past - seen_past};
 }
 
-// The path from the Softmax to P V must give the probabilities unchanged (with every token real,
-// a guard that zeroes rows seeing no key passes every row).
-void check_probabilities_kept(const Graph& g, const Probe& p, const std::vector<int>& path, int probs,
-                              EvaluateFn evaluate, const std::string& what) {
-  if (path.empty()) return;
-  const Dims d = p.bound.types[static_cast<size_t>(probs)].dims;
+// The nodes from the Softmax to P V: Casts, and a guard that zeroes rows seeing no key (ONNX's
+// Attention: Where(seen, p, 0); torch's SDPA export: Where(IsNaN(p), 0, p), which reads the
+// probabilities twice). Nothing outside may read a value between. Returns them and P V's node.
+std::pair<std::set<int>, int> probability_nodes(const Graph& g, const std::vector<std::vector<int>>& consumers,
+                                                const Binding& b, int probs, const std::string& what) {
+  const std::set<Op> passing = {Op::Cast, Op::Identity, Op::Where, Op::IsNaN, Op::Not};
+  std::set<int> nodes;
+  std::set<int> inside = {probs};  // values
+  int product = -1;
+  std::vector<int> pending = {probs};
+  while (!pending.empty()) {
+    const int v = pending.back();
+    pending.pop_back();
+    for (int c : consumers[static_cast<size_t>(v)]) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      if (b.folded(n) || nodes.count(c) || c == product) continue;
+      if (n.op == Op::MatMul) {
+        if (product >= 0) refuse(what + " reach more than one MatMul");
+        product = c;
+        continue;
+      }
+      if (!passing.count(n.op)) refuse(what + " reach " + n.op_type + " '" + n.name + "', not MatMul");
+      if (nodes.size() >= kMaxChain) refuse(what + " pass more than " + std::to_string(kMaxChain) + " ops");
+      nodes.insert(c);
+      for (int o : n.outputs)
+        if (o >= 0 && inside.insert(o).second) pending.push_back(o);
+    }
+  }
+  if (product < 0) refuse(what + " are not read by an attention");
+  const Node& pv = g.nodes[static_cast<size_t>(product)];
+  if (pv.inputs.size() != 2 || !inside.count(pv.inputs[0]) || inside.count(pv.inputs[1]))
+    refuse(what + " are not the left operand of P V");
+  for (int v : inside)  // only the product may read what the guard computes
+    for (int c : consumers[static_cast<size_t>(v)])
+      if (!nodes.count(c) && c != product && !b.folded(g.nodes[static_cast<size_t>(c)]))
+        refuse(what + " are read outside the attention");
+  return {nodes, product};
+}
+
+// The probability nodes must give P V the probabilities unchanged (with every token real, a guard
+// that zeroes rows seeing no key passes every row).
+void check_probabilities_kept(const Graph& g, const Probe& p, const LayerMatch& m, EvaluateFn evaluate,
+                              const std::string& what) {
+  const Dims d = p.bound.types[static_cast<size_t>(m.probs)].dims;
   Tensor x(DType::Float32, d);
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.125f + static_cast<float>(i % 7) * 0.0625f;
-  const Tensor y = run_path(g, p.bound, path, probs, x, evaluate, what);
+  std::map<int, Tensor> values = {{m.probs, x}};
+  if (!run_nodes(g, p.bound, m.prob_nodes, values, evaluate)) refuse(what + " read values not known at plan time");
+  const Tensor& y = values[g.nodes[static_cast<size_t>(m.product)].inputs[0]];
   if (y.dtype() != DType::Float32 || y.dims() != d || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>()))
     refuse(what + " changes the probabilities");
 }
 
-// The sliding window the masked scores show: query 0 (at position `past`) sees keys from
-// past - window + 1 on; 0 when it sees key 0 (no window shows at this past).
+// The sliding window the masked scores show: the last query (at position p) sees keys from
+// p - window + 1 on; 0 when it sees key 0 (no window shows at this probe).
 int64_t window_shown(const ScoreRun& s, const Probe& p) {
-  for (int64_t j = 0; j <= p.past; ++j)
-    if (!(s.y.data<float>()[j] <= kMasked)) return j == 0 ? 0 : p.past - j + 1;
+  const int64_t last = p.past + p.tokens - 1;  // the last query's position: it sees the most keys
+  const float* row = s.y.data<float>() + (p.tokens - 1) * s.dims[3];
+  for (int64_t key = s.first_key; key <= last; ++key)
+    if (!(row[key - s.first_key] <= kMasked)) return key == 0 ? 0 : last - key + 1;
   return 0;
 }
 
@@ -195,12 +272,13 @@ double check_scores(const ScoreRun& s, const Probe& p, int64_t window, const std
   const Dims& d = s.dims;
   const float* x = s.x.data<float>();
   const float* y = s.y.data<float>();
-  const double scale = static_cast<double>(y[p.past]) / x[p.past];  // query 0 always sees its own key
+  const int64_t own = p.past - s.first_key;  // query 0 always sees its own key
+  const double scale = static_cast<double>(y[own]) / x[own];
   for (int64_t hq = 0; hq < d[1] * d[2]; ++hq)
     for (int64_t j = 0; j < d[3]; ++j) {
-      const int64_t i = hq % d[2], at = hq * d[3] + j;
+      const int64_t i = hq % d[2], at = hq * d[3] + j, key = s.first_key + j;
       const float got = y[at], want = static_cast<float>(scale * x[at]);
-      const bool seen = j <= i + p.past && (window == 0 || j > i + p.past - window);
+      const bool seen = key <= i + p.past && (window == 0 || key > i + p.past - window);
       if (seen ? std::fabs(got - want) > 1e-6f * std::fabs(want) : !(got <= kMasked))
         refuse(what + ": at tokens " + std::to_string(p.tokens) + ", past " + std::to_string(p.past) + ", query " +
                std::to_string(i) + " key " + std::to_string(j) + " the scores are not scaled and causally masked" +
@@ -263,7 +341,6 @@ bool writes_like_concat(const Graph& g, const Probe& p, int present, int past, i
     if (nodes.insert(producer).second)
       for (int in : g.nodes[static_cast<size_t>(producer)].inputs) stack.push_back(in);
   }
-  std::map<int, Tensor> values;
   auto distinct = [&](int v, float offset) {
     const TensorType& t = p.bound.types[static_cast<size_t>(v)];
     Tensor x(DType::Float32, t.dims);
@@ -271,23 +348,8 @@ bool writes_like_concat(const Graph& g, const Probe& p, int present, int past, i
     return x;
   };
   if (p.bound.types[static_cast<size_t>(past)].dtype != DType::Float32) return false;
-  values[past] = distinct(past, 1.0f);
-  values[fresh] = distinct(fresh, 100000.0f);
-  for (int idx : nodes) {  // graph order is topological
-    const Node& n = g.nodes[static_cast<size_t>(idx)];
-    std::vector<Tensor> ins;
-    for (int v : n.inputs) {
-      if (v < 0) ins.emplace_back();
-      else if (auto it = values.find(v); it != values.end()) ins.push_back(it->second);
-      else if (p.bound.is_constant(v)) ins.push_back(p.bound.constants[static_cast<size_t>(v)]);
-      else return false;
-    }
-    std::vector<Tensor> outs;
-    for (int v : n.outputs) outs.emplace_back(p.bound.types[static_cast<size_t>(v)].dtype, p.bound.types[static_cast<size_t>(v)].dims);
-    evaluate(n, ins, outs);
-    for (size_t i = 0; i < n.outputs.size(); ++i)
-      if (n.outputs[i] >= 0) values[n.outputs[i]] = outs[i];
-  }
+  std::map<int, Tensor> values = {{past, distinct(past, 1.0f)}, {fresh, distinct(fresh, 100000.0f)}};
+  if (!run_nodes(g, p.bound, nodes, values, evaluate)) return false;
   const Tensor& got = values[present];
   const Tensor& a = values[past];
   const Tensor& b = values[fresh];
@@ -303,22 +365,56 @@ bool writes_like_concat(const Graph& g, const Probe& p, int present, int past, i
   return true;
 }
 
+// A Slice that keeps the last positions along the sequence axis (x[:, :, -kept:]): kept, else 0.
+int64_t last_positions_kept(const Binding& b, const Node& n) {
+  if (n.op != Op::Slice || n.inputs.size() < 4) return 0;
+  auto value = [&](size_t i) -> std::optional<int64_t> {
+    if (i >= n.inputs.size() || n.inputs[i] < 0 || !b.is_constant(n.inputs[i])) return std::nullopt;
+    const Tensor& t = b.constants[static_cast<size_t>(n.inputs[i])];
+    if (t.numel() != 1) return std::nullopt;
+    if (t.dtype() == DType::Int64) return t.data<int64_t>()[0];
+    if (t.dtype() == DType::Int32) return t.data<int32_t>()[0];
+    return std::nullopt;
+  };
+  const auto start = value(1), end = value(2), axis = value(3);
+  const auto step = n.inputs.size() > 4 && n.inputs[4] >= 0 ? value(4) : std::optional<int64_t>(1);
+  const bool to_end = end && *end >= (int64_t{1} << 31);
+  if (!start || *start >= 0 || !to_end || !axis || (*axis != 2 && *axis != -2) || step != 1) return 0;
+  return -*start;
+}
+
 LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& consumers, const Probe& p,
                        const DecoderGraphNames& names, size_t layer, EvaluateFn evaluate) {
   LayerMatch m;
   const std::string what = "layer " + std::to_string(layer);
-  auto concat_of = [&](const std::string& present_name, const std::string& past_name, int& present, int& fresh) {
+  auto concat_of = [&](const std::string& present_name, const std::string& past_name, int& present, int& fresh,
+                       int& crop) {
     present = value_id(g, present_name, "output");
     const int past = value_id(g, past_name, "input");
-    const int producer = g.values[static_cast<size_t>(present)].producer;
-    const Node* n = producer >= 0 ? &g.nodes[static_cast<size_t>(producer)] : nullptr;
+    auto producer_of = [&](int v) {
+      const int at = g.values[static_cast<size_t>(v)].producer;
+      return at >= 0 ? &g.nodes[static_cast<size_t>(at)] : nullptr;
+    };
+    const Node* n = producer_of(present);
+    // transformers 5's sliding-window cache: present = Concat(past[:, :, -kept:], new)[:, :, -kept:].
+    if (n && last_positions_kept(p.bound, *n)) {
+      crop = g.values[static_cast<size_t>(present)].producer;
+      present = n->inputs[0];
+      n = producer_of(present);
+    }
     int64_t axis = n ? n->attr_int("axis", 0) : 0;
     if (axis < 0) axis += 4;
     int first = n && !n->inputs.empty() ? n->inputs[0] : -1;
     for (int hop = 0; first >= 0 && hop < kMaxChain; ++hop) {  // through Identity (a one-input Concat was one)
-      const int from = g.values[static_cast<size_t>(first)].producer;
-      if (from < 0 || g.nodes[static_cast<size_t>(from)].op != Op::Identity) break;
-      first = g.nodes[static_cast<size_t>(from)].inputs[0];
+      const Node* from = producer_of(first);
+      if (!from) break;
+      if (const int64_t kept = last_positions_kept(p.bound, *from)) {
+        if (m.past_kept && m.past_kept != kept) refuse(what + " keeps different lengths of its past keys and values");
+        m.past_kept = kept;
+      } else if (from->op != Op::Identity) {
+        break;
+      }
+      first = from->inputs[0];
     }
     if (n && n->op == Op::ScatterElements && n->inputs.size() == 3 && axis == 2 &&
         writes_like_concat(g, p, present, past, n->inputs[2], evaluate)) {
@@ -329,10 +425,21 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
       refuse("'" + present_name + "' is not Concat('" + past_name + "', new) along the sequence axis");
     fresh = n->inputs[1];
   };
-  concat_of(names.present_keys[layer], names.past_keys[layer], m.present_k, m.new_k);
-  concat_of(names.present_values[layer], names.past_values[layer], m.present_v, m.new_v);
+  concat_of(names.present_keys[layer], names.past_keys[layer], m.present_k, m.new_k, m.crop_k);
+  concat_of(names.present_values[layer], names.past_values[layer], m.present_v, m.new_v, m.crop_v);
   const std::set<Op> repeat = {Op::Unsqueeze, Op::Expand, Op::Reshape, Op::Transpose, Op::Identity};
-  m.key_path = forward_path(g, consumers, p.bound, m.present_k, repeat, Op::MatMul, what + "'s present key");
+  std::set<Op> key_ops = repeat;
+  key_ops.insert(Op::Mul);
+  m.key_path = forward_path(g, consumers, p.bound, m.present_k, key_ops, Op::MatMul, what + "'s present key", m.crop_k);
+  for (int idx : m.key_path) {  // torch's SDPA export: K * sqrt(scale), as Q is
+    const Node& n = g.nodes[static_cast<size_t>(idx)];
+    if (n.op != Op::Mul) continue;
+    auto known = [&](size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0 && p.bound.is_constant(n.inputs[i]); };
+    const Tensor* c = known(0) != known(1) ? &p.bound.constants[static_cast<size_t>(n.inputs[known(0) ? 0 : 1])] : nullptr;
+    if (!c || c->dtype() != DType::Float32 || c->numel() != 1 || !(c->data<float>()[0] > 0))
+      refuse(what + "'s keys are multiplied by something other than a positive constant in Mul '" + n.name + "'");
+    m.key_scale *= c->data<float>()[0];
+  }
   const Node& qk = g.nodes[static_cast<size_t>(m.key_path.back())];
   const int key_operand = m.key_path.size() > 1 ? g.nodes[static_cast<size_t>(m.key_path[m.key_path.size() - 2])].outputs[0] : m.present_k;
   if (qk.inputs.size() != 2 || qk.inputs[1] != key_operand) refuse(what + ": the keys are not the right operand of Q K^T");
@@ -346,14 +453,9 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
   if (axis != -1 && axis != 3) refuse(what + ": the softmax is not over the key axis");
   m.score_path.pop_back();
   m.probs = softmax.outputs[0];
-  m.prob_path = forward_path(g, consumers, p.bound, m.probs, {Op::Cast, Op::Identity, Op::Where}, Op::MatMul,
-                             what + "'s probabilities");
-  m.product = m.prob_path.back();
-  m.prob_path.pop_back();
-  const int prob_operand = m.prob_path.empty() ? m.probs : g.nodes[static_cast<size_t>(m.prob_path.back())].outputs[0];
-  if (g.nodes[static_cast<size_t>(m.product)].inputs[0] != prob_operand)
-    refuse(what + ": the probabilities are not the left operand of P V");
-  m.value_path = forward_path(g, consumers, p.bound, m.present_v, repeat, Op::MatMul, what + "'s present value");
+  std::tie(m.prob_nodes, m.product) = probability_nodes(g, consumers, p.bound, m.probs, what + "'s probabilities");
+  m.value_path = forward_path(g, consumers, p.bound, m.present_v, repeat, Op::MatMul, what + "'s present value",
+                              m.crop_v);
   if (m.value_path.back() != m.product) refuse(what + ": the values are not multiplied by the probabilities");
   m.value_path.pop_back();
   return m;
@@ -376,7 +478,7 @@ int add_input(Graph& g, const std::string& name, DType dtype, Shape shape) {
 std::optional<Probe> bind_long_probe(const Graph& g, const DecoderGraphNames& names, int64_t context_length,
                                      EvaluateFn evaluate) {
   std::vector<int64_t> pasts = {4094, 2046, 1022, 510, 126};
-  if (context_length > 8) pasts = {context_length - 2};
+  if (context_length > 8) pasts = {context_length - 2, context_length - 3};  // a table may end at the context
   for (int64_t past : pasts) {
     try {
       return bind_probe(g, names, 2, past, evaluate);
@@ -453,6 +555,17 @@ int constant_value(Graph& g, const std::string& name, Tensor t) {
   return g.add_value(std::move(v));
 }
 
+// Every reader of `target` (and the graph's outputs) reads `value` instead; what fed only
+// `target` becomes dead and goes.
+void replace_value(Graph& g, int target, int value) {
+  for (Node& n : g.nodes)
+    for (int& v : n.inputs)
+      if (v == target) v = value;
+  std::replace(g.outputs.begin(), g.outputs.end(), target, value);
+  g.reorder_nodes();
+  remove_dead_nodes(g);
+}
+
 // The values that gave each token's position from the past's length or the mask (transformers 5's
 // cache_position, ONNX Runtime GenAI's positions from seqlens_k, OPT's from the mask's cumsum)
 // read position_ids instead: position_ids + offset, in the value's own shape and type, where it
@@ -488,12 +601,50 @@ void read_positions_from_input(Graph& g, const std::set<int>& gone, int position
                           base + "_offset_added");
     }
     if (dtype != DType::Int64) value = append_node(g, Op::Cast, {value}, dtype, base + "_cast", {{"to", dtype}});
-    for (Node& n : g.nodes)
-      for (int& v : n.inputs)
-        if (v == target) v = value;
-    std::replace(g.outputs.begin(), g.outputs.end(), target, value);
-    g.reorder_nodes();
-    remove_dead_nodes(g);
+    replace_value(g, target, value);
+  }
+}
+
+// Whether `v` held one small integer tensor, the same at every probe (a head count or a head size).
+bool same_at_every_probe(int v, std::span<const Probe* const> probes) {
+  constexpr int64_t kMaxElements = 8;
+  const Tensor* first = nullptr;
+  for (const Probe* p : probes) {
+    if (!p) continue;
+    if (static_cast<size_t>(v) >= p->bound.constants.size() || !p->bound.is_constant(v)) return false;
+    const Tensor& t = p->bound.constants[static_cast<size_t>(v)];
+    if ((t.dtype() != DType::Int64 && t.dtype() != DType::Int32) || t.numel() > kMaxElements) return false;
+    if (!first) {
+      first = &t;
+      continue;
+    }
+    if (t.dims() != first->dims() || t.dtype() != first->dtype()) return false;
+    for (int64_t i = 0; i < t.numel(); ++i)
+      if (t.scalar_as_double(i) != first->scalar_as_double(i)) return false;
+  }
+  return first != nullptr;
+}
+
+// The values computed from the past or the present that the rewritten graph still reads and that
+// held the same small integer tensor at every probe become constants (torch's SDPA export reshapes
+// the attention's output by the head size it reads off the repeated present's shape); what fed
+// them becomes dead. The first such value on each path is replaced.
+void freeze_probe_constants(Graph& g, const std::set<int>& gone, std::span<const Probe* const> probes) {
+  for (size_t pass = 0; pass < g.nodes.size(); ++pass) {
+    const std::vector<bool> tainted = computed_from(g, gone);
+    int target = -1;
+    for (const Node& n : g.nodes) {
+      for (int v : n.inputs)
+        if (v >= 0 && tainted[static_cast<size_t>(v)] && !gone.count(v) && same_at_every_probe(v, probes)) {
+          target = v;
+          break;
+        }
+      if (target >= 0) break;
+    }
+    if (target < 0) return;
+    const std::string name = g.values[static_cast<size_t>(target)].name + "/" + kCacheAttentionItem + "_constant";
+    const Probe* first = *std::find_if(probes.begin(), probes.end(), [](const Probe* p) { return p != nullptr; });
+    replace_value(g, target, constant_value(g, name, first->bound.constants[static_cast<size_t>(target)]));
   }
 }
 
@@ -543,6 +694,13 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   // causality shows.
   const Probe probes[2] = {bind_probe(g, names, 3, 0, evaluate), bind_probe(g, names, 2, 5, evaluate)};
   const std::optional<Probe> far = bind_long_probe(g, names, context_length, evaluate);
+  // Where the export cuts the past to its last `kept` positions (a sliding window's cache), a
+  // real past is never longer, and a probe at that past shows the window even when the far one
+  // does not bind. A cut beyond the context never acts.
+  const int64_t kept = match_layer(g, consumers, probes[0], names, 0, evaluate).past_kept;
+  const bool cut_acts = kept > 0 && (context_length <= 0 || kept < context_length);
+  const std::optional<Probe> cut = cut_acts ? std::optional<Probe>(bind_probe(g, names, 2, kept, evaluate)) : std::nullopt;
+  const Probe* const extra_probes[] = {far ? &*far : nullptr, cut ? &*cut : nullptr};
   std::vector<LayerMatch> matches;
   std::vector<double> scales;
   std::vector<double> softcaps;
@@ -554,10 +712,15 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     // The masks at every probe, and the widest sliding window they show (the far probe's, where
     // a window of most of the context shows).
     std::vector<std::pair<const Probe*, ScoreRun>> runs;
-    for (const Probe& p : probes) runs.emplace_back(&p, run_scores(g, p, m.score_path, m.scores, evaluate, what));
-    if (far) runs.emplace_back(&*far, run_scores(g, *far, m.score_path, m.scores, evaluate, what));
+    for (const Probe& p : probes) runs.emplace_back(&p, run_scores(g, p, m, evaluate, what));
+    for (const Probe* extra : extra_probes)
+      if (extra) runs.emplace_back(extra, run_scores(g, *extra, m, evaluate, what));
     int64_t window = 0;
     for (const auto& [p, run] : runs) window = std::max(window, window_shown(run, *p));
+    // Where the export cuts the past, the window must hide every key the cut drops.
+    if (m.past_kept != kept) refuse(what + " cuts its past unlike layer 0");
+    if (cut_acts && (window == 0 || window > kept + 1))
+      refuse(what + " cuts its past to " + std::to_string(kept) + " positions, within its window");
     double scale = 0, softcap = 0;
     for (const auto& [p, run] : runs) {
       // With a softcap, check_scores finds the cap; the kernel's scale is then pre_scale * cap.
@@ -578,9 +741,9 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
         refuse(what + ": Q " + dims_to_string(q) + " and the new K " + dims_to_string(k) +
                " are not [1, heads, tokens, head_dim] with heads a multiple of the KV heads");
       out.heads = q[1], out.kv_heads = k[1], out.head_dim = k[3];
-      check_head_repeat(g, p, m.key_path, m.present_k, q[1], true, evaluate, what + "'s key path");
-      check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, evaluate, what + "'s value path");
-      check_probabilities_kept(g, p, m.prob_path, m.probs, evaluate, what + "'s probability path");
+      check_head_repeat(g, p, m.key_path, m.present_k, q[1], true, m.key_scale, evaluate, what + "'s key path");
+      check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, 1, evaluate, what + "'s value path");
+      check_probabilities_kept(g, p, m, evaluate, what + "'s probability path");
     }
     matches.push_back(std::move(m));
     scales.push_back(scale);
@@ -607,7 +770,8 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     n.domain = "fusor";
     n.opset = 1;
     n.inputs = {m.query, m.new_k, m.new_v, positions, table, kc, vc};
-    n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads}, {"scale", static_cast<float>(scales[layer])}};
+    n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads},
+               {"scale", static_cast<float>(scales[layer] * m.key_scale)}};
     if (windows[layer] > 0) n.attrs["window"] = windows[layer];
     if (softcaps[layer] > 0) n.attrs["softcap"] = static_cast<float>(softcaps[layer]);
     n.name = n.name + "/" + kCacheAttentionItem;
@@ -622,8 +786,9 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   if (int mask = g.find_value(names.attention_mask); mask >= 0) gone.insert(mask);
   std::erase_if(g.outputs, [&](int v) { return gone.count(v) > 0; });
   remove_dead_nodes(g);
-  const Probe* bound[] = {&probes[0], &probes[1], far ? &*far : nullptr};
+  const Probe* bound[] = {&probes[0], &probes[1], extra_probes[0], extra_probes[1]};
   read_positions_from_input(g, gone, positions, bound);
+  freeze_probe_constants(g, gone, bound);
   remove_dead_nodes(g);
   for (const Node& n : g.nodes)
     for (int v : n.inputs)

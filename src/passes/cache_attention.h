@@ -14,13 +14,19 @@
 // first. The original graph is bound at two (tokens, past) probes with an all-ones
 // attention_mask, and at each probe:
 //  - present key and value are Concat(past, new) along the sequence axis;
-//  - the path from each present to its product (head repeat, key transpose) is evaluated on a
-//    tensor of distinct values and must give exactly "query head h reads KV head h / (H / KVH)";
+//  - the path from each present to its product (head repeat, key transpose, and on the keys a
+//    positive constant factor, which torch's SDPA export applies as sqrt(scale) and which joins
+//    the node's scale) is evaluated on a tensor of distinct values and must give exactly "query
+//    head h reads KV head h / (H / KVH)";
 //  - the ops between Q K^T and the Softmax are evaluated on known scores and must give
 //    scale * score where key j <= query i + past (and j > i + past - window, with a window), and
 //    at most -1e4 (nothing, after the softmax) elsewhere: a causal mask, with any padding mask a
 //    no-op when every token is real;
-//  - after the rewrite nothing reads the past, the present or the attention mask.
+//  - the nodes between the Softmax and P V (Casts, a guard that zeroes rows seeing no key) give
+//    the probabilities unchanged;
+//  - after the rewrite nothing reads the past, the present or the attention mask, except through
+//    values that held each token's position (which read position_ids instead) or the same small
+//    integers at every probe (a head size read off the present's shape, which become constants).
 // A third probe, 2 tokens after a past near the context length (or the longest of 4094, 2046, ...
 // that binds), checks the mask again: a sliding window hides keys only that far behind. The
 // widest window a probe shows becomes the node's `window` attribute, and every probe's mask must
