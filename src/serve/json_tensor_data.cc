@@ -162,7 +162,7 @@ size_t max_chars(DType t) {
     case DType::UInt16: return 6;
     case DType::UInt32: return 11;
     case DType::UInt64: return 21;
-    case DType::Undefined: break;
+    default: break;  // no KServe datatype (see append_tensor_data)
   }
   return 0;
 }
@@ -184,7 +184,7 @@ Tensor decode_tensor_data(const WireTensor& w, const element& data) {
     case DType::UInt16: fill_tensor<uint16_t>(w, data, t); break;
     case DType::UInt32: fill_tensor<uint32_t>(w, data, t); break;
     case DType::UInt64: fill_tensor<uint64_t>(w, data, t); break;
-    case DType::Undefined: break;
+    default: break;  // a wire tensor has a KServe datatype
   }
   return t;
 }
@@ -209,6 +209,8 @@ void append_tensor_data(std::string& out, const Tensor& t) {
     case DType::UInt32: append_values(out, static_cast<const uint32_t*>(p), n); break;
     case DType::UInt64: append_values(out, static_cast<const uint64_t*>(p), n); break;
     case DType::Undefined: out += "[]"; break;
+    default:  // fusor serve refuses at start a model with tensors KServe has no datatype for
+      throw RequestError{Code::Internal, std::string("a ") + dtype_name(t.dtype()) + " tensor has no KServe datatype"};
   }
 }
 

@@ -22,7 +22,7 @@ const char* triton_dtype(DType t) {
     case DType::UInt16: return "UINT16";
     case DType::UInt32: return "UINT32";
     case DType::UInt64: return "UINT64";
-    case DType::Undefined: break;
+    default: break;  // float8, int4, int2 and the MX types: KServe has no datatype for them
   }
   return "";
 }

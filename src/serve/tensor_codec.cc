@@ -97,7 +97,7 @@ Tensor from_values(const WireTensor& w, std::span<const V> values) {
     case DType::UInt16: store<uint16_t>(w, t, values); break;
     case DType::UInt32: store<uint32_t>(w, t, values); break;
     case DType::UInt64: store<uint64_t>(w, t, values); break;
-    case DType::Undefined: break;
+    default: break;  // a wire tensor has a KServe datatype
   }
   return t;
 }
