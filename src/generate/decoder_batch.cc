@@ -25,6 +25,32 @@ namespace fusor {
 
 namespace {
 
+// The name of graph output `name` in float32: itself, or a Cast of it appended where the model
+// gives float16 or bfloat16 logits (the sampler reads float32).
+std::string float32_output(Graph& g, const std::string& name) {
+  const int id = g.find_value(name);
+  const auto at = std::find(g.outputs.begin(), g.outputs.end(), id);
+  if (id < 0 || at == g.outputs.end()) return name;
+  const DType t = g.values[static_cast<size_t>(id)].dtype;
+  if (t != DType::Float16 && t != DType::BFloat16) return name;
+  Value wide;
+  wide.name = name + "/float32";
+  wide.dtype = DType::Float32;
+  const int out = g.add_value(std::move(wide));
+  Node cast;
+  cast.op = Op::Cast;
+  cast.op_type = op_info(Op::Cast).name;
+  cast.opset = g.opset;
+  cast.name = g.values[static_cast<size_t>(out)].name;
+  cast.inputs = {id};
+  cast.outputs = {out};
+  cast.attrs = {{"to", DType::Float32}};
+  g.nodes.push_back(std::move(cast));
+  *at = out;
+  g.reorder_nodes();
+  return g.values[static_cast<size_t>(out)].name;
+}
+
 // One plan bound to `capacity` tokens, with its input tensors preallocated.
 struct TokenPlan {
   std::optional<Session> session;
@@ -69,6 +95,7 @@ struct DecoderBatch::Impl {
   size_t plans_built = 0;
   double plan_seconds = 0;
   int64_t vocab = 0;
+  std::string logits_output;  // spec.logits, or its Cast to float32
   bool profiling = false;
   StepKind step_kind = StepKind::Prompt;  // of the step running
 
@@ -94,6 +121,7 @@ struct DecoderBatch::Impl {
                  (tokens + batch.block_size - 1) / batch.block_size);
     const TokenProbe probes[2] = {probe(g, 3), probe(g, 5)};
     gathered_rows = gather_logit_rows(g, spec.logits, probes);
+    logits_output = float32_output(g, spec.logits);
     for (int id : g.inputs)
       if (g.values[static_cast<size_t>(id)].name == spec.input_ids) ids_dtype = g.values[static_cast<size_t>(id)].dtype;
     graph = std::make_shared<const Graph>(std::move(g));
@@ -181,8 +209,8 @@ struct DecoderBatch::Impl {
     // Once p.inputs no longer grows (its buffer moves with p into the map, so the pointer holds).
     for (size_t i = 0; i < pg.inputs.size(); ++i)
       if (pg.values[static_cast<size_t>(pg.inputs[i])].name == spec.input_ids) p.ids = &p.inputs[i];
-    if (pg.outputs.empty() || pg.values[static_cast<size_t>(pg.outputs[0])].name != spec.logits)
-      throw Error("the cached decoder's first output is not '" + spec.logits + "'");
+    if (pg.outputs.empty() || pg.values[static_cast<size_t>(pg.outputs[0])].name != logits_output)
+      throw Error("the cached decoder's first output is not '" + logits_output + "'");
     const TensorType& logits_type = plan.types[static_cast<size_t>(pg.outputs[0])];
     const Dims& ld = logits_type.dims;
     if (ld.size() != 3 || ld[1] != (gathered_rows ? rows : capacity) || logits_type.dtype != DType::Float32)

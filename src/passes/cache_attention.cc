@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <span>
@@ -11,6 +12,8 @@
 #include "fusor/error.h"
 #include "ir/bind.h"
 #include "ir/graph_edit.h"
+#include "ir/half.h"
+#include "passes/storage_types.h"
 
 namespace fusor {
 namespace {
@@ -20,7 +23,36 @@ namespace {
 }
 
 constexpr float kMasked = -1e4f;  // a score at or below this adds exactly 0 after the softmax
-constexpr int kMaxChain = 8;
+constexpr int kMaxChain = 16;  // a float16 path passes a Cast to float32 and back around each op
+
+// The float types the paged cache takes: the pool holds float32, and the cached attention reads
+// a float16 or bfloat16 model's queries, keys and values through Casts (exact).
+bool is_float_type(DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; }
+
+// The relative error one rounding to `t` may add to a checked value.
+double rounding_of(DType t) { return t == DType::Float16 ? 1e-3 : t == DType::BFloat16 ? 8e-3 : 1e-6; }
+
+// A tensor of float type `dtype` holding value(i) at index i, rounded to the type.
+template <class F>
+Tensor float_tensor(DType dtype, const Dims& dims, F value) {
+  Tensor t(dtype, dims);
+  auto* bits = static_cast<uint16_t*>(t.raw());
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = value(i);
+    if (dtype == DType::Float32) t.data<float>()[i] = v;
+    else bits[i] = dtype == DType::Float16 ? float_to_half(v) : float_to_bfloat16(v);
+  }
+  return t;
+}
+
+// A float tensor's values as float32 (a copy).
+Tensor as_float32(const Tensor& t) {
+  return float_tensor(DType::Float32, t.dims(), [&](int64_t i) { return static_cast<float>(t.scalar_as_double(i)); });
+}
+
+// Distinct values as far as the type holds integers exactly (float16 to 2048, bfloat16 to 256),
+// then repeating with a prime period: a wrong head or position still shows.
+int64_t distinct_period(DType t) { return t == DType::Float16 ? 2039 : t == DType::BFloat16 ? 251 : int64_t{1} << 24; }
 
 // One layer's attention as the export computes it.
 struct LayerMatch {
@@ -136,23 +168,24 @@ bool run_nodes(const Graph& g, const Binding& b, const std::set<int>& nodes, std
 // With `factor` != 1 (the key path's constant), the path must give factor times the keys.
 void check_head_repeat(const Graph& g, const Probe& p, const std::vector<int>& path, int present, int64_t heads,
                        bool transposed, float factor, EvaluateFn evaluate, const std::string& what) {
-  const Dims d = p.bound.types[static_cast<size_t>(present)].dims;  // [1, KVH, S, D]
-  Tensor x(DType::Float32, d);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = static_cast<float>(i);
+  const TensorType& type = p.bound.types[static_cast<size_t>(present)];
+  const Dims d = type.dims;  // [1, KVH, S, D]
+  const int64_t period = distinct_period(type.dtype);
+  const Tensor x = float_tensor(type.dtype, d, [&](int64_t i) { return static_cast<float>(i % period); });
   const Tensor y = run_path(g, p.bound, path, present, x, evaluate, what);
   const int64_t kvh = d[1], s = d[2], hd = d[3];
   const Dims want = transposed ? Dims{1, heads, hd, s} : Dims{1, heads, s, hd};
   // One KV head the product broadcasts over every query head (Falcon's multi-query attention).
   const bool broadcast = kvh == 1 && y.dims() == (transposed ? Dims{1, 1, hd, s} : Dims{1, 1, s, hd});
-  if (y.dtype() != DType::Float32 || (y.dims() != want && !broadcast))
+  if (!is_float_type(y.dtype()) || (y.dims() != want && !broadcast))
     refuse(what + " is " + dims_to_string(y.dims()) + " where " + dims_to_string(want) + " was expected");
   const int64_t rep = heads / kvh;
   for (int64_t h = 0; h < (broadcast ? 1 : heads); ++h)
     for (int64_t j = 0; j < s; ++j)
       for (int64_t c = 0; c < hd; ++c) {
-        const float got = y.data<float>()[transposed ? (h * hd + c) * s + j : (h * s + j) * hd + c];
-        const float want = x.data<float>()[((h / rep) * s + j) * hd + c] * factor;
-        if (factor == 1 ? got != want : std::fabs(got - want) > 1e-6f * std::fabs(want))
+        const double got = y.scalar_as_double(transposed ? (h * hd + c) * s + j : (h * s + j) * hd + c);
+        const double want = x.scalar_as_double(((h / rep) * s + j) * hd + c) * factor;
+        if (factor == 1 ? got != want : std::fabs(got - want) > rounding_of(type.dtype) * std::fabs(want))
           refuse(what + " does not give query head " + std::to_string(h) + " the keys and values of KV head " +
                  std::to_string(h / rep));
       }
@@ -167,6 +200,7 @@ struct ScoreRun {
   Tensor x, y;
   double pre_scale = 0;   // with a softcap: the scale before the Tanh; 0 without one
   int64_t first_key = 0;  // the position of key 0: past - kept where the cut acts
+  double tolerance = 0;   // relative, for the scores' type
 };
 
 ScoreRun run_scores(const Graph& g, const Probe& p, const LayerMatch& m, EvaluateFn evaluate, const std::string& what) {
@@ -176,8 +210,12 @@ ScoreRun run_scores(const Graph& g, const Probe& p, const LayerMatch& m, Evaluat
   const int64_t seen_past = m.past_kept ? std::min(p.past, m.past_kept) : p.past;
   if (d.size() != 4 || d[2] != p.tokens || d[3] != p.tokens + seen_past)
     refuse(what + ": the scores are " + dims_to_string(d) + ", not [1, heads, tokens, past + tokens]");
-  Tensor x(DType::Float32, d);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.25f + static_cast<float>(i % 13) * 0.5f;
+  const DType dtype = p.bound.types[static_cast<size_t>(scores)].dtype;
+  double tolerance = rounding_of(dtype);  // and the roundings of the types the path passes
+  for (int n : path)
+    for (int o : g.nodes[static_cast<size_t>(n)].outputs)
+      if (o >= 0) tolerance = std::max(tolerance, rounding_of(p.bound.types[static_cast<size_t>(o)].dtype));
+  Tensor x = float_tensor(dtype, d, [](int64_t i) { return 0.25f + static_cast<float>(i % 13) * 0.5f; });
   const auto tanh_at = std::find_if(path.begin(), path.end(), [&](int n) { return g.nodes[static_cast<size_t>(n)].op == Op::Tanh; });
   double pre_scale = 0;
   int start = scores;
@@ -187,20 +225,20 @@ ScoreRun run_scores(const Graph& g, const Probe& p, const LayerMatch& m, Evaluat
       refuse(what + ": the scores pass more than one Tanh");
     const std::vector<int> before(path.begin(), tanh_at);
     const Tensor u = run_path(g, p.bound, before, scores, x, evaluate, what);
-    if (u.dtype() != DType::Float32 || u.dims() != d) refuse(what + ": the scores before the softcap change shape");
-    pre_scale = static_cast<double>(u.data<float>()[0]) / x.data<float>()[0];
+    if (!is_float_type(u.dtype()) || u.dims() != d) refuse(what + ": the scores before the softcap change shape");
+    pre_scale = u.scalar_as_double(0) / x.scalar_as_double(0);
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const float want = static_cast<float>(pre_scale * x.data<float>()[i]), got = u.data<float>()[i];
-      if (std::fabs(got - want) > 1e-6f * std::fabs(want)) refuse(what + ": the scores before the softcap are not only scaled");
-      x.data<float>()[i] = std::tanh(got);
+      const double want = pre_scale * x.scalar_as_double(i), got = u.scalar_as_double(i);
+      if (std::fabs(got - want) > tolerance * std::fabs(want)) refuse(what + ": the scores before the softcap are not only scaled");
     }
+    x = float_tensor(u.dtype(), d, [&](int64_t i) { return std::tanh(static_cast<float>(u.scalar_as_double(i))); });
     start = g.nodes[static_cast<size_t>(*tanh_at)].outputs[0];
     rest.assign(tanh_at + 1, path.end());
   }
   Tensor y = run_path(g, p.bound, rest, start, x, evaluate, what);
-  if (y.dtype() != DType::Float32 || y.dims() != d)
+  if (!is_float_type(y.dtype()) || y.dims() != d)
     refuse(what + ": the masked scores are " + dims_to_string(y.dims()) + ", not " + dims_to_string(d));
-  return {d, x, y, pre_scale, p.past - seen_past};
+  return {d, as_float32(x), as_float32(y), pre_scale, p.past - seen_past, tolerance};
 }
 
 // The nodes from the Softmax to P V: Casts, and a guard that zeroes rows seeing no key (ONNX's
@@ -246,14 +284,15 @@ std::pair<std::set<int>, int> probability_nodes(const Graph& g, const std::vecto
 // that zeroes rows seeing no key passes every row).
 void check_probabilities_kept(const Graph& g, const Probe& p, const LayerMatch& m, EvaluateFn evaluate,
                               const std::string& what) {
-  const Dims d = p.bound.types[static_cast<size_t>(m.probs)].dims;
-  Tensor x(DType::Float32, d);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 0.125f + static_cast<float>(i % 7) * 0.0625f;
+  const TensorType& type = p.bound.types[static_cast<size_t>(m.probs)];
+  const Dims& d = type.dims;
+  const Tensor x = float_tensor(type.dtype, d, [](int64_t i) { return 0.125f + static_cast<float>(i % 7) * 0.0625f; });
   std::map<int, Tensor> values = {{m.probs, x}};
   if (!run_nodes(g, p.bound, m.prob_nodes, values, evaluate)) refuse(what + " read values not known at plan time");
   const Tensor& y = values[g.nodes[static_cast<size_t>(m.product)].inputs[0]];
-  if (y.dtype() != DType::Float32 || y.dims() != d || !std::equal(x.data<float>(), x.data<float>() + x.numel(), y.data<float>()))
-    refuse(what + " changes the probabilities");
+  bool kept = is_float_type(y.dtype()) && y.dims() == d;
+  for (int64_t i = 0; kept && i < x.numel(); ++i) kept = y.scalar_as_double(i) == x.scalar_as_double(i);
+  if (!kept) refuse(what + " changes the probabilities");
 }
 
 // The sliding window the masked scores show: the last query (at position p) sees keys from
@@ -272,14 +311,23 @@ double check_scores(const ScoreRun& s, const Probe& p, int64_t window, const std
   const Dims& d = s.dims;
   const float* x = s.x.data<float>();
   const float* y = s.y.data<float>();
-  const int64_t own = p.past - s.first_key;  // query 0 always sees its own key
-  const double scale = static_cast<double>(y[own]) / x[own];
+  auto seen = [&](int64_t i, int64_t key) { return key <= i + p.past && (window == 0 || key > i + p.past - window); };
+  // The scale fitted over every seen score (least squares): exact in float32, and in float16 it
+  // averages the roundings out.
+  double xy = 0, xx = 0;
+  for (int64_t hq = 0; hq < d[1] * d[2]; ++hq)
+    for (int64_t j = 0; j < d[3]; ++j)
+      if (seen(hq % d[2], s.first_key + j)) {
+        const int64_t at = hq * d[3] + j;
+        xy += static_cast<double>(x[at]) * y[at];
+        xx += static_cast<double>(x[at]) * x[at];
+      }
+  const double scale = xx > 0 ? xy / xx : 0;
   for (int64_t hq = 0; hq < d[1] * d[2]; ++hq)
     for (int64_t j = 0; j < d[3]; ++j) {
       const int64_t i = hq % d[2], at = hq * d[3] + j, key = s.first_key + j;
       const float got = y[at], want = static_cast<float>(scale * x[at]);
-      const bool seen = key <= i + p.past && (window == 0 || key > i + p.past - window);
-      if (seen ? std::fabs(got - want) > 1e-6f * std::fabs(want) : !(got <= kMasked))
+      if (seen(i, key) ? std::fabs(got - want) > s.tolerance * std::fabs(want) : !(got <= kMasked))
         refuse(what + ": at tokens " + std::to_string(p.tokens) + ", past " + std::to_string(p.past) + ", query " +
                std::to_string(i) + " key " + std::to_string(j) + " the scores are not scaled and causally masked" +
                (window ? " within a window of " + std::to_string(window) : std::string()));
@@ -287,7 +335,13 @@ double check_scores(const ScoreRun& s, const Probe& p, int64_t window, const std
   return scale;
 }
 
-Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens, int64_t past, EvaluateFn evaluate) {
+// The graph's input types at a probe (tokens, past), and the attention mask, all ones.
+struct ProbeInputs {
+  std::vector<TensorType> types;
+  std::vector<Tensor> frozen;
+};
+
+ProbeInputs probe_inputs(const Graph& g, const DecoderGraphNames& names, int64_t tokens, int64_t past) {
   std::vector<TensorType> types;
   std::vector<Tensor> frozen(g.inputs.size());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
@@ -307,7 +361,7 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
         else refuse("attention_mask is " + std::string(dtype_name(v.dtype)));
       }
     } else if (is_past) {
-      if (v.dtype != DType::Float32) refuse("the paged pool holds float32 keys and values, and '" + v.name + "' is " + dtype_name(v.dtype));
+      if (!is_float_type(v.dtype)) refuse("the paged pool holds float keys and values, and '" + v.name + "' is " + dtype_name(v.dtype));
       const int64_t head_dim = v.shape && v.shape->size() == 4 && (*v.shape)[3].is_static() ? (*v.shape)[3].value : names.head_dim;
       if (!v.shape || v.shape->size() != 4 || !(*v.shape)[1].is_static() || head_dim <= 0)
         refuse("past input '" + v.name + "' is not [batch, kv_heads, past, head_dim] with fixed heads and head size");
@@ -317,8 +371,13 @@ Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens,
     }
     types.push_back(t);
   }
+  return {std::move(types), std::move(frozen)};
+}
+
+Probe bind_probe(const Graph& g, const DecoderGraphNames& names, int64_t tokens, int64_t past, EvaluateFn evaluate) {
+  const ProbeInputs in = probe_inputs(g, names, tokens, past);
   try {
-    return {tokens, past, bind_graph(g, types, frozen, evaluate)};
+    return {tokens, past, bind_graph(g, in.types, in.frozen, evaluate)};
   } catch (const Error& e) {
     refuse("the step does not bind at " + std::to_string(tokens) + " tokens after " + std::to_string(past) + ": " + e.what());
   }
@@ -427,7 +486,8 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
   };
   concat_of(names.present_keys[layer], names.past_keys[layer], m.present_k, m.new_k, m.crop_k);
   concat_of(names.present_values[layer], names.past_values[layer], m.present_v, m.new_v, m.crop_v);
-  const std::set<Op> repeat = {Op::Unsqueeze, Op::Expand, Op::Reshape, Op::Transpose, Op::Identity};
+  // (Cast: a float16 model's keys and values reach the product in float32, passes/storage_types.h.)
+  const std::set<Op> repeat = {Op::Unsqueeze, Op::Expand, Op::Reshape, Op::Transpose, Op::Identity, Op::Cast};
   std::set<Op> key_ops = repeat;
   key_ops.insert(Op::Mul);
   m.key_path = forward_path(g, consumers, p.bound, m.present_k, key_ops, Op::MatMul, what + "'s present key", m.crop_k);
@@ -436,9 +496,9 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
     if (n.op != Op::Mul) continue;
     auto known = [&](size_t i) { return i < n.inputs.size() && n.inputs[i] >= 0 && p.bound.is_constant(n.inputs[i]); };
     const Tensor* c = known(0) != known(1) ? &p.bound.constants[static_cast<size_t>(n.inputs[known(0) ? 0 : 1])] : nullptr;
-    if (!c || c->dtype() != DType::Float32 || c->numel() != 1 || !(c->data<float>()[0] > 0))
+    if (!c || !is_float_type(c->dtype()) || c->numel() != 1 || !(c->scalar_as_double(0) > 0))
       refuse(what + "'s keys are multiplied by something other than a positive constant in Mul '" + n.name + "'");
-    m.key_scale *= c->data<float>()[0];
+    m.key_scale *= static_cast<float>(c->scalar_as_double(0));
   }
   const Node& qk = g.nodes[static_cast<size_t>(m.key_path.back())];
   const int key_operand = m.key_path.size() > 1 ? g.nodes[static_cast<size_t>(m.key_path[m.key_path.size() - 2])].outputs[0] : m.present_k;
@@ -688,6 +748,20 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   int positions = g.find_value(names.position_ids);
   if (positions < 0) positions = add_input(g, names.position_ids, DType::Int64, *g.values[static_cast<size_t>(ids)].shape);
   if (g.values[static_cast<size_t>(positions)].dtype != DType::Int64) refuse("position_ids is not int64");
+  // float16 and bfloat16 compute in float32 (passes/storage_types.h), as the plan will run them:
+  // the checks below evaluate float32 arithmetic, with the past, the present and this step's
+  // keys and values in the model's type. (The reference kernels compute no float16.)
+  if (std::any_of(g.inputs.begin(), g.inputs.end(), [&](int v) {
+        const DType t = g.values[static_cast<size_t>(v)].dtype;
+        return t == DType::Float16 || t == DType::BFloat16;
+      })) {
+    const ProbeInputs in = probe_inputs(g, names, 3, 0);
+    try {
+      g = Graph(*compute_storage_types_in_float32(std::make_shared<const Graph>(g), in.types, in.frozen, evaluate));
+    } catch (const Error& e) {
+      refuse(std::string("the float16 step does not compute in float32: ") + e.what());
+    }
+  }
   const auto consumers = g.consumers();
 
   // Two probes: a prefill (no past) and a step after a past, both with several tokens so that
@@ -726,7 +800,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       // With a softcap, check_scores finds the cap; the kernel's scale is then pre_scale * cap.
       const double c = check_scores(run, *p, window, what);
       const double s = run.pre_scale != 0 ? run.pre_scale * c : c;
-      if (scale != 0 && std::fabs(s - scale) > 1e-6 * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
+      if (scale != 0 && std::fabs(s - scale) > run.tolerance * std::fabs(scale)) refuse(what + "'s scale depends on the shape");
       if ((run.pre_scale != 0) != (runs.front().second.pre_scale != 0)) refuse(what + "'s softcap depends on the shape");
       scale = s;
       if (run.pre_scale != 0) softcap = c;
@@ -764,18 +838,47 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     const int kc = add_input(g, out.key_caches.back(), DType::Float32, key_pool_shape);
     const int vc = add_input(g, out.value_caches.back(), DType::Float32, value_pool_shape);
     const LayerMatch& m = matches[layer];
-    Node& n = g.nodes[static_cast<size_t>(m.product)];  // P V becomes the cached attention, same output
+    // A float16 or bfloat16 model's queries, keys and values reach the float32 kernel through
+    // Casts, and its output goes back to the model's type.
+    const std::string base = g.nodes[static_cast<size_t>(m.product)].name + "/" + kCacheAttentionItem;
+    auto as_float32_value = [&](int v, const char* what) {
+      const DType t = probes[0].bound.types[static_cast<size_t>(v)].dtype;  // values declare no type
+      return t == DType::Float32 ? v : append_node(g, Op::Cast, {v}, DType::Float32, base + "_" + what + "_float32",
+                                                   {{"to", DType::Float32}});
+    };
+    const int q = as_float32_value(m.query, "query"), k = as_float32_value(m.new_k, "key"),
+              v = as_float32_value(m.new_v, "value");
+    const int product_out = g.nodes[static_cast<size_t>(m.product)].outputs[0];
+    const DType out_type = probes[0].bound.types[static_cast<size_t>(product_out)].dtype;
+    if (out_type != DType::Float32) {
+      Value wide;
+      wide.name = base + "_float32";
+      wide.dtype = DType::Float32;
+      const int wide_id = g.add_value(std::move(wide));
+      g.nodes[static_cast<size_t>(m.product)].outputs = {wide_id};
+      Node cast;
+      cast.op = Op::Cast;
+      cast.op_type = op_info(Op::Cast).name;
+      cast.opset = g.opset;
+      cast.name = base + "_cast_back";
+      cast.inputs = {wide_id};
+      cast.outputs = {product_out};
+      cast.attrs = {{"to", out_type}};
+      g.nodes.push_back(std::move(cast));
+    }
+    Node& n = g.nodes[static_cast<size_t>(m.product)];  // P V becomes the cached attention
     n.op = Op::CachedAttention;
     n.op_type = op_info(Op::CachedAttention).name;
     n.domain = "fusor";
     n.opset = 1;
-    n.inputs = {m.query, m.new_k, m.new_v, positions, table, kc, vc};
+    n.inputs = {q, k, v, positions, table, kc, vc};
     n.attrs = {{"num_heads", out.heads}, {"kv_heads", out.kv_heads},
                {"scale", static_cast<float>(scales[layer] * m.key_scale)}};
     if (windows[layer] > 0) n.attrs["window"] = windows[layer];
     if (softcaps[layer] > 0) n.attrs["softcap"] = static_cast<float>(softcaps[layer]);
     n.name = n.name + "/" + kCacheAttentionItem;
   }
+  g.reorder_nodes();  // the Casts came last
 
   // The past, the present and the mask leave the graph; nothing may still read them.
   std::set<int> gone;

@@ -5,7 +5,8 @@ for transformers' default attention since 4.36, scaled_dot_product_attention:
     attention's output reshaped by the head size read off the repeated values' shape;
   - a guard Where(IsNaN(p), 0, p) after the softmax, which reads the probabilities twice.
 And the same with transformers 5's sliding-window cache (Mistral's), which cuts the past to its
-last WINDOW - 1 positions before the Concat and the present after it, with a window mask.
+last WINDOW - 1 positions before the Concat and the present after it, with a window mask; and in
+float16 (computed in float32, the paged pool in float32).
 fusor must generate ONNX Runtime's greedy tokens on the paged KV cache, alone and in a batch."""
 import collections
 import json
@@ -22,9 +23,11 @@ VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, CONTEXT, WINDOW = 97, 32, 4, 2, 8,
 LAST = np.iinfo(np.int64).max
 
 
-def decoder_graph(window=0):
+def decoder_graph(window=0, dtype=np.float32):
     """window 0: full causal attention; else a sliding window of `window` positions, with the past
-    cut to its last window - 1 positions, as transformers 5's sliding-window cache exports."""
+    cut to its last window - 1 positions, as transformers 5's sliding-window cache exports.
+    dtype float16: weights, cache and logits in float16, as a model.half() export."""
+    elem = T.FLOAT16 if dtype == np.float16 else T.FLOAT
     rng = np.random.default_rng(36)
     inits, nodes = [], []
 
@@ -33,7 +36,7 @@ def decoder_graph(window=0):
         return name
 
     def weight(name, *shape):
-        return const(name, (rng.standard_normal(shape) * 0.3).astype(np.float32))
+        return const(name, (rng.standard_normal(shape) * 0.3).astype(dtype))
 
     def node(op, ins, out, **attrs):
         nodes.append(h.make_node(op, ins, [out], **attrs))
@@ -54,9 +57,9 @@ def decoder_graph(window=0):
     const("zero", np.array(0, np.int64))
     const("one", np.array(1, np.int64))
     const("repeat", np.array([HEADS // KV_HEADS], np.int64))
-    const("sqrt_scale", np.array(HEAD ** -0.25, np.float32))
-    const("masked", np.array(np.finfo(np.float32).min, np.float32))
-    const("zero_f", np.array(0, np.float32))
+    const("sqrt_scale", np.array(HEAD ** -0.25, dtype))
+    const("masked", np.array(np.finfo(dtype).min, dtype))
+    const("zero_f", np.array(0, dtype))
     x = node("Gather", [weight("embed", VOCAB, HIDDEN), "input_ids"], "embedded")
     tokens = dim("input_ids", 1, "tokens")
     for i in range(LAYERS):
@@ -123,9 +126,9 @@ def decoder_graph(window=0):
     inputs = [h.make_tensor_value_info("input_ids", T.INT64, ["batch", "seq"]),
               h.make_tensor_value_info("attention_mask", T.INT64, ["batch", "all"]),
               h.make_tensor_value_info("position_ids", T.INT64, ["batch", "seq"])]
-    inputs += [h.make_tensor_value_info(f"past_key_values.{i}.{kind}", T.FLOAT, past_shape) for i, kind in cache]
-    outputs = [h.make_tensor_value_info("logits", T.FLOAT, ["batch", "seq", VOCAB])]
-    outputs += [h.make_tensor_value_info(f"present.{i}.{kind}", T.FLOAT, present_shape) for i, kind in cache]
+    inputs += [h.make_tensor_value_info(f"past_key_values.{i}.{kind}", elem, past_shape) for i, kind in cache]
+    outputs = [h.make_tensor_value_info("logits", elem, ["batch", "seq", VOCAB])]
+    outputs += [h.make_tensor_value_info(f"present.{i}.{kind}", elem, present_shape) for i, kind in cache]
     graph = h.make_graph(nodes, "sdpa_decoder", inputs, outputs, inits)
     model = h.make_model(graph, opset_imports=[h.make_opsetid("", 17)])
     onnx.checker.check_model(model)
@@ -136,14 +139,15 @@ def ort_greedy(folder, prompt, n):
     """ONNX Runtime's greedy tokens, feeding each step's present back as the past and the mask
     over every position so far (the window's cache keeps its own cut)."""
     session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-    past = {f"past_key_values.{i}.{kind}": np.zeros((1, KV_HEADS, 0, HEAD), np.float32)
+    dtype = np.float16 if session.get_inputs()[3].type == "tensor(float16)" else np.float32
+    past = {f"past_key_values.{i}.{kind}": np.zeros((1, KV_HEADS, 0, HEAD), dtype)
             for i in range(LAYERS) for kind in ("key", "value")}
     ids, out, feed_ids = list(prompt), [], list(prompt)
     for _ in range(n):
         start = len(ids) - len(feed_ids)
         res = session.run(None, {"input_ids": np.array([feed_ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
                                  "position_ids": np.arange(start, len(ids), dtype=np.int64)[None], **past})
-        token = int(res[0][0, -1].argmax())
+        token = int(res[0][0, -1].astype(np.float32).argmax())
         out.append(token)
         ids.append(token)
         feed_ids = [token]
@@ -155,12 +159,14 @@ Decoder = collections.namedtuple("Decoder", "folder window")
 PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
 
 
-@pytest.fixture(scope="module", params=[0, WINDOW], ids=["causal", "sliding_window"])
+@pytest.fixture(scope="module", params=[(0, np.float32), (WINDOW, np.float32), (0, np.float16)],
+                ids=["causal", "sliding_window", "float16"])
 def decoder(tmp_path_factory, request):
-    folder = tmp_path_factory.mktemp(f"sdpa_window{request.param}")
-    onnx.save(decoder_graph(request.param), str(folder / "model.onnx"))
+    window, dtype = request.param
+    folder = tmp_path_factory.mktemp(f"sdpa_window{window}")
+    onnx.save(decoder_graph(window, dtype), str(folder / "model.onnx"))
     (folder / "config.json").write_text(json.dumps({"max_position_embeddings": CONTEXT, "eos_token_id": 2}))
-    return Decoder(folder, request.param)
+    return Decoder(folder, window)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
@@ -183,11 +189,12 @@ def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
     assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]
 
 
-def test_the_window_changes_the_tokens(decoder):
+def test_the_window_changes_the_tokens(tmp_path):
     """The window case is a real test only if the window hides keys the plain causal model sees."""
-    if not decoder.window:
-        pytest.skip("the causal decoder has no window")
-    causal = decoder.folder.parent / "causal_twin"
-    causal.mkdir(exist_ok=True)
-    onnx.save(decoder_graph(0), str(causal / "model.onnx"))
-    assert ort_greedy(decoder.folder, PROMPTS[2], 8) != ort_greedy(causal, PROMPTS[2], 8)
+    tokens = {}
+    for window in (0, WINDOW):
+        folder = tmp_path / f"window{window}"
+        folder.mkdir()
+        onnx.save(decoder_graph(window), str(folder / "model.onnx"))
+        tokens[window] = ort_greedy(folder, PROMPTS[2], 8)
+    assert tokens[0] != tokens[WINDOW]
