@@ -11,11 +11,10 @@ import json
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from conftest import run_fusor
+from decoder_checks import ort_greedy, generate_batch, generate_on_paged_cache
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 
@@ -112,28 +111,6 @@ def decoder(tmp_path_factory, request):
     return Decoder(folder)
 
 
-def ort_greedy(folder, prompt, n):
-    session = ort.InferenceSession(str(folder / "model.onnx"))
-    cache = session.get_inputs()[-1]
-    dtype = np.float16 if cache.type == "tensor(float16)" else np.float32
-    past = {f"past_key_values.{i}.{t}": np.zeros((1, cache.shape[1], 0, HEAD), dtype)
-            for i in range(LAYERS) for t in ("key", "value")}
-    ids, out = list(prompt), []
-    feed_ids = ids
-    for _ in range(n):
-        start = len(ids) - len(feed_ids)
-        feeds = {"input_ids": np.array([feed_ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64), **past}
-        if "position_ids" in [i.name for i in session.get_inputs()]:
-            feeds["position_ids"] = np.arange(start, len(ids), dtype=np.int64)[None]
-        res = session.run(None, feeds)
-        token = int(res[0][0, -1].astype(np.float32).argmax())
-        out.append(token)
-        ids.append(token)
-        feed_ids = [token]
-        past = {name: res[1 + j] for j, name in enumerate(past)}
-    return out
-
-
 Decoder = collections.namedtuple("Decoder", "folder")
 PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
 
@@ -141,18 +118,8 @@ PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
 def test_generates_onnx_runtimes_tokens_on_the_paged_cache(decoder, prompt):
     n = min(16, CONTEXT - len(prompt))
-    r = run_fusor("generate", str(decoder.folder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
-                  "--ignore-eos", "--json", "--stats")
-    assert r.returncode == 0, r.stderr
-    assert "paged KV cache" in r.stderr, r.stderr
-    assert json.loads(r.stdout)["output_ids"] == ort_greedy(decoder.folder, prompt, n)
+    assert generate_on_paged_cache(decoder.folder, prompt, n) == ort_greedy(decoder.folder, prompt, n)
 
 
 def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
-    lines = tmp_path / "prompts.jsonl"
-    lines.write_text("".join(json.dumps({"prompt_ids": p, "start_step": 2 * k}) + "\n" for k, p in enumerate(PROMPTS)))
-    r = run_fusor("generate", str(decoder.folder), "--batch", str(lines), "--max-new-tokens", 12, "--ignore-eos", "--json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
-    assert out["steps"] < len(PROMPTS) * 12  # they really ran together
-    assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]
+    assert generate_batch(decoder.folder, PROMPTS, 12, tmp_path) == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]

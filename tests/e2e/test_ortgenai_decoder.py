@@ -6,8 +6,6 @@ dim ("kv_cache_dim") that genai_config.json gives. fusor generate runs it on the
 new position_ids input) and must give ONNX Runtime's greedy tokens, alone and in a batch; and
 fusor serve serves it with continuous batching."""
 import json
-import shutil
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import onnx
@@ -15,8 +13,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from conftest import MODELS, model_path, run_fusor
-from serve_util import Served, post
+from decoder_checks import assert_served_like_generate, generate_batch, generate_on_paged_cache
 
 VOCAB, HEADS, KV_HEADS, HEAD, LAYERS, CONTEXT = 61, 4, 2, 16, 2, 48
 HIDDEN = HEADS * HEAD
@@ -102,52 +99,18 @@ def ort_greedy(folder, prompt, n):
     return out
 
 
-@pytest.mark.parametrize("prompt", [[5], [9, 30, 4, 17, 52, 8, 3], list(range(3, 30))], ids=lambda p: f"prompt{len(p)}")
+PROMPTS = [[5], [9, 30, 4, 17, 52, 8, 3], list(range(3, 30))]
+
+
+@pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
 def test_generates_onnx_runtimes_tokens(decoder, prompt):
-    r = run_fusor("generate", str(decoder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", 12,
-                  "--ignore-eos", "--json", "--stats")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
-    assert out["output_ids"] == ort_greedy(decoder, prompt, 12)
-    assert "refused" not in out["kv_cache"], out["kv_cache"]  # the paged cache
+    assert generate_on_paged_cache(decoder, prompt, 12) == ort_greedy(decoder, prompt, 12)
 
 
 def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
-    prompts = [[5], [9, 30, 4, 17, 52, 8, 3], list(range(3, 30))]
-    (tmp_path / "batch.jsonl").write_text("".join(json.dumps({"prompt_ids": p, "start_step": k}) + "\n"
-                                                  for k, p in enumerate(prompts)))
-    r = run_fusor("generate", str(decoder), "--batch", tmp_path / "batch.jsonl", "--max-new-tokens", 10, "--ignore-eos",
-                  "--json")
-    assert r.returncode == 0, r.stderr
-    assert [s["output_ids"] for s in json.loads(r.stdout)["sequences"]] == [ort_greedy(decoder, p, 10) for p in prompts]
+    assert generate_batch(decoder, PROMPTS, 10, tmp_path) == [ort_greedy(decoder, p, 10) for p in PROMPTS]
 
 
 def test_fusor_serve_serves_it(decoder, tmp_path):
-    """Four greedy /v1/completions at once give fusor generate's text (llama-tiny's tokenizer
-    names the ids; the model's vocabulary is its first ids)."""
-    model_path("llama-tiny")
-    folder = tmp_path / "served"
-    shutil.copytree(decoder, folder)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(MODELS / "llama-tiny" / name, folder / name)
-    prompts = [[5], [9, 30, 4, 17, 52, 8, 3], list(range(3, 30)), [40, 41]]
-    expected = []
-    for p in prompts:
-        r = run_fusor("generate", str(folder), "--prompt-ids", ",".join(map(str, p)), "--max-new-tokens", 10,
-                      "--ignore-eos", "--json")
-        assert r.returncode == 0, r.stderr
-        expected.append(json.loads(r.stdout)["text"])
-    s = Served(tmp_path, models=[("gqa", folder)])
-    try:
-        assert "generative (continuous batching)" in s.output()
-
-        def complete(p):
-            body = {"model": "gqa", "prompt": p, "max_tokens": 10, "temperature": 0, "ignore_eos": True}
-            status, out = post(f"{s.url}/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
-            assert status == 200, out
-            return json.loads(out)["choices"][0]["text"]
-
-        with ThreadPoolExecutor(len(prompts)) as pool:
-            assert list(pool.map(complete, prompts)) == expected
-    finally:
-        assert s.stop() == 0, s.output()
+    """Four greedy /v1/completions at once give fusor generate's text."""
+    assert_served_like_generate(decoder, PROMPTS + [[40, 41]], tmp_path)

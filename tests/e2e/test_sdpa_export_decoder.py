@@ -11,17 +11,13 @@ fusor must generate ONNX Runtime's greedy tokens on the paged KV cache, alone an
 fusor serve must serve each with continuous batching."""
 import collections
 import json
-import shutil
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from conftest import MODELS, model_path, run_fusor
-from serve_util import Served, post
+from decoder_checks import ort_greedy, assert_served_like_generate, generate_batch, generate_on_paged_cache
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, CONTEXT, WINDOW = 97, 32, 4, 2, 8, 2, 64, 6
 LAST = np.iinfo(np.int64).max
@@ -139,26 +135,6 @@ def decoder_graph(window=0, dtype=np.float32):
     return model
 
 
-def ort_greedy(folder, prompt, n):
-    """ONNX Runtime's greedy tokens, feeding each step's present back as the past and the mask
-    over every position so far (the window's cache keeps its own cut)."""
-    session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-    dtype = np.float16 if session.get_inputs()[3].type == "tensor(float16)" else np.float32
-    past = {f"past_key_values.{i}.{kind}": np.zeros((1, KV_HEADS, 0, HEAD), dtype)
-            for i in range(LAYERS) for kind in ("key", "value")}
-    ids, out, feed_ids = list(prompt), [], list(prompt)
-    for _ in range(n):
-        start = len(ids) - len(feed_ids)
-        res = session.run(None, {"input_ids": np.array([feed_ids], np.int64), "attention_mask": np.ones((1, len(ids)), np.int64),
-                                 "position_ids": np.arange(start, len(ids), dtype=np.int64)[None], **past})
-        token = int(res[0][0, -1].astype(np.float32).argmax())
-        out.append(token)
-        ids.append(token)
-        feed_ids = [token]
-        past = {name: res[1 + j] for j, name in enumerate(past)}
-    return out
-
-
 Decoder = collections.namedtuple("Decoder", "folder window")
 PROMPTS = [[5], [11, 40, 7, 3, 90, 12, 33, 8, 61, 17, 4], list(range(3, 40))]
 
@@ -176,21 +152,11 @@ def decoder(tmp_path_factory, request):
 @pytest.mark.parametrize("prompt", PROMPTS, ids=lambda p: f"prompt{len(p)}")
 def test_generates_onnx_runtimes_tokens_on_the_paged_cache(decoder, prompt):
     n = min(16, CONTEXT - len(prompt))
-    r = run_fusor("generate", str(decoder.folder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", str(n),
-                  "--ignore-eos", "--json", "--stats")
-    assert r.returncode == 0, r.stderr
-    assert "paged KV cache" in r.stderr, r.stderr
-    assert json.loads(r.stdout)["output_ids"] == ort_greedy(decoder.folder, prompt, n)
+    assert generate_on_paged_cache(decoder.folder, prompt, n) == ort_greedy(decoder.folder, prompt, n)
 
 
 def test_a_batch_gives_each_prompt_its_own_tokens(decoder, tmp_path):
-    lines = tmp_path / "prompts.jsonl"
-    lines.write_text("".join(json.dumps({"prompt_ids": p, "start_step": 2 * k}) + "\n" for k, p in enumerate(PROMPTS)))
-    r = run_fusor("generate", str(decoder.folder), "--batch", str(lines), "--max-new-tokens", 12, "--ignore-eos", "--json")
-    assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
-    assert out["steps"] < len(PROMPTS) * 12  # they really ran together
-    assert [seq["output_ids"] for seq in out["sequences"]] == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]
+    assert generate_batch(decoder.folder, PROMPTS, 12, tmp_path) == [ort_greedy(decoder.folder, p, 12) for p in PROMPTS]
 
 
 def test_the_window_changes_the_tokens(tmp_path):
@@ -205,33 +171,8 @@ def test_the_window_changes_the_tokens(tmp_path):
 
 
 def test_fusor_serve_serves_it(decoder, tmp_path):
-    """Three greedy /v1/completions at once give fusor generate's text (llama-tiny's tokenizer
-    names the ids; the model's vocabulary is its first ids)."""
-    model_path("llama-tiny")
-    folder = tmp_path / "served"
-    shutil.copytree(decoder.folder, folder)
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(MODELS / "llama-tiny" / name, folder / name)
-    expected = []
-    for p in PROMPTS:
-        r = run_fusor("generate", str(folder), "--prompt-ids", ",".join(map(str, p)), "--max-new-tokens", 10,
-                      "--ignore-eos", "--json")
-        assert r.returncode == 0, r.stderr
-        expected.append(json.loads(r.stdout)["text"])
-    # The precision gate runs the export as it is at a past of 16, longer than the window's cache
-    # (5) ever is, where the export cannot run; it serves with the gate off.
+    """Three greedy /v1/completions at once give fusor generate's text. The windowed decoder serves
+    with the precision gate off: the gate runs the export as it is at a past of 16, longer than
+    the window's cache (5) ever is, where the export cannot run."""
     config = "fusion:\n  precision_check: off\n" if decoder.window else ""
-    s = Served(tmp_path, config=config, models=[("sdpa", folder)])
-    try:
-        assert "generative (continuous batching)" in s.output()
-
-        def complete(p):
-            body = {"model": "sdpa", "prompt": p, "max_tokens": 10, "temperature": 0, "ignore_eos": True}
-            status, out = post(f"{s.url}/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
-            assert status == 200, out
-            return json.loads(out)["choices"][0]["text"]
-
-        with ThreadPoolExecutor(len(PROMPTS)) as pool:
-            assert list(pool.map(complete, PROMPTS)) == expected
-    finally:
-        assert s.stop() == 0, s.output()
+    assert_served_like_generate(decoder.folder, PROMPTS, tmp_path, config)
