@@ -768,13 +768,18 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   // causality shows.
   const Probe probes[2] = {bind_probe(g, names, 3, 0, evaluate), bind_probe(g, names, 2, 5, evaluate)};
   const std::optional<Probe> far = bind_long_probe(g, names, context_length, evaluate);
-  // Where the export cuts the past to its last `kept` positions (a sliding window's cache), a
-  // real past is never longer, and a probe at that past shows the window even when the far one
-  // does not bind. A cut beyond the context never acts.
-  const int64_t kept = match_layer(g, consumers, probes[0], names, 0, evaluate).past_kept;
-  const bool cut_acts = kept > 0 && (context_length <= 0 || kept < context_length);
-  const std::optional<Probe> cut = cut_acts ? std::optional<Probe>(bind_probe(g, names, 2, kept, evaluate)) : std::nullopt;
-  const Probe* const extra_probes[] = {far ? &*far : nullptr, cut ? &*cut : nullptr};
+  // Where the export cuts a layer's past to its last `kept` positions (a sliding window's cache;
+  // Gemma's alternate with full layers), a real past is never longer, and a probe at that past
+  // shows the window even when the far one does not bind. A cut beyond the context never acts.
+  auto cut_acts = [&](int64_t kept) { return kept > 0 && (context_length <= 0 || kept < context_length); };
+  std::set<int64_t> cuts;
+  for (size_t layer = 0; layer < layers; ++layer)
+    if (const int64_t kept = match_layer(g, consumers, probes[0], names, layer, evaluate).past_kept; cut_acts(kept))
+      cuts.insert(kept);
+  std::vector<Probe> cut_probes;
+  for (int64_t kept : cuts) cut_probes.push_back(bind_probe(g, names, 2, kept, evaluate));
+  std::vector<const Probe*> extra_probes = {far ? &*far : nullptr};
+  for (const Probe& p : cut_probes) extra_probes.push_back(&p);
   std::vector<LayerMatch> matches;
   std::vector<double> scales;
   std::vector<double> softcaps;
@@ -792,9 +797,8 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     int64_t window = 0;
     for (const auto& [p, run] : runs) window = std::max(window, window_shown(run, *p));
     // Where the export cuts the past, the window must hide every key the cut drops.
-    if (m.past_kept != kept) refuse(what + " cuts its past unlike layer 0");
-    if (cut_acts && (window == 0 || window > kept + 1))
-      refuse(what + " cuts its past to " + std::to_string(kept) + " positions, within its window");
+    if (cut_acts(m.past_kept) && (window == 0 || window > m.past_kept + 1))
+      refuse(what + " cuts its past to " + std::to_string(m.past_kept) + " positions, within its window");
     double scale = 0, softcap = 0;
     for (const auto& [p, run] : runs) {
       // With a softcap, check_scores finds the cap; the kernel's scale is then pre_scale * cap.
@@ -889,7 +893,8 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   if (int mask = g.find_value(names.attention_mask); mask >= 0) gone.insert(mask);
   std::erase_if(g.outputs, [&](int v) { return gone.count(v) > 0; });
   remove_dead_nodes(g);
-  const Probe* bound[] = {&probes[0], &probes[1], extra_probes[0], extra_probes[1]};
+  std::vector<const Probe*> bound = {&probes[0], &probes[1]};
+  bound.insert(bound.end(), extra_probes.begin(), extra_probes.end());
   read_positions_from_input(g, gone, positions, bound);
   freeze_probe_constants(g, gone, bound);
   remove_dead_nodes(g);

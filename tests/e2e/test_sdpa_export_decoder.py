@@ -4,8 +4,9 @@ for transformers' default attention since 4.36, scaled_dot_product_attention:
   - the KV-head repeat (Unsqueeze, Expand, Reshape) sized off the present's shape, and the
     attention's output reshaped by the head size read off the repeated values' shape;
   - a guard Where(IsNaN(p), 0, p) after the softmax, which reads the probabilities twice.
-And the same with transformers 5's sliding-window cache (Mistral's), which cuts the past to its
-last WINDOW - 1 positions before the Concat and the present after it, with a window mask; and in
+And the same with transformers 5's sliding-window cache (Mistral's, and Gemma's in every other
+layer), which cuts the past to its last WINDOW - 1 positions before the Concat and the present
+after it, with a window mask; and in
 float16 (computed in float32, the paged pool in float32).
 fusor must generate ONNX Runtime's greedy tokens on the paged KV cache, alone and in a batch, and
 fusor serve must serve each with continuous batching."""
@@ -24,8 +25,9 @@ LAST = np.iinfo(np.int64).max
 
 
 def decoder_graph(window=0, dtype=np.float32):
-    """window 0: full causal attention; else a sliding window of `window` positions, with the past
-    cut to its last window - 1 positions, as transformers 5's sliding-window cache exports.
+    """window 0: full causal attention; else a sliding window of `window` positions in the even
+    layers, with their past cut to its last window - 1 positions, as transformers 5's sliding-window
+    cache exports (Gemma 2 and 3 alternate such layers with full ones).
     dtype float16: weights, cache and logits in float16, as a model.half() export."""
     elem = T.FLOAT16 if dtype == np.float16 else T.FLOAT
     rng = np.random.default_rng(36)
@@ -64,6 +66,7 @@ def decoder_graph(window=0, dtype=np.float32):
     tokens = dim("input_ids", 1, "tokens")
     for i in range(LAYERS):
         p = f"l{i}_"
+        layer_window = window if i % 2 == 0 else 0
 
         def heads(name, n):
             y = node("MatMul", [x, weight(p + name + "_w", HIDDEN, n * HEAD)], p + name + "_proj")
@@ -74,11 +77,11 @@ def decoder_graph(window=0, dtype=np.float32):
         present = {}
         for kind, new in (("key", k), ("value", v)):
             past = f"past_key_values.{i}.{kind}"
-            if window:
-                past = last_positions(past, window - 1, p + kind + "_past_kept")
-            full = node("Concat", [past, new], p + kind + "_all" if window else f"present.{i}.{kind}", axis=2)
-            if window:
-                last_positions(full, window - 1, f"present.{i}.{kind}")
+            if layer_window:
+                past = last_positions(past, layer_window - 1, p + kind + "_past_kept")
+            full = node("Concat", [past, new], p + kind + "_all" if layer_window else f"present.{i}.{kind}", axis=2)
+            if layer_window:
+                last_positions(full, layer_window - 1, f"present.{i}.{kind}")
             # The KV-head repeat, sized off the present's shape as the TorchScript export does.
             b, kvh, s, d = (dim(full, a, f"{p}{kind}_dim{a}") for a in range(4))
             expanded = node("Expand", [node("Unsqueeze", [full, "axis2"], p + kind + "_unsq"),
@@ -100,8 +103,8 @@ def decoder_graph(window=0, dtype=np.float32):
         cols = node("Range", ["zero", keys, "one"], p + "k_idx")
         last_seen = node("Add", [rows, seen], p + "last_seen")
         allowed = node("LessOrEqual", [cols, last_seen], p + "causal")
-        if window:
-            first_seen = node("Sub", [last_seen, const(p + "window", np.array(window, np.int64))], p + "first_seen")
+        if layer_window:
+            first_seen = node("Sub", [last_seen, const(p + "window", np.array(layer_window, np.int64))], p + "first_seen")
             allowed = node("And", [allowed, node("Greater", [cols, first_seen], p + "in_window")], p + "windowed")
         pad = node("Slice", ["attention_mask", node("Neg", [unsq(keys, p + "keys1")], p + "neg_keys"), "to_end",
                              const(p + "ax1b", np.array([1], np.int64))], p + "pad")
