@@ -455,12 +455,17 @@ LayerMatch match_layer(const Graph& g, const std::vector<std::vector<int>>& cons
       return at >= 0 ? &g.nodes[static_cast<size_t>(at)] : nullptr;
     };
     const Node* n = producer_of(present);
-    // transformers 5's sliding-window cache: present = Concat(past[:, :, -kept:], new)[:, :, -kept:].
+    // transformers 5's sliding-window cache: present = Concat(past[:, :, -kept:], new)[:, :, -kept:],
+    // and the attention reads the Concat; `crop` becomes the node that reads it.
     if (n && last_positions_kept(p.bound, *n)) {
       crop = g.values[static_cast<size_t>(present)].producer;
       present = n->inputs[0];
       n = producer_of(present);
     }
+    // TorchScript's GPT-J export casts the Concat to the type it has; the attention reads the Cast.
+    if (n && n->op == Op::Cast &&
+        p.bound.types[static_cast<size_t>(n->inputs[0])].dtype == p.bound.types[static_cast<size_t>(n->outputs[0])].dtype)
+      n = producer_of(n->inputs[0]);
     int64_t axis = n ? n->attr_int("axis", 0) : 0;
     if (axis < 0) axis += 4;
     int first = n && !n->inputs.empty() ? n->inputs[0] : -1;

@@ -3,7 +3,8 @@ for transformers' default attention since 4.36, scaled_dot_product_attention:
   - Q and K^T each multiplied by sqrt(scale) before Q K^T;
   - the KV-head repeat (Unsqueeze, Expand, Reshape) sized off the present's shape, and the
     attention's output reshaped by the head size read off the repeated values' shape;
-  - a guard Where(IsNaN(p), 0, p) after the softmax, which reads the probabilities twice.
+  - a guard Where(IsNaN(p), 0, p) after the softmax, which reads the probabilities twice;
+  - the present a Cast of the Concat to the type it has, which the attention reads (GPT-J's).
 And the same with transformers 5's sliding-window cache (Mistral's, and Gemma's in every other
 layer), which cuts the past to its last WINDOW - 1 positions before the Concat and the present
 after it, with a window mask; and in
@@ -79,9 +80,11 @@ def decoder_graph(window=0, dtype=np.float32):
             past = f"past_key_values.{i}.{kind}"
             if layer_window:
                 past = last_positions(past, layer_window - 1, p + kind + "_past_kept")
-            full = node("Concat", [past, new], p + kind + "_all" if layer_window else f"present.{i}.{kind}", axis=2)
+            full = node("Concat", [past, new], p + kind + "_all", axis=2)
             if layer_window:
                 last_positions(full, layer_window - 1, f"present.{i}.{kind}")
+            else:  # read through a Cast to the type it has, as TorchScript's GPT-J export does
+                full = node("Cast", [full], f"present.{i}.{kind}", to=elem)
             # The KV-head repeat, sized off the present's shape as the TorchScript export does.
             b, kvh, s, d = (dim(full, a, f"{p}{kind}_dim{a}") for a in range(4))
             expanded = node("Expand", [node("Unsqueeze", [full, "axis2"], p + kind + "_unsq"),
