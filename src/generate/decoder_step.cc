@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <tuple>
 #include <optional>
 
 #include "fusor/decoder.h"
@@ -27,10 +28,14 @@ struct DecoderStep::Impl {
     Session session;
     size_t last_used;
   };
-  std::map<std::pair<int64_t, int64_t>, Cached> sessions;  // by (tokens, past)
+  std::map<std::tuple<int64_t, int64_t, std::vector<int64_t>>, Cached> sessions;  // by (tokens, past, cache lengths)
   size_t max_sessions;
-  std::vector<Tensor> past;  // per layer: key, value, each [1, kv_heads, past, head_dim]
-  int64_t past_length = 0;
+  std::vector<Tensor> past;  // per layer: key, value, each [1, kv_heads, its cache length, head_dim]
+  int64_t past_length = 0;   // the positions so far
+  // What each past holds: past_length, or fewer where the export cuts a layer's cache to its
+  // sliding window (transformers 5's present = Concat(past, new)[:, :, -kept:]); fed back as
+  // ONNX Runtime feeds it.
+  std::vector<int64_t> cache_lengths;
   std::vector<float> logits;
   Stats stats;
   std::optional<DecoderBatch> batch;  // the cached path, when it runs
@@ -85,10 +90,11 @@ struct DecoderStep::Impl {
   void reset() {
     past.assign(past_names.size(), Tensor(spec.cache_dtype, cache_dims(0)));
     past_length = 0;
+    cache_lengths.assign(past_names.size(), 0);
   }
 
   Session& session_for(int64_t tokens) {
-    auto key = std::make_pair(tokens, past_length);
+    auto key = std::make_tuple(tokens, past_length, cache_lengths);
     auto found = sessions.find(key);
     if (found != sessions.end()) {
       found->second.last_used = stats.steps;
@@ -102,7 +108,7 @@ struct DecoderStep::Impl {
     std::map<std::string, Dims> dims = {{spec.input_ids, {1, tokens}}};
     if (has_mask) dims[spec.attention_mask] = {1, past_length + tokens};
     if (has_positions) dims[spec.position_ids] = {1, tokens};
-    for (const std::string& name : past_names) dims[name] = cache_dims(past_length);
+    for (size_t i = 0; i < past_names.size(); ++i) dims[past_names[i]] = cache_dims(cache_lengths[i]);
     SessionOptions o = options;
     if (!spec.use_cache_branch.empty()) {
       // A merged export's If takes the no-past branch on the prompt. Frozen, the condition folds
@@ -172,9 +178,11 @@ struct DecoderStep::Impl {
     std::vector<Tensor> present(present_names.size());
     for (size_t i = 0; i < present_names.size(); ++i) {
       present[i] = outputs.at(present_names[i]);
-      if (present[i].dims() != cache_dims(past_length + n))
-        throw Error("output '" + present_names[i] + "' is " + dims_to_string(present[i].dims()) + ", expected " +
-                    dims_to_string(cache_dims(past_length + n)));
+      const Dims& d = present[i].dims();
+      const Dims want = cache_dims(cache_lengths[i] + n);
+      const bool cut = d.size() == 4 && d[2] < want[2] && d == cache_dims(d[2]);  // keeps fewer
+      if (d != want && !cut)
+        throw Error("output '" + present_names[i] + "' is " + dims_to_string(d) + ", expected " + dims_to_string(want));
     }
     if (all_logits.dtype() == DType::Float32) {
       const float* last = all_logits.data<float>() + (n - 1) * vocab;
@@ -183,6 +191,7 @@ struct DecoderStep::Impl {
       logits.resize(static_cast<size_t>(vocab));
       for (int64_t j = 0; j < vocab; ++j) logits[static_cast<size_t>(j)] = static_cast<float>(all_logits.scalar_as_double((n - 1) * vocab + j));
     }
+    for (size_t i = 0; i < present.size(); ++i) cache_lengths[i] = present[i].dim(2);
     past = std::move(present);
     past_length += n;
     return logits;

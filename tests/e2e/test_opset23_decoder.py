@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from decoder_checks import ort_greedy, generate_batch, generate_on_paged_cache
+from decoder_checks import generate_batch, generate_on_paged_cache, ort_greedy
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, FFN, CONTEXT = 97, 32, 4, 2, 8, 2, 48, 64
 

@@ -19,7 +19,8 @@ import onnx
 import pytest
 from onnx import TensorProto as T, helper as h, numpy_helper
 
-from decoder_checks import ort_greedy, assert_served_like_generate, generate_batch, generate_on_paged_cache
+from conftest import run_fusor
+from decoder_checks import assert_served_like_generate, generate_batch, generate_on_paged_cache, ort_greedy
 
 VOCAB, HIDDEN, HEADS, KV_HEADS, HEAD, LAYERS, CONTEXT, WINDOW = 97, 32, 4, 2, 8, 2, 64, 6
 LAST = np.iinfo(np.int64).max
@@ -174,6 +175,20 @@ def test_the_window_changes_the_tokens(tmp_path):
         onnx.save(decoder_graph(window), str(folder / "model.onnx"))
         tokens[window] = ort_greedy(folder, PROMPTS[2], 8)
     assert tokens[0] != tokens[WINDOW]
+
+
+def test_the_plain_loop_feeds_back_a_cut_cache(tmp_path):
+    """With fusion off, the plain loop feeds each layer's present back as it is, cut to the window
+    or whole, with the mask over every position so far, as ONNX Runtime runs the export."""
+    folder = tmp_path / "windowed"
+    folder.mkdir()
+    onnx.save(decoder_graph(WINDOW), str(folder / "model.onnx"))
+    for prompt in PROMPTS:
+        r = run_fusor("generate", str(folder), "--prompt-ids", ",".join(map(str, prompt)), "--max-new-tokens", 12,
+                      "--ignore-eos", "--json", "--stats", "--no-fusion")
+        assert r.returncode == 0, r.stderr
+        assert "plain loop" in r.stderr, r.stderr
+        assert json.loads(r.stdout)["output_ids"] == ort_greedy(folder, prompt, 12)
 
 
 def test_fusor_serve_serves_it(decoder, tmp_path):
