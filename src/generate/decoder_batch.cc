@@ -16,6 +16,7 @@
 #include "generate/name_template.h"
 #include "generate/step_profile.h"
 #include "ir/bind.h"
+#include "ir/graph_edit.h"
 #include "kernels/ref/reference.h"
 #include "passes/cache_attention.h"
 #include "passes/logit_rows.h"
@@ -33,19 +34,7 @@ std::string float32_output(Graph& g, const std::string& name) {
   if (id < 0 || at == g.outputs.end()) return name;
   const DType t = g.values[static_cast<size_t>(id)].dtype;
   if (t != DType::Float16 && t != DType::BFloat16) return name;
-  Value wide;
-  wide.name = name + "/float32";
-  wide.dtype = DType::Float32;
-  const int out = g.add_value(std::move(wide));
-  Node cast;
-  cast.op = Op::Cast;
-  cast.op_type = op_info(Op::Cast).name;
-  cast.opset = g.opset;
-  cast.name = g.values[static_cast<size_t>(out)].name;
-  cast.inputs = {id};
-  cast.outputs = {out};
-  cast.attrs = {{"to", DType::Float32}};
-  g.nodes.push_back(std::move(cast));
+  const int out = append_cast(g, id, DType::Float32, name + "/float32");
   *at = out;
   g.reorder_nodes();
   return g.values[static_cast<size_t>(out)].name;

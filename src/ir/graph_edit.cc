@@ -144,4 +144,23 @@ void remove_dead_nodes(Graph& g) {
   g.reorder_nodes();
 }
 
+int append_cast(Graph& g, int input, DType to, const std::string& name, int output) {
+  if (output < 0) {
+    Value v;
+    v.name = name;
+    v.dtype = to;
+    output = g.add_value(std::move(v));
+  }
+  Node cast;
+  cast.op = Op::Cast;
+  cast.op_type = op_info(Op::Cast).name;
+  cast.opset = g.opset;
+  cast.name = name;
+  cast.inputs = {input};
+  cast.outputs = {output};
+  cast.attrs = {{"to", to}};
+  g.nodes.push_back(std::move(cast));
+  return output;
+}
+
 }  // namespace fusor

@@ -852,8 +852,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
     const std::string base = g.nodes[static_cast<size_t>(m.product)].name + "/" + kCacheAttentionItem;
     auto as_float32_value = [&](int v, const char* what) {
       const DType t = probes[0].bound.types[static_cast<size_t>(v)].dtype;  // values declare no type
-      return t == DType::Float32 ? v : append_node(g, Op::Cast, {v}, DType::Float32, base + "_" + what + "_float32",
-                                                   {{"to", DType::Float32}});
+      return t == DType::Float32 ? v : append_cast(g, v, DType::Float32, base + "_" + what + "_float32");
     };
     const int q = as_float32_value(m.query, "query"), k = as_float32_value(m.new_k, "key"),
               v = as_float32_value(m.new_v, "value");
@@ -865,15 +864,7 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       wide.dtype = DType::Float32;
       const int wide_id = g.add_value(std::move(wide));
       g.nodes[static_cast<size_t>(m.product)].outputs = {wide_id};
-      Node cast;
-      cast.op = Op::Cast;
-      cast.op_type = op_info(Op::Cast).name;
-      cast.opset = g.opset;
-      cast.name = base + "_cast_back";
-      cast.inputs = {wide_id};
-      cast.outputs = {product_out};
-      cast.attrs = {{"to", out_type}};
-      g.nodes.push_back(std::move(cast));
+      append_cast(g, wide_id, out_type, base + "_cast_back", product_out);
     }
     Node& n = g.nodes[static_cast<size_t>(m.product)];  // P V becomes the cached attention
     n.op = Op::CachedAttention;
