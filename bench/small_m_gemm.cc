@@ -4,8 +4,9 @@
 // asks for on AVX2), by tiles of single-threaded oneDNN calls on the pool (MatmulTileSplit), by
 // one oneDNN call on its OpenMP team, and by fusor's GEMM on weights it packed itself
 // (PanelGemm), and by one oneDNN call on weights reordered once into the layout it picks (its
-// brgemm on AVX-512: how fusor's packed MatMul runs there). Alternates the five per repeat;
-// prints the medians.
+// brgemm on AVX-512: how fusor's packed MatMul ran there), and by fusor's few-row loop on those
+// reordered weights (PackedRowsGemm: how it runs 2-48 rows there now). Alternates the six per
+// repeat; prints the medians.
 //   small_m_gemm [--threads N] [--repeats N] [--rows 2,4,8,16,32] [--model llama|minilm]
 #include <algorithm>
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "kernels/cpu/matmul_tile_split.h"
 #include "kernels/cpu/onednn_context.h"
 #include "kernels/cpu/packed_gemv.h"
+#include "kernels/cpu/packed_rows_gemm.h"
 #include "kernels/cpu/panel_gemm.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -61,8 +63,8 @@ int main(int argc, char** argv) {
   set_thread_width(threads);
   auto& eng = onednn::engine();
   struct Shape { int64_t k, n; const char* what; };
-  std::printf("%-22s %4s %10s %10s %10s %10s %10s   GFLOP/s\n", "shape", "rows", "few-row", "tiles", "oneDNN", "panels",
-              "reordered");
+  std::printf("%-22s %4s %10s %10s %10s %10s %10s %10s   GFLOP/s\n", "shape", "rows", "few-row", "tiles", "oneDNN",
+              "panels", "reordered", "rows");
   const std::vector<Shape> llama = {{512, 768, "qkv"}, {512, 2752, "gate+up"}, {1376, 512, "down"}, {512, 8192, "lm_head"}};
   const std::vector<Shape> bert = {{384, 1152, "qkv"}, {384, 384, "out"}, {384, 1536, "up"}, {1536, 384, "down"}};
   for (Shape sh : minilm ? bert : llama) {
@@ -106,7 +108,8 @@ int main(int argc, char** argv) {
       onednn::stream().wait();
       std::vector<std::byte> packed_scratch(packed_pd.scratchpad_desc().get_size());
       memory psm(packed_pd.scratchpad_desc(), eng, packed_scratch.data());
-      std::function<void()> runs[5] = {
+      const auto rows_kernel = PackedRowsGemm::make(src, packed_pd.weights_desc(), dst, false, po);
+      std::function<void()> runs[6] = {
           [&] { if (kernel) kernel->execute(x.data(), w.data() + floats * copy(), nullptr, y.data(), {}); },
           [&] { if (tiles) tiles->execute(x.data(), w.data() + floats * copy(), nullptr, y.data(), {}, scratch); },
           [&] {
@@ -121,16 +124,22 @@ int main(int argc, char** argv) {
             packed_prim.execute(onednn::stream(), {{DNNL_ARG_SRC, xm}, {DNNL_ARG_WEIGHTS, packed_w[static_cast<size_t>(copy())]},
                                                    {DNNL_ARG_DST, ym}, {DNNL_ARG_SCRATCHPAD, psm}});
             onednn::stream().wait();
+          },
+          [&] {
+            if (rows_kernel)
+              rows_kernel->execute(x.data(), static_cast<const float*>(packed_w[static_cast<size_t>(copy())].get_data_handle()),
+                                   nullptr, y.data(), {}, m);
           }};
       const int calls = std::max<int>(3, static_cast<int>(4e8 / (2.0 * m * sh.k * sh.n + 2e6)));
-      std::vector<double> t[5];
+      std::vector<double> t[6];
       for (int r = 0; r < repeats; ++r)
-        for (int i = 0; i < 5; ++i) t[i].push_back(seconds_of(runs[i], calls));
+        for (int i = 0; i < 6; ++i) t[i].push_back(seconds_of(runs[i], calls));
       const double flop = 2.0 * m * sh.k * sh.n;
       auto rate = [&](int i, bool ran) { return ran ? flop / median(t[i]) / 1e9 : 0.0; };
-      std::printf("%-8s %5lldx%-6lld %4lld %10.1f %10.1f %10.1f %10.1f %10.1f\n", sh.what, static_cast<long long>(sh.k),
+      std::printf("%-8s %5lldx%-6lld %4lld %10.1f %10.1f %10.1f %10.1f %10.1f %10.1f\n", sh.what, static_cast<long long>(sh.k),
                   static_cast<long long>(sh.n), static_cast<long long>(m), rate(0, kernel.has_value()),
-                  rate(1, tiles.has_value()), rate(2, true), rate(3, !panels.empty()), rate(4, true));
+                  rate(1, tiles.has_value()), rate(2, true), rate(3, !panels.empty()), rate(4, true),
+                  rate(5, rows_kernel.has_value()));
     }
   }
 }

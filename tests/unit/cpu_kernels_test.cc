@@ -108,7 +108,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 using V = std::vector<int64_t>;
 
 // A GEMM on packed weights, whichever runs it on this CPU (OnednnMatmul::name_suffix).
-constexpr const char* kPackedGemm = "_panel|_gemv|_onednn_packed";
+constexpr const char* kPackedGemm = "_panel|_gemv|_rows|_onednn_packed";
 
 const Case kCases[] = {
     // MatMul: MiniLM projections against packed weights, attention batched matmuls, odd sizes.
@@ -125,7 +125,7 @@ const Case kCases[] = {
     {"mm_vec_b", Op::MatMul, {f({3, 4, 7}), f({7})}, {}, 14, "matmul"},
     {"mm_const_batched", Op::MatMul, {f({2, 7, 9}), fc({2, 9, 4})}, {}, 14, "batched_onednn_packed"},
     // Gemm.
-    {"gemm_bias", Op::Gemm, {f({4, 7}), fc({7, 5}), fc({5})}, {}, 13, "gemm_f32_bias_panel|gemm_f32_bias_onednn_packed"},
+    {"gemm_bias", Op::Gemm, {f({4, 7}), fc({7, 5}), fc({5})}, {}, 13, "gemm_f32_bias_panel|gemm_f32_bias_rows|gemm_f32_bias_onednn_packed"},
     {"gemm_transb_ab", Op::Gemm, {f({4, 7}), fc({5, 7}), fc({1, 5})},
      {{"transB", int64_t{1}}, {"alpha", 0.5f}, {"beta", 2.f}}, 13, kPackedGemm},
     {"gemm_transa_c", Op::Gemm, {f({7, 4}), f({7, 5}), f({4, 5})}, {{"transA", int64_t{1}}}, 13, "addc"},

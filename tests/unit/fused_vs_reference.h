@@ -154,9 +154,9 @@ inline size_t steps_of_kind(const Plan& plan, const std::string& kind) {
 }
 
 // Whether `kernels` names `prefix` on packed weights, whichever GEMM the CPU got: fusor's panels
-// or one-row GEMV (AVX2), or oneDNN's packed matmul (AVX-512).
+// or one-row GEMV (AVX2), its few-row loop or oneDNN's packed matmul (AVX-512).
 inline bool has_packed_gemm(const std::string& kernels, const std::string& prefix) {
-  for (const char* runs_on : {"_panel", "_gemv", "_onednn_packed"})
+  for (const char* runs_on : {"_panel", "_gemv", "_rows", "_onednn_packed"})
     if (kernels.find(prefix + runs_on) != std::string::npos) return true;
   return false;
 }

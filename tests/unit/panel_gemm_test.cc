@@ -167,7 +167,7 @@ TEST(PanelGemm, StoresEachPanelIntoItsSplit) {
       std::vector<float> wide(static_cast<size_t>(m * n));
       gemm->execute(x.data(), bias.data(), wide.data(), {}, m);
       std::vector<std::vector<float>> parts;
-      std::vector<PanelGemm::ColumnSplit> splits;
+      std::vector<ColumnSplit> splits;
       int64_t begin = 0;
       for (int64_t width : widths) {
         parts.emplace_back(static_cast<size_t>(m * width) + 1, -7.f);  // one float past the end: must stay
@@ -199,7 +199,7 @@ TEST(PanelGemm, StoresZerosPastTheLiveRows) {
     std::vector<float> y(static_cast<size_t>(m * n) + 1, -7.f), left(static_cast<size_t>(m * 10) + 1, -7.f),
         right(static_cast<size_t>(m * (n - 10)) + 1, -7.f);
     gemm->execute(x.data(), bias.data(), y.data(), {}, live);
-    const PanelGemm::ColumnSplit splits[] = {{0, left.data(), 10}, {10, right.data(), n - 10}};
+    const ColumnSplit splits[] = {{0, left.data(), 10}, {10, right.data(), n - 10}};
     gemm->execute_split(x.data(), bias.data(), splits, {}, live);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {

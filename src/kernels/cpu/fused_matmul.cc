@@ -91,7 +91,7 @@ class MergedKernel final : public Kernel {
   std::vector<int64_t> splits_;
   std::string name_;
   bool direct_;  // the panel GEMM writes each projection's output itself
-  std::vector<PanelGemm::ColumnSplit> to_;  // where, rebuilt each run (the outputs' bytes may move)
+  std::vector<ColumnSplit> to_;  // where, rebuilt each run (the outputs' bytes may move)
 };
 
 // The constant float32 input `i` with exactly `n` elements, or nullptr.

@@ -101,7 +101,9 @@ OnednnMatmul::OnednnMatmul(Spec spec) : spec_(std::move(spec)) {
   arg_list_ = onednn::arg_list(args_);
   if (packed_weights_)
     gemv_ = PackedGemv::make(spec_.src, weights_mem_.get_desc(), spec_.dst, !spec_.bias.is_zero(), spec_.post_ops);
-  if (tiles_enabled() && !gemv_ && !panel_ && !single_thread_)
+  if (packed_weights_ && !gemv_)
+    rows_ = PackedRowsGemm::make(spec_.src, weights_mem_.get_desc(), spec_.dst, !spec_.bias.is_zero(), spec_.post_ops);
+  if (tiles_enabled() && !fusor_loop() && !single_thread_)
     split_ = MatmulTileSplit::make({spec_.src, weights_mem_.get_desc(), spec_.bias, spec_.dst, spec_.post_ops,
                                     spec_.binary_mds, spec_.binary_indices},
                                    thread_width());
@@ -123,6 +125,7 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   const float* w = static_cast<const float*>(weights_mem_.get_data_handle());
   if (panel_) return panel_->execute(src, b, dst, binary, live_rows_);
   if (gemv_) return gemv_->execute(src, w, b, dst, binary);
+  if (rows_) return rows_->execute(src, w, b, dst, binary, live_rows_);
   if (split_) return split_->execute(src, w, b, dst, binary, scratch);
   for (size_t i = 0; i < binary_mems_.size(); ++i) binary_mems_[i].set_data_handle(const_cast<float*>(binary[i]));
   std::optional<onednn::OmpThreads> one;
@@ -131,19 +134,24 @@ void OnednnMatmul::execute(const float* src, const float* weights, const float* 
   onednn::stream().wait();
 }
 
-void OnednnMatmul::execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,
+void OnednnMatmul::execute_split(const float* src, std::span<const ColumnSplit> splits,
                                  std::span<const float* const> binary) const {
   // The bias, when there is one, is a constant copied at build time (merge_projections' biases).
-  panel_->execute_split(src, bias_copy_.empty() ? nullptr : bias_copy_.data(), splits, binary, live_rows_);
+  const float* bias = bias_copy_.empty() ? nullptr : bias_copy_.data();
+  if (rows_)
+    return rows_->execute_split(src, static_cast<const float*>(weights_mem_.get_data_handle()), bias, splits, binary,
+                                live_rows_);
+  panel_->execute_split(src, bias, splits, binary, live_rows_);
 }
 
 std::string OnednnMatmul::impl() const {
-  return panel_ ? "fusor:panel_gemm" : gemv_ ? "fusor:gemv" : entry_->pd.impl_info_str();
+  return panel_ ? "fusor:panel_gemm" : gemv_ ? "fusor:gemv" : rows_ ? "fusor:packed_rows" : entry_->pd.impl_info_str();
 }
 
 std::string OnednnMatmul::name_suffix() const {
   if (panel_) return "_panel";
   if (gemv_) return "_gemv";
+  if (rows_) return "_rows";
   return packed_weights_ ? "_onednn_packed" : "_onednn";
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/cpu/matmul_tile_split.h"
 #include "kernels/kernel.h"
 #include "kernels/cpu/packed_gemv.h"
+#include "kernels/cpu/packed_rows_gemm.h"
 #include "kernels/cpu/packed_weights.h"
 #include "kernels/cpu/onednn_post_ops.h"
 #include "kernels/cpu/panel_gemm.h"
@@ -44,30 +45,32 @@ class OnednnMatmul {
                std::span<const float* const> binary, std::span<std::byte> scratch);
 
   // Whether execute_split can store the result straight into several outputs side by side
-  // (fusor's panel GEMM, with no bias or a constant one).
-  bool splits_columns() const { return panel_ && (spec_.bias.is_zero() || !bias_copy_.empty()); }
-  // execute into `splits` (PanelGemm::ColumnSplit: columns from `begin` go to `dst`, rows `ld`
+  // (fusor's panel GEMM or few-row loop, with no bias or a constant one).
+  bool splits_columns() const { return (panel_ || rows_) && (spec_.bias.is_zero() || !bias_copy_.empty()); }
+  // execute into `splits` (ColumnSplit: columns from `begin` go to `dst`, rows `ld`
   // apart) instead of one wide result; only where splits_columns said so.
-  void execute_split(const float* src, std::span<const PanelGemm::ColumnSplit> splits,
+  void execute_split(const float* src, std::span<const ColumnSplit> splits,
                      std::span<const float* const> binary) const;
 
   // Only the first `rows` rows carry data from now on (Kernel::set_live_rows; M: all of them).
-  // The panel GEMM stores zeros in the others; oneDNN's paths compute them all.
+  // fusor's panel GEMM and few-row loop store zeros in the others; oneDNN's paths compute them all.
   void set_live_rows(int64_t rows) { live_rows_ = rows; }
 
   bool packed() const { return packed_weights_ != nullptr || panel_.has_value(); }
   // Whether oneDNN's OpenMP team runs it; else fusor's thread pool does (tiles, one-row GEMV,
-  // panels), or the calling thread alone (a GEMM too small for a team).
-  bool uses_openmp() const { return !split_ && !gemv_ && !panel_ && !single_thread_; }
-  // Kernel::drops_nan: oneDNN's paths apply a ReLU as max(x, 0); fusor's panels and GEMV keep NaN.
-  bool drops_nan() const { return !panel_ && !gemv_ && onednn::post_ops_drop_nan(spec_.post_ops); }
+  // few rows, panels), or the calling thread alone (a GEMM too small for a team).
+  bool uses_openmp() const { return !split_ && !fusor_loop() && !single_thread_; }
+  // Kernel::drops_nan: oneDNN's paths apply a ReLU as max(x, 0); fusor's own loops keep NaN.
+  bool drops_nan() const { return !fusor_loop() && onednn::post_ops_drop_nan(spec_.post_ops); }
   size_t scratch_bytes() const;
   std::string impl() const;  // oneDNN's implementation name, e.g. "brg:avx512_core", or "fusor:panel_gemm"
   // How a kernel's name on it ends, saying what runs: "_panel" (fusor's GEMM on panels), "_gemv"
-  // (fusor's one-row loop), else "_onednn_packed" or "_onednn" (oneDNN's matmul).
+  // (fusor's one-row loop), "_rows" (its few-row loop on brgemm's panels), else "_onednn_packed"
+  // or "_onednn" (oneDNN's matmul).
   std::string name_suffix() const;
 
  private:
+  bool fusor_loop() const { return gemv_ || rows_ || panel_; }
   struct Entry {
     dnnl::matmul::primitive_desc pd;
     dnnl::matmul prim;
@@ -83,6 +86,7 @@ class OnednnMatmul {
   std::vector<dnnl_exec_arg_t> arg_list_;
   std::optional<MatmulTileSplit> split_;  // set when tiles run on the thread pool
   std::optional<PackedGemv> gemv_;       // set when one row runs on fusor's own loop
+  std::optional<PackedRowsGemm> rows_;   // set when a few rows run on fusor's own loop
   std::optional<PanelGemm> panel_;       // set when many rows run on weights packed by fusor
   bool single_thread_ = false;           // too small for a team: built and run on one thread
   int64_t live_rows_ = INT64_MAX;        // set_live_rows

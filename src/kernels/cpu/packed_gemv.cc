@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kernels/cpu/brgemm_panels.h"
 #include "kernels/cpu/common.h"
 #include "kernels/cpu/simd.h"
 
@@ -13,8 +14,7 @@ using simd::D;
 using simd::V;
 namespace hn = simd::hn;
 
-constexpr int64_t kPanel = 64;   // columns per panel of the packed layout
-constexpr int64_t kKBlock = 16;  // K rows are padded to a multiple of this
+constexpr int64_t kPanel = brgemm_panels::kCols;
 constexpr size_t kLanes = HWY_LANES(float);
 static_assert(kPanel % kLanes == 0);
 constexpr size_t kVecs = kPanel / kLanes;
@@ -89,13 +89,10 @@ std::optional<PackedGemv> PackedGemv::make(const memory::desc& src, const memory
   PackedGemv g;
   if (b.inner_nblks == 0 && b.strides[0] == 1 && b.strides[1] == k) {
     g.columns_ = true;  // "ba"
+  } else if (const auto stride = brgemm_panels::panel_stride(weights)) {
+    g.panel_stride_ = *stride;
   } else {
-    // BA16a64b: inner blocks of 16 K rows x 64 columns, K blocks innermost of the outer dims.
-    const int64_t k_padded = weights.data.padded_dims[0];
-    if (b.inner_nblks != 2 || b.inner_blks[0] != kKBlock || b.inner_idxs[0] != 0 || b.inner_blks[1] != kPanel ||
-        b.inner_idxs[1] != 1 || b.strides[0] != kKBlock * kPanel || b.strides[1] != k_padded * kPanel)
-      return std::nullopt;
-    g.panel_stride_ = b.strides[1];
+    return std::nullopt;
   }
   if (weights.data.offset0 != 0) return std::nullopt;
   g.k_ = k;

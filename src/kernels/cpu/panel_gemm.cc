@@ -184,11 +184,7 @@ void PanelGemm::execute(const float* x, const float* bias, float* y, std::span<c
 void PanelGemm::execute_split(const float* x, const float* bias, std::span<const ColumnSplit> splits,
                               std::span<const float* const> binary, int64_t rows) const {
   const int64_t m = std::clamp<int64_t>(rows, 0, m_);
-  for (size_t o = 0; o < splits.size() && m < m_; ++o) {  // filler rows: zeros, not computed
-    const int64_t cols = (o + 1 < splits.size() ? splits[o + 1].begin : n_) - splits[o].begin;
-    for (int64_t r = m; r < m_; ++r)
-      std::memset(splits[o].dst + r * splits[o].ld, 0, static_cast<size_t>(cols) * sizeof(float));
-  }
+  zero_rows(splits, n_, m, m_);  // filler rows
   if (m == 0) return;
   const int64_t panels = (n_ + kPanelCols - 1) / kPanelCols, row_tiles = (m + kTileRows - 1) / kTileRows;
   // Tiles of even height: a thread's chunk is about one tile, so a short last tile would leave
@@ -204,8 +200,7 @@ void PanelGemm::execute_split(const float* x, const float* bias, std::span<const
       const int64_t p = t % panels, c0 = p * kPanelCols;
       const int64_t passes = (r1 - r0 + kRows - 1) / kRows;
       const int64_t cols = std::min(kPanelCols, n_ - c0);
-      size_t out = splits.size() - 1;
-      while (splits[out].begin > c0) --out;  // the output the panel's first column goes to
+      const size_t out = split_of(splits, c0);  // the output the panel's first column goes to
       // A panel across two outputs (llama's 512-wide Q, then K) is computed into a tile of its
       // own and copied apart; every other panel is stored in place.
       const bool across = out + 1 < splits.size() && splits[out + 1].begin < c0 + cols;
@@ -233,14 +228,7 @@ void PanelGemm::execute_split(const float* x, const float* bias, std::span<const
           run_rows(static_cast<int>(std::min<int64_t>(kRows, r1 - r)), b, epilogue_, bias, binary);
         }
       }
-      if (across)
-        for (size_t o = out; o < splits.size() && splits[o].begin < c0 + cols; ++o) {
-          const int64_t from = std::max(c0, splits[o].begin);
-          const int64_t to_col = o + 1 < splits.size() ? std::min(c0 + cols, splits[o + 1].begin) : c0 + cols;
-          for (int64_t r = r0; r < r1; ++r)
-            std::memcpy(splits[o].dst + r * splits[o].ld + (from - splits[o].begin),
-                        own_tile + (r - r0) * kPanelCols + (from - c0), static_cast<size_t>(to_col - from) * sizeof(float));
-        }
+      if (across) scatter_tile(splits, n_, own_tile, kPanelCols, r0, r1, c0, cols);
     }
   });
 }

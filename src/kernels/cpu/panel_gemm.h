@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "kernels/cpu/column_split.h"
 #include "kernels/cpu/gemm_epilogue.h"
 
 namespace fusor::cpu {
@@ -38,12 +39,6 @@ class PanelGemm {
   // plan's filler tokens, Kernel::set_live_rows).
   void execute(const float* x, const float* bias, float* y, std::span<const float* const> binary, int64_t rows) const;
 
-  // Columns [begin, the next split's begin) of the result, stored as dense rows `ld` apart at dst.
-  struct ColumnSplit {
-    int64_t begin = 0;
-    float* dst = nullptr;
-    int64_t ld = 0;
-  };
   // execute, storing the columns into `splits` (in column order, the first at 0) instead of one
   // wide result that is copied apart afterwards (merge_projections' Q, K and V): a panel goes
   // straight into its output, or, when it holds the columns of two (an output not a whole number
