@@ -1,6 +1,8 @@
 #include "kernels/cpu/packed_rows_gemm.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 
 #include "kernels/cpu/brgemm_panels.h"
 #include "kernels/cpu/common.h"
@@ -104,6 +106,30 @@ void panel_product(const float* x, int64_t m, int64_t k, const float* panel, flo
     });
 }
 
+// A thread's run of panels [front, back): its owner takes from the front, the others from the back.
+class PanelRun {
+ public:
+  void reset(int64_t front, int64_t back) { v_.store(pack(front, back), std::memory_order_relaxed); }
+  int64_t take_front() { return take(true); }
+  int64_t take_back() { return take(false); }
+
+ private:
+  static uint64_t pack(int64_t front, int64_t back) {
+    return static_cast<uint64_t>(front) << 32 | static_cast<uint64_t>(back);
+  }
+  int64_t take(bool front) {  // the panel taken, or -1 when the run is done
+    uint64_t v = v_.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto f = static_cast<int64_t>(v >> 32), b = static_cast<int64_t>(v & 0xffffffffu);
+      if (f >= b) return -1;
+      if (v_.compare_exchange_weak(v, front ? pack(f + 1, b) : pack(f, b - 1), std::memory_order_relaxed))
+        return front ? f : b - 1;
+    }
+  }
+  std::atomic<uint64_t> v_{0};
+};
+constexpr int64_t kMaxRuns = 64;  // threads that share one GEMM
+
 bool env_on() {
   static const bool on = env_switch_on("FUSOR_PACKED_ROWS");  // =0: brgemm runs few-row GEMMs too
   return on;
@@ -143,30 +169,37 @@ void PackedRowsGemm::execute_split(const float* x, const float* packed, const fl
   zero_rows(splits, n_, m, m_);  // filler rows
   if (m == 0) return;
   const int64_t panels = (n_ + kPanel - 1) / kPanel;
-  // One run of whole panels per thread: each thread's weights are one stream through memory.
-  // (parallel_range's several chunks a thread, claimed in turn, made them jump: 5-10% slower.)
-  const int width = static_cast<int>(std::min<int64_t>(thread_width(), panels));
-  parallel_chunks(width, width, [&](int64_t c, int) {
-    const int64_t p0 = panels * c / width, p1 = panels * (c + 1) / width;
-    const D d;
-    HWY_ALIGN float tile[kMaxRows * kPanel];
-    for (int64_t p = p0; p < p1; ++p) {
-      const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
-      panel_product(x, m, k_, packed + p * panel_stride_, tile);
-      for (int64_t r = 0; r < m; ++r)
-        for (int64_t j = 0; j < cols; j += kLanes) {
-          const int64_t c = c0 + j, lanes = std::min(kLanes, cols - j);
-          const auto mask = hn::FirstN(d, static_cast<size_t>(lanes));
-          const V v = epilogue_.apply(hn::Load(d, tile + r * kPanel + j), r, c, mask, bias, binary);
-          const size_t o = split_of(splits, c);
-          const ColumnSplit& to = splits[o];
-          if (to.begin + split_columns(splits, o, n_) >= c + lanes) {
-            hn::BlendedStore(v, mask, d, to.dst + r * to.ld + (c - to.begin));
-          } else {  // the vector spans two outputs
-            hn::Store(v, d, tile + r * kPanel + j);
-            scatter_tile(splits, n_, tile + r * kPanel + j, kPanel, r, r + 1, c, lanes);
-          }
+  // One run of whole panels per thread, front to back: each thread's weights are one stream
+  // through memory (parallel_range's several chunks a thread, claimed in turn, made them jump:
+  // 5-10% slower). A thread done with its run takes panels from the back of the others', so one
+  // the OS preempts (the server's network threads) does not hold up the rest.
+  const int width = static_cast<int>(std::min<int64_t>({thread_width(), panels, kMaxRuns}));
+  std::array<PanelRun, kMaxRuns> runs;
+  for (int i = 0; i < width; ++i) runs[static_cast<size_t>(i)].reset(panels * i / width, panels * (i + 1) / width);
+  const D d;
+  auto one_panel = [&](int64_t p, float* tile) {  // tile: kMaxRows x kPanel
+    const int64_t c0 = p * kPanel, cols = std::min(kPanel, n_ - c0);
+    panel_product(x, m, k_, packed + p * panel_stride_, tile);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < cols; j += kLanes) {
+        const int64_t c = c0 + j, lanes = std::min(kLanes, cols - j);
+        const auto mask = hn::FirstN(d, static_cast<size_t>(lanes));
+        const V v = epilogue_.apply(hn::Load(d, tile + r * kPanel + j), r, c, mask, bias, binary);
+        const size_t o = split_of(splits, c);
+        const ColumnSplit& to = splits[o];
+        if (to.begin + split_columns(splits, o, n_) >= c + lanes) {
+          hn::BlendedStore(v, mask, d, to.dst + r * to.ld + (c - to.begin));
+        } else {  // the vector spans two outputs
+          hn::Store(v, d, tile + r * kPanel + j);
+          scatter_tile(splits, n_, tile + r * kPanel + j, kPanel, r, r + 1, c, lanes);
         }
+      }
+  };
+  parallel_chunks(width, width, [&](int64_t own, int) {
+    HWY_ALIGN float tile[kMaxRows * kPanel];
+    for (int64_t k = 0; k < width; ++k) {
+      PanelRun& run = runs[static_cast<size_t>((own + k) % width)];
+      for (int64_t p; (p = k == 0 ? run.take_front() : run.take_back()) >= 0;) one_panel(p, tile);
     }
   });
 }
