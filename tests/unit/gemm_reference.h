@@ -11,6 +11,15 @@
 
 namespace fusor::test {
 
+// m dense rows of n floats, and K x N weights in brgemm's panels (BA16a64b): the descs of the
+// few-row GEMM tests.
+inline dnnl::memory::desc rows(int64_t m, int64_t n) {
+  return dnnl::memory::desc({m, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::ab);
+}
+inline dnnl::memory::desc panels(int64_t k, int64_t n) {
+  return dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::BA16a64b);
+}
+
 // n values in [-scale, scale], different per seed.
 inline std::vector<float> pattern(int64_t n, float scale, int seed) {
   std::vector<float> v(static_cast<size_t>(n));

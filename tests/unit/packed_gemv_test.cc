@@ -19,11 +19,9 @@ using dnnl::memory;
 using test::eltwise;
 using test::pattern;
 
-memory::desc rows(int64_t m, int64_t n) { return memory::desc({m, n}, memory::data_type::f32, memory::format_tag::ab); }
+using test::panels;
+using test::rows;
 memory::desc row(int64_t n) { return rows(1, n); }
-memory::desc panels(int64_t k, int64_t n) {
-  return memory::desc({k, n}, memory::data_type::f32, memory::format_tag::BA16a64b);
-}
 // Both layouts it reads: brgemm's panels (AVX-512) and gemm's transposed weights (AVX2).
 constexpr memory::format_tag kLayouts[] = {memory::format_tag::BA16a64b, memory::format_tag::ba};
 

@@ -19,10 +19,8 @@ using dnnl::memory;
 using test::eltwise;
 using test::pattern;
 
-memory::desc rows(int64_t m, int64_t n) { return memory::desc({m, n}, memory::data_type::f32, memory::format_tag::ab); }
-memory::desc panels(int64_t k, int64_t n) {
-  return memory::desc({k, n}, memory::data_type::f32, memory::format_tag::BA16a64b);
-}
+using test::panels;
+using test::rows;
 
 struct Case {
   int64_t m, k, n;

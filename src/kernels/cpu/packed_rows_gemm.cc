@@ -23,16 +23,6 @@ constexpr int kTileRows = std::max(1, 24 / kVecs);        // 24 accumulators: 6 
 constexpr int kStreams = 4;      // K segments read side by side: 2 and 8 ran slower, 1 much slower
 constexpr int64_t kKChunk = 8;   // rows of each segment per pass (8 KiB): 4-8 ran faster than 16-64
 
-// Keeps a loaded vector in a register: GCC otherwise folds the panel's loads into each FMA, one
-// load per row (panel_gemm.cc measured that at half speed).
-inline void keep_in_register(V& v) {
-#if HWY_ARCH_X86 && defined(__GNUC__)
-  asm("" : "+x"(v.raw));
-#else
-  (void)v;
-#endif
-}
-
 // acc[R][kPanel] (+)= x[R rows][rows k] * panel[rows k][kPanel] over the rows k = k0 + i + s * seg
 // for i < kc and s < S: S segments of the panel read side by side. No calls inside, so that the
 // accumulators stay in registers.
@@ -51,10 +41,10 @@ void rows_by_panel(const float* x, int64_t ldx, const float* panel, int64_t k0, 
         // Named, not an array: GCC stored an array of them to the stack on every k.
         V w0 = hn::Load(d, row), w1 = hn::Load(d, row + kLanes), w2 = hn::Load(d, row + 2 * kLanes),
           w3 = hn::Load(d, row + 3 * kLanes);
-        keep_in_register(w0);
-        keep_in_register(w1);
-        keep_in_register(w2);
-        keep_in_register(w3);
+        simd::keep_in_register(w0);
+        simd::keep_in_register(w1);
+        simd::keep_in_register(w2);
+        simd::keep_in_register(w3);
         for (int r = 0; r < R; ++r) {
           const V xr = hn::Set(d, x[r * ldx + k]);
           a[r][0] = hn::MulAdd(xr, w0, a[r][0]);

@@ -23,16 +23,6 @@ constexpr int kRows = 4;              // rows per inner loop: 4 x 3 accumulators
 constexpr int64_t kMaxKBlock = 384;   // 36 KiB of panel on AVX2: 384 ran 2-5% faster than 128-256
 constexpr int64_t kTileRows = 128;    // rows a tile reads per K block: 192 KiB of x, in L2
 
-// Keeps a loaded vector in a register. GCC otherwise folds the panel's loads into each FMA, one
-// load per row (16 loads for 12 FMAs), which ran the loop at ~50 instead of ~95 GFLOP/s.
-inline void keep_in_register(V& v) {
-#if HWY_ARCH_X86 && defined(__GNUC__)
-  asm("" : "+x"(v.raw));
-#else
-  (void)v;
-#endif
-}
-
 struct Block {  // one call of the inner loop
   const float* x = nullptr;  // R rows of x from the K block's first column; rows x_stride apart
   int64_t x_stride = 0;
@@ -60,9 +50,9 @@ void outer_products(const float* x, int64_t x_stride, const float* panel, int64_
     // Named, not an array: GCC stored an array of them to the stack on every k.
     V w0 = hn::LoadU(d, panel + k * kPanelCols), w1 = hn::LoadU(d, panel + k * kPanelCols + kLanes),
       w2 = hn::LoadU(d, panel + k * kPanelCols + 2 * kLanes);
-    keep_in_register(w0);
-    keep_in_register(w1);
-    keep_in_register(w2);
+    simd::keep_in_register(w0);
+    simd::keep_in_register(w1);
+    simd::keep_in_register(w2);
     __builtin_prefetch(prefetch + k * prefetch_step, 0, 2);  // into L2
     for (int r = 0; r < R; ++r) {
       const V xr = hn::Set(d, x[r * x_stride + k]);
