@@ -162,8 +162,10 @@ void PackedRowsGemm::execute_split(const float* x, const float* packed, const fl
   // One run of whole panels per thread, front to back: each thread's weights are one stream
   // through memory (parallel_range's several chunks a thread, claimed in turn, made them jump:
   // 5-10% slower). A thread done with its run takes panels from the back of the others', so one
-  // the OS preempts (the server's network threads) does not hold up the rest.
-  const int width = static_cast<int>(std::min<int64_t>({thread_width(), panels, kMaxRuns}));
+  // the OS preempts (the server's network threads) does not hold up the rest. A GEMM too small to
+  // pay for a second thread (parallel_range's threshold) runs on the calling thread alone.
+  const bool small = m * k_ * n_ < kParallelThreshold;
+  const int width = small ? 1 : static_cast<int>(std::min<int64_t>({thread_width(), panels, kMaxRuns}));
   std::array<PanelRun, kMaxRuns> runs;
   for (int i = 0; i < width; ++i) runs[static_cast<size_t>(i)].reset(panels * i / width, panels * (i + 1) / width);
   const D d;
