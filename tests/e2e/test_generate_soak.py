@@ -186,23 +186,31 @@ def test_a_stream_that_times_out_in_the_queue_is_a_503(tmp_path):
   kv_cache_tokens: 512
   classes:
     interactive: {priority: 0}
-    batch: {priority: 1, timeout_ms: 300}
+    batch: {priority: 1, timeout_ms: 100}
 """, [("llama", LLAMA)])
+
+    async def ask(session, url, body):
+        async with session.post(url, json=body) as resp:
+            return resp.status, await resp.text()
 
     async def run():
         import aiohttp
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=300)) as session:
             base = f"http://{served.url}"
+            # Two long streams hold both places (500 tokens each, longer still as they preempt
+            # each other in the 512-token pool) well past the batch class's 100 ms timeout, on a
+            # fast host too: 400 tokens of a 2-row decode once ended before a second request,
+            # sent after the first one's answer, had waited out a 300 ms timeout.
             busy = [asyncio.create_task(stream(session, base + "/v1/completions", {
-                "model": "llama", "prompt": [5 + i, 6, 7], "max_tokens": 400, "stream": True, "ignore_eos": True}))
+                "model": "llama", "prompt": [5 + i, 6, 7], "max_tokens": 500, "stream": True, "ignore_eos": True}))
                 for i in range(2)]
-            await asyncio.sleep(0.3)  # both sequences run: the batch class waits past its timeout
-            answers = []
+            await asyncio.sleep(0.1)  # both sequences run: the batch class waits past its timeout
+            asks = []
             for path, body in (("/v2/models/llama/generate_stream", {"text_input": "Hi", "max_tokens": 5}),
                                ("/v1/completions", {"model": "llama", "prompt": "Hi", "max_tokens": 5, "stream": True})):
                 body = dict(body, parameters={"class": "batch"}) if "text_input" in body else dict(body, fusor_class="batch")
-                async with session.post(base + path, json=body) as resp:
-                    answers.append((resp.status, await resp.text()))
+                asks.append(ask(session, base + path, body))
+            answers = await asyncio.gather(*asks)
             await asyncio.gather(*busy)
             return answers
 
