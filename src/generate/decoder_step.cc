@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstring>
 #include <map>
-#include <tuple>
 #include <optional>
+#include <tuple>
 
 #include "fusor/decoder.h"
 #include "fusor/error.h"

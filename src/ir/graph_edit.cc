@@ -144,23 +144,28 @@ void remove_dead_nodes(Graph& g) {
   g.reorder_nodes();
 }
 
-int append_cast(Graph& g, int input, DType to, const std::string& name, int output) {
+int append_node(Graph& g, Op op, std::vector<int> inputs, DType dtype, const std::string& name,
+                std::map<std::string, Attribute> attrs, int output) {
   if (output < 0) {
     Value v;
     v.name = name;
-    v.dtype = to;
+    v.dtype = dtype;
     output = g.add_value(std::move(v));
   }
-  Node cast;
-  cast.op = Op::Cast;
-  cast.op_type = op_info(Op::Cast).name;
-  cast.opset = g.opset;
-  cast.name = name;
-  cast.inputs = {input};
-  cast.outputs = {output};
-  cast.attrs = {{"to", to}};
-  g.nodes.push_back(std::move(cast));
+  Node n;
+  n.op = op;
+  n.op_type = op_info(op).name;
+  n.opset = g.opset;
+  n.name = name;
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  n.attrs = std::move(attrs);
+  g.nodes.push_back(std::move(n));
   return output;
+}
+
+int append_cast(Graph& g, int input, DType to, const std::string& name, int output) {
+  return append_node(g, Op::Cast, {input}, to, name, {{"to", to}}, output);
 }
 
 }  // namespace fusor

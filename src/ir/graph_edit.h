@@ -34,9 +34,12 @@ size_t inline_fused(Graph& g, int node);
 // Removes nodes none of whose outputs is used (transitively) by a graph output.
 void remove_dead_nodes(Graph& g);
 
-// Appends a Cast of value `input` to `to`, writing value `output`, or a new value named `name`
-// when `output` is -1 (a name for the node too); returns the value written. The node goes last:
-// reorder_nodes() before relying on the order.
+// Appends a node of `op` on `inputs` writing value `output`, or a new value of `dtype` named
+// `name` when `output` is -1 (a name for the node too); returns the value written. The node goes
+// last: reorder_nodes() before relying on the order.
+int append_node(Graph& g, Op op, std::vector<int> inputs, DType dtype, const std::string& name,
+                std::map<std::string, Attribute> attrs = {}, int output = -1);
+// append_node of a Cast of `input` to `to`.
 int append_cast(Graph& g, int input, DType to, const std::string& name, int output = -1);
 
 }  // namespace fusor

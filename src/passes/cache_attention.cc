@@ -591,24 +591,6 @@ std::optional<std::pair<size_t, int64_t>> position_pattern(const Graph& g, int v
 }
 
 // Adds node `op` reading `inputs` and writing a fresh value of type `dtype`; returns the value.
-int append_node(Graph& g, Op op, std::vector<int> inputs, DType dtype, const std::string& name,
-                std::map<std::string, Attribute> attrs = {}) {
-  Value out;
-  out.name = name;
-  out.dtype = dtype;
-  const int id = g.add_value(std::move(out));
-  Node n;
-  n.op = op;
-  n.op_type = op_info(op).name;
-  n.opset = g.opset;
-  n.name = name;
-  n.inputs = std::move(inputs);
-  n.outputs = {id};
-  n.attrs = std::move(attrs);
-  g.nodes.push_back(std::move(n));
-  return id;
-}
-
 int constant_value(Graph& g, const std::string& name, Tensor t) {
   Value v;
   v.name = name;
@@ -665,7 +647,7 @@ void read_positions_from_input(Graph& g, const std::set<int>& gone, int position
       value = append_node(g, Op::Add, {value, constant_value(g, base + "_offset", std::move(offset))}, DType::Int64,
                           base + "_offset_added");
     }
-    if (dtype != DType::Int64) value = append_node(g, Op::Cast, {value}, dtype, base + "_cast", {{"to", dtype}});
+    if (dtype != DType::Int64) value = append_cast(g, value, dtype, base + "_cast");
     replace_value(g, target, value);
   }
 }
@@ -777,22 +759,23 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
   // Gemma's alternate with full layers), a real past is never longer, and a probe at that past
   // shows the window even when the far one does not bind. A cut beyond the context never acts.
   auto cut_acts = [&](int64_t kept) { return kept > 0 && (context_length <= 0 || kept < context_length); };
+  std::vector<LayerMatch> matches;  // at the first probe
   std::set<int64_t> cuts;
-  for (size_t layer = 0; layer < layers; ++layer)
-    if (const int64_t kept = match_layer(g, consumers, probes[0], names, layer, evaluate).past_kept; cut_acts(kept))
-      cuts.insert(kept);
+  for (size_t layer = 0; layer < layers; ++layer) {
+    matches.push_back(match_layer(g, consumers, probes[0], names, layer, evaluate));
+    if (cut_acts(matches.back().past_kept)) cuts.insert(matches.back().past_kept);
+  }
   std::vector<Probe> cut_probes;
   for (int64_t kept : cuts) cut_probes.push_back(bind_probe(g, names, 2, kept, evaluate));
   std::vector<const Probe*> extra_probes = {far ? &*far : nullptr};
   for (const Probe& p : cut_probes) extra_probes.push_back(&p);
-  std::vector<LayerMatch> matches;
   std::vector<double> scales;
   std::vector<double> softcaps;
   std::vector<int64_t> windows;
   CachedDecoder out;
   for (size_t layer = 0; layer < layers; ++layer) {
     const std::string what = "layer " + std::to_string(layer);
-    LayerMatch m = match_layer(g, consumers, probes[0], names, layer, evaluate);
+    const LayerMatch& m = matches[layer];
     // The masks at every probe, and the widest sliding window they show (the far probe's, where
     // a window of most of the context shows).
     std::vector<std::pair<const Probe*, ScoreRun>> runs;
@@ -828,7 +811,6 @@ CachedDecoder prepare_cached_decoder(Graph& g, const DecoderGraphNames& names, E
       check_head_repeat(g, p, m.value_path, m.present_v, q[1], false, 1, evaluate, what + "'s value path");
       check_probabilities_kept(g, p, m, evaluate, what + "'s probability path");
     }
-    matches.push_back(std::move(m));
     scales.push_back(scale);
     softcaps.push_back(softcap);
     windows.push_back(window);
